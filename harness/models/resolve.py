@@ -1,0 +1,127 @@
+"""Turn ``--model`` (a file path or an alias) into a checked GGUF file.
+
+Aliases come from the user catalog (TOML, see ``harness.paths.catalog_path``)::
+
+    [models]
+    llama3-8b-q8 = "~/models/Meta-Llama-3-8B-Instruct.Q8_0.gguf"
+    mine = { path = "/data/m.gguf" }
+
+and from the built-in synthetic presets (``<shape>-<quant>``, e.g. ``tiny-q8``,
+``llama3-8b-q8``).  A catalog entry wins; a synthetic alias is generated once into
+``<cache>/models`` (free disk checked first) and the run says it is synthetic.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness import paths
+from harness.errors import BadInput
+from harness.models import presets
+from harness.models.gguf_info import ModelInfo, read_model_info, remember_sha256
+from harness.models.synth import synthesize
+
+DISK_HEADROOM = 1 << 30
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    ref: str  # what the user typed
+    label: str  # short name used in tables and plots
+    path: Path
+    source: str  # "file", "catalog", "synthetic"
+    info: ModelInfo
+
+    @property
+    def synthetic(self) -> bool:
+        return self.info.synthetic
+
+
+def load_catalog(path: Path | None = None) -> dict[str, Path]:
+    path = path or paths.catalog_path()
+    if not path.exists():
+        return {}
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise BadInput(f"cannot read the model catalog: {exc}", where=str(path),
+                       hint="fix the TOML (see README, 'Model catalog')") from None
+    models = data.get("models", {})
+    if not isinstance(models, dict):
+        raise BadInput("the model catalog's [models] must be a table", where=str(path))
+    out: dict[str, Path] = {}
+    for alias, value in models.items():
+        if isinstance(value, dict):
+            value = value.get("path")
+        if not isinstance(value, str):
+            raise BadInput(f"catalog entry {alias!r} needs a path string", where=str(path),
+                           hint=f'write: {alias} = "/path/to/model.gguf"')
+        out[alias] = Path(value).expanduser()
+    return out
+
+
+def known_aliases() -> list[str]:
+    return sorted(load_catalog()) + presets.synthetic_aliases()
+
+
+def synthetic_path(shape: presets.Shape, quant: presets.Quant, seed: int = 0) -> Path:
+    return paths.models_dir() / f"synthetic-{shape.name}-{quant.name}-seed{seed}.gguf"
+
+
+def _looks_like_path(ref: str) -> bool:
+    return "/" in ref or ref.endswith(".gguf") or ref.startswith(".") or ref.startswith("~")
+
+
+def ensure_synthetic(shape: presets.Shape, quant: presets.Quant, *, seed: int = 0,
+                     progress: Callable[[int, int], None] | None = None,
+                     announce: Callable[[str], None] = lambda s: None) -> Path:
+    out = synthetic_path(shape, quant, seed)
+    if out.is_file():
+        return out
+    need = presets.expected_bytes(shape, quant) + DISK_HEADROOM
+    out.parent.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(out.parent).free
+    if free < need:
+        raise BadInput(
+            f"not enough free disk to generate {shape.name}-{quant.name}: need {need / 1e9:.1f} GB, "
+            f"have {free / 1e9:.1f} GB",
+            where=str(out.parent),
+            hint="free some space or set LBENCH_CACHE_DIR to a bigger disk",
+        )
+    size = presets.expected_bytes(shape, quant)
+    announce(f"generating synthetic model {shape.name}-{quant.name} ({size / 1e9:.3f} GB, once) into {out}")
+    result = synthesize(shape, quant, out, seed=seed, progress=progress)
+    remember_sha256(result.path, result.sha256)
+    return out
+
+
+def resolve(ref: str, *, progress: Callable[[int, int], None] | None = None,
+            announce: Callable[[str], None] = lambda s: None) -> ResolvedModel:
+    ref = ref.strip()
+    if not ref:
+        raise BadInput("empty --model", hint="give a .gguf path or an alias (lbench model list)")
+    catalog = load_catalog()
+    if ref in catalog:
+        path = catalog[ref]
+        if not path.exists():
+            raise BadInput(f"catalog alias {ref!r} points at a missing file: {path}",
+                           where=str(paths.catalog_path()), hint="fix the path in the catalog")
+        return ResolvedModel(ref, ref, path, "catalog", read_model_info(path))
+    parsed = presets.parse_synthetic_alias(ref)
+    if parsed is not None and not Path(ref).exists():
+        shape, quant = parsed
+        path = ensure_synthetic(shape, quant, progress=progress, announce=announce)
+        label = f"{shape.name}-{quant.name}"
+        return ResolvedModel(ref, label, path, "synthetic", read_model_info(path))
+    if _looks_like_path(ref) or Path(ref).exists():
+        path = Path(ref).expanduser()
+        return ResolvedModel(ref, path.stem, path, "file", read_model_info(path))
+    raise BadInput(
+        f"unknown model alias {ref!r}",
+        where=f"catalog {paths.catalog_path()} and the built-in synthetic presets",
+        hint="known aliases: " + ", ".join(known_aliases()) + "; or pass a path to a .gguf file",
+    )

@@ -1,0 +1,71 @@
+"""Facts about the machine a run happens on (for the manifest and the report).
+
+Read once, before measuring; nothing here runs during a sweep.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import subprocess
+import sys
+
+import psutil
+
+
+def _sysctl(key: str) -> str | None:
+    try:
+        out = subprocess.run(["sysctl", "-n", key], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def cpu_model() -> str:
+    system = platform.system()
+    if system == "Darwin":
+        return _sysctl("machdep.cpu.brand_string") or platform.processor() or "unknown"
+    if system == "Linux":
+        try:
+            with open("/proc/cpuinfo") as fh:
+                for line in fh:
+                    if line.lower().startswith("model name"):
+                        return line.split(":", 1)[1].strip()
+        except OSError:
+            pass
+    return platform.processor() or "unknown"
+
+
+def cgroup_memory_limit() -> int | None:
+    """Linux cgroup v2 memory.max in bytes; None when unlimited or not readable."""
+    try:
+        text = open("/sys/fs/cgroup/memory.max").read().strip()
+    except OSError:
+        return None
+    return None if text == "max" else int(text)
+
+
+def host_facts() -> dict:
+    vm = psutil.virtual_memory()
+    facts = {
+        "os": platform.system(),
+        "os_release": platform.release(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpu_model": cpu_model(),
+        "cpu_logical": psutil.cpu_count(logical=True),
+        "cpu_physical": psutil.cpu_count(logical=False),
+        "ram_bytes": vm.total,
+        "python": sys.version.split()[0],
+        "python_implementation": platform.python_implementation(),
+        "hostname": socket.gethostname(),
+        "metal": platform.system() == "Darwin" and platform.machine() == "arm64",
+    }
+    if facts["os"] == "Linux":
+        facts["cgroup_memory_limit_bytes"] = cgroup_memory_limit()
+        facts["load_avg_1m"] = os.getloadavg()[0]
+    if facts["os"] == "Darwin":
+        facts["macos_version"] = platform.mac_ver()[0]
+        facts["hw_model"] = _sysctl("hw.model")
+    return facts

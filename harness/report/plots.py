@@ -1,0 +1,53 @@
+"""Plots for reports, rendered to PNG bytes (headless Agg backend)."""
+
+from __future__ import annotations
+
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+
+def figure_png(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def latency_vs_pause(samples: pd.DataFrame, summary: pd.DataFrame, model: str, run_id: str,
+                     value: str = "latency_ms", ylabel: str = "client latency (ms)") -> bytes:
+    """Raw points (jittered) and medians with 95% bootstrap intervals, one colour per setting."""
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    s_model = samples[samples["model"] == model]
+    sum_model = summary[summary["model"] == model]
+    settings = list(dict.fromkeys(sum_model["setting"]))
+    pauses = sorted(s_model["pause_requested_s"].unique()) if not s_model.empty else [0.0]
+    step = min(np.diff(pauses)) if len(pauses) > 1 else 0.1
+    rng = np.random.default_rng(0)
+    for i, setting in enumerate(settings):
+        colour = f"C{i}"
+        raw = s_model[s_model["setting"] == setting]
+        offset = (i - (len(settings) - 1) / 2) * step * 0.15
+        jitter = rng.uniform(-step * 0.05, step * 0.05, len(raw))
+        ax.scatter(raw["pause_requested_s"] + offset + jitter, raw[value], s=8, alpha=0.35, color=colour,
+                   linewidths=0)
+        med = sum_model[sum_model["setting"] == setting].sort_values("pause_requested_s")
+        yerr = np.vstack([med["median"] - med["ci_low"], med["ci_high"] - med["median"]])
+        ax.errorbar(med["pause_requested_s"] + offset, med["median"], yerr=np.clip(yerr, 0, None), fmt="-o",
+                    ms=4, lw=1.2, capsize=2, color=colour, label=f"{setting} (median, 95% CI)")
+    ax.set_xlabel("pause before request (s)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(f"{model}: {ylabel} vs pause", fontsize=11)
+    ax.grid(alpha=0.3)
+    ymax = s_model[value].max() if not s_model.empty else 1
+    ymin = s_model[value][s_model[value] > 0].min() if not s_model.empty else 1
+    if ymin and ymax / max(ymin, 1e-9) > 50:
+        ax.set_yscale("log")
+    ax.legend(fontsize=8, loc="upper left")
+    fig.text(0.99, 0.01, f"run {run_id}", ha="right", va="bottom", fontsize=7, color="0.4")
+    return figure_png(fig)

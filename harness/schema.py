@@ -1,0 +1,54 @@
+"""Columns of ``samples.parquet`` (schema version 1): one row per request.
+
+Units are in the names.  ``SAMPLE_COLUMNS`` is both the documentation (README's
+column table is ``schema_markdown()``, checked by a test) and the dtype map
+applied when a run is finalized or a journal is read.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+SAMPLE_COLUMNS: dict[str, tuple[str, str]] = {
+    "run_id": ("string", "run the row belongs to"),
+    "cell": ("Int64", "index of the (model, setting) cell in manifest.cells"),
+    "model": ("string", "model label (alias or file stem)"),
+    "model_quant": ("string", "quantization read from the GGUF (e.g. Q8_0)"),
+    "setting": ("string", "setting label, e.g. keep-alive=default,sleep-idle=2s"),
+    "keep_alive": ("string", "default | none | seconds (Metal residency keep-alive)"),
+    "sleep_idle_s": ("Int64", "llama-server --sleep-idle-seconds, null when off"),
+    "setting_applicable": ("boolean", "false when the setting has no effect on this host (Metal knobs off macOS)"),
+    "phase": ("string", "warmup (not analysed) or measure"),
+    "rep": ("Int64", "repetition of the pause grid (null for warm-up)"),
+    "seq": ("Int64", "request number within the cell, from 0"),
+    "pause_requested_s": ("float64", "pause asked for before this request"),
+    "pause_actual_s": ("float64", "previous response end -> this request's send, measured"),
+    "latency_ms": ("float64", "client wall time of the request (send -> full response)"),
+    "server_prompt_ms": ("float64", "server timings.prompt_ms: time to evaluate the uncached prompt tokens"),
+    "server_prompt_n": ("Int64", "server timings.prompt_n: prompt tokens evaluated (1 when cached)"),
+    "server_cache_n": ("Int64", "server timings.cache_n: prompt tokens reused from the cache"),
+    "server_predicted_ms": ("float64", "server timings.predicted_ms"),
+    "server_predicted_n": ("Int64", "server timings.predicted_n"),
+    "server_ms": ("float64", "server_prompt_ms + server_predicted_ms"),
+    "overhead_ms": ("float64", "latency_ms - server_ms: HTTP, queueing and harness time"),
+    "http_status": ("Int64", "HTTP status, null when the connection failed"),
+    "error": ("string", "error text (transport error or non-200 body), null when ok"),
+    "sent_at_unix_s": ("float64", "wall-clock send time, Unix seconds"),
+}
+
+
+def apply_sample_schema(frame: pd.DataFrame) -> pd.DataFrame:
+    """Cast known columns to their documented dtypes (missing ones are added as nulls)."""
+    frame = frame.copy()
+    for name, (dtype, _) in SAMPLE_COLUMNS.items():
+        if name not in frame:
+            frame[name] = pd.Series([None] * len(frame), dtype="object")
+        frame[name] = frame[name].astype(dtype)
+    ordered = list(SAMPLE_COLUMNS) + [c for c in frame.columns if c not in SAMPLE_COLUMNS]
+    return frame[ordered]
+
+
+def schema_markdown() -> str:
+    lines = ["| column | type | meaning |", "|---|---|---|"]
+    lines += [f"| `{name}` | {dtype} | {doc} |" for name, (dtype, doc) in SAMPLE_COLUMNS.items()]
+    return "\n".join(lines)

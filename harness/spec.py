@@ -1,0 +1,148 @@
+"""Experiment specs: what a run measures, independent of how it is driven.
+
+A spec comes from a TOML file in ``experiments/`` (``--spec``), from CLI options,
+or both (options given on the command line override the file).  Everything is
+validated here, before a run directory exists, so bad input leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+from harness.engines.base import Setting
+from harness.errors import BadInput
+
+# llama-idle covers 0-4 s in 0.8 s steps; the penalty appears between ~0.8 and ~1.6 s
+# on Apple Silicon, so the default grid is dense there.
+DEFAULT_PAUSES_S = [0.0, 0.2, 0.4, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 2.0, 2.5, 3.0, 4.0]
+DEFAULT_MODEL = "llama3.2-1b-q8"
+MAX_PAUSE_S = 3600.0
+
+
+def parse_pauses(text: str, where: str = "--pauses") -> list[float]:
+    """``"0,0.5,1.2"`` or ranges ``"0:4:0.8"`` (start:stop:step, stop included), mixed."""
+    out: list[float] = []
+    for item in (t.strip() for t in str(text).split(",")):
+        if not item:
+            continue
+        if ":" in item:
+            parts = item.split(":")
+            if len(parts) != 3:
+                raise BadInput(f"bad pause range {item!r}", where=where, hint="write start:stop:step, e.g. 0:4:0.8")
+            start, stop, step = (_number(p, where) for p in parts)
+            if step <= 0:
+                raise BadInput(f"pause range step must be > 0 in {item!r}", where=where)
+            n = int(math.floor((stop - start) / step + 1e-9)) + 1
+            out += [round(start + i * step, 6) for i in range(max(n, 0))]
+        else:
+            out.append(_number(item, where))
+    return validate_pauses(out, where)
+
+
+def _number(text: str, where: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise BadInput(f"pause {text!r} is not a number", where=where,
+                       hint="give seconds, e.g. --pauses 0,0.5,1.2 or 0:4:0.8") from None
+    if not math.isfinite(value):
+        raise BadInput(f"pause {text!r} is not a finite number", where=where)
+    return value
+
+
+def validate_pauses(pauses: list[float], where: str = "pauses") -> list[float]:
+    if not pauses:
+        raise BadInput("no pauses given", where=where, hint="e.g. --pauses 0,0.5,1.2")
+    for p in pauses:
+        if isinstance(p, bool) or not isinstance(p, (int, float)):
+            raise BadInput(f"pause {p!r} is not a number", where=where)
+        if p < 0:
+            raise BadInput(f"pause {p} s is negative", where=where, hint="pauses are seconds >= 0")
+        if p > MAX_PAUSE_S:
+            raise BadInput(f"pause {p} s is over {MAX_PAUSE_S:.0f} s", where=where)
+    return [float(p) for p in pauses]
+
+
+def parse_keep_alive(value: str, where: str = "--keep-alive") -> str:
+    v = str(value).strip().lower()
+    if v in ("default", "none"):
+        return v
+    if v.endswith("s"):
+        v = v[:-1]
+    if v.isdigit() and int(v) > 0:
+        return str(int(v))
+    raise BadInput(f"bad keep-alive value {value!r}", where=where,
+                   hint="use 'default', 'none' (GGML_METAL_NO_RESIDENCY=1) or seconds > 0, e.g. 30")
+
+
+def parse_sleep_idle(value: object, where: str = "--sleep-idle-seconds") -> int | None:
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "off", "none")):
+        return None
+    try:
+        n = int(str(value))
+    except ValueError:
+        raise BadInput(f"bad sleep-idle value {value!r}", where=where, hint="seconds >= 1, or 'off'") from None
+    if n == -1:
+        return None
+    if n < 1:
+        raise BadInput(f"sleep-idle must be >= 1 s (or off), got {n}", where=where)
+    return n
+
+
+@dataclass
+class IdleSpec:
+    name: str = "idle"
+    models: list[str] = field(default_factory=lambda: [DEFAULT_MODEL])
+    pauses_s: list[float] = field(default_factory=lambda: list(DEFAULT_PAUSES_S))
+    reps: int = 5
+    warmup: int = 3
+    seed: int = 0
+    keep_alive: list[str] = field(default_factory=lambda: ["default"])
+    sleep_idle_seconds: list[int | None] = field(default_factory=lambda: [None])
+    ctx_size: int = 2048
+    server_args: list[str] = field(default_factory=list)
+
+    def settings(self) -> list[Setting]:
+        return [Setting(k, s) for k in self.keep_alive for s in self.sleep_idle_seconds]
+
+    def validate(self, where: str = "spec") -> "IdleSpec":
+        if not self.models:
+            raise BadInput("no models given", where=where, hint="--model tiny-q8 (or a .gguf path)")
+        self.pauses_s = validate_pauses(list(self.pauses_s), f"{where}: pauses")
+        for key, minimum in (("reps", 1), ("warmup", 0), ("ctx_size", 64), ("seed", 0)):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+                raise BadInput(f"{key} must be an integer >= {minimum}, got {value!r}", where=where)
+        self.keep_alive = [parse_keep_alive(k, f"{where}: keep_alive") for k in self.keep_alive] or ["default"]
+        self.sleep_idle_seconds = [parse_sleep_idle(s, f"{where}: sleep_idle_seconds")
+                                   for s in self.sleep_idle_seconds] or [None]
+        return self
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def load_spec(path: Path) -> IdleSpec:
+    where = str(path)
+    if not path.is_file():
+        raise BadInput(f"spec file not found: {path}", hint="see experiments/idle/ for examples")
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"spec file is not valid TOML: {exc}", where=where) from None
+    table = data.get("idle", data)
+    known = {f.name for f in fields(IdleSpec)}
+    unknown = sorted(set(table) - known)
+    if unknown:
+        raise BadInput(f"unknown keys in spec: {', '.join(unknown)}", where=where,
+                       hint=f"known keys: {', '.join(sorted(known))}")
+    kwargs = dict(table)
+    if "pauses_s" in kwargs and isinstance(kwargs["pauses_s"], str):
+        kwargs["pauses_s"] = parse_pauses(kwargs["pauses_s"], where)
+    for key in ("models", "keep_alive", "sleep_idle_seconds", "server_args", "pauses_s"):
+        if key in kwargs and not isinstance(kwargs[key], list):
+            kwargs[key] = [kwargs[key]]
+    return IdleSpec(**kwargs).validate(where)

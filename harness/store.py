@@ -1,0 +1,190 @@
+"""Run directories: where observations land, as they are measured.
+
+``results/<run_id>/``:
+- ``manifest.json``: schema version, command, config, host, engine, models, cells,
+  status (``running`` -> ``complete`` | ``interrupted`` | ``failed``), times.
+  Rewritten atomically at each state change.
+- ``samples.jsonl``: the journal, one JSON row per observation, appended and
+  flushed as each is measured, so a killed run keeps everything measured so far.
+- ``samples.parquet``: the same rows, written when the run ends.
+- ``logs/``: server logs.
+
+A run whose process died without finishing still says ``running``; readers treat it
+as incomplete and read the journal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shlex
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+
+from harness import __version__
+from harness.errors import BadInput
+from harness.schema import apply_sample_schema
+
+SCHEMA_VERSION = 1
+TABLES = ("samples",)
+
+
+def new_run_id(kind: str, now: datetime | None = None) -> str:
+    """Sortable: UTC time to the second, the kind, and a short random suffix."""
+    now = now or datetime.now(timezone.utc)
+    return f"{now:%Y%m%dT%H%M%SZ}-{kind}-{secrets.token_hex(2)}"
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _atomic_write_json(path: Path, data: dict) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str))
+    os.replace(tmp, path)
+
+
+class RunWriter:
+    """Creates one run directory and appends observations to it."""
+
+    def __init__(self, results_root: Path, kind: str, manifest: dict):
+        self.run_id = new_run_id(kind)
+        self.dir = results_root / self.run_id
+        self.dir.mkdir(parents=True, exist_ok=False)
+        (self.dir / "logs").mkdir()
+        self.manifest = {
+            "schema_version": SCHEMA_VERSION,
+            "lbench_version": __version__,
+            "run_id": self.run_id,
+            "kind": kind,
+            "status": "running",
+            "command": shlex.join(sys.argv),
+            "argv": list(sys.argv),
+            "started_at": utc_now(),
+            "ended_at": None,
+            "n_samples": 0,
+            **manifest,
+        }
+        self._journals: dict[str, object] = {}
+        self.counts: dict[str, int] = {}
+        self.save_manifest()
+
+    def save_manifest(self) -> None:
+        _atomic_write_json(self.dir / "manifest.json", self.manifest)
+
+    def log_path(self, name: str) -> Path:
+        return self.dir / "logs" / name
+
+    def append(self, row: dict, table: str = "samples") -> None:
+        fh = self._journals.get(table)
+        if fh is None:
+            fh = open(self.dir / f"{table}.jsonl", "a", buffering=1)
+            self._journals[table] = fh
+        row = {"run_id": self.run_id, **row}
+        fh.write(json.dumps(row, default=str) + "\n")  # line-buffered: on disk at once
+        self.counts[table] = self.counts.get(table, 0) + 1
+
+    def finish(self, status: str, error: str | None = None) -> None:
+        for fh in self._journals.values():
+            fh.close()  # type: ignore[attr-defined]
+        self._journals.clear()
+        for table in set(self.counts) | set(TABLES):
+            journal = self.dir / f"{table}.jsonl"
+            if journal.exists():
+                frame = read_journal(journal)
+                if table == "samples":
+                    frame = apply_sample_schema(frame)
+                frame.to_parquet(self.dir / f"{table}.parquet", index=False)
+        self.manifest["status"] = status
+        self.manifest["ended_at"] = utc_now()
+        self.manifest["n_samples"] = self.counts.get("samples", 0)
+        if error:
+            self.manifest["error"] = error
+        self.save_manifest()
+
+
+def read_journal(path: Path) -> pd.DataFrame:
+    rows = []
+    with path.open() as fh:
+        for line in fh:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                rows.append(json.loads(line))
+            except ValueError:
+                break  # a torn last line from a killed run
+    return pd.DataFrame(rows)
+
+
+@dataclass
+class Run:
+    dir: Path
+    manifest: dict
+
+    @property
+    def run_id(self) -> str:
+        return self.manifest.get("run_id", self.dir.name)
+
+    @property
+    def complete(self) -> bool:
+        return self.manifest.get("status") == "complete"
+
+    def table(self, name: str = "samples") -> pd.DataFrame:
+        parquet = self.dir / f"{name}.parquet"
+        if parquet.exists():
+            return pd.read_parquet(parquet)
+        journal = self.dir / f"{name}.jsonl"
+        if journal.exists():
+            frame = read_journal(journal)
+            return apply_sample_schema(frame) if name == "samples" else frame
+        return pd.DataFrame()
+
+
+def open_run(ref: str | Path, results_root: Path) -> Run:
+    """A run by directory path, by id, or by unique id prefix/suffix; 'latest' works too."""
+    candidate = Path(ref)
+    if not (candidate / "manifest.json").is_file():
+        runs = list_runs(results_root)
+        if str(ref) == "latest" and runs:
+            candidate = runs[-1].dir
+        else:
+            matches = [r.dir for r in runs if r.dir.name.startswith(str(ref)) or r.dir.name.endswith(str(ref))]
+            if len(matches) == 1:
+                candidate = matches[0]
+            elif len(matches) > 1:
+                raise BadInput(f"run {ref!r} is ambiguous", where=str(results_root),
+                               hint="candidates: " + ", ".join(m.name for m in matches))
+            else:
+                raise BadInput(f"no run {ref!r}", where=str(results_root),
+                               hint="see `lbench runs` for the run ids")
+    try:
+        manifest = json.loads((candidate / "manifest.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise BadInput(f"cannot read the run's manifest: {exc}", where=str(candidate)) from None
+    return Run(candidate, manifest)
+
+
+def list_runs(results_root: Path) -> list[Run]:
+    if not results_root.is_dir():
+        return []
+    runs = []
+    for d in sorted(results_root.iterdir()):
+        m = d / "manifest.json"
+        if d.is_dir() and m.is_file():
+            try:
+                runs.append(Run(d, json.loads(m.read_text())))
+            except ValueError:
+                continue
+    return runs
+
+
+def wall_clock() -> float:
+    return time.time()

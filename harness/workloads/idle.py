@@ -1,0 +1,117 @@
+"""The idle-wake sweep: llama-idle's method, through a server.
+
+Warm up, then for each pause of the grid (order shuffled per repetition with a
+seeded RNG, so drift cannot masquerade as an effect): wait exactly that long after
+the previous response ended, then decode one token with the prompt cached.
+Nothing touches the server during a pause.  Works with any ``Server``.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from harness.engines.base import Completion, Server
+
+SPIN_S = 0.002  # sleep coarsely, then spin the last 2 ms for sub-ms pause accuracy
+
+
+def pause_schedule(pauses_s: list[float], reps: int, seed: int) -> list[tuple[int, float]]:
+    rng = random.Random(seed)
+    schedule: list[tuple[int, float]] = []
+    for rep in range(reps):
+        order = list(pauses_s)
+        rng.shuffle(order)
+        schedule += [(rep, p) for p in order]
+    return schedule
+
+
+def sleep_until(deadline: float) -> None:
+    """Wait until ``time.perf_counter() >= deadline``."""
+    while True:
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            return
+        if left > SPIN_S:
+            time.sleep(left - SPIN_S)
+
+
+def sample_row(c: Completion, *, phase: str, rep: int | None, seq: int, pause_requested_s: float,
+               pause_actual_s: float | None) -> dict:
+    t = c.timings or {}
+    prompt_ms = t.get("prompt_ms")
+    predicted_ms = t.get("predicted_ms")
+    server_ms = prompt_ms + predicted_ms if prompt_ms is not None and predicted_ms is not None else None
+    return {
+        "phase": phase,
+        "rep": rep,
+        "seq": seq,
+        "pause_requested_s": pause_requested_s,
+        "pause_actual_s": pause_actual_s,
+        "latency_ms": c.latency_ms,
+        "server_prompt_ms": prompt_ms,
+        "server_prompt_n": t.get("prompt_n"),
+        "server_cache_n": t.get("cache_n"),
+        "server_predicted_ms": predicted_ms,
+        "server_predicted_n": t.get("predicted_n"),
+        "server_ms": server_ms,
+        "overhead_ms": c.latency_ms - server_ms if server_ms is not None else None,
+        "http_status": c.http_status,
+        "error": c.error,
+        "sent_at_unix_s": time.time() - (time.perf_counter() - c.t_send),
+    }
+
+
+@dataclass
+class SweepTotals:
+    wall_s: float = 0.0  # first measured send .. last measured response
+    sum_pause_requested_s: float = 0.0
+    sum_server_ms: float = 0.0
+    n: int = 0
+    n_errors: int = 0
+
+
+def run_idle_sweep(
+    server: Server,
+    pauses_s: list[float],
+    *,
+    reps: int,
+    seed: int,
+    warmup: int = 3,
+    emit: Callable[[dict], None],
+    on_progress: Callable[[], None] = lambda: None,
+) -> SweepTotals:
+    """Measure; every observation goes to ``emit`` the moment it is taken."""
+    seq = 0
+    last_done = None
+    for _ in range(warmup):  # loads weights into caches and primes the prompt cache
+        c = server.complete_one_token()
+        emit(sample_row(c, phase="warmup", rep=None, seq=seq, pause_requested_s=0.0,
+                        pause_actual_s=None if last_done is None else c.t_send - last_done))
+        last_done = c.t_done
+        seq += 1
+
+    totals = SweepTotals()
+    schedule = pause_schedule(pauses_s, reps, seed)
+    start = time.perf_counter() if last_done is None else last_done
+    for rep, pause in schedule:
+        base = last_done if last_done is not None else time.perf_counter()
+        sleep_until(base + pause)
+        c = server.complete_one_token()
+        actual = c.t_send - base
+        row = sample_row(c, phase="measure", rep=rep, seq=seq, pause_requested_s=pause, pause_actual_s=actual)
+        emit(row)
+        last_done = c.t_done
+        seq += 1
+        totals.n += 1
+        totals.sum_pause_requested_s += pause
+        if row["server_ms"] is not None:
+            totals.sum_server_ms += row["server_ms"]
+        if c.error:
+            totals.n_errors += 1
+        on_progress()
+    if last_done is not None:
+        totals.wall_s = last_done - start
+    return totals

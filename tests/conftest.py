@@ -1,0 +1,90 @@
+"""Shared fixtures.
+
+The real llama-server is built once into the user's lbench cache (``lbench engine
+install``; ~12 min the first time on 2 cores, reused afterwards) and handed to every
+test through ``LBENCH_LLAMA_SERVER``.  Everything else a test touches (model cache,
+catalog, results) lives in its own temporary directory.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from harness.engines import provision
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def engine_binary() -> Path:
+    plan = provision.install(log=lambda s: print(f"[engine] {s}", file=sys.stderr, flush=True))
+    return plan.binary("llama-server")
+
+
+@pytest.fixture
+def lbench_env(tmp_path, monkeypatch) -> dict[str, str]:
+    """Isolated cache, catalog and results for one test (env vars, also for subprocesses)."""
+    env = {
+        "LBENCH_CACHE_DIR": str(tmp_path / "cache"),
+        "LBENCH_CATALOG": str(tmp_path / "catalog.toml"),
+        "LBENCH_RESULTS_DIR": str(tmp_path / "results"),
+    }
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("LBENCH_LLAMA_SERVER", raising=False)
+    return env
+
+
+@pytest.fixture
+def engine_env(lbench_env, engine_binary, monkeypatch) -> dict[str, str]:
+    monkeypatch.setenv("LBENCH_LLAMA_SERVER", str(engine_binary))
+    return {**lbench_env, "LBENCH_LLAMA_SERVER": str(engine_binary)}
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 600,
+            cwd: Path | None = None) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, **(env or {}), "COLUMNS": "200", "PYTHONUNBUFFERED": "1"}
+    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True,
+                          env=full_env, timeout=timeout, cwd=cwd or REPO)
+
+
+def llama_server_processes(binary: Path | None = None) -> list[psutil.Process]:
+    found = []
+    for p in psutil.process_iter(["name", "exe", "cmdline"]):
+        try:
+            name = p.info["name"] or ""
+            exe = p.info["exe"] or ""
+            if name == "llama-server" or exe.endswith("/llama-server"):
+                if binary is None or Path(exe) == Path(binary).resolve():
+                    found.append(p)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return found
+
+
+def wait_gone(pids: list[int], timeout: float = 15.0) -> list[int]:
+    deadline = time.monotonic() + timeout
+    alive = list(pids)
+    while alive and time.monotonic() < deadline:
+        alive = [pid for pid in alive if psutil.pid_exists(pid) and
+                 psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+        if alive:
+            time.sleep(0.1)
+    return alive
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_servers(request):
+    """Every test must leave no llama-server behind that it started."""
+    before = {p.pid for p in llama_server_processes()}
+    yield
+    after = [p.pid for p in llama_server_processes() if p.pid not in before]
+    leftover = wait_gone(after, timeout=10)
+    assert not leftover, f"test left llama-server processes running: {leftover}"

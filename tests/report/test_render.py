@@ -1,0 +1,39 @@
+"""The HTML report from a run directory (rows written through the real store)."""
+
+from harness.report.render import render_report
+from harness.store import RunWriter, open_run
+
+
+def _run_with(tmp_path, model_label):
+    w = RunWriter(tmp_path, "idle", {
+        "config": {"seed": 0}, "host": {"os": "Linux"}, "engine": {"path": "/x/llama-server"},
+        "models": [{"label": model_label, "synthetic": True, "preset": "tiny", "n_params": 10, "bytes": 100,
+                    "path": "/m.gguf", "quant": "Q8_0", "arch": "llama", "sha256": "ab" * 32}],
+        "cells": [{"model": model_label, "setting": "keep-alive=none", "notes": ["no Metal <here>"], "error": None,
+                   "env_overrides": {"GGML_METAL_NO_RESIDENCY": "1"}, "n_samples": 4, "sweep_wall_s": 1.0,
+                   "efficiency": 1.01, "argv": ["llama-server", "-m", "/m.gguf"]}],
+    })
+    for rep in range(2):
+        for pause, ms in ((0.0, 1.0), (1.0, 20.0)):
+            w.append({"model": model_label, "setting": "keep-alive=none", "phase": "measure", "rep": rep,
+                      "pause_requested_s": pause, "pause_actual_s": pause + 1e-5, "latency_ms": ms + rep,
+                      "server_prompt_ms": ms - 0.5, "server_ms": ms - 0.5, "overhead_ms": 0.5,
+                      "http_status": 200, "error": None})
+    w.finish("complete")
+    return open_run(w.dir, tmp_path)
+
+
+def test_report_contains_plots_tables_and_run_id(tmp_path):
+    run = _run_with(tmp_path, "tiny-q8")
+    html = render_report(run).read_text()
+    assert run.run_id in html and html.count("data:image/png;base64,") == 2
+    assert "Synthetic model" in html and "Not applicable here" in html
+    assert "21.00" in html  # max latency at pause 1.0
+
+
+def test_user_strings_are_escaped(tmp_path):
+    run = _run_with(tmp_path, "<script>alert(1)</script>")
+    html = render_report(run).read_text()
+    assert "<script>alert(1)</script>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "no Metal &lt;here&gt;" in html
