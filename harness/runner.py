@@ -133,7 +133,7 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
             cell["argv"], cell["port"] = server.argv, server.port
             writer.save_manifest()
             totals = run_idle_sweep(server, spec.pauses_s, reps=spec.reps, seed=spec.seed, warmup=spec.warmup,
-                                    emit=emit, on_progress=reporter.advance)
+                                    shuffle=spec.shuffle, emit=emit, on_progress=reporter.advance)
     except EngineError as exc:
         cell["error"] = str(exc)
         reporter.message(f"cell failed: {model.label} / {setting.label}: {exc.what}")

@@ -104,6 +104,7 @@ class IdleSpec:
     sleep_idle_seconds: list[int | None] = field(default_factory=lambda: [None])
     ctx_size: int = 2048
     server_args: list[str] = field(default_factory=list)
+    shuffle: bool = True  # shuffle pause order per repetition (off only for calibration blocks)
 
     def settings(self) -> list[Setting]:
         return [Setting(k, s) for k in self.keep_alive for s in self.sleep_idle_seconds]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import typer
 from rich.table import Table
 
@@ -109,40 +110,72 @@ def idle(
         raise typer.Exit(1)
 
 
-CALIBRATION_PAUSES = [0.0, 0.005, 0.01, 0.02, 0.05, 0.1]
+# Each repetition: a block of back-to-back requests, then short pauses.  Harness
+# overhead is read from the steady part of the block; pause error and efficiency
+# from the whole run.
+CALIBRATION_BLOCK = 30
+STEADY_AFTER = 10  # back-to-back requests the server needs to settle after a pause
+CALIBRATION_PAUSES = [0.0] * CALIBRATION_BLOCK + [0.02, 0.05, 0.1, 0.2, 0.3]
 TARGETS = {"overhead_p50_ms": 1.0, "overhead_p99_ms": 3.0, "pause_error_p99_ms": 1.0, "efficiency": 1.05}
 
 
 def calibration_figures(run: Run) -> dict[str, float]:
-    good = stats.measured(run.table("samples"))
+    """The harness's own figures.
+
+    Overhead (client wall minus server time) is taken from steady back-to-back
+    requests (at least STEADY_AFTER requests with pause 0 since the last pause):
+    there it is the harness plus the server's HTTP handling, an upper bound on what
+    the harness adds.  For a few requests after a pause the server's own threads
+    are still waking up (its prompt_ms is slow in the very same samples, in
+    kernel-tick steps); those are reported separately, as information.
+    """
+    good = stats.measured(run.table("samples")).sort_values(["cell", "seq"])
+    since_pause = []
+    count = 0
+    for pause in good["pause_requested_s"]:
+        count = count + 1 if pause == 0 else 0
+        since_pause.append(count)
+    steady = pd.Series(since_pause, index=good.index) > STEADY_AFTER
     wall = sum(c["sweep_wall_s"] or 0 for c in run.manifest["cells"])
     denominator = good["pause_requested_s"].sum() + good["server_ms"].sum() / 1000.0
+    back_to_back = good[steady]
+    after_pause = good[~steady]
+    # samples where the server's own compute was also inflated (> 3x its median) were
+    # hit by host scheduling, which no client can avoid: shown separately
+    undisturbed = back_to_back[back_to_back["server_prompt_ms"] <= 3 * back_to_back["server_prompt_ms"].median()]
     return {
-        "overhead_p50_ms": stats.percentile(good["overhead_ms"], 50),
-        "overhead_p99_ms": stats.percentile(good["overhead_ms"], 99),
+        "overhead_p50_ms": stats.percentile(back_to_back["overhead_ms"], 50),
+        "overhead_p99_ms": stats.percentile(back_to_back["overhead_ms"], 99),
         "pause_error_p99_ms": stats.percentile((good["pause_actual_s"] - good["pause_requested_s"]).abs() * 1e3, 99),
         "efficiency": wall / denominator if denominator else float("nan"),
         "n": float(len(good)),
+        "n_back_to_back": float(len(back_to_back)),
+        "overhead_p99_undisturbed_ms": stats.percentile(undisturbed["overhead_ms"], 99),
+        "n_disturbed": float(len(back_to_back) - len(undisturbed)),
+        "overhead_after_pause_p50_ms": stats.percentile(after_pause["overhead_ms"], 50),
+        "overhead_after_pause_p99_ms": stats.percentile(after_pause["overhead_ms"], 99),
         "server_ms_p50": float(np.median(good["server_ms"])) if len(good) else float("nan"),
     }
 
 
 def calibrate(
     model: str = typer.Option("tiny-q8", "--model", "-m", help="Model (a tiny one isolates the harness)."),
-    reps: int = typer.Option(40, "--reps", help="Repetitions of the short pause grid."),
+    reps: int = typer.Option(10, "--reps", help="Repetitions of the block (30 back-to-back + 5 short pauses)."),
     results: str = typer.Option(None, "--results", help="Results directory."),
     llama_server: str = typer.Option(None, "--llama-server", help="Use this llama-server binary."),
 ) -> None:
     """Measure the harness itself against the real server (a benchmark, not a test).
 
-    Prints: client wall minus server time per request (p50/p99), requested-vs-actual
-    pause error (p99), and sweep efficiency = wall / (sum of pauses + sum of server time).
+    Prints: client wall minus server time per steady back-to-back request (p50/p99; an upper
+    bound on the harness's own cost), the same after short pauses (includes the server
+    waking its threads), requested-vs-actual pause error (p99), and sweep efficiency =
+    wall / (sum of pauses + sum of server time). Targets: 1 ms, 3 ms, 1 ms, 1.05.
 
     Examples:
       lbench calibrate
       lbench calibrate --reps 100
     """
-    spec = build_spec(None, models=[model], pauses_s=list(CALIBRATION_PAUSES), reps=reps, warmup=5)
+    spec = build_spec(None, models=[model], pauses_s=list(CALIBRATION_PAUSES), reps=reps, warmup=5, shuffle=False)
     run = _run(spec, llama_server, results, "calibrate", report=True)
     figures = calibration_figures(run)
     run.manifest["calibration"] = figures
@@ -151,10 +184,18 @@ def calibrate(
     table.add_column("measured", justify="right")
     table.add_column("target", justify="right")
     table.add_column("")
+    failed = []
     for key, target in TARGETS.items():
         value = figures[key]
         ok = value <= target
+        if not ok:
+            failed.append(key)
         table.add_row(key, f"{value:.3f}", f"<= {target}", "[green]ok[/green]" if ok else "[red]over[/red]")
+    table.add_row("n steady back-to-back", f"{int(figures['n_back_to_back'])}", "", "")
+    table.add_row("overhead_p99_ms where server time was undisturbed (info)",
+                  f"{figures['overhead_p99_undisturbed_ms']:.3f}", "", f"{int(figures['n_disturbed'])} disturbed")
+    table.add_row("overhead_after_pause_p50_ms (info)", f"{figures['overhead_after_pause_p50_ms']:.3f}", "", "")
+    table.add_row("overhead_after_pause_p99_ms (info)", f"{figures['overhead_after_pause_p99_ms']:.3f}", "", "")
     table.add_row("server_ms_p50 (for scale)", f"{figures['server_ms_p50']:.3f}", "", "")
     out.print(table)
     import json

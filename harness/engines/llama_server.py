@@ -6,17 +6,21 @@ Binary choice, first match wins (and is reported): ``--llama-server PATH``, env
 
 from __future__ import annotations
 
+import gc
 import hashlib
+import http.client
 import json
 import os
 import platform
 import re
+import select
 import shutil
 import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -221,33 +225,73 @@ class LlamaServerProcess:
 class OneTokenClient:
     """Decode one token with the prompt cached, as lean as the server allows.
 
-    One persistent loopback connection (no connect per request), a small fixed
-    body built once, ``response_fields`` so the server does not send its large
-    ``generation_settings`` object, and no JSON work inside the timed span.
+    Measured on a 2-core box (tiny model, pause 0): stdlib ``http.client`` added
+    p50 0.32 / p99 0.47 ms over the server's own time, httpx p50 0.56 / p99 3.3 ms,
+    so this hot path uses ``http.client``:
+    - one persistent loopback connection; llama-server (cpp-httplib) closes idle
+      connections after 5 s and after 100 requests, so a peer-closed socket is
+      detected locally (select, no traffic) and reopened *before* the clock starts;
+    - a small body built once, with ``response_fields`` so the server omits its
+      large ``generation_settings`` object;
+    - the garbage collector is held off inside the timed span; JSON is parsed after.
     """
 
     RESPONSE_FIELDS = ["timings", "tokens_cached"]
 
     def __init__(self, base_url: str, prompt: str, timeout_s: float = 600.0):
-        self.http = httpx.Client(base_url=base_url, timeout=timeout_s, trust_env=False,
-                                 headers={"Content-Type": "application/json"})
+        parsed = urlsplit(base_url)
+        self.host, self.port = parsed.hostname or HOST, parsed.port or 80
+        self.timeout_s = timeout_s
+        self.conn: http.client.HTTPConnection | None = None
+        self.reconnects = 0
         self.body = json.dumps({"prompt": prompt, "n_predict": 1, "cache_prompt": True,
                                 "response_fields": self.RESPONSE_FIELDS}).encode()
+        self.headers = {"Content-Type": "application/json", "Content-Length": str(len(self.body))}
+
+    def _ensure_connection(self) -> None:
+        conn = self.conn
+        if conn is not None and conn.sock is not None:
+            readable, _, _ = select.select([conn.sock], [], [], 0)
+            if not readable:  # idle and open; readable here means the peer closed it
+                return
+            conn.close()
+        if conn is not None:
+            self.reconnects += 1
+        self.conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s)
+        self.conn.connect()
+        self.conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def complete_one_token(self) -> Completion:
+        try:
+            self._ensure_connection()
+        except OSError as exc:
+            now = time.perf_counter()
+            return Completion(now, now, None, f"connect failed: {type(exc).__name__}: {exc}")
+        conn = self.conn
+        assert conn is not None
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
         t_send = time.perf_counter()
         try:
-            resp = self.http.post("/completion", content=self.body)
+            conn.request("POST", "/completion", self.body, self.headers)
+            resp = conn.getresponse()
+            data = resp.read()
             t_done = time.perf_counter()
-        except httpx.HTTPError as exc:
-            return Completion(t_send, time.perf_counter(), None, f"{type(exc).__name__}: {exc}")
-        if resp.status_code != 200:
-            return Completion(t_send, t_done, resp.status_code, resp.text[:500])
+        except (OSError, http.client.HTTPException) as exc:
+            t_done = time.perf_counter()
+            conn.close()
+            return Completion(t_send, t_done, None, f"{type(exc).__name__}: {exc}")
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+        if resp.status != 200:
+            return Completion(t_send, t_done, resp.status, data[:500].decode(errors="replace"))
         try:
-            timings = resp.json().get("timings", {})
+            timings = json.loads(data).get("timings", {})
         except ValueError as exc:
-            return Completion(t_send, t_done, resp.status_code, f"bad JSON: {exc}")
-        return Completion(t_send, t_done, resp.status_code, None, timings)
+            return Completion(t_send, t_done, resp.status, f"bad JSON: {exc}")
+        return Completion(t_send, t_done, resp.status, None, timings)
 
     def close(self) -> None:
-        self.http.close()
+        if self.conn is not None:
+            self.conn.close()

@@ -34,7 +34,7 @@ def latency_vs_pause(samples: pd.DataFrame, summary: pd.DataFrame, model: str, r
         raw = s_model[s_model["setting"] == setting]
         offset = (i - (len(settings) - 1) / 2) * step * 0.15
         jitter = rng.uniform(-step * 0.05, step * 0.05, len(raw))
-        ax.scatter(raw["pause_requested_s"] + offset + jitter, raw[value], s=8, alpha=0.35, color=colour,
+        ax.scatter(raw["pause_requested_s"] + offset + jitter, raw[value], s=12, alpha=0.5, color=colour,
                    linewidths=0)
         med = sum_model[sum_model["setting"] == setting].sort_values("pause_requested_s")
         yerr = np.vstack([med["median"] - med["ci_low"], med["ci_high"] - med["median"]])

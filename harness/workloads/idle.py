@@ -18,12 +18,13 @@ from harness.engines.base import Completion, Server
 SPIN_S = 0.002  # sleep coarsely, then spin the last 2 ms for sub-ms pause accuracy
 
 
-def pause_schedule(pauses_s: list[float], reps: int, seed: int) -> list[tuple[int, float]]:
+def pause_schedule(pauses_s: list[float], reps: int, seed: int, shuffle: bool = True) -> list[tuple[int, float]]:
     rng = random.Random(seed)
     schedule: list[tuple[int, float]] = []
     for rep in range(reps):
         order = list(pauses_s)
-        rng.shuffle(order)
+        if shuffle:
+            rng.shuffle(order)
         schedule += [(rep, p) for p in order]
     return schedule
 
@@ -80,6 +81,7 @@ def run_idle_sweep(
     reps: int,
     seed: int,
     warmup: int = 3,
+    shuffle: bool = True,
     emit: Callable[[dict], None],
     on_progress: Callable[[], None] = lambda: None,
 ) -> SweepTotals:
@@ -94,7 +96,7 @@ def run_idle_sweep(
         seq += 1
 
     totals = SweepTotals()
-    schedule = pause_schedule(pauses_s, reps, seed)
+    schedule = pause_schedule(pauses_s, reps, seed, shuffle)
     start = time.perf_counter() if last_done is None else last_done
     for rep, pause in schedule:
         base = last_done if last_done is not None else time.perf_counter()
