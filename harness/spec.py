@@ -147,3 +147,54 @@ def load_spec(path: Path) -> IdleSpec:
         if key in kwargs and not isinstance(kwargs[key], list):
             kwargs[key] = [kwargs[key]]
     return IdleSpec(**kwargs).validate(where)
+
+
+SWAP_PATTERNS = ("round-robin", "uniform", "zipf", "ping-pong", "burst")
+
+
+@dataclass
+class SwapSpec:
+    name: str = "swap"
+    models: list[str] = field(default_factory=lambda: ["tiny-q8", "tiny-q4", "tiny-f16"])
+    models_max: int = 2
+    pattern: str = "round-robin"
+    requests: int = 30
+    duration_s: float | None = None
+    concurrency: int = 1
+    seed: int = 0
+    zipf_s: float = 1.1
+    burst_k: int = 3
+    n_predict: int = 1
+    sleep_idle_seconds: int | None = None
+    stop_timeout_s: int | None = None
+    ctx_size: int = 512
+    parallel: int = 1
+    server_args: list[str] = field(default_factory=list)
+    sample_hz: float = 100.0
+    reuse_connections: bool = False
+
+    def validate(self, where: str = "swap options") -> "SwapSpec":
+        if not self.models:
+            raise BadInput("zero models given", where=where, hint="give at least two with --model (e.g. -m tiny-q8 -m tiny-q4)")
+        if isinstance(self.models_max, bool) or not isinstance(self.models_max, int) or self.models_max < 0:
+            raise BadInput(f"models_max must be an integer >= 0 (0 = no cap), got {self.models_max!r}",
+                           where=f"{where}: --models-max")
+        for key, minimum in (("requests", 1), ("concurrency", 1), ("n_predict", 1), ("ctx_size", 64),
+                             ("parallel", 1), ("seed", 0), ("burst_k", 1)):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+                raise BadInput(f"{key} must be an integer >= {minimum}, got {value!r}", where=f"{where}: --{key.replace('_', '-')}")
+        if self.pattern not in SWAP_PATTERNS:
+            raise BadInput(f"unknown pattern {self.pattern!r}", where=f"{where}: --pattern",
+                           hint=f"use one of: {', '.join(SWAP_PATTERNS)}")
+        if self.duration_s is not None and not (self.duration_s > 0):
+            raise BadInput(f"duration must be > 0 s, got {self.duration_s}", where=f"{where}: --duration")
+        if not (1.0 <= self.sample_hz <= 1000.0):
+            raise BadInput(f"sample rate must be 1-1000 Hz, got {self.sample_hz}", where=f"{where}: --sample-hz")
+        if self.stop_timeout_s is not None and self.stop_timeout_s < 1:
+            raise BadInput(f"stop-timeout must be >= 1 s, got {self.stop_timeout_s}", where=f"{where}: --stop-timeout")
+        self.sleep_idle_seconds = parse_sleep_idle(self.sleep_idle_seconds, f"{where}: --sleep-idle-seconds")
+        return self
+
+    def as_dict(self) -> dict:
+        return asdict(self)

@@ -8,6 +8,7 @@
   flushed as each is measured, so a killed run keeps everything measured so far.
 - ``samples.parquet``: the same rows, written when the run ends.
 - ``logs/``: server logs.
+- swap runs add ``requests``, ``events`` and ``memory`` tables the same way.
 
 A run whose process died without finishing still says ``running``; readers treat it
 as incomplete and read the journal.
@@ -20,6 +21,7 @@ import os
 import secrets
 import shlex
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -74,6 +76,7 @@ class RunWriter:
         }
         self._journals: dict[str, object] = {}
         self.counts: dict[str, int] = {}
+        self._lock = threading.Lock()  # samplers and event readers append from their own threads
         self.save_manifest()
 
     def save_manifest(self) -> None:
@@ -83,18 +86,23 @@ class RunWriter:
         return self.dir / "logs" / name
 
     def append(self, row: dict, table: str = "samples") -> None:
-        fh = self._journals.get(table)
-        if fh is None:
-            fh = open(self.dir / f"{table}.jsonl", "a", buffering=1)
-            self._journals[table] = fh
-        row = {"run_id": self.run_id, **row}
-        fh.write(json.dumps(row, default=str) + "\n")  # line-buffered: on disk at once
-        self.counts[table] = self.counts.get(table, 0) + 1
+        line = json.dumps({"run_id": self.run_id, **row}, default=str) + "\n"
+        with self._lock:
+            fh = self._journals.get(table)
+            if fh is None:
+                if self.manifest.get("status") != "running":
+                    return  # the run has ended; a late reader thread must not reopen it
+                fh = open(self.dir / f"{table}.jsonl", "a", buffering=1)
+                self._journals[table] = fh
+            fh.write(line)  # line-buffered: on disk at once
+            self.counts[table] = self.counts.get(table, 0) + 1
 
     def finish(self, status: str, error: str | None = None) -> None:
-        for fh in self._journals.values():
-            fh.close()  # type: ignore[attr-defined]
-        self._journals.clear()
+        with self._lock:
+            for fh in self._journals.values():
+                fh.close()  # type: ignore[attr-defined]
+            self._journals.clear()
+            self.manifest["status"] = status
         for table in set(self.counts) | set(TABLES):
             journal = self.dir / f"{table}.jsonl"
             if journal.exists():
@@ -102,7 +110,6 @@ class RunWriter:
                 if table == "samples":
                     frame = apply_sample_schema(frame)
                 frame.to_parquet(self.dir / f"{table}.parquet", index=False)
-        self.manifest["status"] = status
         self.manifest["ended_at"] = utc_now()
         self.manifest["n_samples"] = self.counts.get("samples", 0)
         if error:

@@ -70,3 +70,15 @@ def test_shipped_experiment_specs_load():
     assert specs, "experiments/idle/ should ship example specs"
     for f in specs:
         assert load_spec(f).pauses_s
+
+
+def test_swap_spec_validation():
+    from harness.spec import SwapSpec
+
+    with pytest.raises(BadInput, match="zero models"):
+        SwapSpec(models=[]).validate()
+    with pytest.raises(BadInput, match="models_max"):
+        SwapSpec(models_max=-1).validate()
+    with pytest.raises(BadInput, match="unknown pattern"):
+        SwapSpec(pattern="nope").validate()
+    assert SwapSpec(sleep_idle_seconds="3").validate().sleep_idle_seconds == 3

@@ -7,7 +7,7 @@ import sys
 
 import typer
 
-from harness.cli import engine, idle, model, runs
+from harness.cli import engine, idle, model, runs, swap
 from harness.cli.ui import print_error
 from harness.engines import processes
 from harness.errors import LbenchError
@@ -24,6 +24,7 @@ app = typer.Typer(
 app.add_typer(engine.app, name="engine")
 app.add_typer(model.app, name="model")
 app.command("idle")(idle.idle)
+app.command("swap")(swap.swap)
 app.command("calibrate")(idle.calibrate)
 app.command("report")(runs.report)
 app.command("runs")(runs.runs)

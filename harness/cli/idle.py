@@ -12,7 +12,7 @@ from rich.table import Table
 from harness.analysis import stats
 from harness.cli.ui import RichReporter, console, out
 from harness.report.render import render_report
-from harness.runner import execute_idle, prepare_idle
+from harness.runs.idle import execute_idle, prepare_idle
 from harness.spec import DEFAULT_MODEL, IdleSpec, load_spec, parse_pauses
 from harness.store import Run
 

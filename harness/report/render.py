@@ -77,9 +77,14 @@ def idle_context(run: Run) -> dict:
 
 def render_report(run: Run, out: Path | None = None) -> Path:
     kind = run.manifest.get("kind")
-    if kind not in ("idle", "calibrate"):
+    if kind in ("idle", "calibrate"):
+        html = environment().get_template("idle.html.j2").render(**idle_context(run))
+    elif kind == "swap":
+        from harness.report.swap import swap_context
+
+        html = environment().get_template("swap.html.j2").render(**swap_context(run))
+    else:
         raise BadInput(f"no report template for run kind {kind!r}", where=str(run.dir))
-    html = environment().get_template("idle.html.j2").render(**idle_context(run))
     out = out or run.dir / "report.html"
     tmp = out.with_name(f".{out.name}.tmp")
     tmp.write_text(html)

@@ -1,0 +1,250 @@
+"""What a swap storm showed: latency by class, the phases of each swap, the cap,
+memory, eviction order, thrash and errors, each stated plainly.
+
+Inputs are a swap run's tables (times are ``t_s``, seconds on the harness clock):
+``requests`` (one row per request), ``events`` (router log lines, child lines and
+/models/sse events) and ``memory`` (process-tree samples).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from harness.store import Run
+
+PHASES = ["queue_wait_ms", "victim_stop_ms", "exit_to_spawn_ms", "spawn_to_loaded_ms", "loaded_to_first_byte_ms"]
+
+
+@dataclass
+class SwapSummary:
+    latency: pd.DataFrame  # class -> n, p50, p90, p99
+    swaps: pd.DataFrame  # one row per spawn, with its phases
+    lru: pd.DataFrame  # one row per eviction: victim, expected LRU victim, match
+    findings: list[str] = field(default_factory=list)
+    figures: dict = field(default_factory=dict)
+
+
+def _pct(x, q):
+    x = np.asarray(x, dtype=float)
+    x = x[np.isfinite(x)]
+    return float(np.percentile(x, q)) if x.size else math.nan
+
+
+def latency_table(requests: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    ok = requests[requests["error"].isna()] if not requests.empty else requests
+    for label, sel in (("all", ok), ("warm (resident at send)", ok[ok["resident_at_send"] == True]),  # noqa: E712
+                       ("cold (not resident)", ok[ok["resident_at_send"] != True])):  # noqa: E712
+        x = sel["latency_ms"] if not sel.empty else []
+        rows.append({"class": label, "n": int(len(sel)), "p50_ms": _pct(x, 50), "p90_ms": _pct(x, 90),
+                     "p99_ms": _pct(x, 99), "max_ms": _pct(x, 100)})
+    return pd.DataFrame(rows)
+
+
+STOP_KINDS = ["evict", "stop_sent"]  # the router's scheduler logs "evicting ..."; explicit unloads "stopping ..."
+
+
+def stop_steps(events: pd.DataFrame, window_s: float = 0.5) -> pd.DataFrame:
+    """Moments a running child was told to go: evictions, and stops that no eviction of
+    the same model just preceded (explicit unloads)."""
+    steps = events[events["kind"].isin(STOP_KINDS)].sort_values("t_s")
+    keep, last_evict = [], {}
+    for idx, e in steps.iterrows():
+        if e["kind"] == "evict":
+            last_evict[e["model"]] = e["t_s"]
+            keep.append(idx)
+        elif e["t_s"] - last_evict.get(e["model"], -math.inf) > window_s:
+            keep.append(idx)
+    return steps.loc[keep]
+
+
+def _first(events: pd.DataFrame, after: float, before: float = math.inf, **match) -> pd.Series | None:
+    sel = events[(events["t_s"] >= after) & (events["t_s"] <= before)]
+    for key, value in match.items():
+        sel = sel[sel[key] == value]
+    return None if sel.empty else sel.iloc[0]
+
+
+def _last(events: pd.DataFrame, before: float, after: float = -math.inf, **match) -> pd.Series | None:
+    sel = events[(events["t_s"] <= before) & (events["t_s"] >= after)]
+    for key, value in match.items():
+        sel = sel[sel[key] == value]
+    return None if sel.empty else sel.iloc[-1]
+
+
+def swap_phases(requests: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+    """One row per spawned child: which request waited for it and how long each phase took."""
+    cols = ["model", "t_spawn_s", "request_index", "victim", *PHASES, "total_ms"]
+    if events.empty or requests.empty:
+        return pd.DataFrame(columns=cols)
+    events = events.sort_values("t_s")
+    stops = stop_steps(events)
+    rows = []
+    used_requests: set[int] = set()
+    for _, spawn in events[events["kind"] == "spawn"].iterrows():
+        model, t_spawn = spawn["model"], spawn["t_s"]
+        loaded = _first(events, t_spawn, kind="status:loaded", model=model)
+        waiting = requests[(requests["model"] == model) & (requests["t_send_s"] <= t_spawn)
+                           & (requests["resident_at_send"] != True)  # noqa: E712
+                           & ~requests["index"].isin(used_requests)
+                           & ((requests["t_done_s"].isna()) | (requests["t_done_s"] >= t_spawn))]
+        req = waiting.sort_values("t_send_s").iloc[0] if not waiting.empty else None
+        t_send = req["t_send_s"] if req is not None else None
+        row = {"model": model, "t_spawn_s": t_spawn, "request_index": None, "victim": None,
+               **{p: math.nan for p in PHASES}, "total_ms": math.nan}
+        start = t_send if t_send is not None else t_spawn
+        stop = _last(stops, t_spawn, after=start)
+        if stop is not None and stop["model"] != model:
+            row["victim"] = stop["model"]
+            exited = _first(events, stop["t_s"], kind="status:unloaded", model=stop["model"])
+            if exited is not None:
+                row["victim_stop_ms"] = (exited["t_s"] - stop["t_s"]) * 1000
+                row["exit_to_spawn_ms"] = (t_spawn - exited["t_s"]) * 1000
+        if loaded is not None:
+            row["spawn_to_loaded_ms"] = (loaded["t_s"] - t_spawn) * 1000
+        if req is not None:
+            used_requests.add(int(req["index"]))
+            row["request_index"] = int(req["index"])
+            first_step = stop["t_s"] if row["victim"] else t_spawn
+            row["queue_wait_ms"] = (first_step - t_send) * 1000
+            if loaded is not None and pd.notna(req["t_first_byte_s"]):
+                row["loaded_to_first_byte_ms"] = (req["t_first_byte_s"] - loaded["t_s"]) * 1000
+            if pd.notna(req["latency_ms"]):
+                row["total_ms"] = req["latency_ms"]
+        rows.append(row)
+    return pd.DataFrame(rows, columns=cols)
+
+
+def lru_check(requests: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+    """Replay the run: at each eviction, which idle resident model was least recently used?
+
+    Recency is what the router itself stamps (server-models.cpp): ``last_used`` is set
+    when a child is spawned and when a request starts being proxied to it, i.e. the
+    ``spawn`` and ``proxy`` log lines.  Resident = loaded or sleeping per /models/sse;
+    busy = a request for it in flight (the router skips those).
+    """
+    cols = ["t_s", "victim", "expected", "match", "candidates"]
+    if events.empty:
+        return pd.DataFrame(columns=cols)
+    events = events.sort_values("t_s")
+    # only the scheduler's own choices; "stopping ..." lines are explicit unloads and shutdown
+    stop_index = set(events[events["kind"] == "evict"].index)
+    status: dict[str, str] = {}
+    rows = []
+    for idx, e in events.iterrows():
+        if e["source"] == "sse" and isinstance(e["kind"], str) and e["kind"].startswith("status:"):
+            status[e["model"]] = e["kind"].split(":", 1)[1]
+        if idx not in stop_index:
+            continue
+        t = e["t_s"]
+        stamps = events[(events["t_s"] <= t) & events["kind"].isin(["spawn", "proxy"])]
+        in_flight = requests[(requests["t_send_s"] <= t) & (requests["t_done_s"].isna() | (requests["t_done_s"] > t))]
+        busy = set(in_flight["model"])
+        candidates = [m for m, s in status.items() if s in ("loaded", "sleeping") and m not in busy]
+        if not candidates:
+            rows.append({"t_s": t, "victim": e["model"], "expected": None, "match": None, "candidates": ""})
+            continue
+        last_used = stamps.groupby("model")["t_s"].max().to_dict()
+        expected = min(candidates, key=lambda m: last_used.get(m, -math.inf))
+        rows.append({"t_s": t, "victim": e["model"], "expected": expected, "match": expected == e["model"],
+                     "candidates": ",".join(sorted(candidates))})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def time_above_cap_s(memory: pd.DataFrame, models_max: int) -> float:
+    if memory.empty or models_max <= 0:
+        return 0.0
+    m = memory.sort_values("t_s")
+    dt = m["t_s"].diff().shift(-1).fillna(0.0)
+    return float(dt[m["children_alive"] > models_max].sum())
+
+
+def summarize_swap(run: Run) -> SwapSummary:
+    cfg = run.manifest.get("config", {})
+    models_max = int(cfg.get("models_max", 0))
+    requests = run.table("requests")
+    events = run.table("events")
+    memory = run.table("memory")
+    for frame, cols in ((requests, ["index", "model", "t_send_s", "t_done_s", "t_first_byte_s", "latency_ms",
+                                    "resident_at_send", "error", "error_kind"]),
+                        (events, ["t_s", "source", "kind", "model"]),
+                        (memory, ["t_s", "children_alive", "rss_total_bytes"])):
+        for c in cols:
+            if c not in frame:
+                frame[c] = pd.Series(dtype="object")
+    latency = latency_table(requests)
+    swaps = swap_phases(requests, events)
+    lru = lru_check(requests, events)
+    findings: list[str] = []
+    figures: dict = {}
+
+    n_req = len(requests)
+    peak_children = int(memory["children_alive"].max()) if not memory.empty else 0
+    figures.update(n_requests=n_req, peak_children=peak_children, n_memory_samples=len(memory))
+    if memory.empty:
+        findings.append("no memory samples were taken")
+    elif models_max > 0:
+        above = time_above_cap_s(memory, models_max)
+        figures["time_above_cap_s"] = above
+        if peak_children <= models_max:
+            findings.append(f"children alive never exceeded models_max={models_max} "
+                            f"(peak {peak_children} over {len(memory)} samples)")
+        else:
+            findings.append(f"children alive EXCEEDED models_max={models_max}: peak {peak_children}, "
+                            f"{above * 1000:.0f} ms above the cap")
+    else:
+        findings.append(f"no cap (models_max=0): peak {peak_children} children alive")
+
+    sizes = sorted((m.get("bytes", 0) for m in run.manifest.get("models", [])), reverse=True)
+    if not memory.empty:
+        peak_rss = float(memory["rss_total_bytes"].max())
+        allowed = sum(sizes[:models_max]) if models_max > 0 else sum(sizes)
+        figures.update(peak_rss_bytes=peak_rss, largest_allowed_bytes=allowed)
+        findings.append(f"peak tree RSS {peak_rss / 1e6:.1f} MB; the {min(models_max or len(sizes), len(sizes))} "
+                        f"largest model files the cap allows sum to {allowed / 1e6:.1f} MB")
+
+    n_spawn = int((events["kind"] == "spawn").sum()) if not events.empty else 0
+    figures["swaps"] = n_spawn
+    if n_req:
+        findings.append(f"{n_spawn} model loads over {n_req} requests ({n_spawn / n_req:.2f} loads per request)")
+
+    if not lru.empty:
+        judged = lru[lru["match"].notna()]
+        matches = int(judged["match"].sum())
+        figures.update(evictions=len(lru), lru_matches=matches, lru_judged=len(judged))
+        if len(judged) and matches == len(judged):
+            findings.append(f"eviction order matched LRU in all {len(judged)} evictions")
+        elif len(judged):
+            bad = judged[~judged["match"].astype(bool)].iloc[0]
+            findings.append(f"eviction order differed from LRU in {len(judged) - matches} of {len(judged)} "
+                            f"evictions (first at t={bad['t_s']:.3f} s: evicted {bad['victim']}, "
+                            f"LRU was {bad['expected']})")
+
+    cold = latency[latency["class"].str.startswith("cold")].iloc[0]
+    warm = latency[latency["class"].str.startswith("warm")].iloc[0]
+    if cold["n"]:
+        findings.append(f"cold requests: p50 {cold['p50_ms']:.1f} ms, p99 {cold['p99_ms']:.1f} ms (n={cold['n']}); "
+                        f"warm: p50 {warm['p50_ms']:.1f} ms (n={warm['n']})")
+
+    errors = requests[requests["error"].notna()] if not requests.empty else requests
+    if len(errors):
+        kinds = errors["error_kind"].value_counts().to_dict()
+        findings.append("errors: " + ", ".join(f"{k} x{v}" for k, v in kinds.items()))
+    else:
+        findings.append("no request failed")
+    client, sampler = run.manifest.get("client") or {}, run.manifest.get("sampler") or {}
+    if client.get("cpu_share_of_one_core") is not None:
+        findings.append(f"client: {client['requests_per_s']:.0f} requests/s using "
+                        f"{100 * client['cpu_share_of_one_core']:.0f}% of one core; sampler "
+                        f"{sampler.get('achieved_hz') or 0:.0f} Hz using "
+                        f"{100 * (sampler.get('cpu_share_of_one_core') or 0):.2f}% of one core")
+    status = run.manifest.get("status")
+    if status != "complete":
+        findings.append(f"the run ended {status}: {run.manifest.get('error', '')}")
+    figures["phases_median_ms"] = {p: _pct(swaps[p], 50) for p in PHASES} if not swaps.empty else {}
+    return SwapSummary(latency, swaps, lru, findings, json.loads(json.dumps(figures, default=float)))

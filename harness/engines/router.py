@@ -1,0 +1,230 @@
+"""llama-server in router mode: several models behind one port, swapped under ``--models-max``.
+
+lbench writes the preset INI, points ``LLAMA_CACHE`` at an empty directory (so no
+model from the user's cache sneaks in), binds 127.0.0.1, and keeps a timeline:
+every router stderr line, every child line (re-emitted on stdout as ``[port] ...``)
+and every ``/models/sse`` event, each stamped with the harness's receive time
+(``time.perf_counter()``).  The processes' own timestamps are relative to their own
+starts, so they are kept as text only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from harness.engines import processes
+from harness.engines.llama_server import HOST, Binary, LlamaServerEngine, free_port
+from harness.engines.base import Setting
+from harness.errors import BadInput, EngineError
+
+INI_FORBIDDEN = set(";#\n[]=")
+
+# router log lines that mark a step of a swap -> (kind, regex)
+ROUTER_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    ("queued", re.compile(r"request for name=(?P<model>\S+) queued at position (?P<position>\d+)")),
+    ("joined", re.compile(r"request for name=(?P<model>\S+) joined the queue, (?P<waiting>\d+) waiting")),
+    ("evict", re.compile(r"evicting idle LRU name=(?P<model>\S+) for a queued request")),
+    ("evict", re.compile(r"models_max limit reached, removing LRU name=(?P<model>\S+)")),
+    ("claim", re.compile(r"slot available, loading queued model name=(?P<model>\S+)")),
+    ("spawn", re.compile(r"spawning server instance with name=(?P<model>\S+) on port (?P<port>\d+)")),
+    ("stop_sent", re.compile(r"stopping model instance name=(?P<model>\S+)")),
+    ("kill_loading", re.compile(r"model name=(?P<model>\S+) is still loading, force-killing")),
+    ("kill_timeout", re.compile(r"force-killing model instance name=(?P<model>\S+) after timeout")),
+    ("exited", re.compile(r"instance name=(?P<model>\S+) exited with status (?P<status>-?\d+)")),
+    ("proxy", re.compile(r"proxying request to model (?P<model>\S+) on port (?P<port>\d+)")),
+    ("load_failed", re.compile(r"queued load of name=(?P<model>\S+) did not go through: (?P<reason>.*)")),
+]
+CHILD_LINE = re.compile(r"^\[(?P<port>\d+)\] (?P<text>.*)$")
+
+
+def parse_router_line(text: str) -> tuple[str, dict] | None:
+    for kind, pattern in ROUTER_PATTERNS:
+        m = pattern.search(text)
+        if m:
+            return kind, m.groupdict()
+    return None
+
+
+@dataclass(frozen=True)
+class RouterModel:
+    name: str
+    path: Path
+    stop_timeout_s: int | None = None
+
+
+def check_ini_value(value: str, where: str) -> None:
+    bad = INI_FORBIDDEN & set(value)
+    if bad:
+        raise BadInput(f"{where} contains characters the preset INI cannot hold: {''.join(sorted(bad))}",
+                       where=value, hint="rename or move the file")
+
+
+def preset_ini(models: list[RouterModel], *, ctx_size: int, parallel: int) -> str:
+    lines = ["; written by lbench", "[*]", f"c = {ctx_size}", f"np = {parallel}", ""]
+    for m in models:
+        check_ini_value(m.name, "model name")
+        check_ini_value(str(m.path), "model path")
+        lines += [f"[{m.name}]", f"model = {m.path}"]
+        if m.stop_timeout_s is not None:
+            lines.append(f"stop-timeout = {m.stop_timeout_s}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+@dataclass
+class TimelineEvent:
+    t: float  # perf_counter at receipt
+    source: str  # router | child | sse
+    kind: str
+    model: str | None
+    detail: dict
+    text: str
+
+
+class RouterProcess:
+    """A running router.  ``on_event`` is called (from reader threads) for every event."""
+
+    def __init__(self, binary: Binary, models: list[RouterModel], *, models_max: int, run_dir: Path,
+                 sleep_idle_seconds: int | None = None, ctx_size: int = 512, parallel: int = 1,
+                 extra_args: list[str] | None = None, on_event: Callable[[TimelineEvent], None] = lambda e: None,
+                 startup_timeout_s: float = 60.0):
+        self.models = models
+        self.models_max = models_max
+        self.on_event = on_event
+        self.port = free_port()
+        self.base_url = f"http://{HOST}:{self.port}"
+        self.preset_path = run_dir / "preset.ini"
+        self.preset_path.write_text(preset_ini(models, ctx_size=ctx_size, parallel=parallel))
+        cache = run_dir / "llama-cache"
+        cache.mkdir(exist_ok=True)
+        env, _ = LlamaServerEngine(binary).environment(Setting())
+        env["LLAMA_CACHE"] = str(cache)
+        self.argv = [str(binary.path), "--host", HOST, "--port", str(self.port), "--models-preset",
+                     str(self.preset_path), "--models-max", str(models_max), "--no-webui"]
+        if sleep_idle_seconds is not None:
+            self.argv += ["--sleep-idle-seconds", str(sleep_idle_seconds)]
+        self.argv += list(extra_args or [])
+        self.log_paths = {"router": run_dir / "logs" / "router.stderr.log",
+                          "child": run_dir / "logs" / "router.stdout.log"}
+        self._port_to_model: dict[int, str] = {}
+        self._stop = threading.Event()
+        self._sse_ready = threading.Event()
+        self.t_start = time.perf_counter()
+        self.proc = processes.spawn(self.argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    stdin=subprocess.PIPE)  # children exit when the router's stdin closes
+        self.pid = self.proc.pid
+        self._threads = [
+            threading.Thread(target=self._read, args=(self.proc.stderr, "router"), daemon=True),
+            threading.Thread(target=self._read, args=(self.proc.stdout, "child"), daemon=True),
+        ]
+        for t in self._threads:
+            t.start()
+        try:
+            self._wait_ready(startup_timeout_s)
+        except BaseException:
+            self.close()
+            raise
+        sse = threading.Thread(target=self._sse, daemon=True)
+        sse.start()
+        self._threads.append(sse)
+        self._sse_ready.wait(10)
+
+    # ---- readers -------------------------------------------------------
+    def _read(self, stream, source: str) -> None:
+        with open(self.log_paths[source], "a") as log:
+            for raw in iter(stream.readline, b""):
+                t = time.perf_counter()
+                text = raw.decode(errors="replace").rstrip("\n")
+                log.write(f"{t - self.t_start:12.6f} {text}\n")
+                log.flush()
+                self._dispatch_line(t, source, text)
+
+    def _dispatch_line(self, t: float, source: str, text: str) -> None:
+        if source == "router":
+            parsed = parse_router_line(text)
+            if parsed:
+                kind, detail = parsed
+                if kind == "spawn":
+                    self._port_to_model[int(detail["port"])] = detail["model"]
+                self.on_event(TimelineEvent(t, "router", kind, detail.get("model"), detail, text))
+            return
+        m = CHILD_LINE.match(text)
+        if m and "model loaded" in m["text"]:
+            model = self._port_to_model.get(int(m["port"]))
+            self.on_event(TimelineEvent(t, "child", "child_loaded", model, {"port": int(m["port"])}, text))
+
+    def _sse(self) -> None:
+        try:
+            with httpx.Client(base_url=self.base_url, timeout=httpx.Timeout(5.0, read=None), trust_env=False) as c:
+                with c.stream("GET", "/models/sse") as resp:
+                    self._sse_ready.set()
+                    for line in resp.iter_lines():
+                        if self._stop.is_set():
+                            return
+                        if not line.startswith("data:"):
+                            continue
+                        t = time.perf_counter()
+                        try:
+                            data = json.loads(line[5:].strip())
+                        except ValueError:
+                            continue
+                        payload = data.get("data") or {}
+                        status = payload.get("status")
+                        detail = {"status": status, "event": data.get("event")}
+                        if "exit_code" in payload:
+                            detail["exit_code"] = payload["exit_code"]
+                        if isinstance(payload.get("progress"), dict):
+                            detail["progress"] = payload["progress"].get("value")
+                        self.on_event(TimelineEvent(t, "sse", f"status:{status}", data.get("model"), detail,
+                                                    line[5:].strip()[:300]))
+        except (httpx.HTTPError, OSError):
+            self._sse_ready.set()
+            return
+
+    def _wait_ready(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        with httpx.Client(base_url=self.base_url, timeout=5.0, trust_env=False) as probe:
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    tail = self.log_paths["router"].read_text(errors="replace")[-3000:] \
+                        if self.log_paths["router"].exists() else ""
+                    raise EngineError(f"the router exited with status {self.proc.returncode} while starting",
+                                      where=f"{self.log_paths['router']}\n{tail}")
+                try:
+                    r = probe.get("/models")
+                    if r.status_code == 200 and len(r.json().get("data", [])) >= len(self.models):
+                        return
+                except (httpx.TransportError, ValueError):
+                    pass
+                time.sleep(0.05)
+        raise EngineError(f"the router did not list its models within {timeout_s:.0f} s")
+
+    # ---- control -------------------------------------------------------
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        self._stop.set()
+        try:
+            if self.proc.stdin:
+                self.proc.stdin.close()
+        except OSError:
+            pass
+        processes.stop(self.proc, timeout_s=15)
+        for t in self._threads:
+            t.join(timeout=5)
+
+    def __enter__(self) -> "RouterProcess":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

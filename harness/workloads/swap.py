@@ -1,0 +1,196 @@
+"""Swap storms: request patterns over several models, sent through one endpoint.
+
+A pattern turns (models, n_requests, seed) into *waves*: lists of model names sent
+together.  Every pattern but ``burst`` makes waves of one request; a pool of
+``concurrency`` workers sends them in order.  ``burst`` makes waves of K distinct
+models sent at once, the next wave after the last one ends.
+
+The driver knows only a base URL and model names (the OpenAI-style ``model``
+field), never which engine is behind it.  Each request decodes ``n_predict``
+tokens; its send / first byte / done times are ``time.perf_counter()`` seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import httpx
+import numpy as np
+
+from harness.errors import BadInput
+
+PATTERNS = ("round-robin", "uniform", "zipf", "ping-pong", "burst")
+
+
+@dataclass(frozen=True)
+class Pattern:
+    name: str
+    zipf_s: float = 1.1
+    burst_k: int = 3
+
+    def validate(self, n_models: int) -> "Pattern":
+        if self.name not in PATTERNS:
+            raise BadInput(f"unknown pattern {self.name!r}", where="--pattern", hint=f"use one of: {', '.join(PATTERNS)}")
+        if self.name == "ping-pong" and n_models < 2:
+            raise BadInput("ping-pong needs at least 2 models", where="--model")
+        if self.name == "burst" and not 1 <= self.burst_k <= n_models:
+            raise BadInput(f"--burst-k must be between 1 and the number of models ({n_models}), got {self.burst_k}",
+                           where="--burst-k")
+        if self.name == "zipf" and self.zipf_s <= 0:
+            raise BadInput(f"--zipf-s must be > 0, got {self.zipf_s}", where="--zipf-s")
+        return self
+
+
+def waves(pattern: Pattern, models: list[str], n_requests: int, seed: int) -> list[list[str]]:
+    """The request plan: ``n_requests`` model names grouped into waves."""
+    rng = random.Random(seed)
+    m = len(models)
+    if pattern.name == "round-robin":
+        names = [models[i % m] for i in range(n_requests)]
+    elif pattern.name == "uniform":
+        names = [rng.choice(models) for _ in range(n_requests)]
+    elif pattern.name == "zipf":
+        weights = 1.0 / np.arange(1, m + 1) ** pattern.zipf_s
+        names = rng.choices(models, weights=list(weights), k=n_requests)
+    elif pattern.name == "ping-pong":
+        names = [models[i % 2] for i in range(n_requests)]
+    elif pattern.name == "burst":
+        out: list[list[str]] = []
+        left = n_requests
+        while left > 0:
+            k = min(pattern.burst_k, left)
+            out.append(rng.sample(models, k))
+            left -= k
+        return out
+    else:  # validated earlier
+        raise BadInput(f"unknown pattern {pattern.name!r}")
+    return [[name] for name in names]
+
+
+@dataclass
+class RequestRecord:
+    index: int
+    wave: int
+    model: str
+    t_send: float
+    t_first_byte: float | None = None
+    t_done: float | None = None
+    http_status: int | None = None
+    error: str | None = None
+    error_kind: str | None = None
+    status_at_send: str | None = None
+    server_prompt_ms: float | None = None
+
+
+def _error_kind(status: int | None, body: str | None, exc: BaseException | None) -> str:
+    if exc is not None:
+        if isinstance(exc, httpx.RemoteProtocolError):
+            return "disconnected"
+        if isinstance(exc, httpx.TimeoutException):
+            return "timeout"
+        if isinstance(exc, httpx.ConnectError):
+            return "connect"
+        return type(exc).__name__
+    text = (body or "").lower()
+    if "limit reached" in text:
+        return "limit_reached"
+    if "failed to load" in text:
+        return "load_failed"
+    if "cancelled" in text:
+        return "cancelled"
+    return f"http_{status}"
+
+
+async def _one(client: httpx.AsyncClient, rec: RequestRecord, n_predict: int, prompt: str) -> None:
+    body = {"model": rec.model, "prompt": prompt, "n_predict": n_predict, "cache_prompt": True, "stream": True,
+            "response_fields": ["timings"]}
+    try:
+        async with client.stream("POST", "/completion", json=body) as resp:
+            rec.http_status = resp.status_code
+            chunks = []
+            async for chunk in resp.aiter_bytes():
+                if rec.t_first_byte is None:
+                    rec.t_first_byte = time.perf_counter()
+                chunks.append(chunk)
+            rec.t_done = time.perf_counter()
+            text = b"".join(chunks).decode(errors="replace")
+            if resp.status_code != 200:
+                rec.error = text[:500]
+                rec.error_kind = _error_kind(resp.status_code, text, None)
+                return
+            for line in reversed(text.splitlines()):
+                if line.startswith("data:") and '"timings"' in line:
+                    try:
+                        rec.server_prompt_ms = json.loads(line[5:]).get("timings", {}).get("prompt_ms")
+                    except ValueError:
+                        pass
+                    break
+    except httpx.HTTPError as exc:
+        rec.t_done = time.perf_counter()
+        rec.error = f"{type(exc).__name__}: {exc}"[:500]
+        rec.error_kind = _error_kind(None, None, exc)
+
+
+async def drive(
+    base_url: str,
+    plan: list[list[str]],
+    *,
+    concurrency: int,
+    n_predict: int = 1,
+    prompt: str = "Hello world, this is a swap probe.",
+    deadline: float | None = None,
+    status_of: Callable[[str], str | None] = lambda m: None,
+    emit: Callable[[RequestRecord], None],
+    should_stop: Callable[[], bool] = lambda: False,
+    timeout_s: float = 600.0,
+    reuse_connections: bool = False,
+) -> int:
+    """Send the plan; returns how many requests were sent.  Records go to ``emit`` as they finish.
+
+    By default every request opens its own loopback connection: llama-server's HTTP
+    pool serves overflow connections on threads that close them after one request,
+    and a client reusing such a connection gets "Server disconnected" before the
+    router ever sees the request (seen for 12% of requests at concurrency 32).
+    That is a transport artifact, not a swap; ``reuse_connections`` keeps it.
+    """
+    limits = httpx.Limits(max_connections=max(concurrency, max(map(len, plan), default=1)) + 2,
+                          max_keepalive_connections=None if reuse_connections else 0)
+    sent = 0
+    async with httpx.AsyncClient(base_url=base_url, timeout=timeout_s, limits=limits, trust_env=False) as client:
+
+        async def send(index: int, wave_no: int, model: str) -> None:
+            rec = RequestRecord(index, wave_no, model, time.perf_counter(), status_at_send=status_of(model))
+            try:
+                await _one(client, rec, n_predict, prompt)
+            finally:
+                emit(rec)
+
+        def stopping() -> bool:
+            return should_stop() or (deadline is not None and time.perf_counter() >= deadline)
+
+        if any(len(w) > 1 for w in plan):  # bursts: one wave at a time, all of it at once
+            for wave_no, wave in enumerate(plan):
+                if stopping():
+                    break
+                await asyncio.gather(*(send(sent + i, wave_no, m) for i, m in enumerate(wave)))
+                sent += len(wave)
+            return sent
+
+        queue = [(i, w[0]) for i, w in enumerate(plan)]
+        position = 0
+
+        async def worker() -> None:
+            nonlocal position, sent
+            while position < len(queue) and not stopping():
+                index, model = queue[position]
+                position += 1
+                sent += 1
+                await send(index, index, model)
+
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return sent

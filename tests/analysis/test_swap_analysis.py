@@ -1,0 +1,69 @@
+"""Swap analysis on a hand-written timeline with known answers."""
+
+import pytest
+
+from harness.analysis.swap import summarize_swap, time_above_cap_s
+from harness.store import RunWriter, open_run
+
+
+def ev(t, kind, model, source="router"):
+    return {"t_s": t, "source": source, "kind": kind, "model": model, "detail": "{}", "text": ""}
+
+
+def req(i, model, t_send, t_fb, t_done, resident, error=None, kind=None):
+    return {"index": i, "wave": i, "model": model, "status_at_send": "loaded" if resident else "unloaded",
+            "resident_at_send": resident, "t_send_s": t_send, "t_first_byte_s": t_fb, "t_done_s": t_done,
+            "latency_ms": (t_done - t_send) * 1000, "error": error, "error_kind": kind, "http_status": 200}
+
+
+def make_run(tmp_path, *, memory_children, lru_ok=True):
+    w = RunWriter(tmp_path, "swap", {"config": {"models_max": 1},
+                                     "models": [{"label": "a", "bytes": 100}, {"label": "b", "bytes": 300}]})
+    # a loads, serves; b queued -> a evicted -> a exits -> b spawns -> b loaded -> first byte
+    events = [ev(0.00, "spawn", "a"), ev(0.10, "status:loaded", "a", "sse"), ev(0.11, "proxy", "a"),
+              ev(1.00, "queued", "b"), ev(1.01, "evict", "a" if lru_ok else "c"),
+              ev(1.05, "status:unloaded", "a" if lru_ok else "c", "sse"),
+              ev(1.06, "spawn", "b"), ev(1.26, "status:loaded", "b", "sse"), ev(1.27, "proxy", "b")]
+    if not lru_ok:  # c was used more recently than a, yet c was evicted
+        events[2:2] = [ev(0.05, "spawn", "c"), ev(0.08, "status:loaded", "c", "sse"), ev(0.5, "proxy", "c")]
+    for e in events:
+        w.append(e, "events")
+    w.append(req(0, "a", 0.0, 0.105, 0.11, False), "requests")
+    w.append(req(1, "b", 0.995, 1.30, 1.31, False), "requests")
+    w.append(req(2, "b", 1.40, 1.405, 1.41, True), "requests")
+    for i, n in enumerate(memory_children):
+        w.append({"t_s": i * 0.1, "children_alive": n, "rss_total_bytes": 1000 + 100 * n}, "memory")
+    w.finish("complete")
+    return open_run(w.dir, tmp_path)
+
+
+def test_phases_cap_and_lru(tmp_path):
+    s = summarize_swap(make_run(tmp_path, memory_children=[0, 1, 1, 1, 0, 1]))
+    swap_b = s.swaps[s.swaps["model"] == "b"].iloc[0]
+    assert swap_b["victim"] == "a" and swap_b["request_index"] == 1
+    assert swap_b["queue_wait_ms"] == pytest.approx(15, abs=0.01)  # 0.995 -> 1.01
+    assert swap_b["victim_stop_ms"] == pytest.approx(40, abs=0.01)  # 1.01 -> 1.05
+    assert swap_b["exit_to_spawn_ms"] == pytest.approx(10, abs=0.01)
+    assert swap_b["spawn_to_loaded_ms"] == pytest.approx(200, abs=0.01)
+    assert swap_b["loaded_to_first_byte_ms"] == pytest.approx(40, abs=0.01)
+    text = "\n".join(s.findings)
+    assert "never exceeded models_max=1 (peak 1" in text
+    assert "eviction order matched LRU in all 1 evictions" in text
+    assert "2 model loads over 3 requests" in text and "no request failed" in text
+    cold = s.latency[s.latency["class"].str.startswith("cold")].iloc[0]
+    assert cold["n"] == 2
+
+
+def test_cap_exceeded_and_not_lru(tmp_path):
+    s = summarize_swap(make_run(tmp_path, memory_children=[1, 2, 2, 1], lru_ok=False))
+    text = "\n".join(s.findings)
+    assert "EXCEEDED models_max=1: peak 2" in text and "200 ms above the cap" in text
+    assert "differed from LRU in 1 of 1" in text and "evicted c, LRU was a" in text
+
+
+def test_time_above_cap():
+    import pandas as pd
+
+    m = pd.DataFrame({"t_s": [0.0, 0.1, 0.2, 0.3], "children_alive": [1, 3, 3, 1]})
+    assert time_above_cap_s(m, 2) == pytest.approx(0.2)
+    assert time_above_cap_s(m, 0) == 0.0
