@@ -164,12 +164,7 @@ def time_above_cap_s(memory: pd.DataFrame, models_max: int) -> float:
     return float(dt[m["children_alive"] > models_max].sum())
 
 
-def summarize_swap(run: Run) -> SwapSummary:
-    cfg = run.manifest.get("config", {})
-    models_max = int(cfg.get("models_max", 0))
-    requests = run.table("requests")
-    events = run.table("events")
-    memory = run.table("memory")
+def ensure_columns(requests: pd.DataFrame, events: pd.DataFrame, memory: pd.DataFrame) -> None:
     for frame, cols in ((requests, ["index", "model", "t_send_s", "t_done_s", "t_first_byte_s", "latency_ms",
                                     "resident_at_send", "error", "error_kind"]),
                         (events, ["t_s", "source", "kind", "model"]),
@@ -177,6 +172,21 @@ def summarize_swap(run: Run) -> SwapSummary:
         for c in cols:
             if c not in frame:
                 frame[c] = pd.Series(dtype="object")
+
+
+def summarize_swap(run: Run) -> SwapSummary:
+    cfg = run.manifest.get("config", {})
+    return summarize_frames(run.table("requests"), run.table("events"), run.table("memory"),
+                            models_max=int(cfg.get("models_max", 0)),
+                            model_sizes=[m.get("bytes", 0) for m in run.manifest.get("models", [])],
+                            client=run.manifest.get("client") or {}, sampler=run.manifest.get("sampler") or {},
+                            status=run.manifest.get("status"), error=run.manifest.get("error", ""))
+
+
+def summarize_frames(requests: pd.DataFrame, events: pd.DataFrame, memory: pd.DataFrame, *, models_max: int,
+                     model_sizes: list[int], client: dict | None = None, sampler: dict | None = None,
+                     status: str | None = "complete", error: str = "") -> SwapSummary:
+    ensure_columns(requests, events, memory)
     latency = latency_table(requests)
     swaps = swap_phases(requests, events)
     lru = lru_check(requests, events)
@@ -200,7 +210,7 @@ def summarize_swap(run: Run) -> SwapSummary:
     else:
         findings.append(f"no cap (models_max=0): peak {peak_children} children alive")
 
-    sizes = sorted((m.get("bytes", 0) for m in run.manifest.get("models", [])), reverse=True)
+    sizes = sorted(model_sizes, reverse=True)
     if not memory.empty:
         peak_rss = float(memory["rss_total_bytes"].max())
         allowed = sum(sizes[:models_max]) if models_max > 0 else sum(sizes)
@@ -237,14 +247,13 @@ def summarize_swap(run: Run) -> SwapSummary:
         findings.append("errors: " + ", ".join(f"{k} x{v}" for k, v in kinds.items()))
     else:
         findings.append("no request failed")
-    client, sampler = run.manifest.get("client") or {}, run.manifest.get("sampler") or {}
+    client, sampler = client or {}, sampler or {}
     if client.get("cpu_share_of_one_core") is not None:
         findings.append(f"client: {client['requests_per_s']:.0f} requests/s using "
                         f"{100 * client['cpu_share_of_one_core']:.0f}% of one core; sampler "
                         f"{sampler.get('achieved_hz') or 0:.0f} Hz using "
                         f"{100 * (sampler.get('cpu_share_of_one_core') or 0):.2f}% of one core")
-    status = run.manifest.get("status")
     if status != "complete":
-        findings.append(f"the run ended {status}: {run.manifest.get('error', '')}")
+        findings.append(f"the run ended {status}: {error}")
     figures["phases_median_ms"] = {p: _pct(swaps[p], 50) for p in PHASES} if not swaps.empty else {}
     return SwapSummary(latency, swaps, lru, findings, json.loads(json.dumps(figures, default=float)))

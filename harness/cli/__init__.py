@@ -7,7 +7,7 @@ import sys
 
 import typer
 
-from harness.cli import engine, idle, model, runs, swap
+from harness.cli import engine, idle, model, repro, runs, swap
 from harness.cli.ui import print_error
 from harness.engines import processes
 from harness.errors import LbenchError
@@ -25,6 +25,7 @@ app.add_typer(engine.app, name="engine")
 app.add_typer(model.app, name="model")
 app.command("idle")(idle.idle)
 app.command("swap")(swap.swap)
+app.command("repro")(repro.repro)
 app.command("calibrate")(idle.calibrate)
 app.command("report")(runs.report)
 app.command("runs")(runs.runs)

@@ -41,6 +41,7 @@ ROUTER_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("kill_timeout", re.compile(r"force-killing model instance name=(?P<model>\S+) after timeout")),
     ("exited", re.compile(r"instance name=(?P<model>\S+) exited with status (?P<status>-?\d+)")),
     ("proxy", re.compile(r"proxying request to model (?P<model>\S+) on port (?P<port>\d+)")),
+    ("cancelled", re.compile(r"cancelled while waiting for model name=(?P<model>\S+)")),
     ("load_failed", re.compile(r"queued load of name=(?P<model>\S+) did not go through: (?P<reason>.*)")),
 ]
 CHILD_LINE = re.compile(r"^\[(?P<port>\d+)\] (?P<text>.*)$")
@@ -59,6 +60,7 @@ class RouterModel:
     name: str
     path: Path
     stop_timeout_s: int | None = None
+    extra: tuple[tuple[str, str], ...] = ()  # more preset keys, e.g. (("load-on-startup", "true"),)
 
 
 def check_ini_value(value: str, where: str) -> None:
@@ -68,14 +70,18 @@ def check_ini_value(value: str, where: str) -> None:
                        where=value, hint="rename or move the file")
 
 
-def preset_ini(models: list[RouterModel], *, ctx_size: int, parallel: int) -> str:
-    lines = ["; written by lbench", "[*]", f"c = {ctx_size}", f"np = {parallel}", ""]
+def preset_ini(models: list[RouterModel], *, ctx_size: int, parallel: int,
+               global_extra: dict[str, str] | None = None) -> str:
+    lines = ["; written by lbench", "[*]", f"c = {ctx_size}", f"np = {parallel}"]
+    lines += [f"{k} = {v}" for k, v in (global_extra or {}).items()]
+    lines.append("")
     for m in models:
         check_ini_value(m.name, "model name")
         check_ini_value(str(m.path), "model path")
         lines += [f"[{m.name}]", f"model = {m.path}"]
         if m.stop_timeout_s is not None:
             lines.append(f"stop-timeout = {m.stop_timeout_s}")
+        lines += [f"{k} = {v}" for k, v in m.extra]
         lines.append("")
     return "\n".join(lines)
 
@@ -93,23 +99,28 @@ class TimelineEvent:
 class RouterProcess:
     """A running router.  ``on_event`` is called (from reader threads) for every event."""
 
-    def __init__(self, binary: Binary, models: list[RouterModel], *, models_max: int, run_dir: Path,
+    def __init__(self, binary: Binary, models: list[RouterModel], *, models_max: int | None, run_dir: Path,
                  sleep_idle_seconds: int | None = None, ctx_size: int = 512, parallel: int = 1,
                  extra_args: list[str] | None = None, on_event: Callable[[TimelineEvent], None] = lambda e: None,
-                 startup_timeout_s: float = 60.0):
+                 startup_timeout_s: float = 60.0, extra_env: dict[str, str] | None = None,
+                 preset_global: dict[str, str] | None = None):
         self.models = models
         self.models_max = models_max
         self.on_event = on_event
         self.port = free_port()
         self.base_url = f"http://{HOST}:{self.port}"
         self.preset_path = run_dir / "preset.ini"
-        self.preset_path.write_text(preset_ini(models, ctx_size=ctx_size, parallel=parallel))
+        self.preset_path.write_text(preset_ini(models, ctx_size=ctx_size, parallel=parallel,
+                                               global_extra=preset_global))
         cache = run_dir / "llama-cache"
         cache.mkdir(exist_ok=True)
         env, _ = LlamaServerEngine(binary).environment(Setting())
         env["LLAMA_CACHE"] = str(cache)
+        env.update(extra_env or {})
         self.argv = [str(binary.path), "--host", HOST, "--port", str(self.port), "--models-preset",
-                     str(self.preset_path), "--models-max", str(models_max), "--no-webui"]
+                     str(self.preset_path), "--no-webui"]
+        if models_max is not None:  # None: leave it to the env var / preset / default
+            self.argv += ["--models-max", str(models_max)]
         if sleep_idle_seconds is not None:
             self.argv += ["--sleep-idle-seconds", str(sleep_idle_seconds)]
         self.argv += list(extra_args or [])

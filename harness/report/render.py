@@ -79,6 +79,10 @@ def render_report(run: Run, out: Path | None = None) -> Path:
     kind = run.manifest.get("kind")
     if kind in ("idle", "calibrate"):
         html = environment().get_template("idle.html.j2").render(**idle_context(run))
+    elif kind == "repro":
+        from harness.report.repro import repro_context
+
+        html = environment().get_template("repro.html.j2").render(**repro_context(run))
     elif kind == "swap":
         from harness.report.swap import swap_context
 

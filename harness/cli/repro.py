@@ -1,0 +1,58 @@
+"""``lbench repro``: check the source documents' claims on the engine at hand."""
+
+from __future__ import annotations
+
+import typer
+from rich.table import Table
+
+from harness.cli.ui import RichReporter, out
+from harness.engines.llama_server import locate
+from harness.report.render import render_report
+from harness.repro.claims import load_claims
+from harness.runs.repro import execute_repro
+
+COLOURS = {"holds": "green", "contradicted": "red", "not checkable here": "yellow", "error": "magenta"}
+
+
+def repro(
+    claims: list[str] = typer.Argument(None, help="Claim ids (or prefixes); default: all in experiments/claims/."),
+    list_only: bool = typer.Option(False, "--list", help="List the claims and exit."),
+    results: str = typer.Option(None, "--results", help="Results directory (default ./results)."),
+    llama_server: str = typer.Option(None, "--llama-server", help="Use this llama-server binary."),
+    report: bool = typer.Option(True, "--report/--no-report", help="Render the HTML report at the end."),
+) -> None:
+    """Reproduce the seeds' claims on the real engine: holds / contradicted / not checkable here.
+
+    Each claim is a spec in experiments/claims/ (text, source, scenario, check). Evidence
+    for each (router logs, events.csv, memory.csv) lands in results/<run>/claims/<id>/.
+
+    Examples:
+      lbench repro --list
+      lbench repro                       # every claim checkable here
+      lbench repro router-cap router-stop-timeout
+    """
+    specs = load_claims(claims or None)
+    if list_only:
+        table = Table(title="claims")
+        for col in ("id", "scenario", "requires", "claim"):
+            table.add_column(col)
+        for c in specs:
+            table.add_row(c.id, c.scenario, ",".join(c.requires) or "-", c.claim)
+        out.print(table)
+        return
+    binary = locate(llama_server)
+    with RichReporter() as reporter:
+        run = execute_repro(specs, binary, results=results, reporter=reporter)
+    if report:
+        out.print(f"report: {render_report(run)}", markup=False)
+    table = Table(title=f"claims · run {run.run_id}")
+    for col in ("claim", "verdict", "why / measured"):
+        table.add_column(col)
+    for row in run.table("verdicts").to_dict("records"):
+        colour = COLOURS.get(row["verdict"], "white")
+        table.add_row(row["claim_id"], f"[{colour}]{row['verdict']}[/{colour}]", str(row["reason"]))
+    out.print(table)
+    out.print(f"run: {run.run_id} in {run.dir}", markup=False)
+    verdicts = run.table("verdicts")
+    if (verdicts["verdict"] == "error").any():
+        raise typer.Exit(1)

@@ -1,0 +1,22 @@
+"""Context for a repro run's report: one row per claim with its verdict and evidence."""
+
+from __future__ import annotations
+
+import json
+
+from harness.store import Run
+
+
+def repro_context(run: Run) -> dict:
+    verdicts = run.table("verdicts")
+    rows = []
+    for r in verdicts.to_dict("records") if not verdicts.empty else []:
+        files = sorted(p.name for p in (run.dir / r["evidence_dir"]).glob("*") if p.is_file()) \
+            + sorted(f"logs/{p.name}" for p in (run.dir / r["evidence_dir"] / "logs").glob("*"))
+        rows.append({**r, "figures": json.loads(r["figures"] or "{}"), "evidence": json.loads(r["evidence"] or "[]"),
+                     "notes": json.loads(r["notes"] or "[]"), "files": files})
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    return {"run": run.manifest, "run_id": run.run_id, "incomplete": not run.complete, "rows": rows,
+            "counts": counts, "host": run.manifest.get("host", {}), "engine": run.manifest.get("engine", {})}

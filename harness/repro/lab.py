@@ -1,0 +1,182 @@
+"""A router under test, with the handles a claim scenario needs.
+
+Wraps ``RouterProcess``: keeps the timeline in memory (and in the claim's log
+files), sends requests with the harness clock, loads and unloads models, finds a
+model's child process through /proc (its ``--alias``), freezes it with SIGSTOP,
+and waits for timeline events.  Every time is seconds since the lab's t0.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pandas as pd
+import psutil
+
+from harness.engines.llama_server import Binary
+from harness.engines.router import RouterModel, RouterProcess, TimelineEvent
+from harness.errors import EngineError
+from harness.probes.process_tree import TreeSample, TreeSampler
+
+
+@dataclass
+class Reply:
+    model: str
+    t_send: float
+    t_done: float
+    status: int | None
+    body: str
+    error: str | None = None
+
+    @property
+    def latency_ms(self) -> float:
+        return (self.t_done - self.t_send) * 1000
+
+
+@dataclass
+class Lab:
+    binary: Binary
+    models: list[RouterModel]
+    run_dir: Path
+    models_max: int | None = 2
+    sleep_idle_seconds: int | None = None
+    ctx_size: int = 512
+    extra_env: dict[str, str] = field(default_factory=dict)
+    preset_global: dict[str, str] = field(default_factory=dict)
+    sample_hz: float = 100.0
+    events: list[TimelineEvent] = field(default_factory=list)
+    samples: list[TreeSample] = field(default_factory=list)
+    replies: list[Reply] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.t0 = time.perf_counter()
+        self._cond = threading.Condition()
+        (self.run_dir / "logs").mkdir(parents=True, exist_ok=True)
+
+    def _on_event(self, e: TimelineEvent) -> None:
+        with self._cond:
+            self.events.append(e)
+            self._cond.notify_all()
+
+    def __enter__(self) -> "Lab":
+        self.router = RouterProcess(self.binary, self.models, models_max=self.models_max, run_dir=self.run_dir,
+                                    sleep_idle_seconds=self.sleep_idle_seconds, ctx_size=self.ctx_size,
+                                    on_event=self._on_event, extra_env=self.extra_env,
+                                    preset_global=self.preset_global)
+        self.http = httpx.Client(base_url=self.router.base_url, timeout=120, trust_env=False,
+                                 limits=httpx.Limits(max_keepalive_connections=0))
+        self.sampler = TreeSampler(self.router.pid, self.samples.append, self.sample_hz).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.sampler.stop()
+        self.http.close()
+        self.router.close()
+
+    # ---- time and timeline ---------------------------------------------
+    def now(self) -> float:
+        return time.perf_counter() - self.t0
+
+    def rel(self, t: float) -> float:
+        return t - self.t0
+
+    def wait_for(self, kind: str, model: str | None = None, timeout: float = 30.0, after: float = 0.0
+                 ) -> TimelineEvent | None:
+        """First event of ``kind`` (for ``model``) received after lab time ``after``."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                for e in self.events:
+                    if e.kind == kind and (model is None or e.model == model) and self.rel(e.t) >= after:
+                        return e
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self._cond.wait(left)
+
+    def event_frame(self) -> pd.DataFrame:
+        with self._cond:
+            rows = [{"t_s": self.rel(e.t), "source": e.source, "kind": e.kind, "model": e.model, "text": e.text}
+                    for e in self.events]
+        return pd.DataFrame(rows, columns=["t_s", "source", "kind", "model", "text"])
+
+    def memory_frame(self) -> pd.DataFrame:
+        return pd.DataFrame([{"t_s": self.rel(s.t), "children_alive": s.n_children, "rss_total_bytes": s.total_rss}
+                             for s in list(self.samples)], columns=["t_s", "children_alive", "rss_total_bytes"])
+
+    def request_frame(self) -> pd.DataFrame:
+        rows = [{"index": i, "model": r.model, "t_send_s": self.rel(r.t_send), "t_done_s": self.rel(r.t_done),
+                 "t_first_byte_s": self.rel(r.t_done), "latency_ms": r.latency_ms, "http_status": r.status,
+                 "error": r.error, "error_kind": None, "resident_at_send": None} for i, r in enumerate(self.replies)]
+        return pd.DataFrame(rows)
+
+    def lines(self, *kinds: str) -> list[str]:
+        return [f"t={self.rel(e.t):.3f}s {e.source}: {e.text}" for e in self.events if not kinds or e.kind in kinds]
+
+    # ---- driving ---------------------------------------------------------
+    def request(self, model: str, n_predict: int = 1, *, timeout: float = 120.0, ignore_eos: bool = False,
+                prompt: str = "Hello world") -> Reply:
+        body = {"model": model, "prompt": prompt, "n_predict": n_predict, "cache_prompt": True,
+                "ignore_eos": ignore_eos, "response_fields": ["timings"]}
+        t_send = time.perf_counter()
+        try:
+            r = self.http.post("/completion", json=body, timeout=timeout)
+            reply = Reply(model, t_send, time.perf_counter(), r.status_code, r.text[:500])
+        except httpx.HTTPError as exc:
+            reply = Reply(model, t_send, time.perf_counter(), None, "", f"{type(exc).__name__}: {exc}")
+        self.replies.append(reply)
+        return reply
+
+    def request_in_background(self, model: str, n_predict: int = 1, **kw) -> threading.Thread:
+        t = threading.Thread(target=self.request, args=(model, n_predict), kwargs=kw, daemon=True)
+        t.start()
+        return t
+
+    def post(self, path: str, model: str) -> Reply:
+        t_send = time.perf_counter()
+        try:
+            r = self.http.post(path, json={"model": model})
+            return Reply(model, t_send, time.perf_counter(), r.status_code, r.text[:500])
+        except httpx.HTTPError as exc:
+            return Reply(model, t_send, time.perf_counter(), None, "", f"{type(exc).__name__}: {exc}")
+
+    def child_pid(self, model: str, timeout: float = 10.0) -> int | None:
+        """PID of the router child serving ``model`` (found by its ``--alias``)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                for child in psutil.Process(self.router.pid).children():
+                    try:
+                        cmd = child.cmdline()
+                    except (psutil.NoSuchProcess, psutil.ZombieProcess):
+                        continue
+                    if "--alias" in cmd and cmd[cmd.index("--alias") + 1] == model:
+                        return child.pid
+            except psutil.NoSuchProcess:
+                raise EngineError("the router is gone") from None
+            time.sleep(0.005)
+        return None
+
+    @staticmethod
+    def freeze(pid: int) -> None:
+        os.kill(pid, signal.SIGSTOP)
+
+    @staticmethod
+    def thaw(pid: int) -> None:
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+
+    @staticmethod
+    def environ(pid: int) -> dict[str, str]:
+        return psutil.Process(pid).environ()
+
+    def peak_children(self) -> int:
+        return max((s.n_children for s in list(self.samples)), default=0)

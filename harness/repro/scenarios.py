@@ -1,0 +1,410 @@
+"""Scripted scenarios that put the real router (or server) where a claim can be seen.
+
+Each scenario takes a ``Context`` and the spec's ``params`` and returns ``Evidence``:
+named figures (what the claim's check compares), the log lines that show them,
+and notes.  A scenario that cannot set up the situation it needs (say, a model
+that finished loading before it could be frozen) raises ``Inconclusive``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from harness.analysis.swap import lru_check, summarize_frames
+from harness.engines.base import Setting
+from harness.engines.llama_server import Binary, LlamaServerEngine
+from harness.engines.router import RouterModel
+from harness.errors import EngineError
+from harness.models.resolve import ResolvedModel
+from harness.repro.lab import Lab
+from harness.workloads.idle import run_idle_sweep
+from harness.workloads.swap import Pattern, RequestRecord, drive, waves
+
+
+class Inconclusive(Exception):
+    """The scenario could not create the situation the claim is about."""
+
+
+@dataclass
+class Evidence:
+    figures: dict = field(default_factory=dict)
+    lines: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Context:
+    binary: Binary
+    claim_dir: Path
+    resolve: Callable[[str], ResolvedModel]
+
+    def router_models(self, refs: list[str], **per_model) -> list[RouterModel]:
+        names: dict[str, int] = {}
+        out = []
+        for i, ref in enumerate(refs):
+            m = self.resolve(ref)
+            names[m.label] = names.get(m.label, 0) + 1
+            name = m.label if names[m.label] == 1 else f"{m.label}-{names[m.label]}"
+            extra = per_model.get(name, per_model.get(str(i), {}))
+            out.append(RouterModel(name, m.path, extra.get("stop_timeout_s"),
+                                   tuple((k, str(v)) for k, v in extra.get("preset", {}).items())))
+        return out
+
+    def lab(self, models: list[RouterModel], **kw) -> Lab:
+        return Lab(self.binary, models, self.claim_dir, **kw)
+
+
+def _save(lab: Lab, ev: Evidence) -> None:
+    lab.event_frame().to_csv(lab.run_dir / "events.csv", index=False)
+    lab.memory_frame().to_csv(lab.run_dir / "memory.csv", index=False)
+    ev.figures.setdefault("peak_children", lab.peak_children())
+
+
+def _long_request_busy(lab: Lab, model: str, n_predict: int) -> tuple[object, float]:
+    """Start a long generation on ``model`` and return once the router has proxied it."""
+    after = lab.now()
+    thread = lab.request_in_background(model, n_predict, ignore_eos=True)
+    if lab.wait_for("proxy", model, timeout=30, after=after) is None:
+        raise Inconclusive(f"the long request to {model} was never proxied")
+    return thread, lab.now()
+
+
+# ---- scenarios ------------------------------------------------------------------
+
+def storm(ctx: Context, p: dict) -> Evidence:
+    """A swap storm (pattern over models under a cap); figures from the swap analysis."""
+    models = ctx.router_models(p["models"])
+    names = [m.name for m in models]
+    pattern = Pattern(p.get("pattern", "round-robin"), p.get("zipf_s", 1.1), p.get("burst_k", 3)).validate(len(names))
+    plan = waves(pattern, names, int(p.get("requests", 30)), int(p.get("seed", 0)))
+    records: list[RequestRecord] = []
+    ev = Evidence()
+    with ctx.lab(models, models_max=p.get("models_max", 2), sleep_idle_seconds=p.get("sleep_idle_seconds")) as lab:
+        asyncio.run(drive(lab.router.base_url, plan, concurrency=int(p.get("concurrency", 1)), emit=records.append))
+        time.sleep(0.2)
+        events = lab.event_frame()
+        memory = lab.memory_frame()
+        _save(lab, ev)
+    requests = pd.DataFrame([{"index": r.index, "model": r.model, "t_send_s": lab.rel(r.t_send),
+                              "t_done_s": lab.rel(r.t_done) if r.t_done else None,
+                              "t_first_byte_s": lab.rel(r.t_first_byte) if r.t_first_byte else None,
+                              "latency_ms": (r.t_done - r.t_send) * 1000 if r.t_done else None,
+                              "resident_at_send": None, "error": r.error, "error_kind": r.error_kind}
+                             for r in records])
+    summary = summarize_frames(requests, events, memory, models_max=int(p.get("models_max", 2)),
+                               model_sizes=[m.path.stat().st_size for m in models])
+    f = summary.figures
+    ev.figures.update(models_max=int(p.get("models_max", 2)), n_models=len(models), requests=len(records),
+                      spawns=f.get("swaps", 0), evictions=int((events["kind"] == "evict").sum()),
+                      lru_matches=f.get("lru_matches", 0), lru_judged=f.get("lru_judged", 0),
+                      time_above_cap_ms=1000 * f.get("time_above_cap_s", 0.0), samples=len(memory),
+                      errors=int(requests["error"].notna().sum()) if not requests.empty else 0)
+    ev.figures["lru_mismatches"] = ev.figures["lru_judged"] - ev.figures["lru_matches"]
+    ev.lines = [x for x in lab.lines("evict", "spawn") ][:12]
+    ev.notes = summary.findings
+    return ev
+
+
+def same_model_burst(ctx: Context, p: dict) -> Evidence:
+    """models_max 1: load A, then K concurrent requests for B: one queue entry, one spawn of B."""
+    models = ctx.router_models(p["models"])
+    a, b = models[0].name, models[1].name
+    k = int(p.get("k", 4))
+    ev = Evidence()
+    with ctx.lab(models, models_max=1) as lab:
+        lab.request(a)
+        threads = [lab.request_in_background(b) for _ in range(k)]
+        for t in threads:
+            t.join(60)
+        time.sleep(0.2)
+        evs = lab.event_frame()
+        _save(lab, ev)
+    b_events = evs[evs["model"] == b]
+    ev.figures.update(k=k, spawns_b=int((b_events["kind"] == "spawn").sum()),
+                      queued_b=int((b_events["kind"] == "queued").sum()),
+                      joined_b=int((b_events["kind"] == "joined").sum()),
+                      ok_b=sum(1 for r in lab.replies if r.model == b and r.status == 200))
+    ev.figures["entries_for_b"] = ev.figures["queued_b"]
+    ev.lines = [x for x in lab.lines("queued", "joined", "spawn") if f"name={b}" in x or f"model {b}" in x][:10]
+    return ev
+
+
+def busy_victim(ctx: Context, p: dict) -> Evidence:
+    """models_max 2: A busy with a long request that started before B's last use, so A is the
+    least recently used; C then needs a slot.  The router must skip busy A and evict B."""
+    models = ctx.router_models(p["models"])
+    a, b, c = (m.name for m in models[:3])
+    ev = Evidence()
+    with ctx.lab(models, models_max=2, ctx_size=int(p.get("ctx_size", 4096))) as lab:
+        lab.request(a)
+        lab.request(b)
+        long_thread, _ = _long_request_busy(lab, a, int(p.get("n_predict", 4000)))
+        lab.request(b)  # B is now the most recently used
+        lab.request(c)
+        a_still_busy = long_thread.is_alive()
+        long_thread.join(120)
+        evict = lab.wait_for("evict", timeout=1)
+        _save(lab, ev)
+    if not a_still_busy:
+        raise Inconclusive("the long request to A finished before C was sent; raise n_predict")
+    ev.figures.update(victim=evict.model if evict else None, busy_model=a, lru_if_busy_ignored=a, expected=b,
+                      a_busy_when_c_sent=a_still_busy)
+    ev.lines = lab.lines("proxy", "evict", "spawn")[:12]
+    return ev
+
+
+def limit_reached(ctx: Context, p: dict) -> Evidence:
+    """models_max 1, the only resident model busy: POST /models/load of another model."""
+    models = ctx.router_models(p["models"])
+    a, b = models[0].name, models[1].name
+    ev = Evidence()
+    with ctx.lab(models, models_max=1, ctx_size=int(p.get("ctx_size", 4096))) as lab:
+        lab.request(a)
+        long_thread, _ = _long_request_busy(lab, a, int(p.get("n_predict", 4000)))
+        reply = lab.post("/models/load", b)
+        busy = long_thread.is_alive()
+        long_thread.join(120)
+        _save(lab, ev)
+    if not busy:
+        raise Inconclusive("A's long request ended before the load was answered")
+    ev.figures.update(load_status=reply.status, load_body=reply.body[:200],
+                      says_limit_reached="model limit reached" in reply.body, load_ms=round(reply.latency_ms, 1))
+    ev.lines = [f"POST /models/load {b} -> {reply.status} {reply.body[:160]}"]
+    return ev
+
+
+def waiter_recheck(ctx: Context, p: dict) -> Evidence:
+    """models_max 1: B waits while A is busy; how long after A goes idle does B's swap start?"""
+    models = ctx.router_models(p["models"])
+    a, b = models[0].name, models[1].name
+    ev = Evidence()
+    with ctx.lab(models, models_max=1, ctx_size=int(p.get("ctx_size", 4096))) as lab:
+        lab.request(a)
+        long_thread, _ = _long_request_busy(lab, a, int(p.get("n_predict", 4000)))
+        b_thread = lab.request_in_background(b)
+        queued = lab.wait_for("queued", b, timeout=10)
+        long_thread.join(120)
+        b_thread.join(120)
+        _save(lab, ev)
+    a_reply = next(r for r in lab.replies if r.model == a and r.t_done - r.t_send > 0.05)
+    t_a_done = lab.rel(a_reply.t_done)
+    evict = next((e for e in lab.events if e.kind in ("evict", "stop_sent") and e.model == a), None)
+    if queued is None or evict is None:
+        raise Inconclusive("B never queued or A was never evicted")
+    ev.figures.update(b_queued=True, a_busy_s=round(a_reply.latency_ms / 1000, 3),
+                      evict_after_a_idle_ms=round((lab.rel(evict.t) - t_a_done) * 1000, 1),
+                      b_ok=any(r.model == b and r.status == 200 for r in lab.replies))
+    ev.lines = lab.lines("queued", "evict", "spawn")[:10]
+    return ev
+
+
+def startup_exceeds(ctx: Context, p: dict) -> Evidence:
+    """More load-on-startup models than models_max: the router must refuse to start."""
+    n = int(p.get("n_models", 3))
+    cap = int(p.get("models_max", 2))
+    refs = list(p.get("models", ["tiny-q8"] * n))
+    models = ctx.router_models(refs, **{str(i): {"preset": {"load-on-startup": "true"}} for i in range(len(refs))})
+    ev = Evidence()
+    try:
+        with ctx.lab(models, models_max=cap):
+            started = True
+    except EngineError as exc:
+        started = False
+        ev.lines = [line for line in str(exc).splitlines() if "exceeds" in line or "error" in line.lower()][:6]
+    log = (ctx.claim_dir / "logs" / "router.stderr.log")
+    text = log.read_text(errors="replace") if log.exists() else ""
+    expected = f"number of models to load on startup ({len(refs)}) exceeds models_max ({cap})"
+    ev.figures.update(router_started=started, message_found=expected in text, expected_message=expected)
+    if expected in text:
+        ev.lines = [line.strip() for line in text.splitlines() if "exceeds models_max" in line][:3]
+    return ev
+
+
+def sleeping_slot(ctx: Context, p: dict) -> Evidence:
+    """models_max 1 and --sleep-idle-seconds: a sleeping A still holds the only slot."""
+    models = ctx.router_models(p["models"])
+    a, b = models[0].name, models[1].name
+    sleep_s = int(p.get("sleep_idle_seconds", 1))
+    ev = Evidence()
+    with ctx.lab(models, models_max=1, sleep_idle_seconds=sleep_s) as lab:
+        lab.request(a)
+        slept = lab.wait_for("status:sleeping", a, timeout=sleep_s + 10)
+        if slept is None:
+            raise Inconclusive(f"{a} never reported sleeping within {sleep_s + 10} s")
+        t_b = lab.now()
+        lab.request(b)
+        time.sleep(0.2)
+        evs = lab.event_frame()
+        _save(lab, ev)
+    after = evs[evs["t_s"] >= t_b]
+    evict_a = after[(after["kind"].isin(["evict", "stop_sent"])) & (after["model"] == a)]
+    spawn_b = after[(after["kind"] == "spawn") & (after["model"] == b)]
+    exit_a = after[(after["kind"] == "status:unloaded") & (after["model"] == a)]
+    ev.figures.update(a_slept=True, a_evicted_for_b=not evict_a.empty,
+                      b_spawned_after_a_exited=bool(not spawn_b.empty and not exit_a.empty
+                                                    and spawn_b["t_s"].iloc[0] >= exit_a["t_s"].iloc[0]),
+                      models_max=1)
+    ev.lines = lab.lines("status:sleeping", "evict", "stop_sent", "status:unloaded", "spawn")[:10]
+    return ev
+
+
+def unload_while_loading(ctx: Context, p: dict) -> Evidence:
+    """Freeze a child while it is LOADING, then unload it: the router must SIGKILL it at once."""
+    models = ctx.router_models(p["models"])
+    a = models[0].name
+    ev = Evidence()
+    with ctx.lab(models, models_max=2) as lab:
+        lab.post("/models/load", a)
+        pid = lab.child_pid(a, timeout=10)
+        if pid is None:
+            raise Inconclusive("the child never appeared")
+        lab.freeze(pid)
+        time.sleep(0.3)
+        loaded = [e for e in lab.events if e.kind == "status:loaded" and e.model == a]
+        if loaded:
+            lab.thaw(pid)
+            raise Inconclusive(f"{a} finished loading before it could be frozen; use a bigger model")
+        t_unload = lab.now()
+        lab.post("/models/unload", a)
+        exited = lab.wait_for("exited", a, timeout=30, after=t_unload)
+        lab.thaw(pid)
+        _save(lab, ev)
+    kill_line = any(e.kind == "kill_loading" and e.model == a for e in lab.events)
+    ev.figures.update(force_kill_logged=kill_line,
+                      unload_to_exit_ms=round((lab.rel(exited.t) - t_unload) * 1000, 1) if exited else None,
+                      exit_status=int(exited.detail["status"]) if exited else None)
+    ev.lines = lab.lines("stop_sent", "kill_loading", "exited")[:6]
+    return ev
+
+
+def stop_timeout(ctx: Context, p: dict) -> Evidence:
+    """Freeze a loaded child (SIGSTOP), unload it: force-kill after the stop-timeout."""
+    configured = p.get("stop_timeout_s")
+    models = ctx.router_models(p["models"], **({"0": {"stop_timeout_s": configured}} if configured else {}))
+    a = models[0].name
+    ev = Evidence()
+    with ctx.lab(models, models_max=2) as lab:
+        lab.request(a)
+        pid = lab.child_pid(a)
+        if pid is None:
+            raise Inconclusive("could not find the child")
+        lab.freeze(pid)
+        t_unload = lab.now()
+        lab.post("/models/unload", a)
+        exited = lab.wait_for("exited", a, timeout=(configured or 10) + 20, after=t_unload)
+        lab.thaw(pid)
+        _save(lab, ev)
+    ev.figures.update(configured_s=configured if configured else 10, preset_key_set=bool(configured),
+                      timeout_kill_logged=any(e.kind == "kill_timeout" and e.model == a for e in lab.events),
+                      unload_to_exit_s=round(lab.rel(exited.t) - t_unload, 3) if exited else None)
+    if ev.figures["unload_to_exit_s"] is not None:
+        ev.figures["error_s"] = round(abs(ev.figures["unload_to_exit_s"] - ev.figures["configured_s"]), 3)
+    ev.lines = lab.lines("stop_sent", "kill_timeout", "exited")[:6]
+    return ev
+
+
+def cancel_waiting(ctx: Context, p: dict) -> Evidence:
+    """models_max 1, A busy: B's client gives up while waiting; then C waits.  B must never be
+    loaded and C must get the slot when A goes idle."""
+    models = ctx.router_models(p["models"])
+    a, b, c = (m.name for m in models[:3])
+    ev = Evidence()
+    with ctx.lab(models, models_max=1, ctx_size=int(p.get("ctx_size", 4096))) as lab:
+        lab.request(a)
+        long_thread, _ = _long_request_busy(lab, a, int(p.get("n_predict", 6000)))
+        b_reply = lab.request(b, timeout=float(p.get("client_timeout_s", 0.3)))
+        c_thread = lab.request_in_background(c)
+        busy = long_thread.is_alive()
+        long_thread.join(120)
+        c_thread.join(120)
+        time.sleep(0.5)
+        _save(lab, ev)
+    if not busy:
+        raise Inconclusive("A finished before B gave up; raise n_predict")
+    spawned = {e.model for e in lab.events if e.kind == "spawn"}
+    ev.figures.update(b_client_gave_up=b_reply.error is not None, b_spawned=b in spawned, c_spawned=c in spawned,
+                      c_ok=any(r.model == c and r.status == 200 for r in lab.replies),
+                      cancel_logged=any(e.kind == "cancelled" and e.model == b for e in lab.events))
+    ev.lines = lab.lines("queued", "cancelled", "evict", "spawn")[:10]
+    return ev
+
+
+def env_models_max(ctx: Context, p: dict) -> Evidence:
+    """Cap from LLAMA_ARG_MODELS_MAX only; what the children's environment holds."""
+    models = ctx.router_models(p["models"])
+    names = [m.name for m in models]
+    ev = Evidence()
+    with ctx.lab(models, models_max=None, extra_env={"LLAMA_ARG_MODELS_MAX": str(p.get("value", 1))}) as lab:
+        lab.request(names[0])
+        env = lab.environ(lab.child_pid(names[0]))
+        for name in names[1:] + names[:1]:
+            lab.request(name)
+        time.sleep(0.2)
+        _save(lab, ev)
+    ev.figures.update(env_value=int(p.get("value", 1)), child_sees_models_max_var="LLAMA_ARG_MODELS_MAX" in env,
+                      child_sees_router_port="LLAMA_SERVER_ROUTER_PORT" in env,
+                      router_port_matches=env.get("LLAMA_SERVER_ROUTER_PORT") == str(lab.router.port))
+    ev.lines = [f"child environment: LLAMA_ARG_MODELS_MAX={env.get('LLAMA_ARG_MODELS_MAX', '(absent)')}, "
+                f"LLAMA_SERVER_ROUTER_PORT={env.get('LLAMA_SERVER_ROUTER_PORT', '(absent)')}"]
+    return ev
+
+
+def ini_models_max(ctx: Context, p: dict) -> Evidence:
+    """Cap given only in the preset's [*] section."""
+    models = ctx.router_models(p["models"])
+    names = [m.name for m in models]
+    ev = Evidence()
+    try:
+        with ctx.lab(models, models_max=None, preset_global={"models-max": str(p.get("value", 1))}) as lab:
+            for name in names + names[:1]:
+                lab.request(name)
+            time.sleep(0.2)
+            _save(lab, ev)
+        ev.figures["router_started"] = True
+    except EngineError as exc:
+        ev.figures.update(router_started=False, peak_children=None)
+        ev.lines = str(exc).splitlines()[-5:]
+    ev.figures.update(ini_value=int(p.get("value", 1)), n_models=len(models))
+    return ev
+
+
+def idle_cpu(ctx: Context, p: dict) -> Evidence:
+    """An idle sweep on the CPU backend: does latency after long pauses exceed short ones?"""
+    model = ctx.resolve(p.get("model", "llama3.2-1b-q4"))
+    short = [float(x) for x in p.get("short_pauses_s", [0.0, 0.1])]
+    long = [float(x) for x in p.get("long_pauses_s", [1.4, 2.0, 3.0])]
+    engine = LlamaServerEngine(ctx.binary)
+    rows: list[dict] = []
+    with engine.start(model.path, Setting(), ctx.claim_dir / "logs" / "server.log") as server:
+        run_idle_sweep(server, short + long, reps=int(p.get("reps", 5)), seed=0, warmup=3, emit=rows.append)
+    frame = pd.DataFrame(rows)
+    frame.to_csv(ctx.claim_dir / "samples.csv", index=False)
+    m = frame[(frame["phase"] == "measure") & frame["error"].isna()]
+    med_short = statistics.median(m[m["pause_requested_s"].isin(short)]["latency_ms"])
+    med_long = statistics.median(m[m["pause_requested_s"].isin(long)]["latency_ms"])
+    ev = Evidence(figures={"model": model.label, "median_short_ms": round(med_short, 2),
+                           "median_long_ms": round(med_long, 2), "ratio_long_to_short": round(med_long / med_short, 3),
+                           "server_prompt_ms_short": round(statistics.median(
+                               m[m["pause_requested_s"].isin(short)]["server_prompt_ms"]), 2),
+                           "server_prompt_ms_long": round(statistics.median(
+                               m[m["pause_requested_s"].isin(long)]["server_prompt_ms"]), 2)})
+    ev.lines = [f"pauses {short} s: median {med_short:.2f} ms; pauses {long} s: median {med_long:.2f} ms"]
+    return ev
+
+
+SCENARIOS: dict[str, Callable[[Context, dict], Evidence]] = {
+    "storm": storm, "same-model-burst": same_model_burst, "busy-victim": busy_victim,
+    "limit-reached": limit_reached, "waiter-recheck": waiter_recheck, "startup-exceeds": startup_exceeds,
+    "sleeping-slot": sleeping_slot, "unload-while-loading": unload_while_loading, "stop-timeout": stop_timeout,
+    "cancel-waiting": cancel_waiting, "env-models-max": env_models_max, "ini-models-max": ini_models_max,
+    "idle-cpu": idle_cpu,
+}
+
+__all__ = ["SCENARIOS", "Context", "Evidence", "Inconclusive", "lru_check"]

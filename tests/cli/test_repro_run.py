@@ -1,0 +1,33 @@
+"""`lbench repro` runs scenarios for real against the llama-server router."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import run_cli
+
+pytestmark = pytest.mark.engine
+
+
+def test_three_router_scenarios_for_real(engine_env):
+    r = run_cli("repro", "router-cap", "router-stop-timeout", "router-startup-exceeds", "idle-metal-keepalive-180s",
+                env=engine_env, timeout=600)
+    assert r.returncode == 0, r.stderr + r.stdout
+    (run_dir,) = list(Path(engine_env["LBENCH_RESULTS_DIR"]).iterdir())
+    v = pd.read_parquet(run_dir / "verdicts.parquet").set_index("claim_id")
+    assert v.loc["router-cap", "verdict"] == "holds"
+    assert json.loads(v.loc["router-cap", "figures"])["peak_children"] <= 2
+    stop = json.loads(v.loc["router-stop-timeout", "figures"])
+    assert v.loc["router-stop-timeout", "verdict"] == "holds" and 1.0 <= stop["unload_to_exit_s"] <= 3.0
+    assert v.loc["router-startup-exceeds", "verdict"] == "holds"
+    assert v.loc["idle-metal-keepalive-180s", "verdict"] == "not checkable here"
+    assert (run_dir / "claims" / "router-cap" / "events.csv").is_file()
+    assert (run_dir / "claims" / "router-stop-timeout" / "logs" / "router.stderr.log").is_file()
+    html = (run_dir / "report.html").read_text()
+    assert "router-stop-timeout" in html and "not checkable here" in html and run_dir.name in html
+
+
+def test_unknown_claim_is_bad_input(lbench_env):
+    r = run_cli("repro", "no-such-claim", env=lbench_env)
+    assert r.returncode == 2 and "unknown claim 'no-such-claim'" in r.stderr
