@@ -7,7 +7,7 @@ import sys
 
 import typer
 
-from harness.cli import engine, idle, model, repro, runs, swap
+from harness.cli import compare, engine, idle, model, repro, runs, swap
 from harness.cli.ui import print_error
 from harness.engines import processes
 from harness.errors import LbenchError
@@ -28,6 +28,11 @@ app.command("swap")(swap.swap)
 app.command("repro")(repro.repro)
 app.command("calibrate")(idle.calibrate)
 app.command("report")(runs.report)
+app.command("compare")(compare.compare)
+app.command("gate")(compare.gate)
+app.add_typer(compare.baseline_app, name="baseline")
+app.command("evidence")(compare.evidence)
+app.command("gate-bench")(compare.gate_bench)
 app.command("runs")(runs.runs)
 
 

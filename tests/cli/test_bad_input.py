@@ -68,7 +68,7 @@ def test_report_of_unknown_run(lbench_env):
 
 
 def test_help_has_examples():
-    for cmd in (["idle"], ["swap"], ["repro"], ["calibrate"], ["report"], ["runs"], ["engine", "install"], ["engine", "info"],
+    for cmd in (["idle"], ["swap"], ["repro"], ["compare"], ["gate"], ["evidence"], ["gate-bench"], ["baseline", "save"], ["calibrate"], ["report"], ["runs"], ["engine", "install"], ["engine", "info"],
                 ["model", "synth"], ["model", "info"], ["model", "list"]):
         r = run_cli(*cmd, "--help")
         assert r.returncode == 0 and "Examples" in r.stdout, cmd

@@ -1,0 +1,155 @@
+"""Compare a baseline with a candidate, group by group, within regimes.
+
+Groups: idle runs -> (model, setting, regime, metric) for metrics ``latency_ms``
+and ``server_prompt_ms``; swap runs -> (models, class warm/cold, ``latency_ms``).
+Regimes are fitted on the *baseline* and applied to both sides, so the same
+populations are compared (a moved threshold shows up as a slower regime).
+
+Per group: both medians, ratio candidate/baseline with a 95% bootstrap interval
+(each side resampled independently, ratio of medians), Hodges-Lehmann shift
+(median of all pairwise differences), two-sided Mann-Whitney U p-value, verdict.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from harness.analysis.regimes import classify, fit_all
+from harness.analysis.stats import measured
+from harness.errors import BadInput
+from harness.store import Run
+
+IDLE_METRICS = ("latency_ms", "server_prompt_ms")
+MIN_N = 5
+
+
+@dataclass
+class GroupResult:
+    model: str
+    setting: str
+    regime: str
+    metric: str
+    n_a: int
+    n_b: int
+    median_a: float
+    median_b: float
+    ratio: float
+    ratio_ci: tuple[float, float]
+    hl_shift: float
+    p_value: float
+    verdict: str  # faster | slower | no change | not enough data
+
+    def key(self) -> str:
+        return f"{self.model} · {self.setting} · {self.regime} · {self.metric}"
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["ratio_ci"] = list(self.ratio_ci)
+        return d
+
+
+def ratio_ci(a: np.ndarray, b: np.ndarray, *, n_boot: int = 2000, seed: int = 0) -> tuple[float, float]:
+    rng = np.random.default_rng(seed)
+    ia = rng.integers(0, a.size, (n_boot, a.size))
+    ib = rng.integers(0, b.size, (n_boot, b.size))
+    ratios = np.median(b[ib], axis=1) / np.median(a[ia], axis=1)
+    return float(np.percentile(ratios, 2.5)), float(np.percentile(ratios, 97.5))
+
+
+def hodges_lehmann(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.median(np.subtract.outer(b, a)))
+
+
+def compare_samples(a, b, *, alpha: float = 0.05, min_n: int = MIN_N, seed: int = 0, n_boot: int = 2000) -> dict:
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
+    out = {"n_a": int(a.size), "n_b": int(b.size), "median_a": math.nan, "median_b": math.nan, "ratio": math.nan,
+           "ratio_ci": (math.nan, math.nan), "hl_shift": math.nan, "p_value": math.nan}
+    if a.size == 0 or b.size == 0:
+        return {**out, "verdict": "not enough data"}
+    out.update(median_a=float(np.median(a)), median_b=float(np.median(b)))
+    out["ratio"] = out["median_b"] / out["median_a"] if out["median_a"] > 0 else math.nan
+    if a.size < min_n or b.size < min_n:
+        return {**out, "verdict": "not enough data"}
+    out["ratio_ci"] = ratio_ci(a, b, seed=seed, n_boot=n_boot)
+    out["hl_shift"] = hodges_lehmann(a, b)
+    out["p_value"] = float(stats.mannwhitneyu(b, a, alternative="two-sided").pvalue)
+    lo, hi = out["ratio_ci"]
+    if out["p_value"] < alpha and lo > 1:
+        verdict = "slower"
+    elif out["p_value"] < alpha and hi < 1:
+        verdict = "faster"
+    else:
+        verdict = "no change"
+    return {**out, "verdict": verdict}
+
+
+def _kind(runs: list[Run]) -> str:
+    kinds = {r.manifest.get("kind") for r in runs}
+    kinds = {"idle" if k == "calibrate" else k for k in kinds}
+    if len(kinds) != 1:
+        raise BadInput(f"cannot compare runs of different kinds: {sorted(kinds)}",
+                       where=", ".join(r.run_id for r in runs))
+    kind = kinds.pop()
+    if kind not in ("idle", "swap"):
+        raise BadInput(f"runs of kind {kind!r} cannot be compared", where=", ".join(r.run_id for r in runs),
+                       hint="compare idle or swap runs")
+    return kind
+
+
+def pooled(runs: list[Run], table: str) -> pd.DataFrame:
+    frames = [r.table(table) for r in runs]
+    frames = [f for f in frames if not f.empty]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def compare_idle_frames(a: pd.DataFrame, b: pd.DataFrame, *, alpha: float = 0.05, min_n: int = MIN_N,
+                        metrics: tuple[str, ...] = IDLE_METRICS, n_boot: int = 2000, fit_boot: int = 1000
+                        ) -> tuple[list[GroupResult], dict]:
+    """Idle samples (measured rows) of both sides -> per-group results."""
+    fits = fit_all(a, n_boot=fit_boot)
+    thresholds = {k: f.threshold_s for k, f in fits.items()}
+    info = {"kind": "idle", "thresholds": {f"{m} · {s}": v for (m, s), v in thresholds.items()}}
+    a = a.assign(regime=classify(a, thresholds))
+    b = b.assign(regime=classify(b, thresholds))
+    keys = sorted(set(map(tuple, a[["model", "setting", "regime"]].drop_duplicates().to_numpy()))
+                  | set(map(tuple, b[["model", "setting", "regime"]].drop_duplicates().to_numpy())))
+    results = []
+    for model, setting, regime in keys:
+        ga = a[(a["model"] == model) & (a["setting"] == setting) & (a["regime"] == regime)]
+        gb = b[(b["model"] == model) & (b["setting"] == setting) & (b["regime"] == regime)]
+        for metric in metrics:
+            r = compare_samples(ga[metric] if metric in ga else [], gb[metric] if metric in gb else [],
+                                alpha=alpha, min_n=min_n, n_boot=n_boot)
+            results.append(GroupResult(model, setting, regime, metric, **r))
+    return results, info
+
+
+def compare_runs(baseline: list[Run], candidate: list[Run], *, alpha: float = 0.05, min_n: int = MIN_N
+                 ) -> tuple[list[GroupResult], dict]:
+    kind = _kind(baseline + candidate)
+    if kind == "idle":
+        a, b = measured(pooled(baseline, "samples")), measured(pooled(candidate, "samples"))
+        if a.empty or b.empty:
+            raise BadInput("a side has no measured samples", where="baseline" if a.empty else "candidate")
+        results, info = compare_idle_frames(a, b, alpha=alpha, min_n=min_n)
+        info["candidate_thresholds"] = {f"{m} · {s}": f.threshold_s for (m, s), f in fit_all(b).items()}
+        return results, info
+    results = []
+    a, b = pooled(baseline, "requests"), pooled(candidate, "requests")
+    for frame in (a, b):
+        if frame.empty:
+            raise BadInput("a side has no requests")
+    label = ",".join(sorted({str(m) for m in a["model"].unique()}))
+    for cls, sel in (("warm", True), ("cold", False)):
+        ga = a[(a["error"].isna()) & ((a["resident_at_send"] == True) == sel)]  # noqa: E712
+        gb = b[(b["error"].isna()) & ((b["resident_at_send"] == True) == sel)]  # noqa: E712
+        r = compare_samples(ga["latency_ms"], gb["latency_ms"], alpha=alpha, min_n=min_n)
+        results.append(GroupResult(label, "router", cls, "latency_ms", **r))
+    return results, {"kind": "swap"}

@@ -1,0 +1,139 @@
+"""``lbench evidence``: a Markdown bundle to paste into a GitHub issue.
+
+One-line summary, the exact command, the table, the key plot as a PNG next to it,
+and the environment in a collapsed ``<details>`` block.  Home paths, user names and
+host names are redacted by default.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import re
+import socket
+from pathlib import Path
+
+from harness.analysis import stats
+from harness.analysis.regimes import fit_all
+from harness.store import Run
+
+
+class Redactor:
+    def __init__(self, enabled: bool = True, extra_hosts: list[str] | None = None):
+        self.enabled = enabled
+        home = str(Path.home())
+        try:
+            user = getpass.getuser()
+        except (KeyError, OSError):
+            user = ""
+        hosts = {socket.gethostname(), socket.getfqdn(), *(extra_hosts or [])}
+        self.rules: list[tuple[re.Pattern[str], str]] = []
+        if home not in ("/", ""):
+            self.rules.append((re.compile(re.escape(home)), "~"))
+        for h in sorted((h for h in hosts if h and h not in ("localhost",)), key=len, reverse=True):
+            self.rules.append((re.compile(rf"\b{re.escape(h)}\b"), "<host>"))
+        if user and len(user) > 2:
+            self.rules.append((re.compile(rf"\b{re.escape(user)}\b"), "<user>"))
+
+    def __call__(self, text: str) -> str:
+        if not self.enabled:
+            return text
+        for pattern, repl in self.rules:
+            text = pattern.sub(repl, text)
+        return text
+
+
+def _idle_section(run: Run, out_dir: Path) -> tuple[str, list[str]]:
+    from harness.report.plots import latency_vs_pause
+
+    samples = run.table("samples")
+    summary = stats.summarize_by_pause(samples)
+    good = stats.measured(samples)
+    lines, files = [], []
+    for (model, setting), g in summary.groupby(["model", "setting"], sort=False):
+        first, last = g.iloc[0], g.iloc[-1]
+        lines.append(f"- **{model}**, {setting}: median {first['median']:.1f} ms after {first['pause_requested_s']:g} s "
+                     f"→ {last['median']:.1f} ms after {last['pause_requested_s']:g} s")
+    fits = fit_all(good, n_boot=300) if not good.empty else {}
+    for (model, setting), f in fits.items():
+        if f.threshold_s is not None:
+            lines.append(f"- wake step for {model} / {setting}: from {f.threshold_s:g} s "
+                         f"(95% CI {f.threshold_ci[0]:g}–{f.threshold_ci[1]:g} s), penalty {f.penalty_ms:.1f} ms "
+                         f"(95% CI {f.penalty_ci[0]:.1f}–{f.penalty_ci[1]:.1f})")
+        else:
+            lines.append(f"- no clear wake step for {model} / {setting}")
+    table = ["| model | setting | pause (s) | n | median (ms) | 95% CI | mean ± sd |", "|---|---|---|---|---|---|---|"]
+    for r in summary.to_dict("records"):
+        table.append(f"| {r['model']} | {r['setting']} | {r['pause_requested_s']:g} | {r['n']} | {r['median']:.2f} | "
+                     f"{r['ci_low']:.2f}–{r['ci_high']:.2f} | {r['mean']:.2f} ± {r['sd']:.2f} |")
+    for model in dict.fromkeys(good["model"]) if not good.empty else []:
+        name = f"{run.run_id}-{re.sub(r'[^A-Za-z0-9._-]', '_', model)}.png"
+        (out_dir / name).write_bytes(latency_vs_pause(good, summary, model, run.run_id))
+        files.append(name)
+    return "\n".join(lines + [""] + table), files
+
+
+def _swap_section(run: Run, out_dir: Path) -> tuple[str, list[str]]:
+    from harness.analysis.swap import summarize_swap
+    from harness.report.swap import timeline_png
+
+    s = summarize_swap(run)
+    lines = [f"- {f}" for f in s.findings]
+    table = ["| requests | n | p50 (ms) | p90 (ms) | p99 (ms) |", "|---|---|---|---|---|"]
+    for r in s.latency.to_dict("records"):
+        table.append(f"| {r['class']} | {r['n']} | {r['p50_ms']:.1f} | {r['p90_ms']:.1f} | {r['p99_ms']:.1f} |")
+    name = f"{run.run_id}-timeline.png"
+    (out_dir / name).write_bytes(timeline_png(run, run.table("events"), run.table("memory"), run.table("requests"),
+                                              int(run.manifest.get("config", {}).get("models_max", 0))))
+    return "\n".join(lines + [""] + table), [name]
+
+
+def _repro_section(run: Run, out_dir: Path) -> tuple[str, list[str]]:
+    v = run.table("verdicts")
+    table = ["| claim | verdict | measured / why |", "|---|---|---|"]
+    for r in v.to_dict("records"):
+        table.append(f"| {r['claim_id']} | {r['verdict']} | {str(r['reason']).replace('|', '/')} |")
+    return "\n".join(table), []
+
+
+def _summary_line(run: Run) -> str:
+    m = run.manifest
+    models = ", ".join(f"{x.get('label')}{' (synthetic)' if x.get('synthetic') else ''}" for x in m.get("models", []))
+    host = m.get("host", {})
+    engine = m.get("engine", {})
+    where = f"{host.get('cpu_model', '?')} · {host.get('os', '?')} · llama-server build {engine.get('build_number')}"
+    kind = m.get("kind")
+    what = {"idle": "idle-wake sweep", "calibrate": "harness calibration", "swap": "router swap storm",
+            "repro": "claim reproductions"}.get(kind, kind)
+    return f"**{what}** of {models or 'the engine'} on {where} (run `{run.run_id}`, {m.get('status')})"
+
+
+def write_evidence(runs: list[Run], out_dir: Path, *, redact: bool = True) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    hosts = [r.manifest.get("host", {}).get("hostname") for r in runs]
+    red = Redactor(redact, [h for h in hosts if h])
+    parts: list[str] = []
+    for run in runs:
+        kind = run.manifest.get("kind")
+        section, files = {"idle": _idle_section, "calibrate": _idle_section, "swap": _swap_section,
+                          "repro": _repro_section}.get(kind, lambda r, d: ("", []))(run, out_dir)
+        synthetic = [m for m in run.manifest.get("models", []) if m.get("synthetic")]
+        parts += [_summary_line(run), ""]
+        if synthetic:
+            parts += ["> Note: synthetic model(s) with random weights in a real family's shape (timing and memory "
+                      "follow the shape): " + ", ".join(m["label"] for m in synthetic), ""]
+        parts += ["```sh", run.manifest.get("command", ""), "```", "", section, ""]
+        parts += [f"![{f}]({f})" for f in files] + [""]
+        env = {"host": run.manifest.get("host", {}), "engine": run.manifest.get("engine", {}),
+               "models": [{k: m.get(k) for k in ("label", "path", "bytes", "quant", "sha256", "synthetic")}
+                          for m in run.manifest.get("models", [])],
+               "lbench": run.manifest.get("lbench_version"), "schema_version": run.manifest.get("schema_version")}
+        parts += ["<details><summary>Environment</summary>", "", "```json", json.dumps(env, indent=2, default=str),
+                  "```", "", "</details>", ""]
+    text = red("\n".join(parts))
+    path = out_dir / "evidence.md"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+    return path

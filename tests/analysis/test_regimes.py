@@ -1,0 +1,44 @@
+"""Change-point and penalty estimates on synthetic data with known answers."""
+
+import numpy as np
+import pytest
+
+from harness.analysis.regimes import fit_step, penalty_per_gb
+
+PAUSES = [0.0, 0.2, 0.4, 0.6, 0.8, 0.9, 1.0, 1.1, 1.2, 1.4, 1.6, 2.0, 3.0]
+
+
+def synthetic(step_at, warm=20.0, woken=60.0, reps=8, noise=0.05, seed=0):
+    rng = np.random.default_rng(seed)
+    p = np.repeat(PAUSES, reps)
+    base = np.where(p >= step_at, woken, warm) if step_at is not None else np.full(p.shape, warm)
+    return p, base * rng.lognormal(0, noise, p.size)
+
+
+@pytest.mark.parametrize("step_at", [0.8, 1.1, 1.4])
+def test_change_point_recovered(step_at):
+    p, y = synthetic(step_at)
+    f = fit_step(p, y)
+    assert f.threshold_s == pytest.approx(step_at)
+    assert f.threshold_ci[0] <= step_at <= f.threshold_ci[1]
+    assert f.penalty_ci[0] <= 40.0 <= f.penalty_ci[1]
+    assert f.ratio == pytest.approx(3.0, rel=0.1)
+
+
+def test_no_step_is_not_a_regime_change():
+    p, y = synthetic(None)
+    f = fit_step(p, y)
+    assert f.threshold_s is None and f.penalty_ms is None and f.n_woken == 0
+
+
+def test_small_step_below_min_step_is_ignored():
+    p, y = synthetic(1.0, warm=20.0, woken=20.6)  # +3%
+    assert fit_step(p, y).threshold_s is None
+
+
+def test_penalty_per_gb_slope():
+    gb = [1.3, 3.4, 8.5, 16.0]
+    pts = [(g, 50.0 + 25.0 * g + e) for g, e in zip(gb, [1.0, -2.0, 1.5, -0.5])]
+    fit = penalty_per_gb(pts)
+    assert fit["slope_ci"][0] <= 25.0 <= fit["slope_ci"][1] and fit["r2"] > 0.99
+    assert penalty_per_gb(pts[:2]) is None

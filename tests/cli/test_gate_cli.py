@@ -1,0 +1,73 @@
+"""lbench gate / compare / baseline / evidence on run directories written by the store."""
+
+import json
+import socket
+from pathlib import Path
+
+import numpy as np
+from conftest import run_cli
+
+from harness.store import RunWriter
+
+
+def make_idle_run(root: Path, scale=1.0, reps=8, seed=0, host=None):
+    rng = np.random.default_rng(seed)
+    w = RunWriter(root, "idle", {
+        "config": {"seed": 0}, "models": [{"label": "m", "synthetic": True, "path": str(Path.home() / "m.gguf")}],
+        "host": {"cpu_model": "TestCPU", "os": "Linux", "hostname": host or socket.gethostname(),
+                 "home": str(Path.home())},
+        "engine": {"build_number": 11434, "sha256": "ab" * 32}, "cells": []})
+    for pause in (0.0, 0.5, 1.5, 2.0):
+        for rep in range(reps):
+            v = (20.0 if pause < 1 else 60.0) * scale * rng.lognormal(0, 0.05)
+            w.append({"model": "m", "setting": "keep-alive=default", "phase": "measure", "rep": rep,
+                      "pause_requested_s": pause, "pause_actual_s": pause, "latency_ms": v, "server_prompt_ms": v - 1,
+                      "server_ms": v - 1, "overhead_ms": 1.0, "http_status": 200, "error": None})
+    w.finish("complete")
+    return w.run_id
+
+
+def test_gate_exit_codes_and_ci_outputs(lbench_env, tmp_path):
+    root = Path(lbench_env["LBENCH_RESULTS_DIR"])
+    a = make_idle_run(root)
+    b = make_idle_run(root, seed=1)
+    slow = make_idle_run(root, scale=1.3, seed=2)
+    few = make_idle_run(root, reps=1, seed=3)
+    summary = tmp_path / "summary.md"
+    env = {**lbench_env, "GITHUB_STEP_SUMMARY": str(summary)}
+    assert run_cli("gate", "--baseline", a, "--candidate", b, env=env).returncode == 0
+    r = run_cli("gate", "--baseline", a, "--candidate", slow, "--junit", str(tmp_path / "g.xml"),
+                "--json", str(tmp_path / "g.json"), env=env)
+    assert r.returncode == 1 and "REGRESSION" in r.stderr
+    assert json.loads((tmp_path / "g.json").read_text())["status"] == "fail"
+    assert "❌ regression" in summary.read_text() and "✅ pass" in summary.read_text()
+    r = run_cli("gate", "--baseline", a, "--candidate", few, env=env)
+    assert r.returncode == 2 and "not enough data" in r.stderr
+    # interleaved runs pool
+    assert run_cli("gate", "--baseline", a, "--baseline", b, "--candidate", slow, env=env).returncode == 1
+
+
+def test_baseline_save_show_and_use(lbench_env):
+    root = Path(lbench_env["LBENCH_RESULTS_DIR"])
+    a = make_idle_run(root)
+    b = make_idle_run(root, seed=1)
+    assert run_cli("baseline", "save", a, "--name", "main", env=lbench_env).returncode == 0
+    shown = run_cli("baseline", "show", env=lbench_env)
+    assert "main" in shown.stdout and a in shown.stdout
+    r = run_cli("compare", "baseline:main", b, env=lbench_env)
+    assert r.returncode == 0 and "no change" in r.stdout
+    r = run_cli("gate", "--baseline", "baseline:nope", "--candidate", b, env=lbench_env)
+    assert r.returncode == 2 and "no baseline named 'nope'" in r.stderr
+
+
+def test_evidence_redacts_home_and_host(lbench_env, tmp_path):
+    root = Path(lbench_env["LBENCH_RESULTS_DIR"])
+    run = make_idle_run(root, host="build-mac-07.example.lan")
+    out = tmp_path / "ev"
+    assert run_cli("evidence", run, "-o", str(out), env=lbench_env).returncode == 0
+    text = (out / "evidence.md").read_text()
+    assert str(Path.home()) not in text and "build-mac-07.example.lan" not in text and socket.gethostname() not in text
+    assert "<host>" in text and "<details><summary>Environment</summary>" in text and "```sh" in text
+    assert list(out.glob("*.png"))
+    assert run_cli("evidence", run, "-o", str(out), "--no-redact", env=lbench_env).returncode == 0
+    assert "build-mac-07.example.lan" in (out / "evidence.md").read_text()
