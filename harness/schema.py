@@ -34,6 +34,15 @@ SAMPLE_COLUMNS: dict[str, tuple[str, str]] = {
     "http_status": ("Int64", "HTTP status, null when the connection failed"),
     "error": ("string", "error text (transport error or non-200 body), null when ok"),
     "sent_at_unix_s": ("float64", "wall-clock send time, Unix seconds"),
+    "engine": ("string", "llama-server (through HTTP) or llama-idle (in-process reference)"),
+    "cache_state": ("string", "page-cache state of the model file at server start: as-is, warm or cold"),
+    "file_resident_pct_before": ("float64", "percent of the model file in the page cache just before the request "
+                                            "(Linux; null where not available)"),
+    "file_resident_pct_after": ("float64", "the same, just after the response"),
+    "wired_bytes_before": ("Int64", "macOS wired memory just before the request (null elsewhere)"),
+    "wired_bytes_after": ("Int64", "macOS wired memory just after the response"),
+    "gpu_used_bytes_before": ("Int64", "NVIDIA GPU memory used just before the request (NVML; null elsewhere)"),
+    "gpu_used_bytes_after": ("Int64", "NVIDIA GPU memory used just after the response"),
 }
 
 

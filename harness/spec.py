@@ -19,6 +19,8 @@ from harness.errors import BadInput
 # on Apple Silicon, so the default grid is dense there.
 DEFAULT_PAUSES_S = [0.0, 0.2, 0.4, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 2.0, 2.5, 3.0, 4.0]
 DEFAULT_MODEL = "llama3.2-1b-q8"
+CACHE_STATES = ("as-is", "warm", "cold")
+IDLE_ENGINES = ("llama-server", "llama-idle")
 MAX_PAUSE_S = 3600.0
 
 
@@ -105,9 +107,11 @@ class IdleSpec:
     ctx_size: int = 2048
     server_args: list[str] = field(default_factory=list)
     shuffle: bool = True  # shuffle pause order per repetition (off only for calibration blocks)
+    cache_state: list[str] = field(default_factory=lambda: ["as-is"])
+    engines: list[str] = field(default_factory=lambda: ["llama-server"])
 
     def settings(self) -> list[Setting]:
-        return [Setting(k, s) for k in self.keep_alive for s in self.sleep_idle_seconds]
+        return [Setting(k, s, c) for k in self.keep_alive for s in self.sleep_idle_seconds for c in self.cache_state]
 
     def validate(self, where: str = "spec") -> "IdleSpec":
         if not self.models:
@@ -120,6 +124,16 @@ class IdleSpec:
         self.keep_alive = [parse_keep_alive(k, f"{where}: keep_alive") for k in self.keep_alive] or ["default"]
         self.sleep_idle_seconds = [parse_sleep_idle(s, f"{where}: sleep_idle_seconds")
                                    for s in self.sleep_idle_seconds] or [None]
+        for c in self.cache_state:
+            if c not in CACHE_STATES:
+                raise BadInput(f"bad cache state {c!r}", where=f"{where}: --cache-state",
+                               hint="as-is, warm (read the model file in first) or cold (evict it first)")
+        for e in self.engines:
+            if e not in IDLE_ENGINES:
+                raise BadInput(f"unknown engine {e!r} for the idle sweep", where=f"{where}: --engine",
+                               hint=f"use {' or '.join(IDLE_ENGINES)} (both for a cross-check)")
+        self.cache_state = list(dict.fromkeys(self.cache_state)) or ["as-is"]
+        self.engines = list(dict.fromkeys(self.engines)) or ["llama-server"]
         return self
 
     def as_dict(self) -> dict:
@@ -143,7 +157,7 @@ def load_spec(path: Path) -> IdleSpec:
     kwargs = dict(table)
     if "pauses_s" in kwargs and isinstance(kwargs["pauses_s"], str):
         kwargs["pauses_s"] = parse_pauses(kwargs["pauses_s"], where)
-    for key in ("models", "keep_alive", "sleep_idle_seconds", "server_args", "pauses_s"):
+    for key in ("models", "keep_alive", "sleep_idle_seconds", "server_args", "pauses_s", "cache_state", "engines"):
         if key in kwargs and not isinstance(kwargs[key], list):
             kwargs[key] = [kwargs[key]]
     return IdleSpec(**kwargs).validate(where)
@@ -172,6 +186,7 @@ class SwapSpec:
     server_args: list[str] = field(default_factory=list)
     sample_hz: float = 100.0
     reuse_connections: bool = False
+    cache_state: str = "as-is"  # cold: evict a model's file from the page cache before each swap-in
 
     def validate(self, where: str = "swap options") -> "SwapSpec":
         if not self.models:
@@ -191,6 +206,9 @@ class SwapSpec:
             raise BadInput(f"duration must be > 0 s, got {self.duration_s}", where=f"{where}: --duration")
         if not (1.0 <= self.sample_hz <= 1000.0):
             raise BadInput(f"sample rate must be 1-1000 Hz, got {self.sample_hz}", where=f"{where}: --sample-hz")
+        if self.cache_state not in CACHE_STATES:
+            raise BadInput(f"bad cache state {self.cache_state!r}", where=f"{where}: --cache-state",
+                           hint="as-is, warm or cold")
         if self.stop_timeout_s is not None and self.stop_timeout_s < 1:
             raise BadInput(f"stop-timeout must be >= 1 s, got {self.stop_timeout_s}", where=f"{where}: --stop-timeout")
         self.sleep_idle_seconds = parse_sleep_idle(self.sleep_idle_seconds, f"{where}: --sleep-idle-seconds")

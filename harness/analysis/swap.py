@@ -238,8 +238,9 @@ def summarize_frames(requests: pd.DataFrame, events: pd.DataFrame, memory: pd.Da
     cold = latency[latency["class"].str.startswith("cold")].iloc[0]
     warm = latency[latency["class"].str.startswith("warm")].iloc[0]
     if cold["n"]:
+        warm_text = f"warm: p50 {warm['p50_ms']:.1f} ms (n={warm['n']})" if warm["n"] else "no warm requests"
         findings.append(f"cold requests: p50 {cold['p50_ms']:.1f} ms, p99 {cold['p99_ms']:.1f} ms (n={cold['n']}); "
-                        f"warm: p50 {warm['p50_ms']:.1f} ms (n={warm['n']})")
+                        + warm_text)
 
     errors = requests[requests["error"].notna()] if not requests.empty else requests
     if len(errors):

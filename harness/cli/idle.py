@@ -49,9 +49,11 @@ def _summary_table(run: Run) -> Table:
     return table
 
 
-def _run(spec: IdleSpec, llama_server: str | None, results: str | None, kind: str, report: bool) -> Run:
+def _run(spec: IdleSpec, llama_server: str | None, results: str | None, kind: str, report: bool,
+         llama_idle_path: str | None = None) -> Run:
     with RichReporter() as reporter:
-        prep = prepare_idle(spec, llama_server=llama_server, results=results, reporter=reporter, kind=kind)
+        prep = prepare_idle(spec, llama_server=llama_server, results=results, reporter=reporter, kind=kind,
+                            llama_idle_path=llama_idle_path)
         run = execute_idle(prep, reporter)
     if report:
         path = render_report(run)
@@ -75,6 +77,13 @@ def idle(
     sleep_idle_seconds: list[str] = typer.Option(None, "--sleep-idle-seconds",
                                                  help="llama-server --sleep-idle-seconds (>= 1, or off). Repeat "
                                                       "for a matrix. Default off."),
+    cache_state: list[str] = typer.Option(None, "--cache-state",
+                                          help="Page-cache state of the model file at server start: as-is "
+                                               "(default), warm (read in first) or cold (evicted first, Linux "
+                                               "posix_fadvise). Repeat or comma-list for a matrix."),
+    engine: list[str] = typer.Option(None, "--engine", help="llama-server (default) and/or llama-idle (the "
+                                                            "in-process reference); both = a cross-check."),
+    llama_idle_path: str = typer.Option(None, "--llama-idle", help="Use this llama-idle binary."),
     ctx_size: int = typer.Option(None, "--ctx-size", help="Server context size (default 2048)."),
     server_arg: list[str] = typer.Option(None, "--server-arg", help="Extra llama-server argument; repeat."),
     spec_file: Path = typer.Option(None, "--spec", help="Experiment spec (TOML), e.g. experiments/idle/*.toml; "
@@ -94,6 +103,8 @@ def idle(
       lbench idle --model llama3-8b-q8 --keep-alive default,none
       lbench idle -m tiny-q8 --pauses 0:2:0.25 --reps 10
       lbench idle --spec experiments/idle/llama-idle-classic.toml -m ~/models/my.gguf
+      lbench idle -m tiny-q8 --cache-state warm,cold       # page cache as a factor
+      lbench idle -m tiny-q8 --engine llama-server --engine llama-idle   # cross-check
     """
     spec = build_spec(
         spec_file,
@@ -103,8 +114,9 @@ def idle(
         keep_alive=_split(keep_alive),
         sleep_idle_seconds=_split(sleep_idle_seconds),
         ctx_size=ctx_size, server_args=server_arg or None,
+        cache_state=_split(cache_state), engines=_split(engine),
     )
-    run = _run(spec, llama_server, results, "idle", report)
+    run = _run(spec, llama_server, results, "idle", report, llama_idle_path)
     out.print(_summary_table(run))
     if run.manifest["status"] != "complete":
         raise typer.Exit(1)

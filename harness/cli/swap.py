@@ -30,6 +30,9 @@ def swap(
     ctx_size: int = typer.Option(512, "--ctx-size", help="Context size of each child."),
     server_arg: list[str] = typer.Option(None, "--server-arg", help="Extra router argument; repeat."),
     sample_hz: float = typer.Option(100.0, "--sample-hz", help="Process-tree sampling rate."),
+    cache_state: str = typer.Option("as-is", "--cache-state", help="as-is, warm (read every model file in first) "
+                                                                 "or cold (evict a model's file before each request "
+                                                                 "that loads it; Linux)."),
     reuse_connections: bool = typer.Option(False, "--reuse-connections/--fresh-connections",
                                            help="Reuse keep-alive connections (reproduces the router dropping "
                                                 "them); default: a fresh loopback connection per request."),
@@ -54,7 +57,7 @@ def swap(
                     duration_s=duration, concurrency=concurrency, seed=seed, zipf_s=zipf_s, burst_k=burst_k,
                     n_predict=n_predict, sleep_idle_seconds=sleep_idle_seconds, stop_timeout_s=stop_timeout,
                     ctx_size=ctx_size, server_args=server_arg or [], sample_hz=sample_hz,
-                    reuse_connections=reuse_connections)
+                    reuse_connections=reuse_connections, cache_state=cache_state)
     with RichReporter() as reporter:
         prep = prepare_swap(spec, llama_server=llama_server, results=results, reporter=reporter)
         run = execute_swap(prep, reporter)

@@ -17,17 +17,21 @@ class Setting:
     """Server knobs that form one cell of a run's matrix.
 
     keep_alive: "default" (engine default), "none" (no residency sets), or seconds
-    as a string ("30").  sleep_idle_seconds: None (off) or >= 1.
+    as a string ("30").  sleep_idle_seconds: None (off) or >= 1.  cache_state: the
+    model file's page-cache state at server start: "as-is", "warm" or "cold".
     """
 
     keep_alive: str = "default"
     sleep_idle_seconds: int | None = None
+    cache_state: str = "as-is"
 
     @property
     def label(self) -> str:
         parts = [f"keep-alive={self.keep_alive}" + ("s" if self.keep_alive.isdigit() else "")]
         if self.sleep_idle_seconds is not None:
             parts.append(f"sleep-idle={self.sleep_idle_seconds}s")
+        if self.cache_state != "as-is":
+            parts.append(f"cache={self.cache_state}")
         return ",".join(parts)
 
 

@@ -13,6 +13,8 @@ import sys
 
 import psutil
 
+from harness.probes import macos
+
 
 def _sysctl(key: str) -> str | None:
     try:
@@ -63,9 +65,39 @@ def host_facts() -> dict:
         "metal": platform.system() == "Darwin" and platform.machine() == "arm64",
     }
     if facts["os"] == "Linux":
+        facts["kernel"] = platform.release()
         facts["cgroup_memory_limit_bytes"] = cgroup_memory_limit()
         facts["load_avg_1m"] = os.getloadavg()[0]
+        facts["virtual"] = _linux_virtual()
     if facts["os"] == "Darwin":
-        facts["macos_version"] = platform.mac_ver()[0]
-        facts["hw_model"] = _sysctl("hw.model")
+        mac = macos.read_macos_facts() or {}
+        facts.update({f"mac_{k}": v for k, v in mac.items() if k != "virtual"})
+        facts["macos_version"] = mac.get("macos") or platform.mac_ver()[0]
+        facts["virtual"] = bool(mac.get("virtual"))
+        if mac.get("chip"):
+            facts["cpu_model"] = mac["chip"]
+    from harness.probes.memory import nvidia_facts
+
+    nv = nvidia_facts()
+    if nv:
+        facts.update({f"nvidia_{k}": v for k, v in nv.items()})
     return facts
+
+
+def _linux_virtual() -> bool | None:
+    """True when the kernel says it runs under a hypervisor (cpuinfo 'hypervisor' flag)."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    return " hypervisor" in line
+    except OSError:
+        return None
+    return None
+
+
+def virtual_mac_warning(host: dict) -> str | None:
+    if host.get("os") == "Darwin" and host.get("virtual"):
+        return (f"this Mac is virtual ({host.get('cpu_model')}, GPU {host.get('mac_gpu_model')}): a paravirtual GPU "
+                "has no usable Metal, so these numbers say nothing about idle wake on real Apple Silicon")
+    return None

@@ -14,6 +14,7 @@ import jinja2
 
 from harness.analysis import stats
 from harness.errors import BadInput
+from harness.probes.host import virtual_mac_warning
 from harness.report import plots
 from harness.store import Run
 
@@ -72,7 +73,28 @@ def idle_context(run: Run) -> dict:
         },
         "host": run.manifest.get("host", {}),
         "engine": run.manifest.get("engine", {}),
+        "virtual_warning": virtual_mac_warning(run.manifest.get("host", {})),
+        "cross_check": cross_check(samples),
     }
+
+
+def cross_check(samples) -> list[dict]:
+    """Per model and pause: lbench through HTTP vs llama-idle in-process, ratio of medians."""
+    good = stats.measured(samples)
+    if good.empty or "engine" not in good or good["engine"].nunique() < 2:
+        return []
+    rows = []
+    for model, g in good.groupby("model"):
+        server = g[g["engine"] == "llama-server"]
+        idle = g[g["engine"] == "llama-idle"]
+        for pause in sorted(set(idle["pause_requested_s"]) & set(server["pause_requested_s"])):
+            s_lat = server[server["pause_requested_s"] == pause]["latency_ms"].median()
+            s_srv = server[server["pause_requested_s"] == pause]["server_prompt_ms"].median()
+            i_lat = idle[idle["pause_requested_s"] == pause]["latency_ms"].median()
+            rows.append({"model": model, "pause_s": pause, "http_latency_ms": s_lat, "server_prompt_ms": s_srv,
+                         "llama_idle_ms": i_lat, "ratio_http": s_lat / i_lat if i_lat else float("nan"),
+                         "ratio_server": s_srv / i_lat if i_lat else float("nan")})
+    return rows
 
 
 def render_report(run: Run, out: Path | None = None) -> Path:

@@ -8,17 +8,21 @@ and appends each observation to the run as it is measured.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from harness import paths
+from harness.engines import llama_idle
 from harness.engines.base import Setting
 from harness.engines.llama_server import LlamaServerEngine, locate
 from harness.errors import EngineError, LbenchError
 from harness.models.gguf_info import file_sha256
 from harness.models.resolve import ResolvedModel, resolve
+from harness.probes import engine_log, pagecache
 from harness.probes.host import host_facts
+from harness.probes.memory import build_probes, combine
 from harness.spec import IdleSpec
 from harness.store import Run, RunWriter, open_run
 from harness.workloads.idle import run_idle_sweep
@@ -51,12 +55,19 @@ class PreparedIdle:
     engine: LlamaServerEngine
     results_root: Path
     kind: str = "idle"
-    cells: list[tuple[ResolvedModel, Setting]] = field(default_factory=list)
+    cells: list[tuple[ResolvedModel, Setting, str]] = field(default_factory=list)
+    llama_idle: Path | None = None
 
 
 def prepare_idle(spec: IdleSpec, *, llama_server: str | None = None, results: str | None = None,
-                 reporter: Reporter = QuietReporter(), kind: str = "idle") -> PreparedIdle:
+                 reporter: Reporter = QuietReporter(), kind: str = "idle",
+                 llama_idle_path: str | None = None) -> PreparedIdle:
     spec.validate()
+    if "llama-idle" in spec.engines and "llama-server" in spec.engines:
+        merged = sorted(set(spec.pauses_s) | set(llama_idle.PAUSES_S))
+        if merged != sorted(set(spec.pauses_s)):
+            reporter.message("added llama-idle's pauses (0-4 s in 0.8 s steps) to the grid for the cross-check")
+        spec.pauses_s = merged
     models = [resolve(ref, progress=reporter.model_progress, announce=reporter.message) for ref in spec.models]
     for m in models:
         if m.source == "synthetic":
@@ -66,7 +77,10 @@ def prepare_idle(spec: IdleSpec, *, llama_server: str | None = None, results: st
     reporter.message(f"engine: {engine.binary.path} (build {engine.binary.build_number}, "
                      f"chosen from {engine.binary.source})")
     prepared = PreparedIdle(spec, models, engine, paths.results_dir(results), kind)
-    prepared.cells = [(m, s) for m in models for s in spec.settings()]
+    if "llama-idle" in spec.engines:
+        prepared.llama_idle = llama_idle.locate(llama_idle_path, engine.binary.path)
+        reporter.message(f"llama-idle: {prepared.llama_idle}")
+    prepared.cells = [(m, s, e) for m in models for s in spec.settings() for e in spec.engines]
     return prepared
 
 
@@ -80,7 +94,8 @@ def execute_idle(prep: PreparedIdle, reporter: Reporter = QuietReporter(), *, ex
     writer = RunWriter(prep.results_root, prep.kind, {
         "config": spec.as_dict(),
         "host": host_facts(),
-        "engine": prep.engine.facts(),
+        "engine": {**prep.engine.facts(), "devices": engine_log.list_devices(prep.engine.binary.path),
+                   "llama_idle": str(prep.llama_idle) if prep.llama_idle else None},
         "models": [_model_entry(m) for m in prep.models],
         "cells": [],
         **(extra_manifest or {}),
@@ -88,8 +103,8 @@ def execute_idle(prep: PreparedIdle, reporter: Reporter = QuietReporter(), *, ex
     reporter.message(f"run {writer.run_id} -> {writer.dir}")
     failures: list[str] = []
     try:
-        for index, (model, setting) in enumerate(prep.cells):
-            cell = _run_cell(prep, writer, index, model, setting, reporter)
+        for index, (model, setting, engine_name) in enumerate(prep.cells):
+            cell = _run_cell(prep, writer, index, model, setting, engine_name, reporter)
             if cell.get("error"):
                 failures.append(f"{model.label} / {setting.label}: {cell['error'].splitlines()[0]}")
     except KeyboardInterrupt:
@@ -102,46 +117,89 @@ def execute_idle(prep: PreparedIdle, reporter: Reporter = QuietReporter(), *, ex
     return open_run(writer.dir, prep.results_root)
 
 
+def prepare_cache(path: Path, state: str) -> dict:
+    """Put the model file in the asked page-cache state before a server maps it; verify."""
+    before = pagecache.resident_fraction(path)
+    if state == "cold":
+        pagecache.evict(path)
+    elif state == "warm":
+        pagecache.warm(path)
+    after = pagecache.resident_fraction(path)
+    return {"state": state, "resident_pct_found": None if before is None else round(100 * before, 2),
+            "resident_pct_at_start": None if after is None else round(100 * after, 2),
+            "verified": None if after is None else (after < 0.05 if state == "cold" else after > 0.95
+                                                    if state == "warm" else True)}
+
+
 def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: ResolvedModel, setting: Setting,
-              reporter: Reporter) -> dict:
+              engine_name: str, reporter: Reporter) -> dict:
     spec = prep.spec
-    log_name = f"cell{index:02d}-{model.label}-{setting.label}.log".replace("/", "_").replace(",", "_")
+    tag = "" if engine_name == "llama-server" else "-llama-idle"
+    log_name = f"cell{index:02d}-{model.label}-{setting.label}{tag}.log".replace("/", "_").replace(",", "_")
     notes = prep.engine.setting_notes(setting)
+    if engine_name == "llama-idle" and setting.sleep_idle_seconds is not None:
+        notes.append("sleep-idle is a llama-server option; llama-idle has no idle sleep")
     env, overrides = prep.engine.environment(setting)
+    label = setting.label if engine_name == "llama-server" else f"{setting.label} (llama-idle)"
     cell = {
-        "index": index, "model": model.label, "setting": setting.label, "keep_alive": setting.keep_alive,
-        "sleep_idle_seconds": setting.sleep_idle_seconds, "notes": notes, "applicable": not notes,
-        "env_overrides": overrides, "log": f"logs/{log_name}", "argv": [], "n_samples": 0,
-        "sweep_wall_s": None, "efficiency": None, "error": None,
+        "index": index, "model": model.label, "setting": label, "engine": engine_name,
+        "keep_alive": setting.keep_alive, "sleep_idle_seconds": setting.sleep_idle_seconds, "notes": notes,
+        "applicable": not notes, "env_overrides": overrides, "log": f"logs/{log_name}", "argv": [], "n_samples": 0,
+        "sweep_wall_s": None, "efficiency": None, "error": None, "cache": None, "startup": {}, "probes": {},
     }
     writer.manifest["cells"].append(cell)
     writer.save_manifest()
     for note in notes:
         reporter.message(f"note: {note} (running it anyway)")
-    reporter.cell(f"{model.label} · {setting.label}", len(spec.pauses_s) * spec.reps)
-    common = {"cell": index, "model": model.label, "model_quant": model.info.quant, "setting": setting.label,
+    n_planned = len(llama_idle.PAUSES_S) * llama_idle.ITERS if engine_name == "llama-idle" else \
+        len(spec.pauses_s) * spec.reps
+    reporter.cell(f"{model.label} · {label}", n_planned)
+    common = {"cell": index, "model": model.label, "model_quant": model.info.quant, "setting": label,
               "keep_alive": setting.keep_alive, "sleep_idle_s": setting.sleep_idle_seconds,
-              "setting_applicable": not notes}
+              "setting_applicable": not notes, "engine": engine_name, "cache_state": setting.cache_state}
 
     def emit(row: dict) -> None:
         writer.append({**common, **row})
         if row["phase"] == "measure":
             cell["n_samples"] += 1
 
+    probes, cell["probes"] = build_probes(model.path)
+    if setting.cache_state != "as-is":
+        cell["cache"] = prepare_cache(model.path, setting.cache_state)
+        if cell["cache"]["verified"] is False:
+            reporter.message(f"warning: could not make {model.path.name} {setting.cache_state}: {cell['cache']}")
     try:
-        with prep.engine.start(model.path, setting, writer.log_path(log_name)) as server:
-            cell["argv"], cell["port"] = server.argv, server.port
-            writer.save_manifest()
-            totals = run_idle_sweep(server, spec.pauses_s, reps=spec.reps, seed=spec.seed, warmup=spec.warmup,
-                                    shuffle=spec.shuffle, emit=emit, on_progress=reporter.advance)
+        if engine_name == "llama-idle":
+            def emit_idle(r: tuple[float, int, float]) -> None:
+                emit({"phase": "measure", "rep": r[1], "seq": cell["n_samples"], "pause_requested_s": r[0],
+                      "pause_actual_s": None, "latency_ms": r[2], "http_status": None, "error": None})
+                reporter.advance()
+
+            t0 = time.perf_counter()
+            cell["argv"] = [str(prep.llama_idle), "-m", str(model.path)]
+            cell["llama_idle_summaries"] = llama_idle.run(prep.llama_idle, model.path, env, writer.log_path(log_name),
+                                                          emit_idle)
+            cell["sweep_wall_s"] = time.perf_counter() - t0
+        else:
+            t_start = time.perf_counter()
+            with prep.engine.start(model.path, setting, writer.log_path(log_name)) as server:
+                cell["ready_s"] = round(time.perf_counter() - t_start, 4)
+                cell["argv"], cell["port"] = server.argv, server.port
+                if cell["cache"] is not None:
+                    after = pagecache.resident_fraction(model.path)
+                    cell["cache"]["resident_pct_when_ready"] = None if after is None else round(100 * after, 2)
+                cell["startup"] = engine_log.parse_startup(server.log_tail(400))
+                writer.save_manifest()
+                totals = run_idle_sweep(server, spec.pauses_s, reps=spec.reps, seed=spec.seed, warmup=spec.warmup,
+                                        shuffle=spec.shuffle, emit=emit, on_progress=reporter.advance,
+                                        probe=combine(probes))
+            cell["sweep_wall_s"] = totals.wall_s
+            denominator = totals.sum_pause_requested_s + totals.sum_server_ms / 1000.0
+            cell["efficiency"] = totals.wall_s / denominator if denominator > 0 else None
+            cell["n_errors"] = totals.n_errors
     except EngineError as exc:
         cell["error"] = str(exc)
-        reporter.message(f"cell failed: {model.label} / {setting.label}: {exc.what}")
-    else:
-        cell["sweep_wall_s"] = totals.wall_s
-        denominator = totals.sum_pause_requested_s + totals.sum_server_ms / 1000.0
-        cell["efficiency"] = totals.wall_s / denominator if denominator > 0 else None
-        cell["n_errors"] = totals.n_errors
+        reporter.message(f"cell failed: {model.label} / {label}: {exc.what}")
     writer.save_manifest()
     return cell
 

@@ -21,6 +21,7 @@ from harness.engines.llama_server import Binary, locate
 from harness.engines.router import RouterModel, RouterProcess, TimelineEvent
 from harness.models.gguf_info import file_sha256
 from harness.models.resolve import ResolvedModel, resolve
+from harness.probes import pagecache
 from harness.probes.host import host_facts
 from harness.probes.process_tree import TreeSample, TreeSampler
 from harness.runs.idle import QuietReporter, Reporter
@@ -120,11 +121,23 @@ def execute_swap(prep: PreparedSwap, reporter: Reporter = QuietReporter()) -> Ru
             "t_first_byte_s": rel(r.t_first_byte), "t_done_s": rel(r.t_done), "latency_ms": latency,
             "ttfb_ms": (r.t_first_byte - r.t_send) * 1000 if r.t_first_byte is not None else None,
             "http_status": r.http_status, "error": r.error, "error_kind": r.error_kind,
-            "server_prompt_ms": r.server_prompt_ms,
+            "server_prompt_ms": r.server_prompt_ms, **(r.extra or {}),
         }, table="requests")
         reporter.advance()
 
     router_models = [RouterModel(n, m.path, spec.stop_timeout_s) for n, m in zip(prep.names, prep.models)]
+    path_of = {n: m.path for n, m in zip(prep.names, prep.models)}
+    if spec.cache_state == "warm":
+        for p in set(path_of.values()):
+            pagecache.warm(p)
+
+    def cold_swap_in(model: str) -> dict:
+        """Evict a model's file before a request that will load it (a running child maps it: keep)."""
+        if states.get(model) in ("loaded", "loading", "sleeping"):
+            return {"file_resident_pct_at_send": None}
+        pagecache.evict(path_of[model])
+        frac = pagecache.resident_fraction(path_of[model])
+        return {"file_resident_pct_at_send": None if frac is None else round(100 * frac, 2)}
     router = sampler = None
     ended = "complete"
     reason = None
@@ -144,7 +157,8 @@ def execute_swap(prep: PreparedSwap, reporter: Reporter = QuietReporter()) -> Ru
         sent = asyncio.run(drive(router.base_url, prep.plan, concurrency=spec.concurrency,
                                  n_predict=spec.n_predict, deadline=deadline, status_of=states.get,
                                  emit=on_request, should_stop=lambda: not router.alive(),
-                                 reuse_connections=spec.reuse_connections))
+                                 reuse_connections=spec.reuse_connections,
+                                 before_send=cold_swap_in if spec.cache_state == "cold" else None))
         writer.manifest["requests_sent"] = sent
         storm_wall = time.perf_counter() - wall0
         writer.manifest["client"] = {"storm_wall_s": storm_wall, "cpu_s": time.process_time() - cpu0,

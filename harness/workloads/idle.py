@@ -4,6 +4,11 @@ Warm up, then for each pause of the grid (order shuffled per repetition with a
 seeded RNG, so drift cannot masquerade as an effect): wait exactly that long after
 the previous response ended, then decode one token with the prompt cached.
 Nothing touches the server during a pause.  Works with any ``Server``.
+
+An optional ``probe`` (memory readings that do not touch the server, e.g. page-cache
+residency of the model file) is read just before and just after each request: the
+"before" reading is started early enough to end before the pause does, so it never
+delays the request, and the "after" reading happens once the response is in.
 """
 
 from __future__ import annotations
@@ -84,8 +89,10 @@ def run_idle_sweep(
     shuffle: bool = True,
     emit: Callable[[dict], None],
     on_progress: Callable[[], None] = lambda: None,
+    probe: Callable[[], dict] | None = None,
 ) -> SweepTotals:
     """Measure; every observation goes to ``emit`` the moment it is taken."""
+    probe_cost = 0.0
     seq = 0
     last_done = None
     for _ in range(warmup):  # loads weights into caches and primes the prompt cache
@@ -100,10 +107,19 @@ def run_idle_sweep(
     start = time.perf_counter() if last_done is None else last_done
     for rep, pause in schedule:
         base = last_done if last_done is not None else time.perf_counter()
+        before: dict = {}
+        if probe is not None:
+            sleep_until(base + pause - 2 * probe_cost - 0.002)  # leave room for the reading
+            t_probe = time.perf_counter()
+            before = probe()
+            probe_cost = max(probe_cost * 0.8, time.perf_counter() - t_probe)
         sleep_until(base + pause)
         c = server.complete_one_token()
+        after = probe() if probe is not None else {}
         actual = c.t_send - base
         row = sample_row(c, phase="measure", rep=rep, seq=seq, pause_requested_s=pause, pause_actual_s=actual)
+        row.update({f"{k}_before": v for k, v in before.items()})
+        row.update({f"{k}_after": v for k, v in after.items()})
         emit(row)
         last_done = c.t_done
         seq += 1

@@ -85,6 +85,7 @@ class RequestRecord:
     error_kind: str | None = None
     status_at_send: str | None = None
     server_prompt_ms: float | None = None
+    extra: dict | None = None  # what the before_send hook recorded
 
 
 def _error_kind(status: int | None, body: str | None, exc: BaseException | None) -> str:
@@ -149,6 +150,7 @@ async def drive(
     should_stop: Callable[[], bool] = lambda: False,
     timeout_s: float = 600.0,
     reuse_connections: bool = False,
+    before_send: Callable[[str], dict] | None = None,
 ) -> int:
     """Send the plan; returns how many requests were sent.  Records go to ``emit`` as they finish.
 
@@ -164,7 +166,9 @@ async def drive(
     async with httpx.AsyncClient(base_url=base_url, timeout=timeout_s, limits=limits, trust_env=False) as client:
 
         async def send(index: int, wave_no: int, model: str) -> None:
-            rec = RequestRecord(index, wave_no, model, time.perf_counter(), status_at_send=status_of(model))
+            status = status_of(model)
+            extra = before_send(model) if before_send is not None else None  # e.g. cache control: untimed
+            rec = RequestRecord(index, wave_no, model, time.perf_counter(), status_at_send=status, extra=extra)
             try:
                 await _one(client, rec, n_predict, prompt)
             finally:

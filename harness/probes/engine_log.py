@@ -1,0 +1,76 @@
+"""Engine facts from llama-server's startup log and ``--list-devices``.
+
+At the default verbosity the log has threads, slots and load timing; the Metal
+lines (``use residency sets``, the residency keep-alive, ``recommendedMaxWorkingSetSize``)
+need ``-lv 4``.  The measured server stays at the default verbosity (more logging
+would add work during measurement); on a Metal host a separate short start at
+``-lv 4`` captures those lines (``metal_startup_facts``).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+STAMP = re.compile(r"^(\d+)\.(\d+)\.(\d+)\.(\d+)\s")
+PATTERNS = {
+    "use_residency_sets": (re.compile(r"use residency sets\s*=\s*(true|false)"), lambda m: m.group(1) == "true"),
+    "residency_keep_alive_s": (re.compile(r"creating a residency set collection \(keep_alive = (-?\d+) s\)"),
+                               lambda m: int(m.group(1))),
+    "recommended_max_working_set_mb": (re.compile(r"recommendedMaxWorkingSetSize\s*=\s*([\d.]+) MB"),
+                                       lambda m: float(m.group(1))),
+    "offloaded_layers": (re.compile(r"offloaded (\d+/\d+) layers to GPU"), lambda m: m.group(1)),
+    "n_threads": (re.compile(r"threadpool init, n_threads = (\d+)"), lambda m: int(m.group(1))),
+    "n_slots": (re.compile(r"n_slots = (\d+)"), lambda m: int(m.group(1))),
+    "n_ctx_slot": (re.compile(r"n_ctx_slot = (\d+)"), lambda m: int(m.group(1))),
+    "gpu_name": (re.compile(r"GPU name:\s*(.+)$"), lambda m: m.group(1).strip()),
+}
+
+
+def _stamp_s(line: str) -> float | None:
+    m = STAMP.match(line)
+    if not m:
+        return None
+    minutes, seconds, millis, micros = (int(x) for x in m.groups())  # M.SS.mmm.uuu since process start
+    return minutes * 60 + seconds + millis / 1e3 + micros / 1e6
+
+
+def parse_startup(text: str) -> dict:
+    """Facts found in a llama-server log (keys absent when the log does not say)."""
+    facts: dict = {}
+    t_load = t_loaded = None
+    for line in text.splitlines():
+        for key, (pattern, convert) in PATTERNS.items():
+            if key not in facts:
+                m = pattern.search(line)
+                if m:
+                    facts[key] = convert(m)
+        if "load_model: loading model" in line and t_load is None:
+            t_load = _stamp_s(line)
+        if "model loaded" in line and t_loaded is None:
+            t_loaded = _stamp_s(line)
+    if t_load is not None and t_loaded is not None:
+        facts["server_load_ms"] = round((t_loaded - t_load) * 1000, 3)
+    return facts
+
+
+def parse_devices(text: str) -> list[str]:
+    """``--list-devices`` output -> device lines such as 'Metal: Apple M3 Pro (...)'."""
+    out = []
+    take = False
+    for line in text.splitlines():
+        if line.strip().startswith("Available devices"):
+            take = True
+            continue
+        if take and line.strip():
+            out.append(line.strip())
+    return out
+
+
+def list_devices(binary: Path) -> list[str]:
+    try:
+        p = subprocess.run([str(binary), "--list-devices"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return parse_devices(p.stdout + p.stderr)

@@ -1,0 +1,142 @@
+"""macOS facts and memory readings: parsers (pure, tested on verbatim fixtures in
+tests/fixtures/macos/) and thin readers that run the commands on a Mac.
+
+Parsers tolerate extra lines, reordered keys and missing keys; a reading that
+cannot be taken is ``None`` ("not available"), never 0.
+"""
+
+from __future__ import annotations
+
+import platform
+import re
+import subprocess
+
+VM_STAT_HEADER = re.compile(r"page size of (\d+) bytes")
+VM_STAT_LINE = re.compile(r'^"?([^":]+)"?:\s+(\d+)\.?\s*$')
+SYSCTL_LINE = re.compile(r"^([A-Za-z0-9_.]+):\s*(.*)$")
+IOREG_PERF = re.compile(r'"PerformanceStatistics"\s*=\s*\{(.*)\}')
+IOREG_PAIR = re.compile(r'"([^"]+)"=(-?\d+)')
+TOP_PHYSMEM = re.compile(r"PhysMem:\s*([\d.]+)([KMGT])\s+used\s+\(([\d.]+)([KMGT])\s+wired")
+UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_vm_stat(text: str) -> dict | None:
+    """Pages by name, the page size from the header, and wired bytes."""
+    m = VM_STAT_HEADER.search(text)
+    if not m:
+        return None
+    page = int(m.group(1))
+    pages = {}
+    for line in text.splitlines()[1:]:
+        lm = VM_STAT_LINE.match(line.strip())
+        if lm:
+            pages[lm.group(1).strip()] = int(lm.group(2))
+    wired = pages.get("Pages wired down")
+    return {"page_size": page, "pages": pages, "wired_bytes": wired * page if wired is not None else None}
+
+
+def parse_sysctl(text: str) -> dict[str, str]:
+    """``key: value`` lines; skips command echoes, bare values and 'unknown oid' errors."""
+    out = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith(("$", "sysctl:")):
+            continue
+        m = SYSCTL_LINE.match(line)
+        if m and "." in m.group(1):
+            out[m.group(1)] = m.group(2).strip()
+    return out
+
+
+def parse_sw_vers(text: str) -> dict[str, str]:
+    out = {}
+    for line in text.splitlines():
+        if ":" in line:
+            k, v = line.split(":", 1)
+            out[k.strip()] = v.strip()
+    return out
+
+
+def parse_ioreg_perf(text: str) -> dict[str, int]:
+    """The PerformanceStatistics dictionary of AGXAccelerator (whole quoted keys)."""
+    m = IOREG_PERF.search(text)
+    return {k: int(v) for k, v in IOREG_PAIR.findall(m.group(1))} if m else {}
+
+
+def parse_ioreg_gpu(text: str) -> dict:
+    model = re.search(r'"model"\s*=\s*"([^"]+)"', text)
+    cores = re.search(r'"gpu-core-count"\s*=\s*(\d+)', text)
+    return {"gpu_model": model.group(1) if model else None, "gpu_cores": int(cores.group(1)) if cores else None}
+
+
+def parse_top_physmem(text: str) -> dict | None:
+    m = TOP_PHYSMEM.search(text)
+    if not m:
+        return None
+    return {"used_bytes": int(float(m.group(1)) * UNITS[m.group(2)]),
+            "wired_bytes": int(float(m.group(3)) * UNITS[m.group(4)])}
+
+
+def is_virtual(chip: str | None, gpu_model: str | None) -> bool:
+    text = f"{chip or ''} {gpu_model or ''}".lower()
+    return "virtual" in text or "paravirtual" in text
+
+
+def macos_facts(sysctl: dict[str, str], sw_vers: dict[str, str], gpu: dict) -> dict:
+    """The manifest's macOS section from parsed readings."""
+    def num(key):
+        v = sysctl.get(key)
+        return int(v) if v is not None and v.lstrip("-").isdigit() else None
+
+    chip = sysctl.get("machdep.cpu.brand_string")
+    return {
+        "chip": chip, "hw_model": sysctl.get("hw.model"), "memsize_bytes": num("hw.memsize"),
+        "p_cores": num("hw.perflevel0.physicalcpu"), "e_cores": num("hw.perflevel1.physicalcpu"),
+        "page_size": num("vm.pagesize"), "iogpu_wired_limit_mb": num("iogpu.wired_limit_mb"),
+        "iogpu_disable_wired_collector": num("iogpu.disable_wired_collector"),
+        "macos": sw_vers.get("ProductVersion"), "macos_build": sw_vers.get("BuildVersion"),
+        "gpu_model": gpu.get("gpu_model"), "gpu_cores": gpu.get("gpu_cores"),
+        "virtual": is_virtual(chip, gpu.get("gpu_model")),
+    }
+
+
+SYSCTL_KEYS = ["machdep.cpu.brand_string", "hw.model", "hw.memsize", "hw.perflevel0.physicalcpu",
+               "hw.perflevel1.physicalcpu", "vm.pagesize", "iogpu.wired_limit_mb", "iogpu.disable_wired_collector"]
+
+
+def _run(argv: list[str]) -> str:
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+def on_macos() -> bool:
+    return platform.system() == "Darwin"
+
+
+def read_macos_facts() -> dict | None:
+    if not on_macos():
+        return None
+    sysctl = {}
+    for key in SYSCTL_KEYS:  # one key per call: an unknown oid must not hide the others
+        sysctl.update(parse_sysctl(_run(["sysctl", key])))
+    ioreg = _run(["ioreg", "-r", "-d", "1", "-w", "0", "-c", "AGXAccelerator"])
+    return macos_facts(sysctl, parse_sw_vers(_run(["sw_vers"])), parse_ioreg_gpu(ioreg))
+
+
+def read_wired_bytes() -> int | None:
+    if not on_macos():
+        return None
+    parsed = parse_vm_stat(_run(["vm_stat"]))
+    return parsed["wired_bytes"] if parsed else None
+
+
+def read_gpu_memory() -> dict | None:
+    if not on_macos():
+        return None
+    perf = parse_ioreg_perf(_run(["ioreg", "-r", "-d", "1", "-w", "0", "-c", "AGXAccelerator"]))
+    if not perf:
+        return None
+    return {"in_use_system_memory_bytes": perf.get("In use system memory"),
+            "alloc_system_memory_bytes": perf.get("Alloc system memory")}

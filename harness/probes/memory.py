@@ -1,0 +1,84 @@
+"""Memory probes a workload may read around each request, without touching the server.
+
+Each probe returns a dict of named readings (units in the names).  A probe that
+cannot run on this platform is not built; ``describe_probes`` says why, so a
+report shows "not available" rather than zeros.
+
+- page cache (Linux): percent of the model file resident (mincore);
+- wired memory (macOS): ``vm_stat`` pages wired down x page size;
+- NVIDIA GPU memory used (NVML via the optional ``nvidia-ml-py`` package).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from harness.probes import macos, pagecache
+
+Probe = Callable[[], dict]
+
+
+def _nvml_handle():
+    try:
+        import pynvml  # from nvidia-ml-py, optional (pip install 'lbench[nvidia]')
+    except ImportError:
+        return None, "not available: nvidia-ml-py is not installed"
+    try:
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(int(os.environ.get("LBENCH_NVML_DEVICE", "0")))
+        return (pynvml, handle), None
+    except Exception as exc:  # NVMLError has many subclasses; any failure means no NVIDIA GPU here
+        return None, f"not available: NVML: {exc}"
+
+
+def nvidia_facts() -> dict | None:
+    nv, _ = _nvml_handle()
+    if nv is None:
+        return None
+    pynvml, handle = nv
+    mem = pynvml.nvmlDeviceGetMemoryInfo(handle)
+    name = pynvml.nvmlDeviceGetName(handle)
+    return {"gpu_name": name.decode() if isinstance(name, bytes) else name, "gpu_memory_total_bytes": int(mem.total),
+            "driver": str(pynvml.nvmlSystemGetDriverVersion())}
+
+
+def build_probes(model_path: Path) -> tuple[list[Probe], dict[str, str]]:
+    probes: list[Probe] = []
+    status: dict[str, str] = {}
+    if pagecache.available():
+        probes.append(lambda: {"file_resident_pct": _pct(pagecache.resident_fraction(model_path))})
+        status["page_cache"] = "available (mincore over an mmap of the model file)"
+    else:
+        status["page_cache"] = "not available: needs Linux mincore/posix_fadvise"
+    if macos.on_macos():
+        probes.append(lambda: {"wired_bytes": macos.read_wired_bytes()})
+        status["wired"] = "available (vm_stat)"
+    else:
+        status["wired"] = "not available: wired memory is a macOS reading"
+    nv, why = _nvml_handle()
+    if nv is not None:
+        pynvml, handle = nv
+        probes.append(lambda: {"gpu_used_bytes": int(pynvml.nvmlDeviceGetMemoryInfo(handle).used)})
+        status["nvidia"] = "available (NVML)"
+    else:
+        status["nvidia"] = why or "not available"
+    return probes, status
+
+
+def _pct(fraction: float | None) -> float | None:
+    return None if fraction is None else round(100.0 * fraction, 3)
+
+
+def combine(probes: list[Probe]) -> Probe | None:
+    if not probes:
+        return None
+
+    def read() -> dict:
+        out: dict = {}
+        for p in probes:
+            out.update(p())
+        return out
+
+    return read

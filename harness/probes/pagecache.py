@@ -1,0 +1,77 @@
+"""How much of a file is in the page cache, and making it cold or warm.
+
+- ``resident_fraction``: ``mincore(2)`` over a fresh read-only ``mmap(2)`` of the
+  file (libc via ctypes: Python's mmap object does not expose its address for a
+  read-only map).  Mapping and asking reads no data and touches no server.
+- ``evict``: ``posix_fadvise(POSIX_FADV_DONTNEED)``, no root needed.  The kernel
+  keeps pages that some process still maps, so a model must be evicted before a
+  server maps it (a cold start), not while it runs.
+- ``warm``: read the file through once.
+On macOS these are "not available" (``None``); ``purge`` needs root there.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import mmap
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+LINUX = sys.platform.startswith("linux")
+_libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True) if LINUX else None
+if _libc is not None:
+    _libc.mmap.restype = ctypes.c_void_p
+    _libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    _libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
+MAP_FAILED = ctypes.c_void_p(-1).value
+PAGE = mmap.PAGESIZE
+
+
+def available() -> bool:
+    return _libc is not None and hasattr(os, "posix_fadvise")
+
+
+def resident_fraction(path: str | os.PathLike[str]) -> float | None:
+    """Fraction (0-1) of the file's pages in the page cache; None when not available."""
+    if not available():
+        return None
+    size = os.path.getsize(path)
+    if size == 0:
+        return 1.0
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        addr = _libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+        if addr in (None, MAP_FAILED):
+            return None
+        try:
+            n_pages = (size + PAGE - 1) // PAGE
+            vec = ctypes.create_string_buffer(n_pages)
+            if _libc.mincore(addr, size, vec) != 0:
+                return None
+            resident = int(np.count_nonzero(np.frombuffer(vec, dtype=np.uint8) & 1))
+        finally:
+            _libc.munmap(addr, size)
+    finally:
+        os.close(fd)
+    return resident / n_pages
+
+
+def evict(path: str | os.PathLike[str]) -> None:
+    if not available():
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def warm(path: str | os.PathLike[str], chunk: int = 16 << 20) -> None:
+    with Path(path).open("rb", buffering=0) as fh:
+        while fh.read(chunk):
+            pass

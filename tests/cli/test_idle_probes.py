@@ -1,0 +1,49 @@
+"""Cache state, memory probes and the llama-idle cross-check on the real engine."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import run_cli
+
+from harness.probes import pagecache
+
+pytestmark = pytest.mark.engine
+
+
+def only_run(env):
+    (run_dir,) = list(Path(env["LBENCH_RESULTS_DIR"]).iterdir())
+    return run_dir
+
+
+@pytest.mark.skipif(not pagecache.available(), reason="needs Linux page-cache control")
+def test_cold_start_goes_from_zero_to_fully_resident(engine_env):
+    r = run_cli("idle", "-m", "llama3.2-1b-q4", "--pauses", "0,0.2", "--reps", "2", "--warmup", "1",
+                "--cache-state", "cold", "--no-report", env=engine_env, timeout=600)
+    assert r.returncode == 0, r.stderr + r.stdout
+    run_dir = only_run(engine_env)
+    (cell,) = json.loads((run_dir / "manifest.json").read_text())["cells"]
+    assert cell["cache"]["state"] == "cold" and cell["cache"]["verified"] is True
+    assert cell["cache"]["resident_pct_at_start"] < 5.0
+    assert cell["cache"]["resident_pct_when_ready"] > 95.0
+    assert cell["startup"]["n_threads"] >= 1 and cell["startup"]["server_load_ms"] > 0
+    assert cell["probes"]["page_cache"].startswith("available")
+    s = pd.read_parquet(run_dir / "samples.parquet")
+    m = s[s["phase"] == "measure"]
+    assert (m["cache_state"] == "cold").all() and m["file_resident_pct_before"].gt(95).all()
+    assert m["wired_bytes_before"].isna().all()  # a macOS reading: not available, not 0
+
+
+def test_llama_idle_cross_check_on_tiny(engine_env):
+    r = run_cli("idle", "-m", "tiny-q8", "--engine", "llama-server,llama-idle", "--reps", "1",
+                "--pauses", "0", env=engine_env, timeout=600)
+    assert r.returncode == 0, r.stderr + r.stdout
+    run_dir = only_run(engine_env)
+    s = pd.read_parquet(run_dir / "samples.parquet")
+    idle = s[s["engine"] == "llama-idle"]
+    server = s[(s["engine"] == "llama-server") & (s["phase"] == "measure")]
+    assert len(idle) == 18 and sorted(idle["pause_requested_s"].unique()) == [0.0, 0.8, 1.6, 2.4, 3.2, 4.0]
+    assert set(server["pause_requested_s"]) == {0.0, 0.8, 1.6, 2.4, 3.2, 4.0}  # grid merged for the cross-check
+    html = (run_dir / "report.html").read_text()
+    assert "Cross-check: through HTTP vs llama-idle in-process" in html

@@ -1,0 +1,72 @@
+"""macOS parsers on the verbatim captures in tests/fixtures/macos/ (and variants)."""
+
+from pathlib import Path
+
+from harness.probes import macos
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "macos"
+
+
+def fixture(name: str) -> str:
+    return (FIX / name).read_text()
+
+
+def test_vm_stat_page_size_from_header_and_wired_bytes():
+    parsed = macos.parse_vm_stat(fixture("vm_stat_m4_26.5.1.txt"))
+    assert parsed["page_size"] == 16384  # Apple Silicon, not 4096
+    assert parsed["pages"]["Pages wired down"] == 106741
+    assert parsed["pages"]["Translation faults"] == 1896659814  # the quoted key
+    assert parsed["wired_bytes"] == 106741 * 16384
+
+
+def test_vm_stat_variants():
+    text = fixture("vm_stat_m4_26.5.1.txt")
+    no_file_backed = "\n".join(line for line in text.splitlines() if not line.startswith("File-backed"))
+    assert macos.parse_vm_stat(no_file_backed)["wired_bytes"] == 106741 * 16384
+    tagged = text + "Pages tagged:                                  1234.\n"
+    assert macos.parse_vm_stat(tagged)["pages"]["Pages tagged"] == 1234
+    reordered = "\n".join([text.splitlines()[0]] + sorted(text.splitlines()[1:]))
+    assert macos.parse_vm_stat(reordered)["wired_bytes"] == 106741 * 16384
+    missing = "\n".join(line for line in text.splitlines() if "wired" not in line)
+    assert macos.parse_vm_stat(missing)["wired_bytes"] is None  # not available, not 0
+    assert macos.parse_vm_stat("garbage") is None
+
+
+def test_sysctl_with_command_echoes_and_unknown_oid():
+    s = macos.parse_sysctl(fixture("sysctl_hw.txt"))
+    assert s == {"hw.model": "Mac14,12", "hw.memsize": "34359738368", "iogpu.wired_limit_mb": "0"}
+    extra = macos.parse_sysctl(fixture("sysctl_extra_reconstructed.txt"))
+    assert extra["vm.pagesize"] == "16384" and "iogpu.wired_limit_mb" not in extra
+    facts = macos.macos_facts({**s, **extra}, {}, {})
+    assert facts["p_cores"] == 8 and facts["e_cores"] == 2 and facts["memsize_bytes"] == 34359738368
+    assert facts["virtual"] is True and facts["iogpu_disable_wired_collector"] == 0
+
+
+def test_sw_vers_two_tabs():
+    assert macos.parse_sw_vers(fixture("sw_vers.txt")) == {"ProductName": "macOS", "ProductVersion": "15.6",
+                                                           "BuildVersion": "24G84"}
+
+
+def test_ioreg_whole_quoted_keys():
+    perf = macos.parse_ioreg_perf(fixture("ioreg_agx_perfstats_m3pro.txt"))
+    assert perf["In use system memory"] == 568164352
+    assert perf["In use system memory (driver)"] == 0
+    assert perf["Alloc system memory"] == 16749051904
+    assert macos.parse_ioreg_gpu(fixture("ioreg_agx_model_m4.txt")) == {"gpu_model": "Apple M4", "gpu_cores": 10}
+    assert macos.parse_ioreg_perf("nothing here") == {}
+
+
+def test_top_physmem_units():
+    assert macos.parse_top_physmem(fixture("top_physmem.txt")) == {"used_bytes": 15 << 30, "wired_bytes": 2097 << 20}
+
+
+def test_virtual_mac_detection():
+    assert macos.is_virtual("Apple M1 (Virtual)", None)
+    assert macos.is_virtual("Apple M1", "Apple Paravirtual device")
+    assert not macos.is_virtual("Apple M3 Pro", "Apple M3 Pro")
+
+
+def test_readers_say_not_available_off_macos():
+    if not macos.on_macos():
+        assert macos.read_wired_bytes() is None and macos.read_gpu_memory() is None
+        assert macos.read_macos_facts() is None
