@@ -20,7 +20,8 @@ from harness.errors import BadInput
 DEFAULT_PAUSES_S = [0.0, 0.2, 0.4, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 2.0, 2.5, 3.0, 4.0]
 DEFAULT_MODEL = "llama3.2-1b-q8"
 CACHE_STATES = ("as-is", "warm", "cold")
-IDLE_ENGINES = ("llama-server", "llama-idle")
+IDLE_ENGINES = ("llama-server", "llama-idle", "mlx", "openai", "ollama")
+SERVER_ENGINES = ("llama-server", "mlx", "openai", "ollama")
 MAX_PAUSE_S = 3600.0
 
 
@@ -132,6 +133,12 @@ class IdleSpec:
             if e not in IDLE_ENGINES:
                 raise BadInput(f"unknown engine {e!r} for the idle sweep", where=f"{where}: --engine",
                                hint=f"use {' or '.join(IDLE_ENGINES)} (both for a cross-check)")
+        servers = [e for e in self.engines if e in SERVER_ENGINES]
+        if len(servers) > 1:
+            raise BadInput(f"one server engine per run, got {', '.join(servers)}", where=f"{where}: --engine",
+                           hint="run them separately and use `lbench compare`; llama-idle can join llama-server")
+        if "llama-idle" in self.engines and servers and servers != ["llama-server"]:
+            raise BadInput("the llama-idle cross-check pairs with llama-server only", where=f"{where}: --engine")
         self.cache_state = list(dict.fromkeys(self.cache_state)) or ["as-is"]
         self.engines = list(dict.fromkeys(self.engines)) or ["llama-server"]
         return self
@@ -187,6 +194,7 @@ class SwapSpec:
     sample_hz: float = 100.0
     reuse_connections: bool = False
     cache_state: str = "as-is"  # cold: evict a model's file from the page cache before each swap-in
+    engine: str = "llama-server"  # or "mlx" (mlx_lm.server reloads when a request names another model)
 
     def validate(self, where: str = "swap options") -> "SwapSpec":
         if not self.models:
@@ -206,6 +214,9 @@ class SwapSpec:
             raise BadInput(f"duration must be > 0 s, got {self.duration_s}", where=f"{where}: --duration")
         if not (1.0 <= self.sample_hz <= 1000.0):
             raise BadInput(f"sample rate must be 1-1000 Hz, got {self.sample_hz}", where=f"{where}: --sample-hz")
+        if self.engine not in ("llama-server", "mlx"):
+            raise BadInput(f"unknown swap engine {self.engine!r}", where=f"{where}: --engine",
+                           hint="llama-server (router mode) or mlx")
         if self.cache_state not in CACHE_STATES:
             raise BadInput(f"bad cache state {self.cache_state!r}", where=f"{where}: --cache-state",
                            hint="as-is, warm or cold")

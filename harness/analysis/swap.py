@@ -180,13 +180,16 @@ def summarize_swap(run: Run) -> SwapSummary:
                             models_max=int(cfg.get("models_max", 0)),
                             model_sizes=[m.get("bytes", 0) for m in run.manifest.get("models", [])],
                             client=run.manifest.get("client") or {}, sampler=run.manifest.get("sampler") or {},
-                            status=run.manifest.get("status"), error=run.manifest.get("error", ""))
+                            status=run.manifest.get("status"), error=run.manifest.get("error", ""),
+                            engine=cfg.get("engine", "llama-server"))
 
 
 def summarize_frames(requests: pd.DataFrame, events: pd.DataFrame, memory: pd.DataFrame, *, models_max: int,
                      model_sizes: list[int], client: dict | None = None, sampler: dict | None = None,
-                     status: str | None = "complete", error: str = "") -> SwapSummary:
+                     status: str | None = "complete", error: str = "", engine: str = "llama-server") -> SwapSummary:
     ensure_columns(requests, events, memory)
+    if engine == "mlx":
+        return _summarize_mlx(requests, memory, model_sizes, client or {}, sampler or {}, status, error)
     latency = latency_table(requests)
     swaps = swap_phases(requests, events)
     lru = lru_check(requests, events)
@@ -258,3 +261,37 @@ def summarize_frames(requests: pd.DataFrame, events: pd.DataFrame, memory: pd.Da
         findings.append(f"the run ended {status}: {error}")
     figures["phases_median_ms"] = {p: _pct(swaps[p], 50) for p in PHASES} if not swaps.empty else {}
     return SwapSummary(latency, swaps, lru, findings, json.loads(json.dumps(figures, default=float)))
+
+
+def _summarize_mlx(requests: pd.DataFrame, memory: pd.DataFrame, model_sizes: list[int], client: dict,
+                   sampler: dict, status: str | None, error: str) -> SwapSummary:
+    """mlx_lm.server holds one model; a request naming another one reloads it."""
+    latency = latency_table(requests)
+    findings: list[str] = []
+    ok = requests[requests["error"].isna()].sort_values("t_done_s") if not requests.empty else requests
+    previous = ok["model"].shift(1)
+    reloads = int((ok["model"] != previous).sum()) if not ok.empty else 0
+    findings.append(f"mlx_lm.server keeps one model: {reloads} loads over {len(requests)} requests "
+                    f"({reloads / max(len(requests), 1):.2f} per request)")
+    if not memory.empty:
+        findings.append(f"peak server RSS {memory['rss_total_bytes'].max() / 1e6:.1f} MB; largest model "
+                        f"{max(model_sizes or [0]) / 1e6:.1f} MB")
+    cold = latency[latency["class"].str.startswith("cold")].iloc[0]
+    warm = latency[latency["class"].str.startswith("warm")].iloc[0]
+    if cold["n"]:
+        findings.append(f"requests for another model: p50 {cold['p50_ms']:.1f} ms (n={cold['n']}); same model: "
+                        + (f"p50 {warm['p50_ms']:.1f} ms (n={warm['n']})" if warm["n"] else "none"))
+    errors = requests[requests["error"].notna()] if not requests.empty else requests
+    findings.append("errors: " + ", ".join(f"{k} x{v}" for k, v in errors["error_kind"].value_counts().items())
+                    if len(errors) else "no request failed")
+    if client.get("cpu_share_of_one_core") is not None:
+        findings.append(f"client: {client['requests_per_s']:.0f} requests/s using "
+                        f"{100 * client['cpu_share_of_one_core']:.0f}% of one core; sampler "
+                        f"{sampler.get('achieved_hz') or 0:.0f} Hz using "
+                        f"{100 * (sampler.get('cpu_share_of_one_core') or 0):.2f}% of one core")
+    if status != "complete":
+        findings.append(f"the run ended {status}: {error}")
+    return SwapSummary(latency, pd.DataFrame(columns=["model", "t_spawn_s", "request_index", "victim", *PHASES,
+                                                      "total_ms"]),
+                       pd.DataFrame(columns=["t_s", "victim", "expected", "match", "candidates"]), findings,
+                       {"swaps": reloads, "n_requests": len(requests)})

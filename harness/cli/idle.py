@@ -50,10 +50,10 @@ def _summary_table(run: Run) -> Table:
 
 
 def _run(spec: IdleSpec, llama_server: str | None, results: str | None, kind: str, report: bool,
-         llama_idle_path: str | None = None) -> Run:
+         llama_idle_path: str | None = None, engine_options: dict | None = None) -> Run:
     with RichReporter() as reporter:
         prep = prepare_idle(spec, llama_server=llama_server, results=results, reporter=reporter, kind=kind,
-                            llama_idle_path=llama_idle_path)
+                            llama_idle_path=llama_idle_path, engine_options=engine_options)
         run = execute_idle(prep, reporter)
     if report:
         path = render_report(run)
@@ -81,8 +81,14 @@ def idle(
                                           help="Page-cache state of the model file at server start: as-is "
                                                "(default), warm (read in first) or cold (evicted first, Linux "
                                                "posix_fadvise). Repeat or comma-list for a matrix."),
-    engine: list[str] = typer.Option(None, "--engine", help="llama-server (default) and/or llama-idle (the "
-                                                            "in-process reference); both = a cross-check."),
+    engine: list[str] = typer.Option(None, "--engine", help="llama-server (default), mlx, openai or ollama; add "
+                                                            "llama-idle (in-process reference) to llama-server "
+                                                            "for a cross-check."),
+    url: str = typer.Option(None, "--url", help="OpenAI-compatible server for --engine openai (loopback only)."),
+    ollama_url: str = typer.Option(None, "--ollama-url", help="Ollama for --engine ollama (default "
+                                                               "http://127.0.0.1:11434; loopback only)."),
+    prompt_cache_size: int = typer.Option(None, "--prompt-cache-size", help="mlx_lm.server --prompt-cache-size "
+                                                                            "(0 turns its prefix cache off)."),
     llama_idle_path: str = typer.Option(None, "--llama-idle", help="Use this llama-idle binary."),
     ctx_size: int = typer.Option(None, "--ctx-size", help="Server context size (default 2048)."),
     server_arg: list[str] = typer.Option(None, "--server-arg", help="Extra llama-server argument; repeat."),
@@ -105,6 +111,9 @@ def idle(
       lbench idle --spec experiments/idle/llama-idle-classic.toml -m ~/models/my.gguf
       lbench idle -m tiny-q8 --cache-state warm,cold       # page cache as a factor
       lbench idle -m tiny-q8 --engine llama-server --engine llama-idle   # cross-check
+      lbench idle --engine mlx -m tiny-f16                  # mlx_lm.server (pip install -e '.[mlx]')
+      lbench idle --engine openai --url http://127.0.0.1:1234 -m my-model
+      lbench idle --engine ollama -m llama3.1:8b --keep-alive 30
     """
     spec = build_spec(
         spec_file,
@@ -116,7 +125,8 @@ def idle(
         ctx_size=ctx_size, server_args=server_arg or None,
         cache_state=_split(cache_state), engines=_split(engine),
     )
-    run = _run(spec, llama_server, results, "idle", report, llama_idle_path)
+    run = _run(spec, llama_server, results, "idle", report, llama_idle_path,
+               {"url": url, "ollama_url": ollama_url, "prompt_cache_size": prompt_cache_size})
     out.print(_summary_table(run))
     if run.manifest["status"] != "complete":
         raise typer.Exit(1)

@@ -67,19 +67,26 @@ def info(model: str = typer.Argument(..., help="A .gguf path or an alias.")) -> 
 
 @app.command("list")
 def list_models() -> None:
-    """List aliases: the user catalog and the built-in synthetic presets.
+    """List aliases: the user catalog, GGUFs found on this machine, and the synthetic presets.
 
+    Searched: LLAMA_CACHE, the Hugging Face hub cache, LM Studio's folders and Ollama's store;
+    aliases come from GGUF metadata (family-size-quant, e.g. llama3-8b-q8).
     The catalog is a TOML file (see README):  [models]  my-8b = "/path/to/model.gguf"
 
     Examples:
       lbench model list
     """
+    from harness.models.discover import discover, search_roots
+
     table = Table(title=f"catalog: {paths.catalog_path()}")
     table.add_column("alias")
     table.add_column("source")
     table.add_column("file")
     for alias, path in sorted(load_catalog().items()):
         table.add_row(alias, "catalog", str(path) + ("" if path.exists() else "  (missing)"))
+    for f in discover():
+        table.add_row(", ".join(f.aliases) or "(no alias: " + (f.note or "metadata incomplete") + ")",
+                      f"found in {f.source}", f"{f.path} ({f.bytes / 1e9:.2f} GB) {f.name}")
     for alias in presets.synthetic_aliases():
         shape, quant = presets.parse_synthetic_alias(alias)
         p = synthetic_path(shape, quant)

@@ -36,6 +36,8 @@ def swap(
     reuse_connections: bool = typer.Option(False, "--reuse-connections/--fresh-connections",
                                            help="Reuse keep-alive connections (reproduces the router dropping "
                                                 "them); default: a fresh loopback connection per request."),
+    engine: str = typer.Option("llama-server", "--engine", help="llama-server (router mode) or mlx "
+                                                                "(mlx_lm.server: one model, reloads on demand)."),
     results: str = typer.Option(None, "--results", help="Results directory (default ./results)."),
     llama_server: str = typer.Option(None, "--llama-server", help="Use this llama-server binary."),
     report: bool = typer.Option(True, "--report/--no-report", help="Render the HTML report at the end."),
@@ -51,9 +53,11 @@ def swap(
       lbench swap -m llama3.2-1b-q8 -m llama3.2-1b-q4 -m llama3.2-3b-q4 --models-max 1
       lbench swap --pattern burst --burst-k 3 -c 3 -n 60
       lbench swap --pattern zipf --zipf-s 1.3 --duration 120 -n 100000
+      lbench swap --engine mlx -m tiny-f16 -m tiny-f16 -n 20   # mlx_lm.server reloads
     """
     defaults = SwapSpec()
-    spec = SwapSpec(models=model or defaults.models, models_max=models_max, pattern=pattern, requests=requests,
+    default_models = ["tiny-f16"] * 3 if engine == "mlx" else defaults.models
+    spec = SwapSpec(engine=engine, models=model or default_models, models_max=models_max, pattern=pattern, requests=requests,
                     duration_s=duration, concurrency=concurrency, seed=seed, zipf_s=zipf_s, burst_k=burst_k,
                     n_predict=n_predict, sleep_idle_seconds=sleep_idle_seconds, stop_timeout_s=stop_timeout,
                     ctx_size=ctx_size, server_args=server_arg or [], sample_hz=sample_hz,

@@ -18,7 +18,8 @@ import shutil
 import socket
 import subprocess
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -116,8 +117,11 @@ class LlamaServerEngine:
         self.prompt = prompt
 
     def facts(self) -> dict:
+        from harness.probes.engine_log import list_devices
+
         return {"engine": self.name, **self.binary.as_dict(), "ctx_size": self.ctx_size,
-                "extra_args": self.extra_args, "stray_configs": stray_configs()}
+                "extra_args": self.extra_args, "stray_configs": stray_configs(),
+                "devices": list_devices(self.binary.path)}
 
     @staticmethod
     def metal_available() -> bool:
@@ -238,14 +242,19 @@ class OneTokenClient:
 
     RESPONSE_FIELDS = ["timings", "tokens_cached"]
 
-    def __init__(self, base_url: str, prompt: str, timeout_s: float = 600.0):
+    def __init__(self, base_url: str, prompt: str, timeout_s: float = 600.0, *, path: str = "/completion",
+                 body: dict | None = None, timings: Callable[[dict], dict] | None = None):
+        """Defaults speak llama-server's native API; other engines pass their own path, body and
+        a function that turns a response into server timings (``{}`` when the engine has none)."""
         parsed = urlsplit(base_url)
         self.host, self.port = parsed.hostname or HOST, parsed.port or 80
         self.timeout_s = timeout_s
         self.conn: http.client.HTTPConnection | None = None
         self.reconnects = 0
-        self.body = json.dumps({"prompt": prompt, "n_predict": 1, "cache_prompt": True,
-                                "response_fields": self.RESPONSE_FIELDS}).encode()
+        self.path = path
+        self.timings = timings or (lambda data: data.get("timings", {}))
+        self.body = json.dumps(body if body is not None else {
+            "prompt": prompt, "n_predict": 1, "cache_prompt": True, "response_fields": self.RESPONSE_FIELDS}).encode()
         self.headers = {"Content-Type": "application/json", "Content-Length": str(len(self.body))}
 
     def _ensure_connection(self) -> None:
@@ -273,7 +282,7 @@ class OneTokenClient:
         gc.disable()
         t_send = time.perf_counter()
         try:
-            conn.request("POST", "/completion", self.body, self.headers)
+            conn.request("POST", self.path, self.body, self.headers)
             resp = conn.getresponse()
             data = resp.read()
             t_done = time.perf_counter()
@@ -287,8 +296,8 @@ class OneTokenClient:
         if resp.status != 200:
             return Completion(t_send, t_done, resp.status, data[:500].decode(errors="replace"))
         try:
-            timings = json.loads(data).get("timings", {})
-        except ValueError as exc:
+            timings = self.timings(json.loads(data))
+        except (ValueError, AttributeError) as exc:
             return Completion(t_send, t_done, resp.status, f"bad JSON: {exc}")
         return Completion(t_send, t_done, resp.status, None, timings)
 

@@ -13,6 +13,7 @@ and from the built-in synthetic presets (``<shape>-<quant>``, e.g. ``tiny-q8``,
 
 from __future__ import annotations
 
+import re
 import shutil
 import tomllib
 from collections.abc import Callable
@@ -111,6 +112,18 @@ def resolve(ref: str, *, progress: Callable[[int, int], None] | None = None,
             raise BadInput(f"catalog alias {ref!r} points at a missing file: {path}",
                            where=str(paths.catalog_path()), hint="fix the path in the catalog")
         return ResolvedModel(ref, ref, path, "catalog", read_model_info(path))
+    if not _looks_like_path(ref):
+        from harness.models import discover
+
+        hits = discover.matches(ref, discover.discover())
+        if len(hits) > 1:
+            raise BadInput(f"alias {ref!r} matches {len(hits)} models", where="discovered model folders",
+                           hint="pick one in the catalog (" + str(paths.catalog_path()) + "): "
+                                + "; ".join(f"{h.path} ({h.source})" for h in hits))
+        if hits:
+            h = hits[0]
+            announce(f"{ref}: found {h.path} ({h.source})")
+            return ResolvedModel(ref, ref, h.path, f"discovered ({h.source})", read_model_info(h.path))
     parsed = presets.parse_synthetic_alias(ref)
     if parsed is not None and not Path(ref).exists():
         shape, quant = parsed
@@ -120,8 +133,64 @@ def resolve(ref: str, *, progress: Callable[[int, int], None] | None = None,
     if _looks_like_path(ref) or Path(ref).exists():
         path = Path(ref).expanduser()
         return ResolvedModel(ref, path.stem, path, "file", read_model_info(path))
+    suggestion = suggest_synthetic(ref)
     raise BadInput(
         f"unknown model alias {ref!r}",
-        where=f"catalog {paths.catalog_path()} and the built-in synthetic presets",
-        hint="known aliases: " + ", ".join(known_aliases()) + "; or pass a path to a .gguf file",
+        where=f"catalog {paths.catalog_path()}, discovered model folders (lbench model list) and the built-in "
+              "synthetic presets",
+        hint=(f"no such file here; the shape-faithful synthetic stand-in is {suggestion!r}. " if suggestion else "")
+        + "known aliases: " + ", ".join(known_aliases()) + "; or pass a path to a .gguf file",
     )
+
+
+def suggest_synthetic(ref: str) -> str | None:
+    """'llama3.1-8b-q4_k_m' -> 'llama3-8b-q4': the preset with that size, the nearest quant."""
+    r = ref.lower()
+    size = re.search(r"(\d+(?:\.\d+)?)b\b", r)
+    if not size or "llama" not in r:
+        return None
+    by_size = {"1": "llama3.2-1b", "3": "llama3.2-3b", "8": "llama3-8b"}
+    shape = by_size.get(size.group(1).split(".")[0])
+    if shape is None:
+        return None
+    quant = "q8" if "q8" in r else "q4" if re.search(r"q[2-5]", r) else "f16"
+    return f"{shape}-{quant}"
+
+
+def resolve_for_engine(ref: str, engine: str, **kwargs) -> ResolvedModel:
+    """``--model`` for a given engine: GGUF for llama-server, an MLX directory for mlx,
+    a server-side model name for openai and ollama."""
+    if engine == "mlx":
+        from harness.models.mlx_synth import mlx_info, synthesize_mlx
+
+        path = Path(ref).expanduser()
+        if path.is_dir():
+            return ResolvedModel(ref, path.name, path, "directory", ModelInfo(**mlx_info(path)))
+        parsed = presets.parse_synthetic_alias(ref)
+        if parsed is None:
+            raise BadInput(f"unknown MLX model {ref!r}", where="--model",
+                           hint="give an MLX model directory, or a preset alias: "
+                                + ", ".join(f"{s}-f16" for s in presets.SHAPES))
+        shape, quant = parsed
+        if quant.name != "f16":
+            raise BadInput(f"synthetic MLX models are float16: use {shape.name}-f16, not {ref}", where="--model")
+        kwargs.get("announce", lambda s: None)(f"using synthetic MLX model {shape.name}-f16 (generated once)")
+        seed = int(kwargs.get("seed", 0))
+        path = synthesize_mlx(shape, seed=seed)
+        label = f"{shape.name}-f16-mlx" + (f"-seed{seed}" if seed else "")
+        return ResolvedModel(ref, label, path, "synthetic", ModelInfo(**mlx_info(path)))
+    if engine in ("openai", "ollama"):
+        info = ModelInfo(path=ref, bytes=0, arch="(server-side)", name=ref, n_params=0, quant="(server-side)",
+                         n_layer=None, n_embd=None, synthetic=False, preset=None)
+        return ResolvedModel(ref, ref, Path(ref), "server", info)
+    return resolve(ref, **kwargs)
+
+
+def local_file(model: ResolvedModel) -> Path | None:
+    """The file whose page-cache state matters: the GGUF, or an MLX directory's largest weights file."""
+    if model.source == "server":
+        return None
+    if model.path.is_dir():
+        files = sorted(model.path.glob("*.safetensors"), key=lambda f: f.stat().st_size)
+        return files[-1] if files else None
+    return model.path if model.path.is_file() else None

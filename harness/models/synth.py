@@ -77,6 +77,7 @@ def synthesize(
     *,
     seed: int = 0,
     progress: Callable[[int, int], None] | None = None,
+    extra_metadata: dict[str, str] | None = None,
 ) -> SynthResult:
     """Write the model to ``out`` (atomically, via ``out.partial``)."""
     out = Path(out)
@@ -98,6 +99,8 @@ def synthesize(
     writer.add_string("lbench.preset", shape.name)
     writer.add_string("lbench.quant", quant.name)
     writer.add_uint32("lbench.seed", seed)
+    for key, value in (extra_metadata or {}).items():  # e.g. general.basename / general.size_label
+        writer.add_string(key, value)
     writer.add_context_length(shape.n_ctx_train)
     writer.add_embedding_length(shape.n_embd)
     writer.add_block_count(shape.n_layer)

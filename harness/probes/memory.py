@@ -44,10 +44,12 @@ def nvidia_facts() -> dict | None:
             "driver": str(pynvml.nvmlSystemGetDriverVersion())}
 
 
-def build_probes(model_path: Path) -> tuple[list[Probe], dict[str, str]]:
+def build_probes(model_path: Path | None) -> tuple[list[Probe], dict[str, str]]:
     probes: list[Probe] = []
     status: dict[str, str] = {}
-    if pagecache.available():
+    if model_path is None:
+        status["page_cache"] = "not available: the model has no local file (it lives on the server)"
+    elif pagecache.available():
         probes.append(lambda: {"file_resident_pct": _pct(pagecache.resident_fraction(model_path))})
         status["page_cache"] = "available (mincore over an mmap of the model file)"
     else:

@@ -19,7 +19,7 @@ from harness.engines.base import Setting
 from harness.engines.llama_server import LlamaServerEngine, locate
 from harness.errors import EngineError, LbenchError
 from harness.models.gguf_info import file_sha256
-from harness.models.resolve import ResolvedModel, resolve
+from harness.models.resolve import ResolvedModel, local_file, resolve_for_engine
 from harness.probes import engine_log, pagecache
 from harness.probes.host import host_facts
 from harness.probes.memory import build_probes, combine
@@ -59,33 +59,61 @@ class PreparedIdle:
     llama_idle: Path | None = None
 
 
+def make_engine(spec: IdleSpec, llama_server: str | None, options: dict):
+    server = next((e for e in spec.engines if e != "llama-idle"), "llama-server")
+    if server == "mlx":
+        from harness.engines.http_engines import MlxServerEngine
+
+        return server, MlxServerEngine(prompt_cache_size=options.get("prompt_cache_size"),
+                                       extra_args=spec.server_args)
+    if server == "openai":
+        from harness.engines.http_engines import OpenAIEngine
+
+        if not options.get("url"):
+            from harness.errors import BadInput
+
+            raise BadInput("--engine openai needs --url", hint="e.g. --url http://127.0.0.1:1234")
+        return server, OpenAIEngine(options["url"])
+    if server == "ollama":
+        from harness.engines.http_engines import OllamaEngine
+
+        return server, OllamaEngine(options.get("ollama_url") or "http://127.0.0.1:11434", options.get("ollama_env"))
+    return server, LlamaServerEngine(locate(llama_server), ctx_size=spec.ctx_size, extra_args=spec.server_args)
+
+
 def prepare_idle(spec: IdleSpec, *, llama_server: str | None = None, results: str | None = None,
                  reporter: Reporter = QuietReporter(), kind: str = "idle",
-                 llama_idle_path: str | None = None) -> PreparedIdle:
+                 llama_idle_path: str | None = None, engine_options: dict | None = None) -> PreparedIdle:
     spec.validate()
     if "llama-idle" in spec.engines and "llama-server" in spec.engines:
         merged = sorted(set(spec.pauses_s) | set(llama_idle.PAUSES_S))
         if merged != sorted(set(spec.pauses_s)):
             reporter.message("added llama-idle's pauses (0-4 s in 0.8 s steps) to the grid for the cross-check")
         spec.pauses_s = merged
-    models = [resolve(ref, progress=reporter.model_progress, announce=reporter.message) for ref in spec.models]
+    server_name, engine = make_engine(spec, llama_server, engine_options or {})
+    models = [resolve_for_engine(ref, server_name, progress=reporter.model_progress, announce=reporter.message)
+              for ref in spec.models]
     for m in models:
         if m.source == "synthetic":
             reporter.message(f"{m.ref}: SYNTHETIC model (random weights, shape of preset {m.info.preset}) "
                              f"at {m.path}")
-    engine = LlamaServerEngine(locate(llama_server), ctx_size=spec.ctx_size, extra_args=spec.server_args)
-    reporter.message(f"engine: {engine.binary.path} (build {engine.binary.build_number}, "
-                     f"chosen from {engine.binary.source})")
+    if isinstance(engine, LlamaServerEngine):
+        reporter.message(f"engine: {engine.binary.path} (build {engine.binary.build_number}, "
+                         f"chosen from {engine.binary.source})")
+    else:
+        reporter.message(f"engine: {engine.name}")
     prepared = PreparedIdle(spec, models, engine, paths.results_dir(results), kind)
     if "llama-idle" in spec.engines:
-        prepared.llama_idle = llama_idle.locate(llama_idle_path, engine.binary.path)
+        prepared.llama_idle = llama_idle.locate(llama_idle_path, engine.binary.path)  # type: ignore[union-attr]
         reporter.message(f"llama-idle: {prepared.llama_idle}")
     prepared.cells = [(m, s, e) for m in models for s in spec.settings() for e in spec.engines]
     return prepared
 
 
 def _model_entry(m: ResolvedModel) -> dict:
-    return {"label": m.label, "ref": m.ref, "source": m.source, "sha256": file_sha256(m.path), **m.info.as_dict()}
+    f = local_file(m)
+    return {"label": m.label, "ref": m.ref, "source": m.source, "sha256": file_sha256(f) if f else None,
+            **m.info.as_dict()}
 
 
 def execute_idle(prep: PreparedIdle, reporter: Reporter = QuietReporter(), *, extra_manifest: dict | None = None
@@ -94,8 +122,7 @@ def execute_idle(prep: PreparedIdle, reporter: Reporter = QuietReporter(), *, ex
     writer = RunWriter(prep.results_root, prep.kind, {
         "config": spec.as_dict(),
         "host": host_facts(),
-        "engine": {**prep.engine.facts(), "devices": engine_log.list_devices(prep.engine.binary.path),
-                   "llama_idle": str(prep.llama_idle) if prep.llama_idle else None},
+        "engine": {**prep.engine.facts(), "llama_idle": str(prep.llama_idle) if prep.llama_idle else None},
         "models": [_model_entry(m) for m in prep.models],
         "cells": [],
         **(extra_manifest or {}),
@@ -134,13 +161,13 @@ def prepare_cache(path: Path, state: str) -> dict:
 def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: ResolvedModel, setting: Setting,
               engine_name: str, reporter: Reporter) -> dict:
     spec = prep.spec
-    tag = "" if engine_name == "llama-server" else "-llama-idle"
+    tag = "" if engine_name != "llama-idle" else "-llama-idle"
     log_name = f"cell{index:02d}-{model.label}-{setting.label}{tag}.log".replace("/", "_").replace(",", "_")
     notes = prep.engine.setting_notes(setting)
     if engine_name == "llama-idle" and setting.sleep_idle_seconds is not None:
         notes.append("sleep-idle is a llama-server option; llama-idle has no idle sleep")
     env, overrides = prep.engine.environment(setting)
-    label = setting.label if engine_name == "llama-server" else f"{setting.label} (llama-idle)"
+    label = setting.label if engine_name != "llama-idle" else f"{setting.label} (llama-idle)"
     cell = {
         "index": index, "model": model.label, "setting": label, "engine": engine_name,
         "keep_alive": setting.keep_alive, "sleep_idle_seconds": setting.sleep_idle_seconds, "notes": notes,
@@ -163,9 +190,13 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
         if row["phase"] == "measure":
             cell["n_samples"] += 1
 
-    probes, cell["probes"] = build_probes(model.path)
+    weights = local_file(model)
+    probes, cell["probes"] = build_probes(weights)
     if setting.cache_state != "as-is":
-        cell["cache"] = prepare_cache(model.path, setting.cache_state)
+        if weights is None:
+            notes.append("cache state needs a local model file; this model lives on the server")
+        else:
+            cell["cache"] = prepare_cache(weights, setting.cache_state)
         if cell["cache"]["verified"] is False:
             reporter.message(f"warning: could not make {model.path.name} {setting.cache_state}: {cell['cache']}")
     try:
@@ -186,7 +217,7 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
                 cell["ready_s"] = round(time.perf_counter() - t_start, 4)
                 cell["argv"], cell["port"] = server.argv, server.port
                 if cell["cache"] is not None:
-                    after = pagecache.resident_fraction(model.path)
+                    after = pagecache.resident_fraction(weights)
                     cell["cache"]["resident_pct_when_ready"] = None if after is None else round(100 * after, 2)
                 cell["startup"] = engine_log.parse_startup(server.log_tail(400))
                 writer.save_manifest()

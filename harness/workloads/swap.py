@@ -107,11 +107,12 @@ def _error_kind(status: int | None, body: str | None, exc: BaseException | None)
     return f"http_{status}"
 
 
-async def _one(client: httpx.AsyncClient, rec: RequestRecord, n_predict: int, prompt: str) -> None:
-    body = {"model": rec.model, "prompt": prompt, "n_predict": n_predict, "cache_prompt": True, "stream": True,
-            "response_fields": ["timings"]}
+async def _one(client: httpx.AsyncClient, rec: RequestRecord, n_predict: int, prompt: str, path: str = "/completion",
+               body: dict | None = None) -> None:
+    body = body or {"model": rec.model, "prompt": prompt, "n_predict": n_predict, "cache_prompt": True,
+                    "stream": True, "response_fields": ["timings"]}
     try:
-        async with client.stream("POST", "/completion", json=body) as resp:
+        async with client.stream("POST", path, json=body) as resp:
             rec.http_status = resp.status_code
             chunks = []
             async for chunk in resp.aiter_bytes():
@@ -151,6 +152,8 @@ async def drive(
     timeout_s: float = 600.0,
     reuse_connections: bool = False,
     before_send: Callable[[str], dict] | None = None,
+    path: str = "/completion",
+    body_for: Callable[[str], dict] | None = None,
 ) -> int:
     """Send the plan; returns how many requests were sent.  Records go to ``emit`` as they finish.
 
@@ -170,7 +173,7 @@ async def drive(
             extra = before_send(model) if before_send is not None else None  # e.g. cache control: untimed
             rec = RequestRecord(index, wave_no, model, time.perf_counter(), status_at_send=status, extra=extra)
             try:
-                await _one(client, rec, n_predict, prompt)
+                await _one(client, rec, n_predict, prompt, path, body_for(model) if body_for else None)
             finally:
                 emit(rec)
 

@@ -1,0 +1,264 @@
+"""Engines other than llama-server, behind the same interface as ``LlamaServerEngine``.
+
+- ``mlx``: lbench starts ``mlx_lm server`` for a model directory (offline: HF_HUB_OFFLINE,
+  TRANSFORMERS_OFFLINE, an empty HF_HUB_CACHE).  No server timings: client-side only.
+- ``openai``: any OpenAI-compatible server the user runs (LM Studio, llama-swap, vLLM, ...)
+  at ``--url``; models are picked with the ``model`` field; client-side timing only.
+- ``ollama``: a user's Ollama at ``--ollama-url`` (default 127.0.0.1:11434), or ``ollama
+  serve`` started by lbench when it is on PATH; ``/api/generate`` reports
+  ``load_duration`` / ``prompt_eval_duration`` / ``eval_duration`` (ns).
+Every URL must be loopback: lbench never sends traffic anywhere else.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+
+from harness.engines import processes
+from harness.engines.base import Completion, Setting
+from harness.engines.llama_server import HOST, OneTokenClient, free_port
+from harness.errors import BadInput, EngineError
+
+PROMPT = "Hello world , this is an idle wake probe ."
+
+
+def check_loopback(url: str, where: str) -> str:
+    parts = urlsplit(url if "://" in url else f"http://{url}")
+    host = parts.hostname or ""
+    try:
+        ok = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        ok = False
+    if not ok or parts.scheme != "http":
+        raise BadInput(f"{url!r} is not a loopback http URL", where=where,
+                       hint="lbench only talks to servers on this machine: http://127.0.0.1:PORT")
+    return f"http://{parts.netloc}"
+
+
+class _Handle:
+    """A server an engine talks to; closes what lbench started (nothing for external servers)."""
+
+    def __init__(self, base_url: str, client: OneTokenClient, argv: list[str], proc=None, log_path: Path | None = None):
+        self.base_url = base_url
+        self.client = client
+        self.argv = argv
+        self.port = urlsplit(base_url).port
+        self.proc = proc
+        self.log_path = log_path
+        self.env_overrides: dict[str, str] = {}
+
+    def complete_one_token(self) -> Completion:
+        return self.client.complete_one_token()
+
+    def log_tail(self, n: int = 40) -> str:
+        if self.log_path is None or not self.log_path.exists():
+            return ""
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+
+    def close(self) -> None:
+        self.client.close()
+        if self.proc is not None:
+            processes.stop(self.proc)
+
+    def __enter__(self) -> "_Handle":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _wait(url: str, proc, timeout_s: float, log_path: Path | None) -> None:
+    deadline = time.monotonic() + timeout_s
+    with httpx.Client(timeout=5.0, trust_env=False) as c:
+        while time.monotonic() < deadline:
+            if proc is not None and proc.poll() is not None:
+                tail = log_path.read_text(errors="replace")[-2000:] if log_path and log_path.exists() else ""
+                raise EngineError(f"the server exited with status {proc.returncode} while starting",
+                                  where=f"{log_path}\n{tail}")
+            try:
+                if c.get(url).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+    raise EngineError(f"no answer from {url} within {timeout_s:.0f} s")
+
+
+def openai_timings(data: dict) -> dict:
+    """OpenAI responses carry no server timings; keep the cache hint when there is one."""
+    usage = data.get("usage") or {}
+    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+    return {"cache_n": cached} if cached is not None else {}
+
+
+def _client_notes(setting: Setting, engine: str) -> list[str]:
+    notes = []
+    if setting.keep_alive != "default":
+        notes.append(f"keep-alive={setting.keep_alive} is a llama.cpp Metal setting; {engine} ignores it")
+    if setting.sleep_idle_seconds is not None:
+        notes.append(f"sleep-idle is a llama-server option; {engine} has none")
+    return notes
+
+
+class MlxServerEngine:
+    name = "mlx"
+
+    def __init__(self, *, prompt_cache_size: int | None = None, extra_args: list[str] | None = None,
+                 startup_timeout_s: float = 300.0):
+        try:
+            import mlx.core  # noqa: F401
+            import mlx_lm  # noqa: F401
+        except ImportError:
+            raise BadInput("the mlx engine needs mlx and mlx-lm", where="--engine mlx",
+                           hint="pip install -e '.[mlx]'  (on Linux this installs mlx[cpu])") from None
+        self.prompt_cache_size = prompt_cache_size
+        self.extra_args = list(extra_args or [])
+        self.startup_timeout_s = startup_timeout_s
+
+    def facts(self) -> dict:
+        import mlx.core as mx
+        import mlx_lm
+
+        facts = {"engine": self.name, "mlx": mx.__version__, "mlx_lm": getattr(mlx_lm, "__version__", "?"),
+                 "python": sys.executable, "device": str(mx.default_device()),
+                 "prompt_cache": "default (on)" if self.prompt_cache_size is None
+                 else f"--prompt-cache-size {self.prompt_cache_size}" + (" (off)" if self.prompt_cache_size == 0 else ""),
+                 "timing": "client-side only (mlx_lm.server has no timing fields)"}
+        if platform.system() == "Darwin":
+            try:
+                info = mx.metal.device_info()  # the wired limit mlx_lm.server sets at start
+                facts["wired_limit_bytes"] = info.get("max_recommended_working_set_size")
+            except Exception as exc:  # no Metal (virtual Mac): record why
+                facts["wired_limit_bytes"] = f"not available: {exc}"
+        return facts
+
+    def setting_notes(self, setting: Setting) -> list[str]:
+        return _client_notes(setting, "mlx_lm.server")
+
+    def environment(self, setting: Setting) -> tuple[dict[str, str], dict[str, str]]:
+        return dict(os.environ), {}
+
+    def start(self, model_path: Path, setting: Setting, log_path: Path) -> _Handle:
+        port = free_port()
+        hub = log_path.parent / "hf-hub-empty"
+        hub.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_CACHE": str(hub)}
+        argv = [sys.executable, "-m", "mlx_lm", "server", "--model", str(model_path), "--host", HOST,
+                "--port", str(port)]
+        if self.prompt_cache_size is not None:
+            argv += ["--prompt-cache-size", str(self.prompt_cache_size)]
+        argv += self.extra_args
+        log = log_path.open("ab")
+        proc = processes.spawn(argv, env=env, stdout=log, stderr=subprocess.STDOUT)
+        base = f"http://{HOST}:{port}"
+        try:
+            _wait(base + "/v1/models", proc, self.startup_timeout_s, log_path)
+        except BaseException:
+            processes.stop(proc)  # SIGTERM, then SIGKILL: SIGINT sometimes aborts mlx_lm.server
+            raise
+        client = OneTokenClient(base, PROMPT, path="/v1/completions", timings=openai_timings,
+                                body={"model": str(model_path), "prompt": PROMPT, "max_tokens": 1, "temperature": 0})
+        return _Handle(base, client, argv, proc, log_path)
+
+
+class OpenAIEngine:
+    name = "openai"
+
+    def __init__(self, url: str):
+        self.base = check_loopback(url, "--url")
+
+    def facts(self) -> dict:
+        return {"engine": self.name, "url": self.base, "timing": "client-side only"}
+
+    def setting_notes(self, setting: Setting) -> list[str]:
+        return _client_notes(setting, "an external OpenAI-compatible server")
+
+    def environment(self, setting: Setting) -> tuple[dict[str, str], dict[str, str]]:
+        return {}, {}
+
+    def start(self, model: Path | str, setting: Setting, log_path: Path) -> _Handle:
+        _wait(self.base + "/v1/models", None, 30, None)
+        client = OneTokenClient(self.base, PROMPT, path="/v1/completions", timings=openai_timings,
+                                body={"model": str(model), "prompt": PROMPT, "max_tokens": 1, "temperature": 0})
+        return _Handle(self.base, client, [f"(external) {self.base}"])
+
+
+OLLAMA_ENV = ("OLLAMA_KEEP_ALIVE", "OLLAMA_MAX_LOADED_MODELS", "OLLAMA_NUM_PARALLEL", "OLLAMA_MAX_QUEUE")
+
+
+def ollama_timings(data: dict) -> dict:
+    """Ollama's durations (ns) in llama-server's timing names (ms)."""
+    ns = 1e-6
+    out = {}
+    if data.get("prompt_eval_duration") is not None:
+        out["prompt_ms"] = data["prompt_eval_duration"] * ns
+        out["prompt_n"] = data.get("prompt_eval_count")
+    if data.get("eval_duration") is not None:
+        out["predicted_ms"] = data["eval_duration"] * ns
+        out["predicted_n"] = data.get("eval_count")
+    if data.get("load_duration") is not None:
+        out["load_ms"] = data["load_duration"] * ns
+    return out
+
+
+def find_ollama(url: str) -> dict:
+    """Is a live Ollama answering at ``url``, or is one on PATH?"""
+    base = check_loopback(url, "--ollama-url")
+    found = {"url": base, "live": False, "binary": shutil.which("ollama")}
+    try:
+        r = httpx.get(base + "/api/version", timeout=1.0, trust_env=False)
+        found.update(live=r.status_code == 200, version=r.json().get("version"))
+    except (httpx.HTTPError, ValueError):
+        pass
+    return found
+
+
+class OllamaEngine:
+    name = "ollama"
+
+    def __init__(self, url: str = "http://127.0.0.1:11434", env: dict[str, str] | None = None):
+        self.base = check_loopback(url, "--ollama-url")
+        self.env = {k: v for k, v in (env or {}).items() if k in OLLAMA_ENV}
+
+    def facts(self) -> dict:
+        return {"engine": self.name, **find_ollama(self.base), "env": self.env}
+
+    def setting_notes(self, setting: Setting) -> list[str]:
+        notes = []
+        if setting.keep_alive == "none":
+            notes.append("keep-alive=none is a llama.cpp Metal setting; for Ollama use seconds (per-request keep_alive)")
+        if setting.sleep_idle_seconds is not None:
+            notes.append("sleep-idle is a llama-server option; Ollama unloads on keep_alive expiry")
+        return notes
+
+    def environment(self, setting: Setting) -> tuple[dict[str, str], dict[str, str]]:
+        return {**os.environ, **self.env}, dict(self.env)
+
+    def start(self, model: Path | str, setting: Setting, log_path: Path) -> _Handle:
+        proc = None
+        argv = [f"(external) {self.base}"]
+        if not find_ollama(self.base)["live"]:
+            binary = shutil.which("ollama")
+            if not binary:
+                raise EngineError(f"no Ollama answers at {self.base} and `ollama` is not on PATH",
+                                  hint="start Ollama, or pass --ollama-url")
+            env, _ = self.environment(setting)
+            env["OLLAMA_HOST"] = urlsplit(self.base).netloc
+            argv = [binary, "serve"]
+            proc = processes.spawn(argv, env=env, stdout=log_path.open("ab"), stderr=subprocess.STDOUT)
+            _wait(self.base + "/api/version", proc, 60, log_path)
+        body = {"model": str(model), "prompt": PROMPT, "stream": False, "options": {"num_predict": 1}}
+        if setting.keep_alive.isdigit():
+            body["keep_alive"] = f"{setting.keep_alive}s"
+        client = OneTokenClient(self.base, PROMPT, path="/api/generate", timings=ollama_timings, body=body)
+        return _Handle(self.base, client, argv, proc, log_path if proc else None)
