@@ -245,22 +245,26 @@ def summarize_frames(requests: pd.DataFrame, events: pd.DataFrame, memory: pd.Da
         findings.append(f"cold requests: p50 {cold['p50_ms']:.1f} ms, p99 {cold['p99_ms']:.1f} ms (n={cold['n']}); "
                         + warm_text)
 
-    errors = requests[requests["error"].notna()] if not requests.empty else requests
-    if len(errors):
-        kinds = errors["error_kind"].value_counts().to_dict()
-        findings.append("errors: " + ", ".join(f"{k} x{v}" for k, v in kinds.items()))
-    else:
-        findings.append("no request failed")
-    client, sampler = client or {}, sampler or {}
-    if client.get("cpu_share_of_one_core") is not None:
-        findings.append(f"client: {client['requests_per_s']:.0f} requests/s using "
-                        f"{100 * client['cpu_share_of_one_core']:.0f}% of one core; sampler "
-                        f"{sampler.get('achieved_hz') or 0:.0f} Hz using "
-                        f"{100 * (sampler.get('cpu_share_of_one_core') or 0):.2f}% of one core")
-    if status != "complete":
-        findings.append(f"the run ended {status}: {error}")
+    findings += closing_findings(requests, client or {}, sampler or {}, status, error)
     figures["phases_median_ms"] = {p: _pct(swaps[p], 50) for p in PHASES} if not swaps.empty else {}
     return SwapSummary(latency, swaps, lru, findings, json.loads(json.dumps(figures, default=float)))
+
+
+def closing_findings(requests: pd.DataFrame, client: dict, sampler: dict, status: str | None, error: str
+                     ) -> list[str]:
+    """Errors by kind, the harness's own cost, and how the run ended: the same for every engine."""
+    out = []
+    errors = requests[requests["error"].notna()] if not requests.empty else requests
+    out.append("errors: " + ", ".join(f"{k} x{v}" for k, v in errors["error_kind"].value_counts().items())
+               if len(errors) else "no request failed")
+    if client.get("cpu_share_of_one_core") is not None:
+        out.append(f"client: {client['requests_per_s']:.0f} requests/s using "
+                   f"{100 * client['cpu_share_of_one_core']:.0f}% of one core; sampler "
+                   f"{sampler.get('achieved_hz') or 0:.0f} Hz using "
+                   f"{100 * (sampler.get('cpu_share_of_one_core') or 0):.2f}% of one core")
+    if status != "complete":
+        out.append(f"the run ended {status}: {error}")
+    return out
 
 
 def _summarize_mlx(requests: pd.DataFrame, memory: pd.DataFrame, model_sizes: list[int], client: dict,
@@ -281,16 +285,7 @@ def _summarize_mlx(requests: pd.DataFrame, memory: pd.DataFrame, model_sizes: li
     if cold["n"]:
         findings.append(f"requests for another model: p50 {cold['p50_ms']:.1f} ms (n={cold['n']}); same model: "
                         + (f"p50 {warm['p50_ms']:.1f} ms (n={warm['n']})" if warm["n"] else "none"))
-    errors = requests[requests["error"].notna()] if not requests.empty else requests
-    findings.append("errors: " + ", ".join(f"{k} x{v}" for k, v in errors["error_kind"].value_counts().items())
-                    if len(errors) else "no request failed")
-    if client.get("cpu_share_of_one_core") is not None:
-        findings.append(f"client: {client['requests_per_s']:.0f} requests/s using "
-                        f"{100 * client['cpu_share_of_one_core']:.0f}% of one core; sampler "
-                        f"{sampler.get('achieved_hz') or 0:.0f} Hz using "
-                        f"{100 * (sampler.get('cpu_share_of_one_core') or 0):.2f}% of one core")
-    if status != "complete":
-        findings.append(f"the run ended {status}: {error}")
+    findings += closing_findings(requests, client, sampler, status, error)
     return SwapSummary(latency, pd.DataFrame(columns=["model", "t_spawn_s", "request_index", "victim", *PHASES,
                                                       "total_ms"]),
                        pd.DataFrame(columns=["t_s", "victim", "expected", "match", "candidates"]), findings,

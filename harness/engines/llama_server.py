@@ -133,6 +133,15 @@ class LlamaServerEngine:
                     f"this host ({platform.system()} {platform.machine()}) has no Metal, so it has no effect"]
         return []
 
+    def verbose_startup_log(self, model_path: Path, setting: Setting, log_path: Path) -> str:
+        """Start the server once at ``-lv 4`` (Metal prints its residency facts only there), stop it,
+        return the log.  The measured server runs at the default verbosity."""
+        probe = LlamaServerEngine(self.binary, ctx_size=self.ctx_size, extra_args=[*self.extra_args, "-lv", "4"],
+                                  startup_timeout_s=self.startup_timeout_s, prompt=self.prompt)
+        with probe.start(model_path, setting, log_path):
+            pass
+        return log_path.read_text(errors="replace")
+
     def environment(self, setting: Setting) -> tuple[dict[str, str], dict[str, str]]:
         """(full env for the child, the overrides lbench applied)."""
         env = {k: v for k, v in os.environ.items()

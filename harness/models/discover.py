@@ -27,7 +27,7 @@ from pathlib import Path
 
 import gguf
 
-from harness import paths
+from harness.filecache import FileKeyedCache
 
 MODEL_LAYER = "application/vnd.ollama.image.model"
 
@@ -86,16 +86,13 @@ def _ollama_models(root: Path) -> list[tuple[Path, str]]:
     return out
 
 
+METADATA_CACHE = FileKeyedCache("gguf-metadata-cache")
+
+
 def _metadata(path: Path) -> dict:
-    st = path.stat()
-    cache_file = paths.cache_dir() / "gguf-metadata-cache.json"
-    key = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
-    try:
-        cache = json.loads(cache_file.read_text())
-    except (OSError, ValueError):
-        cache = {}
-    if key in cache:
-        return cache[key]
+    cached = METADATA_CACHE.get(path)
+    if cached is not None:
+        return cached
     meta: dict = {}
     try:
         reader = gguf.GGUFReader(path, "r")
@@ -106,11 +103,7 @@ def _metadata(path: Path) -> dict:
                 meta[k] = f.contents()
     except Exception as exc:  # a damaged file is listed, without aliases
         meta["error"] = f"{type(exc).__name__}: {exc}"
-    cache[key] = meta
-    cache_file.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache_file.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(cache))
-    os.replace(tmp, cache_file)
+    METADATA_CACHE.put(path, meta)
     return meta
 
 

@@ -7,7 +7,6 @@ that is not GGUF, or whose tensor data runs past its end (truncated), is bad inp
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections import Counter
 from dataclasses import asdict, dataclass
@@ -15,8 +14,8 @@ from pathlib import Path
 
 import gguf
 
-from harness import paths
 from harness.errors import BadInput
+from harness.filecache import FileKeyedCache
 from harness.models.synth import SYNTHETIC_KEY
 
 GGUF_MAGIC = b"GGUF"
@@ -103,37 +102,22 @@ def read_model_info(path: str | os.PathLike[str]) -> ModelInfo:
     )
 
 
+SHA256_CACHE = FileKeyedCache("sha256-cache")
+
+
 def file_sha256(path: str | os.PathLike[str]) -> str:
     """sha256 of a file, cached by (path, size, mtime) so big models hash once."""
-    p = Path(path).resolve()
-    st = p.stat()
-    cache_file = paths.cache_dir() / "sha256-cache.json"
-    key = f"{p}|{st.st_size}|{st.st_mtime_ns}"
-    try:
-        cache = json.loads(cache_file.read_text())
-    except (OSError, ValueError):
-        cache = {}
-    if key in cache:
-        return cache[key]
+    cached = SHA256_CACHE.get(path)
+    if cached:
+        return cached
     h = hashlib.sha256()
-    with p.open("rb") as fh:
+    with Path(path).open("rb") as fh:
         for chunk in iter(lambda: fh.read(8 << 20), b""):
             h.update(chunk)
-    remember_sha256(p, h.hexdigest(), cache)
+    SHA256_CACHE.put(path, h.hexdigest())
     return h.hexdigest()
 
 
-def remember_sha256(path: Path, digest: str, cache: dict | None = None) -> None:
-    p = Path(path).resolve()
-    st = p.stat()
-    cache_file = paths.cache_dir() / "sha256-cache.json"
-    if cache is None:
-        try:
-            cache = json.loads(cache_file.read_text())
-        except (OSError, ValueError):
-            cache = {}
-    cache[f"{p}|{st.st_size}|{st.st_mtime_ns}"] = digest
-    cache_file.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache_file.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(cache, indent=0))
-    os.replace(tmp, cache_file)
+def remember_sha256(path: Path, digest: str) -> None:
+    """Record a digest computed while writing the file (the synthetic generator does)."""
+    SHA256_CACHE.put(path, digest)

@@ -4,7 +4,8 @@ At the default verbosity the log has threads, slots and load timing; the Metal
 lines (``use residency sets``, the residency keep-alive, ``recommendedMaxWorkingSetSize``)
 need ``-lv 4``.  The measured server stays at the default verbosity (more logging
 would add work during measurement); on a Metal host a separate short start at
-``-lv 4`` captures those lines (``metal_startup_facts``).
+``-lv 4`` captures those lines (``LlamaServerEngine.verbose_startup_log``; the cell's
+``startup_metal`` facts).
 """
 
 from __future__ import annotations

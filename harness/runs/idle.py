@@ -145,8 +145,22 @@ def execute_idle(prep: PreparedIdle, reporter: Reporter = QuietReporter(), *, ex
 
 
 def prepare_cache(path: Path, state: str) -> dict:
-    """Put the model file in the asked page-cache state before a server maps it; verify."""
+    """Put the model file in the asked page-cache state before a server maps it; verify.
+
+    Linux: posix_fadvise, verified with mincore.  macOS: ``purge`` (flushes the whole file
+    cache) when lbench runs as root; there is no residency probe there, so it is unverified.
+    """
     before = pagecache.resident_fraction(path)
+    if state == "cold" and not pagecache.available():
+        import os
+        import platform
+        import subprocess
+
+        purged = platform.system() == "Darwin" and os.geteuid() == 0 and \
+            subprocess.run(["purge"], capture_output=True).returncode == 0
+        return {"state": state, "resident_pct_found": None, "resident_pct_at_start": None,
+                "verified": None, "method": "purge (unverified)" if purged else
+                "not available: needs Linux, or root for purge on macOS"}
     if state == "cold":
         pagecache.evict(path)
     elif state == "warm":
@@ -212,6 +226,11 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
                                                           emit_idle)
             cell["sweep_wall_s"] = time.perf_counter() - t0
         else:
+            if isinstance(prep.engine, LlamaServerEngine) and prep.engine.metal_available():
+                # residency facts are printed only at -lv 4: read them from a short separate start
+                verbose = prep.engine.verbose_startup_log(model.path, setting,
+                                                          writer.log_path(log_name.replace(".log", "-lv4.log")))
+                cell["startup_metal"] = engine_log.parse_startup(verbose)
             t_start = time.perf_counter()
             with prep.engine.start(model.path, setting, writer.log_path(log_name)) as server:
                 cell["ready_s"] = round(time.perf_counter() - t_start, 4)
