@@ -112,6 +112,7 @@ class RunWriter:
                 frame.to_parquet(self.dir / f"{table}.parquet", index=False)
         self.manifest["ended_at"] = utc_now()
         self.manifest["n_samples"] = self.counts.get("samples", 0)
+        self.manifest["rows"] = dict(self.counts)  # per table: samples, requests, events, memory, verdicts
         if error:
             self.manifest["error"] = error
         self.save_manifest()

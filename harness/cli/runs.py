@@ -25,11 +25,15 @@ def runs(results: str = typer.Option(None, "--results", help="Results directory 
     """
     root = paths.results_dir(results)
     table = Table(title=f"runs in {root}")
-    for col in ("run id", "kind", "status", "samples", "models", "started"):
-        table.add_column(col)
+    for col in ("run id", "kind", "status", "rows", "models", "started"):
+        table.add_column(col, no_wrap=col == "run id")
+    primary = {"swap": "requests", "repro": "verdicts"}
     for run in list_runs(root):
         m = run.manifest
-        n = m.get("n_samples") or len(run.table("samples"))
+        name = primary.get(m.get("kind"), "samples")
+        n = (m.get("rows") or {}).get(name) or (m.get("n_samples") if name == "samples" else None) \
+            or len(run.table(name))
+        n = f"{n} {name}"
         models = ", ".join(x.get("label", "?") for x in m.get("models", []))
         status = m.get("status", "?")
         if status == "running":
