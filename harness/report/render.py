@@ -88,9 +88,9 @@ def cross_check(samples) -> list[dict]:
         server = g[g["engine"] == "llama-server"]
         idle = g[g["engine"] == "llama-idle"]
         for pause in sorted(set(idle["pause_requested_s"]) & set(server["pause_requested_s"])):
-            s_lat = server[server["pause_requested_s"] == pause]["latency_ms"].median()
-            s_srv = server[server["pause_requested_s"] == pause]["server_prompt_ms"].median()
-            i_lat = idle[idle["pause_requested_s"] == pause]["latency_ms"].median()
+            s_lat = float(server[server["pause_requested_s"] == pause]["latency_ms"].median())
+            s_srv = float(server[server["pause_requested_s"] == pause]["server_prompt_ms"].median())
+            i_lat = float(idle[idle["pause_requested_s"] == pause]["latency_ms"].median())
             rows.append({"model": model, "pause_s": pause, "http_latency_ms": s_lat, "server_prompt_ms": s_srv,
                          "llama_idle_ms": i_lat, "ratio_http": s_lat / i_lat if i_lat else float("nan"),
                          "ratio_server": s_srv / i_lat if i_lat else float("nan")})

@@ -67,13 +67,19 @@ def _save(lab: Lab, ev: Evidence) -> None:
     ev.figures.setdefault("peak_children", lab.peak_children())
 
 
-def _long_request_busy(lab: Lab, model: str, n_predict: int) -> tuple[object, float]:
-    """Start a long generation on ``model`` and return once the router has proxied it."""
+def _long_request_busy(lab: Lab, model: str, n_predict: int):
+    """Start a long generation on ``model``; return its thread once the router has proxied it."""
     after = lab.now()
     thread = lab.request_in_background(model, n_predict, ignore_eos=True)
     if lab.wait_for("proxy", model, timeout=30, after=after) is None:
         raise Inconclusive(f"the long request to {model} was never proxied")
-    return thread, lab.now()
+    return thread
+
+
+def _loaded_and_busy(lab: Lab, model: str, p: dict, default_n: int = 4000):
+    """Load ``model`` with one request, then keep it busy with a long generation."""
+    lab.request(model)
+    return _long_request_busy(lab, model, int(p.get("n_predict", default_n)))
 
 
 # ---- scenarios ------------------------------------------------------------------
@@ -145,7 +151,7 @@ def busy_victim(ctx: Context, p: dict) -> Evidence:
     with ctx.lab(models, models_max=2, ctx_size=int(p.get("ctx_size", 4096))) as lab:
         lab.request(a)
         lab.request(b)
-        long_thread, _ = _long_request_busy(lab, a, int(p.get("n_predict", 4000)))
+        long_thread = _long_request_busy(lab, a, int(p.get("n_predict", 4000)))
         lab.request(b)  # B is now the most recently used
         lab.request(c)
         a_still_busy = long_thread.is_alive()
@@ -166,8 +172,7 @@ def limit_reached(ctx: Context, p: dict) -> Evidence:
     a, b = models[0].name, models[1].name
     ev = Evidence()
     with ctx.lab(models, models_max=1, ctx_size=int(p.get("ctx_size", 4096))) as lab:
-        lab.request(a)
-        long_thread, _ = _long_request_busy(lab, a, int(p.get("n_predict", 4000)))
+        long_thread = _loaded_and_busy(lab, a, p, 4000)
         reply = lab.post("/models/load", b)
         busy = long_thread.is_alive()
         long_thread.join(120)
@@ -186,8 +191,7 @@ def waiter_recheck(ctx: Context, p: dict) -> Evidence:
     a, b = models[0].name, models[1].name
     ev = Evidence()
     with ctx.lab(models, models_max=1, ctx_size=int(p.get("ctx_size", 4096))) as lab:
-        lab.request(a)
-        long_thread, _ = _long_request_busy(lab, a, int(p.get("n_predict", 4000)))
+        long_thread = _loaded_and_busy(lab, a, p, 4000)
         b_thread = lab.request_in_background(b)
         queued = lab.wait_for("queued", b, timeout=10)
         long_thread.join(120)
@@ -317,8 +321,7 @@ def cancel_waiting(ctx: Context, p: dict) -> Evidence:
     a, b, c = (m.name for m in models[:3])
     ev = Evidence()
     with ctx.lab(models, models_max=1, ctx_size=int(p.get("ctx_size", 4096))) as lab:
-        lab.request(a)
-        long_thread, _ = _long_request_busy(lab, a, int(p.get("n_predict", 6000)))
+        long_thread = _loaded_and_busy(lab, a, p, 6000)
         b_reply = lab.request(b, timeout=float(p.get("client_timeout_s", 0.3)))
         c_thread = lab.request_in_background(c)
         busy = long_thread.is_alive()
