@@ -50,7 +50,8 @@ def build_probes(model_path: Path | None) -> tuple[list[Probe], dict[str, str]]:
     if model_path is None:
         status["page_cache"] = "not available: the model has no local file (it lives on the server)"
     elif pagecache.available():
-        probes.append(lambda: {"file_resident_pct": _pct(pagecache.resident_fraction(model_path))})
+        residency = pagecache.ResidencyProbe(model_path)  # one mapping for the whole sweep
+        probes.append(lambda: {"file_resident_pct": _pct(residency())})
         status["page_cache"] = "available (mincore over an mmap of the model file)"
     else:
         status["page_cache"] = "not available: needs Linux mincore/posix_fadvise"

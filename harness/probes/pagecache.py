@@ -61,6 +61,45 @@ def resident_fraction(path: str | os.PathLike[str]) -> float | None:
     return resident / n_pages
 
 
+class ResidencyProbe:
+    """``resident_fraction`` for one file, with the mapping kept between readings.
+
+    Mapping and unmapping the model file on every reading made one-tick (~4 ms) stalls
+    of the measured requests far more frequent (8 of 500 requests over 2 ms, against 0
+    without the probe); one mapping for the whole sweep, only ``mincore`` per reading,
+    removes that.  The mapping is never touched, so it faults nothing in and does not
+    keep pages from being evicted.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.size = os.path.getsize(path)
+        self.n_pages = max((self.size + PAGE - 1) // PAGE, 1)
+        self.vec = ctypes.create_string_buffer(self.n_pages)
+        self.view = np.frombuffer(self.vec, dtype=np.uint8)
+        self.fd = os.open(path, os.O_RDONLY)
+        self.addr = _libc.mmap(None, self.size, mmap.PROT_READ, mmap.MAP_SHARED, self.fd, 0) if self.size else None
+        if self.addr == MAP_FAILED:
+            self.addr = None
+
+    def __call__(self) -> float | None:
+        if self.size == 0:
+            return 1.0
+        if self.addr is None or _libc.mincore(self.addr, self.size, self.vec) != 0:
+            return None
+        return int(np.count_nonzero(self.view & 1)) / self.n_pages
+
+    def close(self) -> None:
+        if self.addr is not None:
+            _libc.munmap(self.addr, self.size)
+            self.addr = None
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def __del__(self) -> None:
+        self.close()
+
+
 def evict(path: str | os.PathLike[str]) -> None:
     if not available():
         return
