@@ -76,7 +76,7 @@ def list_models() -> None:
     Examples:
       lbench model list
     """
-    from harness.models.discover import discover, search_roots
+    from harness.models.discover import discover
 
     table = Table(title=f"catalog: {paths.catalog_path()}")
     table.add_column("alias")
