@@ -185,7 +185,7 @@ def install(
         started = time.time()
         log(f"configuring llama.cpp ({plan.backend}) in {build_dir}")
         _run_logged(["cmake", "-S", str(tree), "-B", str(build_dir), *cmake_args], plan.root, logfile, on_line)
-        log(f"building {', '.join(TARGETS)} with {jobs} jobs (about 12 min on 2 cores the first time)")
+        log(f"building {', '.join(TARGETS)} with {jobs} jobs (several minutes the first time; cached after)")
         _run_logged(["cmake", "--build", str(build_dir), "--config", "Release", f"-j{jobs}",
                      "--target", *TARGETS], plan.root, logfile, on_line)
         plan.bin_dir.mkdir(parents=True, exist_ok=True)
