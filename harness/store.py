@@ -22,7 +22,6 @@ import secrets
 import shlex
 import sys
 import threading
-import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -192,7 +191,3 @@ def list_runs(results_root: Path) -> list[Run]:
             except ValueError:
                 continue
     return runs
-
-
-def wall_clock() -> float:
-    return time.time()

@@ -60,13 +60,6 @@ def summarize_by_pause(samples: pd.DataFrame, value: str = "latency_ms") -> pd.D
     return pd.DataFrame(rows, columns=cols)
 
 
-def error_counts(samples: pd.DataFrame) -> pd.DataFrame:
-    if samples.empty or "error" not in samples:
-        return pd.DataFrame(columns=CELL_KEYS + ["n_errors"])
-    bad = samples[samples["error"].notna()]
-    return bad.groupby(CELL_KEYS).size().rename("n_errors").reset_index()
-
-
 def percentile(values, q: float) -> float:
     x = np.asarray(values, dtype=float)
     x = x[np.isfinite(x)]

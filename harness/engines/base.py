@@ -69,14 +69,22 @@ class Engine(Protocol):
         """Why parts of ``setting`` have no effect here (empty when all apply)."""
         ...
 
-    def start(self, model_path: Path, setting: Setting, log_path: Path) -> "RunningServer": ...
+    def environment(self, setting: Setting) -> tuple[dict[str, str], dict[str, str]]:
+        """(the server's full environment, the variables lbench set for ``setting``)."""
+        ...
+
+    def start(self, model: Path | str, setting: Setting, log_path: Path) -> "RunningServer":
+        """``model`` is a local file or directory, or a server-side model name."""
+        ...
 
 
 class RunningServer(Server, Protocol):
     """A started server; also a context manager that stops it on exit."""
 
     argv: list[str]
-    env_overrides: dict[str, str]
+    port: int | None
+
+    def log_tail(self, n: int = 40) -> str: ...
 
     def __enter__(self) -> "RunningServer": ...
 

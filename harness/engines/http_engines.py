@@ -55,7 +55,6 @@ class _Handle:
         self.port = urlsplit(base_url).port
         self.proc = proc
         self.log_path = log_path
-        self.env_overrides: dict[str, str] = {}
 
     def complete_one_token(self) -> Completion:
         return self.client.complete_one_token()

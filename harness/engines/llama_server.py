@@ -162,12 +162,11 @@ class LlamaServerEngine:
         return argv + self.extra_args
 
     def start(self, model_path: Path, setting: Setting, log_path: Path) -> "LlamaServerProcess":
-        env, overrides = self.environment(setting)
+        env, _ = self.environment(setting)
         last_error = None
         for _attempt in range(3):  # a free port can be taken between probe and bind
             port = free_port()
-            server = LlamaServerProcess(self.argv(model_path, setting, port), env, overrides, port,
-                                        log_path, self.prompt)
+            server = LlamaServerProcess(self.argv(model_path, setting, port), env, port, log_path, self.prompt)
             try:
                 server.wait_ready(self.startup_timeout_s)
                 return server
@@ -183,10 +182,8 @@ class LlamaServerEngine:
 class LlamaServerProcess:
     """One running llama-server bound to 127.0.0.1, with a keep-alive client."""
 
-    def __init__(self, argv: list[str], env: dict[str, str], overrides: dict[str, str], port: int,
-                 log_path: Path, prompt: str):
+    def __init__(self, argv: list[str], env: dict[str, str], port: int, log_path: Path, prompt: str):
         self.argv = argv
-        self.env_overrides = overrides
         self.port = port
         self.base_url = f"http://{HOST}:{port}"
         self.log_path = log_path

@@ -91,9 +91,4 @@ def stop_all(timeout_s: float = 5.0) -> None:
         stop(proc, timeout_s)
 
 
-def live_count() -> int:
-    with _LOCK:
-        return sum(1 for p in _LIVE if p.poll() is None)
-
-
 atexit.register(stop_all)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import platform
 import socket
-import subprocess
 import sys
 
 import psutil
@@ -16,18 +15,10 @@ import psutil
 from harness.probes import macos
 
 
-def _sysctl(key: str) -> str | None:
-    try:
-        out = subprocess.run(["sysctl", "-n", key], capture_output=True, text=True, timeout=5)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
-
-
 def cpu_model() -> str:
     system = platform.system()
-    if system == "Darwin":
-        return _sysctl("machdep.cpu.brand_string") or platform.processor() or "unknown"
+    if system == "Darwin":  # host_facts() replaces this with the chip read by probes/macos.py
+        return platform.processor() or "unknown"
     if system == "Linux":
         try:
             with open("/proc/cpuinfo") as fh:

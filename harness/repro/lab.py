@@ -110,12 +110,6 @@ class Lab:
         return pd.DataFrame([{"t_s": self.rel(s.t), "children_alive": s.n_children, "rss_total_bytes": s.total_rss}
                              for s in list(self.samples)], columns=["t_s", "children_alive", "rss_total_bytes"])
 
-    def request_frame(self) -> pd.DataFrame:
-        rows = [{"index": i, "model": r.model, "t_send_s": self.rel(r.t_send), "t_done_s": self.rel(r.t_done),
-                 "t_first_byte_s": self.rel(r.t_done), "latency_ms": r.latency_ms, "http_status": r.status,
-                 "error": r.error, "error_kind": None, "resident_at_send": None} for i, r in enumerate(self.replies)]
-        return pd.DataFrame(rows)
-
     def lines(self, *kinds: str) -> list[str]:
         return [f"t={self.rel(e.t):.3f}s {e.source}: {e.text}" for e in self.events if not kinds or e.kind in kinds]
 

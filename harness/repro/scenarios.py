@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.analysis.swap import lru_check, summarize_frames
+from harness.analysis.swap import summarize_frames
 from harness.engines.base import Setting
 from harness.engines.llama_server import Binary, LlamaServerEngine
 from harness.engines.router import RouterModel
@@ -410,4 +410,4 @@ SCENARIOS: dict[str, Callable[[Context, dict], Evidence]] = {
     "idle-cpu": idle_cpu,
 }
 
-__all__ = ["SCENARIOS", "Context", "Evidence", "Inconclusive", "lru_check"]
+__all__ = ["SCENARIOS", "Context", "Evidence", "Inconclusive"]

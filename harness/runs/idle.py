@@ -17,7 +17,7 @@ from harness import paths
 from harness.engines import llama_idle
 from harness.engines.base import Setting
 from harness.engines.llama_server import LlamaServerEngine, locate
-from harness.errors import EngineError, LbenchError
+from harness.errors import EngineError
 from harness.models.gguf_info import file_sha256
 from harness.models.resolve import ResolvedModel, local_file, resolve_for_engine
 from harness.probes import engine_log, pagecache
@@ -261,4 +261,4 @@ def run_idle(spec: IdleSpec, **kwargs) -> Run:
     return execute_idle(prep, reporter)
 
 
-__all__ = ["prepare_idle", "execute_idle", "run_idle", "PreparedIdle", "LbenchError"]
+__all__ = ["prepare_idle", "execute_idle", "run_idle", "PreparedIdle"]
