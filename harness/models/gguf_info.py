@@ -2,6 +2,7 @@
 
 Uses ``gguf.GGUFReader`` (memory-mapped, reads only the header and index).  A file
 that is not GGUF, or whose tensor data runs past its end (truncated), is bad input.
+Results for good files are cached by (path, size, mtime).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from harness.filecache import FileKeyedCache
 from harness.models.synth import SYNTHETIC_KEY
 
 GGUF_MAGIC = b"GGUF"
+MODEL_INFO_CACHE = FileKeyedCache("model-info-cache")  # parsing a 128k-token vocabulary takes seconds
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,9 @@ def read_model_info(path: str | os.PathLike[str]) -> ModelInfo:
             where=f"first bytes are {magic!r}, expected b'GGUF'",
             hint="pass a .gguf model (lbench model synth makes one)",
         )
+    cached = MODEL_INFO_CACHE.get(p)
+    if cached is not None:  # same path, size and mtime: the file was read and found good before
+        return ModelInfo(**cached)
     try:
         reader = gguf.GGUFReader(p, "r")
     except Exception as exc:  # the library raises several types for damaged headers
@@ -88,7 +93,7 @@ def read_model_info(path: str | os.PathLike[str]) -> ModelInfo:
         weights = Counter(t.tensor_type.name for t in reader.tensors if len(t.shape) > 1)
         quant = weights.most_common(1)[0][0] if weights else "unknown"
     synthetic = bool(_field(reader, SYNTHETIC_KEY))
-    return ModelInfo(
+    info = ModelInfo(
         path=str(p.resolve()),
         bytes=size,
         arch=str(arch),
@@ -100,6 +105,8 @@ def read_model_info(path: str | os.PathLike[str]) -> ModelInfo:
         synthetic=synthetic,
         preset=_field(reader, "lbench.preset") if synthetic else None,
     )
+    MODEL_INFO_CACHE.put(p, info.as_dict())
+    return info
 
 
 SHA256_CACHE = FileKeyedCache("sha256-cache")
