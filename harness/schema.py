@@ -41,6 +41,10 @@ SAMPLE_COLUMNS: dict[str, tuple[str, str]] = {
     "file_resident_pct_after": ("float64", "the same, just after the response"),
     "wired_bytes_before": ("Int64", "macOS wired memory just before the request (null elsewhere)"),
     "wired_bytes_after": ("Int64", "macOS wired memory just after the response"),
+    "apple_gpu_in_use_bytes_before": ("Int64", "macOS ioreg 'In use system memory' just before the request"),
+    "apple_gpu_in_use_bytes_after": ("Int64", "the same, just after the response"),
+    "apple_gpu_alloc_bytes_before": ("Int64", "macOS ioreg 'Alloc system memory' just before the request"),
+    "apple_gpu_alloc_bytes_after": ("Int64", "the same, just after the response"),
     "gpu_used_bytes_before": ("Int64", "NVIDIA GPU memory used just before the request (NVML; null elsewhere)"),
     "gpu_used_bytes_after": ("Int64", "NVIDIA GPU memory used just after the response"),
 }

@@ -118,3 +118,23 @@ def penalty_per_gb(points: list[tuple[float, float]]) -> dict | None:
     return {"slope_ms_per_gb": float(fit.slope), "slope_ci": (float(fit.slope - t * fit.stderr),
                                                               float(fit.slope + t * fit.stderr)),
             "intercept_ms": float(fit.intercept), "r2": float(fit.rvalue ** 2), "n_models": len(pts)}
+
+
+def wake_summary(samples: pd.DataFrame, models: list[dict], n_boot: int = 300) -> tuple[list[dict], list[dict]]:
+    """Per (model, setting): the fitted wake step; per setting: penalty per GB across models.
+
+    ``samples`` are measured rows; ``models`` the manifest's model entries (label, bytes).
+    """
+    size_gb = {m.get("label"): (m.get("bytes") or 0) / 1e9 for m in models}
+    rows = []
+    for (model, setting), f in fit_all(samples, n_boot=n_boot).items():
+        rows.append({"model": model, "setting": setting, "gb": size_gb.get(model), "threshold_s": f.threshold_s,
+                     "threshold_ci": f.threshold_ci, "penalty_ms": f.penalty_ms, "penalty_ci": f.penalty_ci,
+                     "warm_median_ms": f.warm_median_ms, "woken_median_ms": f.woken_median_ms})
+    per_gb = []
+    for setting in dict.fromkeys(r["setting"] for r in rows):
+        fit = penalty_per_gb([(r["gb"], r["penalty_ms"]) for r in rows
+                              if r["setting"] == setting and r["gb"] and r["penalty_ms"] is not None])
+        if fit:
+            per_gb.append({"setting": setting, **fit})
+    return rows, per_gb

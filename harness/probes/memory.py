@@ -6,6 +6,7 @@ report shows "not available" rather than zeros.
 
 - page cache (Linux): percent of the model file resident (mincore);
 - wired memory (macOS): ``vm_stat`` pages wired down x page size;
+- Apple GPU memory (macOS): ioreg's ``In use system memory`` / ``Alloc system memory``;
 - NVIDIA GPU memory used (NVML via the optional ``nvidia-ml-py`` package).
 """
 
@@ -58,8 +59,17 @@ def build_probes(model_path: Path | None) -> tuple[list[Probe], dict[str, str]]:
     if macos.on_macos():
         probes.append(lambda: {"wired_bytes": macos.read_wired_bytes()})
         status["wired"] = "available (vm_stat)"
+
+        def apple_gpu() -> dict:
+            g = macos.read_gpu_memory() or {}
+            return {"apple_gpu_in_use_bytes": g.get("in_use_system_memory_bytes"),
+                    "apple_gpu_alloc_bytes": g.get("alloc_system_memory_bytes")}
+
+        probes.append(apple_gpu)
+        status["apple_gpu"] = "available (ioreg AGXAccelerator PerformanceStatistics)"
     else:
         status["wired"] = "not available: wired memory is a macOS reading"
+        status["apple_gpu"] = "not available: an Apple GPU reading"
     nv, why = _nvml_handle()
     if nv is not None:
         pynvml, handle = nv

@@ -15,7 +15,7 @@ import socket
 from pathlib import Path
 
 from harness.analysis import stats
-from harness.analysis.regimes import fit_all
+from harness.analysis.regimes import wake_summary
 from harness.store import Run
 
 
@@ -55,14 +55,17 @@ def _idle_section(run: Run, out_dir: Path) -> tuple[str, list[str]]:
         first, last = g.iloc[0], g.iloc[-1]
         lines.append(f"- **{model}**, {setting}: median {first['median']:.1f} ms after {first['pause_requested_s']:g} s "
                      f"→ {last['median']:.1f} ms after {last['pause_requested_s']:g} s")
-    fits = fit_all(good, n_boot=300) if not good.empty else {}
-    for (model, setting), f in fits.items():
-        if f.threshold_s is not None:
-            lines.append(f"- wake step for {model} / {setting}: from {f.threshold_s:g} s "
-                         f"(95% CI {f.threshold_ci[0]:g}–{f.threshold_ci[1]:g} s), penalty {f.penalty_ms:.1f} ms "
-                         f"(95% CI {f.penalty_ci[0]:.1f}–{f.penalty_ci[1]:.1f})")
+    wake, per_gb = wake_summary(good, run.manifest.get("models", [])) if not good.empty else ([], [])
+    for w in wake:
+        if w["threshold_s"] is not None:
+            lines.append(f"- wake step for {w['model']} / {w['setting']}: from {w['threshold_s']:g} s "
+                         f"(95% CI {w['threshold_ci'][0]:g}–{w['threshold_ci'][1]:g} s), penalty "
+                         f"{w['penalty_ms']:.1f} ms (95% CI {w['penalty_ci'][0]:.1f}–{w['penalty_ci'][1]:.1f})")
         else:
-            lines.append(f"- no clear wake step for {model} / {setting}")
+            lines.append(f"- no clear wake step for {w['model']} / {w['setting']}")
+    for g in per_gb:
+        lines.append(f"- penalty per GB, {g['setting']}: {g['slope_ms_per_gb']:.1f} ms/GB (95% CI "
+                     f"{g['slope_ci'][0]:.1f}–{g['slope_ci'][1]:.1f}, R² {g['r2']:.2f}, {g['n_models']} models)")
     table = ["| model | setting | pause (s) | n | median (ms) | 95% CI | mean ± sd |", "|---|---|---|---|---|---|---|"]
     for r in summary.to_dict("records"):
         table.append(f"| {r['model']} | {r['setting']} | {r['pause_requested_s']:g} | {r['n']} | {r['median']:.2f} | "

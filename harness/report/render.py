@@ -13,6 +13,7 @@ from pathlib import Path
 import jinja2
 
 from harness.analysis import stats
+from harness.analysis.regimes import wake_summary
 from harness.errors import BadInput
 from harness.probes.host import virtual_mac_warning
 from harness.report import plots
@@ -52,6 +53,7 @@ def idle_context(run: Run) -> dict:
     for (model, setting), g in summary.groupby(["model", "setting"], sort=False):
         tables.append({"model": model, "setting": setting, "rows": g.to_dict("records")})
     errors = samples[samples["error"].notna()] if not samples.empty and "error" in samples else samples.iloc[0:0]
+    wake = wake_summary(good, models) if not good.empty else ([], [])
     overhead = good["overhead_ms"].dropna() if not good.empty else []
     pause_err = (good["pause_actual_s"] - good["pause_requested_s"]).abs() * 1000 if not good.empty else []
     return {
@@ -74,6 +76,7 @@ def idle_context(run: Run) -> dict:
         "host": run.manifest.get("host", {}),
         "engine": run.manifest.get("engine", {}),
         "virtual_warning": virtual_mac_warning(run.manifest.get("host", {})),
+        "wake": wake[0], "per_gb": wake[1],
         "cross_check": cross_check(samples),
     }
 

@@ -42,3 +42,20 @@ def test_penalty_per_gb_slope():
     fit = penalty_per_gb(pts)
     assert fit["slope_ci"][0] <= 25.0 <= fit["slope_ci"][1] and fit["r2"] > 0.99
     assert penalty_per_gb(pts[:2]) is None
+
+
+def test_wake_summary_fits_penalty_per_gb_across_models():
+    import pandas as pd
+
+    from harness.analysis.regimes import wake_summary
+
+    rows, models = [], []
+    for label, gb in (("s", 1.0), ("m", 3.0), ("l", 8.0)):
+        p, y = synthetic(1.1, warm=20.0, woken=20.0 + 30.0 * gb, seed=int(gb))
+        rows += [{"model": label, "setting": "x", "pause_requested_s": a, "latency_ms": b} for a, b in zip(p, y)]
+        models.append({"label": label, "bytes": int(gb * 1e9)})
+    wake, per_gb = wake_summary(pd.DataFrame(rows), models, n_boot=200)
+    assert {w["model"]: w["threshold_s"] for w in wake} == {"s": 1.1, "m": 1.1, "l": 1.1}
+    (fit,) = per_gb
+    assert fit["setting"] == "x" and fit["n_models"] == 3
+    assert fit["slope_ci"][0] <= 30.0 <= fit["slope_ci"][1]
