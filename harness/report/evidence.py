@@ -93,11 +93,41 @@ def _swap_section(run: Run, out_dir: Path) -> tuple[str, list[str]]:
 
 
 def _repro_section(run: Run, out_dir: Path) -> tuple[str, list[str]]:
+    """Per claim: verdict, plain reason, expected vs observed, model provenance, source reference,
+    the standalone shell recipe (no lbench needed) and the raw logs' paths."""
     v = run.table("verdicts")
     table = ["| claim | verdict | measured / why |", "|---|---|---|"]
-    for r in v.to_dict("records"):
-        table.append(f"| {r['claim_id']} | {r['verdict']} | {str(r['reason']).replace('|', '/')} |")
-    return "\n".join(table), []
+    records = v.to_dict("records") if not v.empty else []
+    for r in records:
+        verdict = r["verdict"] + (f" ({r['cause']})" if r.get("cause") else "")
+        table.append(f"| {r['claim_id']} | {verdict} | {str(r['reason']).replace('|', '/')} |")
+    engine = run.manifest.get("engine", {})
+    parts = ["\n".join(table), ""]
+    for r in records:
+        parts += [f"#### {r['claim_id']}: {r['verdict']}", "", f"Claim: {r['claim']}", "",
+                  f"Source ({r.get('seed')}): \"{r.get('statement')}\""
+                  + (f" — code: `{r['source_ref']}`" if r.get("source_ref") else ""), "", f"Why: {r['reason']}", ""]
+        checks = json.loads(r.get("checks") or "[]") if isinstance(r.get("checks"), str) else []
+        if checks:
+            parts += ["| check | expected | observed | met |", "|---|---|---|---|"]
+            parts += [f"| `{c['check']}` | {c['expected']} | {c['observed']} | {c['met']} |" for c in checks]
+            parts.append("")
+        models = json.loads(r.get("models") or "[]") if isinstance(r.get("models"), str) else []
+        for m in models:
+            parts.append(f"- model `{m.get('label', m.get('ref'))}`: {'synthetic (random weights), ' if m.get('synthetic') else ''}"
+                         f"{m.get('bytes')} bytes, sha256 `{m.get('sha256')}`")
+        parts.append(f"- engine: llama-server build {engine.get('build_number')} ({engine.get('backend')}), "
+                     f"{engine.get('source_package', 'source: ' + str(engine.get('source')))}, sha256 `{engine.get('sha256')}`")
+        claim_dir = run.dir / r["evidence_dir"]
+        recipes = sorted(claim_dir.rglob("recipe.sh"))
+        logs = sorted(p.relative_to(run.dir) for p in claim_dir.rglob("*.log"))
+        if logs:
+            parts.append("- raw logs: " + ", ".join(f"`{x}`" for x in logs))
+        parts.append("")
+        if recipes:
+            parts += ["<details><summary>Rerun without lbench (recipe.sh)</summary>", "", "```sh",
+                      recipes[0].read_text().rstrip(), "```", "", "</details>", ""]
+    return "\n".join(parts), []
 
 
 def _summary_line(run: Run) -> str:

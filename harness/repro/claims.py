@@ -17,14 +17,20 @@ A spec (``experiments/claims/*.toml``)::
     op = "<="
     ref = "models_max"               # another figure; or value = 2
 
-Verdicts: ``holds``, ``contradicted`` (the failing requirement and the measured
-figures say why), ``not checkable here`` (platform or engine missing, or the
-scenario could not set up the situation), ``error`` (the run itself broke).
+Verdicts: ``holds`` (every requirement met in every repetition), ``contradicted``
+(a requirement failed in every repetition), ``inconclusive`` (repetitions disagree),
+``not checkable here`` with its cause (``platform`` lacks something, ``scenario``
+missing, ``setup`` failed: the scenario could not create the situation), ``error``
+(the scenario did not measure what the check needs: a harness bug).  Every
+requirement is evaluated; reasons are plain sentences.  ``repeat`` (default 3 for
+specs with ``timing = true``, else 1) runs the scenario that many times; numeric
+figures then carry their mean and a 95% t interval.
 """
 
 from __future__ import annotations
 
 import operator
+import re
 import platform
 import shutil
 import socket
@@ -39,6 +45,11 @@ OPS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt,
        "!=": operator.ne}
 REQUIREMENTS = ("metal", "cuda", "not-metal", "ollama")
 HOLDS, CONTRADICTED, NOT_CHECKABLE, ERROR = "holds", "contradicted", "not checkable here", "error"
+INCONCLUSIVE = "inconclusive"
+# why a claim is not checkable here
+PLATFORM, SCENARIO_MISSING, SETUP_FAILED = "platform", "scenario", "setup"
+OP_WORDS = {"<=": "at most", "<": "below", ">=": "at least", ">": "above", "==": "", "!=": "not"}
+ENGINES = ("llama-server", "ollama")
 
 
 @dataclass(frozen=True)
@@ -47,9 +58,35 @@ class Requirement:
     op: str
     value: object = None
     ref: str | None = None
+    says: str | None = None  # what the figure is, in words ("children alive at once")
 
     def describe(self) -> str:
         return f"{self.figure} {self.op} {self.ref if self.ref else repr(self.value)}"
+
+    def sentence(self, actual: object, expected: object, ok: bool) -> str:
+        """"children alive at once (peak_children) was 2, expected at most 2 (models_max): met"."""
+        what = f"{self.says} ({self.figure})" if self.says else self.figure
+        exp = f"{OP_WORDS[self.op] + ' ' if OP_WORDS[self.op] else ''}{_fmt(expected)}"
+        if self.ref:
+            exp += f" ({self.ref})"
+        return f"{what} was {_fmt(actual)}, expected {exp}: {'met' if ok else 'NOT met'}"
+
+
+def _fmt(x: object) -> str:
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, float):
+        return f"{x:.4g}"
+    return "none" if x is None else str(x)
+
+
+@dataclass
+class CheckResult:
+    requirement: Requirement
+    actual: object
+    expected: object
+    ok: bool | None  # None: could not be evaluated
+    sentence: str
 
 
 @dataclass
@@ -63,6 +100,9 @@ class ClaimSpec:
     params: dict = field(default_factory=dict)
     check: list[Requirement] = field(default_factory=list)
     path: Path | None = None
+    timing: bool = False
+    repeat: int = 1
+    recipe_note: str = ""
 
 
 def load_claim(path: Path) -> ClaimSpec:
@@ -73,7 +113,8 @@ def load_claim(path: Path) -> ClaimSpec:
         data = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise BadInput(f"cannot read claim spec: {exc}", where=where) from None
-    known = {"id", "claim", "source", "scenario", "engine", "requires", "params", "check"}
+    known = {"id", "claim", "source", "scenario", "engine", "requires", "params", "check", "timing", "repeat",
+             "tested", "not_tested"}
     missing = {"id", "claim", "source", "scenario"} - set(data)
     if missing:
         raise BadInput(f"claim spec lacks {', '.join(sorted(missing))}", where=where)
@@ -94,9 +135,19 @@ def load_claim(path: Path) -> ClaimSpec:
     for c in data.get("check", []):
         if c.get("op") not in OPS or "figure" not in c or ("value" not in c and "ref" not in c):
             raise BadInput(f"bad check {c!r}", where=where, hint="figure, op (<= < >= > == !=), and value or ref")
-        checks.append(Requirement(c["figure"], c["op"], c.get("value"), c.get("ref")))
-    return ClaimSpec(data["id"], data["claim"], data["source"], data["scenario"], data.get("engine", "llama-server"),
-                     list(data.get("requires", [])), dict(data.get("params", {})), checks, path)
+        checks.append(Requirement(c["figure"], c["op"], c.get("value"), c.get("ref"), c.get("says")))
+    engine = data.get("engine", "llama-server")
+    if engine not in ENGINES:
+        raise BadInput(f"unknown engine {engine!r}", where=where, hint=f"known: {', '.join(ENGINES)}")
+    timing = bool(data.get("timing", False))
+    repeat = int(data.get("repeat", 3 if timing else 1))
+    if repeat < 1:
+        raise BadInput("repeat must be at least 1", where=where)
+    note = ""
+    if data.get("tested") or data.get("not_tested"):
+        note = f"Tested: {data.get('tested', '-')} Not tested: {data.get('not_tested', '-')}"
+    return ClaimSpec(data["id"], data["claim"], data["source"], data["scenario"], engine,
+                     list(data.get("requires", [])), dict(data.get("params", {})), checks, path, timing, repeat, note)
 
 
 def load_claims(selected: list[str] | None = None, directory: Path = CLAIMS_DIR) -> list[ClaimSpec]:
@@ -138,39 +189,134 @@ def availability(backend: str) -> dict[str, tuple[bool, str]]:
     }
 
 
-def gate(spec: ClaimSpec, backend: str) -> str | None:
-    """Why the claim cannot be checked here, or None when it can."""
+def gate_cause(spec: ClaimSpec, backend: str) -> tuple[str, str] | None:
+    """(cause, sentence) why the claim cannot be checked here, or None when it can."""
     avail = availability(backend)
-    for r in spec.requires:
+    needs = list(spec.requires) + (["ollama"] if spec.engine == "ollama" and "ollama" not in spec.requires else [])
+    for r in needs:
         ok, why = avail[r]
         if not ok:
-            return why
+            return PLATFORM, f"platform lacks {r}: {why}"
     if spec.scenario == "none":
-        return "no experiment for this claim can run on this engine yet"
+        return SCENARIO_MISSING, "scenario missing: no experiment for this claim exists yet"
     return None
 
 
+def gate(spec: ClaimSpec, backend: str) -> str | None:
+    """Why the claim cannot be checked here, or None when it can."""
+    g = gate_cause(spec, backend)
+    return g[1] if g else None
+
+
+def evaluate(spec: ClaimSpec, figures: dict) -> list[CheckResult]:
+    """Every requirement, evaluated (none stops the others)."""
+    out = []
+    for req in spec.check:
+        actual = figures.get(req.figure)
+        expected = figures.get(req.ref) if req.ref is not None else req.value
+        if actual is None or (req.ref is not None and req.ref not in figures):
+            missing = req.figure if actual is None else req.ref
+            out.append(CheckResult(req, actual, expected, None, f"the scenario did not measure {missing!r}"))
+            continue
+        try:
+            ok = bool(OPS[req.op](actual, expected))
+        except TypeError:
+            out.append(CheckResult(req, actual, expected, None, f"cannot compare {actual!r} {req.op} {expected!r}"))
+            continue
+        out.append(CheckResult(req, actual, expected, ok, req.sentence(actual, expected, ok)))
+    return out
+
+
 def judge(spec: ClaimSpec, figures: dict) -> tuple[str, str]:
-    """(verdict, reason) from the spec's requirements over the measured figures."""
+    """(verdict, reason) from the spec's requirements over one repetition's figures."""
+    return judge_repeats(spec, [figures])
+
+
+def judge_repeats(spec: ClaimSpec, reps: list[dict]) -> tuple[str, str]:
+    """(verdict, reason) over one or more repetitions: holds when every requirement is met in
+    every repetition, contradicted when some requirement fails in all of them, else inconclusive."""
     if not spec.check:
         return NOT_CHECKABLE, "the spec has no check"
-    passed = []
-    for req in spec.check:
-        if req.figure not in figures or figures[req.figure] is None:
-            return ERROR, f"the scenario did not measure {req.figure!r}"
-        actual = figures[req.figure]
-        if req.ref is not None:
-            if req.ref not in figures:
-                return ERROR, f"the scenario did not measure {req.ref!r}"
-            expected = figures[req.ref]
+    results = [evaluate(spec, f) for f in reps]
+    broken = [r for rs in results for r in rs if r.ok is None]
+    if broken:
+        return ERROR, "; ".join(dict.fromkeys(r.sentence for r in broken))
+    n = len(reps)
+    failing_always = [i for i in range(len(spec.check)) if all(not rs[i].ok for rs in results)]
+    failing_some = [i for i in range(len(spec.check)) if any(not rs[i].ok for rs in results)]
+    sentences = []
+    for i, req in enumerate(spec.check):
+        if n == 1:
+            sentences.append(results[0][i].sentence)
         else:
-            expected = req.value
-        try:
-            ok = OPS[req.op](actual, expected)
-        except TypeError:
-            return ERROR, f"cannot compare {actual!r} {req.op} {expected!r}"
-        text = f"{req.figure}={actual!r} {req.op} {expected!r}"
-        if not ok:
-            return CONTRADICTED, f"expected {req.describe()}, measured {text.split(' ', 1)[0]}"
-        passed.append(text)
-    return HOLDS, "; ".join(passed)
+            met = sum(1 for rs in results if rs[i].ok)
+            sentences.append(f"{results[-1][i].sentence.rsplit(':', 1)[0].rsplit(' was ', 1)[0]} "
+                             f"met in {met} of {n} repetitions{_interval_text(req.figure, reps)}")
+    reason = "; ".join(sentences) + "."
+    if failing_always:
+        return CONTRADICTED, reason
+    if failing_some:
+        return INCONCLUSIVE, reason
+    return HOLDS, reason
+
+
+def interval(values: list[float]) -> tuple[float, float, float] | None:
+    """Mean and 95% t interval of repeated measurements (None for fewer than 2)."""
+    import statistics
+
+    from scipy import stats as st
+
+    if len(values) < 2:
+        return None
+    mean = statistics.fmean(values)
+    half = st.t.ppf(0.975, len(values) - 1) * statistics.stdev(values) / len(values) ** 0.5
+    return mean, mean - half, mean + half
+
+
+def _interval_text(figure: str, reps: list[dict]) -> str:
+    vals = [f.get(figure) for f in reps]
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals):
+        return f" (values: {', '.join(_fmt(v) for v in vals)})"
+    iv = interval([float(v) for v in vals])
+    if iv is None:
+        return ""
+    return f" (mean {iv[0]:.4g}, 95% interval {iv[1]:.4g} to {iv[2]:.4g}, values {', '.join(_fmt(v) for v in vals)})"
+
+
+def summarize_repeats(reps: list[dict]) -> dict:
+    """One figures dict: the last repetition's values plus, for numeric figures, per-repetition
+    lists and the 95% interval under ``<name>_reps`` / ``<name>_ci``."""
+    if len(reps) == 1:
+        return dict(reps[0])
+    out = dict(reps[-1])
+    for k in reps[-1]:
+        vals = [r.get(k) for r in reps]
+        out[f"{k}_reps"] = vals
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals):
+            iv = interval([float(v) for v in vals])
+            if iv:
+                out[f"{k}_ci"] = [round(x, 6) for x in iv]
+    return out
+
+
+def normalise(text: str) -> str:
+    """Whitespace collapsed, backticks and typographic quotes plain, for quote matching."""
+    text = text.replace("`", "").replace("“", '"').replace("”", '"').replace("’", "'")
+    text = text.replace("—", "-").replace("–", "-").replace("→", "->")
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def quote_found(statement: str, document: str) -> bool:
+    """Whether ``statement`` really appears in ``document`` (whitespace normalised); ``...`` in the
+    statement stands for omitted text: its pieces must appear in order."""
+    doc = normalise(document)
+    pos = 0
+    for piece in normalise(statement).split("..."):
+        piece = piece.strip().rstrip(".,;")  # a quote may end where the source's sentence goes on
+        if not piece:
+            continue
+        at = doc.find(piece, pos)
+        if at < 0:
+            return False
+        pos = at + len(piece)
+    return True

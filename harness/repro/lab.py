@@ -33,6 +33,7 @@ class Reply:
     status: int | None
     body: str
     error: str | None = None
+    n_predict: int | None = None
 
     @property
     def latency_ms(self) -> float:
@@ -53,6 +54,7 @@ class Lab:
     events: list[TimelineEvent] = field(default_factory=list)
     samples: list[TreeSample] = field(default_factory=list)
     replies: list[Reply] = field(default_factory=list)
+    actions: list[str] = field(default_factory=list)  # what the harness did, as shell lines
 
     def __post_init__(self) -> None:
         self.t0 = time.perf_counter()
@@ -78,6 +80,21 @@ class Lab:
         self.sampler.stop()
         self.http.close()
         self.router.close()
+        write_recipe(self)
+
+    def act(self, line: str) -> None:
+        """Record a step the harness took, as a shell line for the recipe (with its lab time)."""
+        self.actions.append(f"# t={self.now():.3f}s\n{line}")
+
+    def environment_set(self) -> dict[str, str]:
+        """The variables lbench set or changed for the router (the rest is the caller's environment)."""
+        from harness.engines.base import Setting
+        from harness.engines.llama_server import LlamaServerEngine
+
+        env, _ = LlamaServerEngine(self.binary).environment(Setting())
+        env["LLAMA_CACHE"] = str(self.run_dir / "llama-cache")
+        env.update(self.extra_env)
+        return {k: v for k, v in env.items() if os.environ.get(k) != v}
 
     # ---- time and timeline ---------------------------------------------
     def now(self) -> float:
@@ -118,12 +135,15 @@ class Lab:
                 prompt: str = "Hello world") -> Reply:
         body = {"model": model, "prompt": prompt, "n_predict": n_predict, "cache_prompt": True,
                 "ignore_eos": ignore_eos, "response_fields": ["timings"]}
+        self.act(_curl("/completion", body, timeout) + (" &" if threading.current_thread() is not threading.main_thread()
+                                                         else ""))
         t_send = time.perf_counter()
         try:
             r = self.http.post("/completion", json=body, timeout=timeout)
-            reply = Reply(model, t_send, time.perf_counter(), r.status_code, r.text[:500])
+            reply = Reply(model, t_send, time.perf_counter(), r.status_code, r.text[:500], n_predict=n_predict)
         except httpx.HTTPError as exc:
-            reply = Reply(model, t_send, time.perf_counter(), None, "", f"{type(exc).__name__}: {exc}")
+            reply = Reply(model, t_send, time.perf_counter(), None, "", f"{type(exc).__name__}: {exc}",
+                          n_predict=n_predict)
         self.replies.append(reply)
         return reply
 
@@ -133,6 +153,7 @@ class Lab:
         return t
 
     def post(self, path: str, model: str) -> Reply:
+        self.act(_curl(path, {"model": model}, 120))
         t_send = time.perf_counter()
         try:
             r = self.http.post(path, json={"model": model})
@@ -151,26 +172,79 @@ class Lab:
                     except (psutil.NoSuchProcess, psutil.ZombieProcess):
                         continue
                     if "--alias" in cmd and cmd[cmd.index("--alias") + 1] == model:
+                        self.__dict__.setdefault("_pid_model", {})[child.pid] = model
                         return child.pid
             except psutil.NoSuchProcess:
                 raise EngineError("the router is gone") from None
             time.sleep(0.005)
         return None
 
-    @staticmethod
-    def freeze(pid: int) -> None:
+    def _pid_sh(self, pid: int) -> str:
+        model = getattr(self, "_pid_model", {}).get(pid)
+        return f"$(pgrep -P $ROUTER_PID -f -- '--alias {model}( |$)')" if model else str(pid)
+
+    def freeze(self, pid: int) -> None:
+        self.act(f"kill -STOP {self._pid_sh(pid)}")
         os.kill(pid, signal.SIGSTOP)
 
-    @staticmethod
-    def thaw(pid: int) -> None:
+    def thaw(self, pid: int) -> None:
+        self.act(f"kill -CONT {self._pid_sh(pid)}")
         try:
             os.kill(pid, signal.SIGCONT)
         except ProcessLookupError:
             pass
 
-    @staticmethod
-    def environ(pid: int) -> dict[str, str]:
+    def sleep(self, seconds: float) -> None:
+        self.act(f"sleep {seconds}")
+        time.sleep(seconds)
+
+    def environ(self, pid: int | None) -> dict[str, str]:
+        """A child's environment.  ``pid`` None (the lookup timed out) is an error, never the
+        harness's own environment (``psutil.Process(None)`` would read that)."""
+        if not isinstance(pid, int):
+            raise EngineError("no child pid to read the environment of (the child was not found)")
+        self.act(f"tr '\\0' '\\n' < /proc/{self._pid_sh(pid)}/environ | grep -E '^LLAMA|^LBENCH'")
         return psutil.Process(pid).environ()
 
     def peak_children(self) -> int:
         return max((s.n_children for s in list(self.samples)), default=0)
+
+
+def _curl(path: str, body: dict, timeout: float) -> str:
+    import json
+    import shlex
+
+    return (f"curl -sS -m {timeout:g} -H 'Content-Type: application/json' "
+            f"-d {shlex.quote(json.dumps(body))} \"http://127.0.0.1:$PORT{path}\"")
+
+
+def write_recipe(lab: Lab) -> None:
+    """``recipe.sh``: the same experiment as a standalone shell script (no lbench needed)."""
+    import shlex
+
+    router = lab.router
+    argv = list(router.argv)
+    port_at = argv.index("--port") + 1
+    argv[port_at] = "$PORT"
+    preset = router.preset_path.read_text() if router.preset_path.exists() else ""
+    env = lab.environment_set()
+    lines = ["#!/usr/bin/env bash",
+             "# Rerun of this claim's experiment without lbench: the router command, its environment,",
+             "# the preset INI, then the harness's steps in order (times are seconds after the lab start).",
+             f"# engine: {lab.binary.path} (version {lab.binary.version}, build {lab.binary.build_number})",
+             "set -u", "PORT=${PORT:-18080}", "WORK=$(mktemp -d)", "mkdir -p \"$WORK/llama-cache\"",
+             "cat > \"$WORK/preset.ini\" <<'INI'", preset.rstrip("\n"), "INI"]
+    for k, v in sorted(env.items()):
+        if k == "LLAMA_CACHE":
+            v = "$WORK/llama-cache"
+            lines.append(f'export {k}="{v}"')
+        else:
+            lines.append(f"export {k}={shlex.quote(v)}")
+    cmd = " ".join(a if a == "$PORT" else shlex.quote(a) for a in argv)
+    cmd = cmd.replace(shlex.quote(str(router.preset_path)), '"$WORK/preset.ini"')
+    lines += [f"{cmd} 2> \"$WORK/router.stderr.log\" > \"$WORK/router.stdout.log\" &", "ROUTER_PID=$!",
+              'until curl -sf "http://127.0.0.1:$PORT/health" >/dev/null; do sleep 0.1; done']
+    lines += lab.actions
+    lines += ["wait_jobs() { for j in $(jobs -p); do [ \"$j\" = \"$ROUTER_PID\" ] || wait \"$j\"; done; }",
+              "wait_jobs", 'kill "$ROUTER_PID"; wait "$ROUTER_PID"', 'echo "logs in $WORK"']
+    (lab.run_dir / "recipe.sh").write_text("\n".join(lines) + "\n")

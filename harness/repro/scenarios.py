@@ -67,6 +67,25 @@ def _save(lab: Lab, ev: Evidence) -> None:
     ev.figures.setdefault("peak_children", lab.peak_children())
 
 
+def children_from_log(events: list) -> dict:
+    """Children count by the router log's line order: +1 at each ``spawn``, -1 at each ``exited``.
+    Not exact: the ``exited`` line is written by the child's monitor thread and can follow the spawn
+    line of the model that was waiting for that exit (seen on build 11434)."""
+    alive, peak, order = 0, 0, []
+    for e in events:
+        if e.source != "router" or e.kind not in ("spawn", "exited"):
+            continue
+        alive += 1 if e.kind == "spawn" else -1
+        peak = max(peak, alive)
+        order.append((e.kind, e.model, alive))
+    return {"peak_children_log": peak, "log_order": order}
+
+
+def spawns_over_cap(order: list[tuple[str, str, int]], models_max: int) -> int:
+    """Spawns that made more than ``models_max`` children alive by the log's own order."""
+    return sum(1 for kind, _, alive in order if kind == "spawn" and models_max > 0 and alive > models_max)
+
+
 def _long_request_busy(lab: Lab, model: str, n_predict: int):
     """Start a long generation on ``model``; return its thread once the router has proxied it."""
     after = lab.now()
@@ -113,8 +132,21 @@ def storm(ctx: Context, p: dict) -> Evidence:
                       time_above_cap_ms=1000 * f.get("time_above_cap_s", 0.0), samples=len(memory),
                       errors=int(requests["error"].notna().sum()) if not requests.empty else 0)
     ev.figures["lru_mismatches"] = ev.figures["lru_judged"] - ev.figures["lru_matches"]
-    ev.lines = [x for x in lab.lines("evict", "spawn") ][:12]
-    ev.notes = summary.findings
+    log = children_from_log(lab.events)
+    ev.figures.update(peak_children_log=log["peak_children_log"],
+                      spawns_over_cap=spawns_over_cap(log["log_order"], ev.figures["models_max"]))
+    ev.lines = [x for x in lab.lines("evict", "spawn", "exited")][:16]
+    ev.notes = summary.findings + [
+        f"children alive by the router log's line order (spawn +1, exited -1): peak {log['peak_children_log']}, "
+        f"{ev.figures['spawns_over_cap']} spawn line(s) logged before the victim's 'exited' line. That line comes "
+        "from the child's monitor thread (`run:`) and can be written after the loader thread was already woken "
+        "by the status change, so line order is not proof of spawn order (the router's own timestamps put the "
+        "victim's exit line within a millisecond after the spawn line); the /proc sampling (peak_children) "
+        "is the process count",
+        f"LRU replay: {ev.figures['lru_mismatches']} of {ev.figures['lru_judged']} evictions did not pick the model "
+        "the harness's replay of last_used stamps expected; the replay stamps a model when the harness sent the "
+        "request, the router when it proxied it, so under concurrency the two orders can differ: this figure "
+        "is not a check of the victim rule (router-busy-not-evicted and router-victim-lru are)"]
     return ev
 
 
@@ -138,6 +170,7 @@ def same_model_burst(ctx: Context, p: dict) -> Evidence:
                       joined_b=int((b_events["kind"] == "joined").sum()),
                       ok_b=sum(1 for r in lab.replies if r.model == b and r.status == 200))
     ev.figures["entries_for_b"] = ev.figures["queued_b"]
+    ev.figures["k_minus_1"] = k - 1
     ev.lines = [x for x in lab.lines("queued", "joined", "spawn") if f"name={b}" in x or f"model {b}" in x][:10]
     return ev
 
@@ -197,7 +230,10 @@ def waiter_recheck(ctx: Context, p: dict) -> Evidence:
         long_thread.join(120)
         b_thread.join(120)
         _save(lab, ev)
-    a_reply = next(r for r in lab.replies if r.model == a and r.t_done - r.t_send > 0.05)
+    long_n = int(p.get("n_predict", 4000))
+    a_reply = next((r for r in lab.replies if r.model == a and r.n_predict == long_n), None)
+    if a_reply is None:
+        raise Inconclusive("the long request to A left no reply")
     t_a_done = lab.rel(a_reply.t_done)
     evict = next((e for e in lab.events if e.kind in ("evict", "stop_sent") and e.model == a), None)
     if queued is None or evict is None:
@@ -270,7 +306,7 @@ def unload_while_loading(ctx: Context, p: dict) -> Evidence:
         if pid is None:
             raise Inconclusive("the child never appeared")
         lab.freeze(pid)
-        time.sleep(0.3)
+        lab.sleep(0.3)
         loaded = [e for e in lab.events if e.kind == "status:loaded" and e.model == a]
         if loaded:
             lab.thaw(pid)
@@ -332,9 +368,16 @@ def cancel_waiting(ctx: Context, p: dict) -> Evidence:
     if not busy:
         raise Inconclusive("A finished before B gave up; raise n_predict")
     spawned = {e.model for e in lab.events if e.kind == "spawn"}
+    evict_a = next((e for e in lab.events if e.kind in ("evict", "stop_sent") and e.model == a), None)
+    spawn_c = next((e for e in lab.events if e.kind == "spawn" and e.model == c), None)
+    ev.figures["c_took_a_slot"] = bool(evict_a and spawn_c and spawn_c.t >= evict_a.t)
     ev.figures.update(b_client_gave_up=b_reply.error is not None, b_spawned=b in spawned, c_spawned=c in spawned,
                       c_ok=any(r.model == c and r.status == 200 for r in lab.replies),
-                      cancel_logged=any(e.kind == "cancelled" and e.model == b for e in lab.events))
+                      cancel_logged=any(f"cancelled while waiting for model name={b}" in e.text for e in lab.events))
+    cancel = next((e for e in lab.events if f"cancelled while waiting for model name={b}" in e.text), None)
+    if cancel is not None and b_reply.error is not None:
+        # the router notices the client left on its next poll (the seed: every 200 ms)
+        ev.figures["cancel_after_client_left_ms"] = round((cancel.t - b_reply.t_done) * 1000, 1)
     ev.lines = lab.lines("queued", "cancelled", "evict", "spawn")[:10]
     return ev
 
@@ -344,16 +387,22 @@ def env_models_max(ctx: Context, p: dict) -> Evidence:
     models = ctx.router_models(p["models"])
     names = [m.name for m in models]
     ev = Evidence()
-    with ctx.lab(models, models_max=None, extra_env={"LLAMA_ARG_MODELS_MAX": str(p.get("value", 1))}) as lab:
+    env_set = {"LLAMA_ARG_MODELS_MAX": str(p.get("value", 1)), **{k: str(v) for k, v in p.get("reserved", {}).items()}}
+    with ctx.lab(models, models_max=None, extra_env=env_set) as lab:
         lab.request(names[0])
-        env = lab.environ(lab.child_pid(names[0]))
+        pid = lab.child_pid(names[0])
+        if pid is None:
+            raise Inconclusive(f"the child serving {names[0]} was not found within 10 s")
+        env = lab.environ(pid)
         for name in names[1:] + names[:1]:
             lab.request(name)
         time.sleep(0.2)
         _save(lab, ev)
     ev.figures.update(env_value=int(p.get("value", 1)), child_sees_models_max_var="LLAMA_ARG_MODELS_MAX" in env,
                       child_sees_router_port="LLAMA_SERVER_ROUTER_PORT" in env,
-                      router_port_matches=env.get("LLAMA_SERVER_ROUTER_PORT") == str(lab.router.port))
+                      router_port_matches=env.get("LLAMA_SERVER_ROUTER_PORT") == str(lab.router.port),
+                      reserved_inherited=all(env.get(k) == v for k, v in p.get("reserved", {}).items()),
+                      peak_children_log=children_from_log(lab.events)["peak_children_log"])
     ev.lines = [f"child environment: LLAMA_ARG_MODELS_MAX={env.get('LLAMA_ARG_MODELS_MAX', '(absent)')}, "
                 f"LLAMA_SERVER_ROUTER_PORT={env.get('LLAMA_SERVER_ROUTER_PORT', '(absent)')}"]
     return ev
@@ -402,12 +451,92 @@ def idle_cpu(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
+def default_cap(ctx: Context, p: dict) -> Evidence:
+    """No --models-max on the command line, optionally LLAMA_ARG_MODELS_MAX: load every model one
+    after the other and count the children from the router log (exact) and /proc."""
+    models = ctx.router_models(p["models"])
+    env = {"LLAMA_ARG_MODELS_MAX": str(p["env_value"])} if "env_value" in p else {}
+    ev = Evidence()
+    with ctx.lab(models, models_max=None, extra_env=env) as lab:
+        for m in models:
+            lab.request(m.name)
+        lab.sleep(0.3)
+        _save(lab, ev)
+    log = children_from_log(lab.events)
+    ev.figures.update(n_models=len(models), peak_children_log=log["peak_children_log"],
+                      evictions=sum(1 for e in lab.events if e.kind == "evict"),
+                      ok=sum(1 for r in lab.replies if r.status == 200))
+    ev.lines = lab.lines("spawn", "evict", "exited")[:16]
+    return ev
+
+
+def fifo_order(ctx: Context, p: dict) -> Evidence:
+    """models_max 1, A busy: requests for B, C, D queue in that order (one after the other);
+    when A goes idle they must be loaded in arrival order."""
+    models = ctx.router_models(p["models"])
+    a, *rest = (m.name for m in models)
+    ev = Evidence()
+    with ctx.lab(models, models_max=1, ctx_size=int(p.get("ctx_size", 4096))) as lab:
+        long_thread = _loaded_and_busy(lab, a, p, 4000)
+        threads = []
+        for name in rest:
+            after = lab.now()
+            threads.append(lab.request_in_background(name))
+            if lab.wait_for("queued", name, timeout=10, after=after) is None:
+                raise Inconclusive(f"the request for {name} was never queued")
+        busy = long_thread.is_alive()
+        long_thread.join(180)
+        for t in threads:
+            t.join(180)
+        _save(lab, ev)
+    if not busy:
+        raise Inconclusive("A finished before every request was queued; raise n_predict")
+    queued = [e.model for e in lab.events if e.kind == "queued" and e.model in rest]
+    spawned = [e.model for e in lab.events if e.kind == "spawn" and e.model in rest]
+    ev.figures.update(queue_order=",".join(queued), spawn_order=",".join(spawned),
+                      fifo=queued == spawned and len(spawned) == len(rest),
+                      ok=sum(1 for r in lab.replies if r.model in rest and r.status == 200), n_waiting=len(rest))
+    ev.lines = lab.lines("queued", "claim", "evict", "spawn", "exited")[:20]
+    return ev
+
+
+def stopping_counts(ctx: Context, p: dict) -> Evidence:
+    """models_max 1: A loaded and frozen (SIGSTOP) so it cannot exit; a request for B must wait
+    until A exits (force-killed after stop-timeout): a stopping model still counts as running, and
+    a hung child blocks every load until the stop timeout."""
+    st = float(p.get("stop_timeout_s", 3))
+    models = ctx.router_models(p["models"], **{"0": {"stop_timeout_s": int(st)}})
+    a, b = models[0].name, models[1].name
+    ev = Evidence()
+    with ctx.lab(models, models_max=1) as lab:
+        lab.request(a)
+        pid = lab.child_pid(a)
+        if pid is None:
+            raise Inconclusive("could not find A's child")
+        lab.freeze(pid)
+        t_b = lab.now()
+        reply = lab.request(b, timeout=st + 60)
+        lab.thaw(pid)
+        _save(lab, ev)
+    exit_a = next((e for e in lab.events if e.kind == "exited" and e.model == a and lab.rel(e.t) >= t_b), None)
+    spawn_b = next((e for e in lab.events if e.kind == "spawn" and e.model == b), None)
+    if exit_a is None or spawn_b is None:
+        raise Inconclusive("A never exited or B never spawned")
+    ev.figures.update(stop_timeout_s=st, b_ok=reply.status == 200,
+                      b_spawn_after_a_exit=spawn_b.t >= exit_a.t,
+                      b_wait_s=round(lab.rel(spawn_b.t) - t_b, 3),
+                      kill_timeout_logged=any(e.kind == "kill_timeout" and e.model == a for e in lab.events),
+                      peak_children_log=children_from_log(lab.events)["peak_children_log"])
+    ev.lines = lab.lines("queued", "evict", "stop_sent", "kill_timeout", "exited", "spawn")[:12]
+    return ev
+
+
 SCENARIOS: dict[str, Callable[[Context, dict], Evidence]] = {
     "storm": storm, "same-model-burst": same_model_burst, "busy-victim": busy_victim,
     "limit-reached": limit_reached, "waiter-recheck": waiter_recheck, "startup-exceeds": startup_exceeds,
     "sleeping-slot": sleeping_slot, "unload-while-loading": unload_while_loading, "stop-timeout": stop_timeout,
     "cancel-waiting": cancel_waiting, "env-models-max": env_models_max, "ini-models-max": ini_models_max,
-    "idle-cpu": idle_cpu,
+    "idle-cpu": idle_cpu, "default-cap": default_cap, "fifo-order": fifo_order, "stopping-counts": stopping_counts,
 }
 
 __all__ = ["SCENARIOS", "Context", "Evidence", "Inconclusive"]

