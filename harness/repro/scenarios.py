@@ -112,6 +112,13 @@ def storm(ctx: Context, p: dict) -> Evidence:
     records: list[RequestRecord] = []
     ev = Evidence()
     with ctx.lab(models, models_max=p.get("models_max", 2), sleep_idle_seconds=p.get("sleep_idle_seconds")) as lab:
+        lab.act(f"# the request plan: {len(plan)} waves, at most {int(p.get('concurrency', 1))} in flight; "
+                "each wave's requests are sent together")
+        for wave in plan:
+            lab.actions.append(" & ".join(
+                f"curl -sS -o /dev/null -H 'Content-Type: application/json' -d '{{\"model\": \"{m}\", "
+                f"\"prompt\": \"Hello world\", \"n_predict\": 1}}' \"http://127.0.0.1:$PORT/completion\""
+                for m in wave) + " & wait")
         asyncio.run(drive(lab.router.base_url, plan, concurrency=int(p.get("concurrency", 1)), emit=records.append))
         time.sleep(0.2)
         events = lab.event_frame()

@@ -21,9 +21,18 @@ def test_three_router_scenarios_for_real(engine_env):
     stop = json.loads(v.loc["router-stop-timeout", "figures"])
     assert v.loc["router-stop-timeout", "verdict"] == "holds" and 1.0 <= stop["unload_to_exit_s"] <= 3.0
     assert v.loc["router-startup-exceeds", "verdict"] == "holds"
+    assert stop["unload_to_exit_s_reps"] and len(stop["unload_to_exit_s_reps"]) == 3  # a timing claim repeats
+    assert len(stop["unload_to_exit_s_ci"]) == 3  # mean, low, high
+    assert "met in 3 of 3 repetitions" in v.loc["router-stop-timeout", "reason"]
     assert v.loc["idle-metal-keepalive-180s", "verdict"] == "not checkable here"
+    assert v.loc["idle-metal-keepalive-180s", "cause"] == "platform"
+    recipe = (run_dir / "claims" / "router-stop-timeout" / "rep-1" / "recipe.sh").read_text()
+    assert "--models-preset" in recipe and "stop-timeout = 2" in recipe and "kill -STOP $(pgrep" in recipe
+    assert "/models/unload" in recipe
+    storm = (run_dir / "claims" / "router-cap" / "recipe.sh").read_text()
+    assert storm.count("/completion") >= 30 and "--models-max 2" in storm
     assert (run_dir / "claims" / "router-cap" / "events.csv").is_file()
-    assert (run_dir / "claims" / "router-stop-timeout" / "logs" / "router.stderr.log").is_file()
+    assert (run_dir / "claims" / "router-stop-timeout" / "rep-3" / "logs" / "router.stderr.log").is_file()
     html = (run_dir / "report.html").read_text()
     assert "router-stop-timeout" in html and "not checkable here" in html and run_dir.name in html
 
