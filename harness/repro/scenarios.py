@@ -546,4 +546,6 @@ SCENARIOS: dict[str, Callable[[Context, dict], Evidence]] = {
     "idle-cpu": idle_cpu, "default-cap": default_cap, "fifo-order": fifo_order, "stopping-counts": stopping_counts,
 }
 
+import harness.repro.ollama_scenarios  # noqa: E402,F401  (registers the Ollama and Metal scenarios)
+
 __all__ = ["SCENARIOS", "Context", "Evidence", "Inconclusive"]
