@@ -98,6 +98,8 @@ def idle(
                                                         "$LBENCH_RESULTS_DIR)."),
     llama_server: str = typer.Option(None, "--llama-server", help="Use this llama-server binary."),
     report: bool = typer.Option(True, "--report/--no-report", help="Render the HTML report at the end."),
+    build: list[int] = typer.Option(None, "--build", help="llama.cpp build from the cache (repeat: one run per "
+                                                          "build; see lbench engine list)."),
 ) -> None:
     """Idle-wake sweep: pause, then decode one token with the prompt cached; repeat over a grid.
 
@@ -125,10 +127,16 @@ def idle(
         ctx_size=ctx_size, server_args=server_arg or None,
         cache_state=_split(cache_state), engines=_split(engine),
     )
-    run = _run(spec, llama_server, results, "idle", report, llama_idle_path,
-               {"url": url, "ollama_url": ollama_url, "prompt_cache_size": prompt_cache_size})
-    out.print(_summary_table(run))
-    if run.manifest["status"] != "complete":
+    from harness.engines.builds import binaries
+
+    servers = [str(b.path) for b in binaries(build, llama_server)] if build else [llama_server]
+    failed = False
+    for server in servers:
+        run = _run(spec, server, results, "idle", report, llama_idle_path,
+                   {"url": url, "ollama_url": ollama_url, "prompt_cache_size": prompt_cache_size})
+        out.print(_summary_table(run))
+        failed |= run.manifest["status"] != "complete"
+    if failed:
         raise typer.Exit(1)
 
 

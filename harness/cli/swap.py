@@ -41,6 +41,8 @@ def swap(
     results: str = typer.Option(None, "--results", help="Results directory (default ./results)."),
     llama_server: str = typer.Option(None, "--llama-server", help="Use this llama-server binary."),
     report: bool = typer.Option(True, "--report/--no-report", help="Render the HTML report at the end."),
+    build: list[int] = typer.Option(None, "--build", help="llama.cpp build from the cache (repeat: one run per "
+                                                          "build; see lbench engine list)."),
 ) -> None:
     """Swap storm: drive llama-server's router over several models and time every swap.
 
@@ -62,6 +64,17 @@ def swap(
                     n_predict=n_predict, sleep_idle_seconds=sleep_idle_seconds, stop_timeout_s=stop_timeout,
                     ctx_size=ctx_size, server_args=server_arg or [], sample_hz=sample_hz,
                     reuse_connections=reuse_connections, cache_state=cache_state)
+    from harness.engines.builds import binaries
+
+    servers = [str(b.path) for b in binaries(build, llama_server)] if build else [llama_server]
+    failed = False
+    for server in servers:
+        failed |= _one_storm(spec, server, results, report)
+    if failed:
+        raise typer.Exit(1)
+
+
+def _one_storm(spec, llama_server, results, report) -> bool:
     with RichReporter() as reporter:
         prep = prepare_swap(spec, llama_server=llama_server, results=results, reporter=reporter)
         run = execute_swap(prep, reporter)
@@ -77,5 +90,4 @@ def swap(
     out.print(table)
     for finding in summary.findings:
         out.print(f"• {finding}", markup=False)
-    if run.manifest["status"] != "complete":
-        raise typer.Exit(1)
+    return run.manifest["status"] != "complete"
