@@ -538,12 +538,50 @@ def stopping_counts(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
+def loading_counts(ctx: Context, p: dict) -> Evidence:
+    """models_max 1: A's child frozen (SIGSTOP) while LOADING; a request for B must neither spawn B
+    nor evict A while A is loading (LOADING counts as running, a loading model is never a victim).
+    Then A is thawed: B is served after A finishes loading and is evicted."""
+    models = ctx.router_models(p["models"])
+    a, b = models[0].name, models[1].name
+    hold_s = float(p.get("hold_s", 3))
+    ev = Evidence()
+    with ctx.lab(models, models_max=1) as lab:
+        lab.post("/models/load", a)
+        pid = lab.child_pid(a, timeout=10)
+        if pid is None:
+            raise Inconclusive("A's child never appeared")
+        lab.freeze(pid)
+        lab.sleep(0.3)
+        if any(e.kind == "status:loaded" and e.model == a for e in lab.events):
+            lab.thaw(pid)
+            raise Inconclusive(f"{a} finished loading before it could be frozen; use a bigger model")
+        t_b = lab.now()
+        b_thread = lab.request_in_background(b, timeout=hold_s + 120)
+        lab.sleep(hold_s)
+        during = [e for e in lab.events if lab.rel(e.t) >= t_b and e.model in (a, b)
+                  and e.kind in ("spawn", "evict", "stop_sent", "kill_loading")]
+        t_thaw = lab.now()
+        lab.thaw(pid)
+        b_thread.join(hold_s + 120)
+        _save(lab, ev)
+    spawn_b = next((e for e in lab.events if e.kind == "spawn" and e.model == b), None)
+    ev.figures.update(hold_s=hold_s, actions_while_a_loading=len(during),
+                      b_spawned_while_a_loading=any(e.kind == "spawn" and e.model == b for e in during),
+                      a_evicted_while_loading=any(e.model == a for e in during),
+                      b_spawned_after_thaw=bool(spawn_b and lab.rel(spawn_b.t) >= t_thaw),
+                      b_ok=any(r.model == b and r.status == 200 for r in lab.replies))
+    ev.lines = lab.lines("queued", "evict", "stop_sent", "kill_loading", "status:loaded", "exited", "spawn")[:14]
+    return ev
+
+
 SCENARIOS: dict[str, Callable[[Context, dict], Evidence]] = {
     "storm": storm, "same-model-burst": same_model_burst, "busy-victim": busy_victim,
     "limit-reached": limit_reached, "waiter-recheck": waiter_recheck, "startup-exceeds": startup_exceeds,
     "sleeping-slot": sleeping_slot, "unload-while-loading": unload_while_loading, "stop-timeout": stop_timeout,
     "cancel-waiting": cancel_waiting, "env-models-max": env_models_max, "ini-models-max": ini_models_max,
     "idle-cpu": idle_cpu, "default-cap": default_cap, "fifo-order": fifo_order, "stopping-counts": stopping_counts,
+    "loading-counts": loading_counts,
 }
 
 import harness.repro.ollama_scenarios  # noqa: E402,F401  (registers the Ollama and Metal scenarios)
