@@ -5,7 +5,11 @@ A spec (``experiments/claims/*.toml``)::
     id = "router-cap"
     claim = "At most models_max children exist at once."
     source = { seed = "000_8a4f772c82ebbd36.txt", statement = "Result: unload completes ..." }
-                                     # or document = "reference/llama-server.md"
+                                     # or document = "reference/llama-server.md"; the statement is
+                                     # quoted verbatim ("..." marks omitted text); code = "file: function"
+    timing = true                    # repeat 3 times (or repeat = N), report intervals
+    tested = "..."                   # what the scenario exercises, and
+    not_tested = "..."               # what it cannot (shown with the verdict)
     engine = "llama-server"          # or "ollama"
     requires = []                    # any of: "metal", "cuda", "not-metal", "ollama"
     scenario = "storm"               # a name from harness.repro.scenarios.SCENARIOS
@@ -16,6 +20,7 @@ A spec (``experiments/claims/*.toml``)::
     figure = "peak_children"
     op = "<="
     ref = "models_max"               # another figure; or value = 2
+    says = "children alive at once"  # the figure in words, for the reason sentence
 
 Verdicts: ``holds`` (every requirement met in every repetition), ``contradicted``
 (a requirement failed in every repetition), ``inconclusive`` (repetitions disagree),
