@@ -11,8 +11,8 @@ def repro_context(run: Run) -> dict:
     verdicts = run.table("verdicts")
     rows = []
     for r in verdicts.to_dict("records") if not verdicts.empty else []:
-        files = sorted(p.name for p in (run.dir / r["evidence_dir"]).glob("*") if p.is_file()) \
-            + sorted(f"logs/{p.name}" for p in (run.dir / r["evidence_dir"] / "logs").glob("*"))
+        base = run.dir / r["evidence_dir"]
+        files = sorted(str(p.relative_to(base)) for p in base.rglob("*") if p.is_file())
         rows.append({**r, "figures": json.loads(r["figures"] or "{}"), "evidence": json.loads(r["evidence"] or "[]"),
                      "notes": json.loads(r["notes"] or "[]"), "files": files})
     counts: dict[str, int] = {}
