@@ -139,6 +139,15 @@ def storm(ctx: Context, p: dict) -> Evidence:
                       time_above_cap_ms=1000 * f.get("time_above_cap_s", 0.0), samples=len(memory),
                       errors=int(requests["error"].notna().sum()) if not requests.empty else 0)
     ev.figures["lru_mismatches"] = ev.figures["lru_judged"] - ev.figures["lru_matches"]
+    max_model = max(m.path.stat().st_size for m in models)
+    peak_rss = int(memory["rss_total_bytes"].max()) if not memory.empty else 0
+    per_child = max((rss for smp in list(lab.samples) for rss in smp.children.values()), default=0)
+    root_peak = max((smp.root_rss for smp in list(lab.samples)), default=0)
+    cap = ev.figures["models_max"]
+    ev.figures.update(max_model_bytes=max_model, peak_rss_total_bytes=peak_rss, peak_child_rss_bytes=per_child,
+                      peak_rss_over_cap_models=round(peak_rss / (cap * max_model), 3) if cap > 0 else None,
+                      peak_rss_over_cap_children=round(peak_rss / (cap * per_child + root_peak), 3)
+                      if cap > 0 and per_child else None)
     log = children_from_log(lab.events)
     ev.figures.update(peak_children_log=log["peak_children_log"],
                       spawns_over_cap=spawns_over_cap(log["log_order"], ev.figures["models_max"]))
