@@ -80,7 +80,10 @@ class Lab:
         self.sampler.stop()
         self.http.close()
         self.router.close()
-        write_recipe(self)
+        try:
+            write_recipe(self)
+        except Exception as exc:  # the recipe must never hide the scenario's own outcome
+            (self.run_dir / "recipe.sh").write_text(f"# recipe could not be written: {exc}\n")
 
     def act(self, line: str) -> None:
         """Record a step the harness took, as a shell line for the recipe (with its lab time)."""
