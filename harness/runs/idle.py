@@ -183,6 +183,11 @@ def execute_idle(prep: PreparedIdle, reporter: Reporter = QuietReporter(), *, ex
     reporter.message(f"run {writer.run_id} -> {writer.dir}")
     if any(v is not None for v in (client["cpus"], client["nice"])) or client["spin"]:
         reporter.message(f"client placement (changes what is measured): {client}")
+    if client["spin"]:
+        reporter.message("warning: --client-spin keeps one CPU busy while a request runs; when the server's compute "
+                         "threads need every CPU (default -t on a small host) its spinning barrier then waits for "
+                         "preemption (measured here: server time 0.5 -> 128 ms on 2 vCPUs). Pair it with --cpus / "
+                         "--threads that leave the client a CPU.")
     failures: list[str] = []
     try:
         _execute_cells(prep, writer, reporter, failures)
