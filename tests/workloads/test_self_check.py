@@ -36,9 +36,11 @@ def test_self_check_rows_never_measure_and_figures_decompose():
     assert any("overhead_p50_ms" in w for w in fig["warnings"]) and any("harness_p50_ms" in w for w in fig["warnings"])
 
 
-def test_figures_without_server_timings_warn():
-    fig = self_check_figures([{"phase": "selfcheck", "error": None, "overhead_ms": None, "server_ms": None}])
-    assert fig["n"] == 0 and fig["overhead_p50_ms"] is None and "overhead unknown" in fig["warnings"][-1]
+def test_figures_without_server_timings_say_so_without_a_warning():
+    fig = self_check_figures([{"phase": "selfcheck", "error": None, "overhead_ms": None, "server_ms": None,
+                               "latency_ms": 3.0}])
+    assert fig["n"] == 0 and fig["overhead_p50_ms"] is None and "unknown" in fig["note"]
+    assert fig["latency_p50_ms"] == 3.0 and fig["warnings"] == []
 
 
 def test_quiet_figures_have_no_warnings():
