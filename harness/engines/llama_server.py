@@ -263,10 +263,10 @@ def cpu_args(setting: Setting) -> list[str]:
 
 
 def openmp_build(binary: Path) -> bool | None:
-    """Whether the engine was built with GGML_OPENMP=ON (from the CMakeCache.txt next to a cached
-    build); None when unknown."""
-    for parent in list(binary.parents)[:4]:
-        cache = parent / "CMakeCache.txt"
+    """Whether the engine was built with GGML_OPENMP=ON (from the CMakeCache.txt of a cached build:
+    in a parent folder or its build/); None when unknown."""
+    for cache in [c for parent in list(binary.parents)[:4]
+                  for c in (parent / "CMakeCache.txt", parent / "build" / "CMakeCache.txt")]:
         if cache.is_file():
             for line in cache.read_text(errors="replace").splitlines():
                 if line.startswith("GGML_OPENMP:"):

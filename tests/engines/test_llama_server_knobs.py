@@ -26,7 +26,7 @@ def test_cpu_args_for_each_knob():
 
 
 def test_argv_env_and_notes(tmp_path):
-    e = engine(tmp_path)
+    e = engine(tmp_path / "a")
     argv = e.argv(Path("m.gguf"), Setting(threads=1, cpus="1"), 1234)
     assert argv[0].endswith("taskset") and argv[1:3] == ["-c", "1"] and ["-t", "1"] == argv[argv.index("-t"):][:2]
     env, overrides = e.environment(Setting(omp_wait="active", omp_spincount=0))
@@ -38,6 +38,14 @@ def test_argv_env_and_notes(tmp_path):
     assert plain.setting_notes(Setting(poll=100)) == []
     assert any("OpenMP" in n for n in plain.setting_notes(Setting(omp_wait="passive")))
     assert openmp_build(engine(tmp_path / "c", openmp=None).binary.path) is None
+
+
+def test_openmp_read_from_a_sibling_build_folder(tmp_path):
+    """lbench's cache: <key>/bin/llama-server beside <key>/build/CMakeCache.txt."""
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "CMakeCache.txt").write_text("GGML_OPENMP:BOOL=OFF\n")
+    assert openmp_build(tmp_path / "bin" / "llama-server") is False
 
 
 def test_user_omp_environment_does_not_leak(tmp_path, monkeypatch):
