@@ -18,7 +18,8 @@ SAMPLE_COLUMNS: dict[str, tuple[str, str]] = {
     "keep_alive": ("string", "default | none | seconds (Metal residency keep-alive)"),
     "sleep_idle_s": ("Int64", "llama-server --sleep-idle-seconds, null when off"),
     "setting_applicable": ("boolean", "false when the setting has no effect on this host (Metal knobs off macOS)"),
-    "phase": ("string", "warmup (not analysed) or measure"),
+    "phase": ("string", "measure (analysed); warmup; selfcheck-warmup, selfcheck, floor-http, floor-queue "
+                        "(the harness checking itself, never analysed as measurements)"),
     "rep": ("Int64", "repetition of the pause grid (null for warm-up)"),
     "seq": ("Int64", "request number within the cell, from 0"),
     "pause_requested_s": ("float64", "pause asked for before this request"),
@@ -47,6 +48,15 @@ SAMPLE_COLUMNS: dict[str, tuple[str, str]] = {
     "apple_gpu_alloc_bytes_after": ("Int64", "the same, just after the response"),
     "gpu_used_bytes_before": ("Int64", "NVIDIA GPU memory used just before the request (NVML; null elsewhere)"),
     "gpu_used_bytes_after": ("Int64", "NVIDIA GPU memory used just after the response"),
+    "floor_path": ("string", "floor-* rows: the endpoint timed (/health: HTTP only; /slots: HTTP + task queue)"),
+    "knob_threads": ("Int64", "llama-server -t/-tb of the cell (null: server default)"),
+    "knob_poll": ("Int64", "llama-server --poll of the cell"),
+    "knob_cpu_strict": ("boolean", "llama-server --cpu-strict of the cell"),
+    "knob_prio": ("Int64", "llama-server --prio of the cell"),
+    "knob_cpu_mask": ("string", "llama-server --cpu-mask of the cell"),
+    "knob_cpus": ("string", "CPU list the whole server ran on (taskset -c)"),
+    "knob_omp_wait": ("string", "OMP_WAIT_POLICY of the server (active/passive)"),
+    "knob_omp_spincount": ("Int64", "GOMP_SPINCOUNT of the server"),
 }
 
 

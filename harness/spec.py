@@ -95,6 +95,61 @@ def parse_sleep_idle(value: object, where: str = "--sleep-idle-seconds") -> int 
     return n
 
 
+OMP_WAIT_POLICIES = ("active", "passive")
+MATCH_MODES = ("llama-idle",)
+
+
+def _default(value: object) -> bool:
+    return value is None or (isinstance(value, str) and value.strip().lower() in ("", "default"))
+
+
+def parse_cpu_knob(key: str, value: object, where: str) -> object:
+    """One value of a CPU wake axis; None (or "default") leaves the engine's default."""
+    if _default(value):
+        return None
+    text = str(value).strip().lower()
+    if key == "omp_spincount":
+        if not text.isdigit():
+            raise BadInput(f"bad GOMP_SPINCOUNT {value!r}", where=where, hint="an integer >= 0, or default")
+        return int(text)
+    if key in ("threads", "poll", "prio"):
+        try:
+            n = int(text)
+        except ValueError:
+            raise BadInput(f"bad {key} value {value!r}", where=where, hint="an integer, or 'default'") from None
+        low, high = {"threads": (1, 512), "poll": (0, 100), "prio": (-1, 3)}[key]
+        if not low <= n <= high:
+            raise BadInput(f"{key} must be {low}..{high} (or default), got {n}", where=where)
+        return n
+    if key == "cpu_strict":
+        if text in ("1", "true", "on", "yes"):
+            return True
+        if text in ("0", "false", "off", "no"):
+            return False
+        raise BadInput(f"bad cpu-strict value {value!r}", where=where, hint="0, 1 or default")
+    if key == "cpu_mask":
+        digits = text[2:] if text.startswith("0x") else text
+        if not digits or any(c not in "0123456789abcdef" for c in digits):
+            raise BadInput(f"bad cpu-mask {value!r}", where=where, hint="hex, e.g. 0x1 (CPU 0) or 0x3 (CPUs 0-1)")
+        return "0x" + digits
+    if key == "cpus":
+        cpus = text.replace("+", ",")
+        for part in cpus.split(","):
+            bounds = part.split("-")
+            if not 1 <= len(bounds) <= 2 or not all(b.isdigit() for b in bounds):
+                raise BadInput(f"bad CPU list {value!r}", where=where,
+                               hint="CPU numbers for taskset -c: 1, 0-1 or 0+1 ('+' because ',' separates values)")
+        return cpus
+    if key == "omp_wait":
+        if text not in OMP_WAIT_POLICIES:
+            raise BadInput(f"bad OMP_WAIT_POLICY {value!r}", where=where, hint="active, passive or default")
+        return text
+    raise AssertionError(key)
+
+
+CPU_KNOBS = ("threads", "poll", "cpu_strict", "prio", "cpu_mask", "cpus", "omp_wait", "omp_spincount")
+
+
 @dataclass
 class IdleSpec:
     name: str = "idle"
@@ -110,9 +165,28 @@ class IdleSpec:
     shuffle: bool = True  # shuffle pause order per repetition (off only for calibration blocks)
     cache_state: list[str] = field(default_factory=lambda: ["as-is"])
     engines: list[str] = field(default_factory=lambda: ["llama-server"])
+    # CPU wake axes (llama-server); None = the server's default.  See Setting.
+    threads: list = field(default_factory=lambda: [None])
+    poll: list = field(default_factory=lambda: [None])
+    cpu_strict: list = field(default_factory=lambda: [None])
+    prio: list = field(default_factory=lambda: [None])
+    cpu_mask: list = field(default_factory=lambda: [None])
+    cpus: list = field(default_factory=lambda: [None])
+    omp_wait: list = field(default_factory=lambda: [None])
+    omp_spincount: list = field(default_factory=lambda: [None])
+    match: str | None = None  # "llama-idle": server and request do llama-idle's work (docs/instrument.md)
+    self_check: int = 10  # back-to-back calibration requests at the start of every server cell (0 = off)
+    # harness process placement, opt-in (they change what is measured; recorded in the manifest)
+    client_cpus: str | None = None  # os.sched_setaffinity of lbench itself, e.g. "0"
+    client_nice: int | None = None  # os.setpriority of lbench itself (negative needs privileges)
+    client_spin: bool = False  # busy-poll the socket for the response instead of sleeping in recv
 
     def settings(self) -> list[Setting]:
-        return [Setting(k, s, c) for k in self.keep_alive for s in self.sleep_idle_seconds for c in self.cache_state]
+        import itertools
+
+        axes = [getattr(self, k) for k in CPU_KNOBS]
+        return [Setting(k, s, c, *knobs) for k in self.keep_alive for s in self.sleep_idle_seconds
+                for c in self.cache_state for knobs in itertools.product(*axes)]
 
     def validate(self, where: str = "spec") -> "IdleSpec":
         if not self.models:
@@ -141,6 +215,20 @@ class IdleSpec:
             raise BadInput("the llama-idle cross-check pairs with llama-server only", where=f"{where}: --engine")
         self.cache_state = list(dict.fromkeys(self.cache_state)) or ["as-is"]
         self.engines = list(dict.fromkeys(self.engines)) or ["llama-server"]
+        for key in CPU_KNOBS:
+            values = getattr(self, key)
+            values = values if isinstance(values, list) else [values]
+            setattr(self, key, list(dict.fromkeys(parse_cpu_knob(key, v, f"{where}: --{key.replace('_', '-')}")
+                                                  for v in values)) or [None])
+        if self.match is not None and self.match not in MATCH_MODES:
+            raise BadInput(f"unknown match mode {self.match!r}", where=f"{where}: --match",
+                           hint="llama-idle (do llama-idle's per-iteration work through the server)")
+        if isinstance(self.self_check, bool) or not isinstance(self.self_check, int) or self.self_check < 0:
+            raise BadInput(f"self_check must be an integer >= 0, got {self.self_check!r}", where=f"{where}: --self-check")
+        if self.client_cpus is not None:
+            self.client_cpus = parse_cpu_knob("cpus", self.client_cpus, f"{where}: --client-cpus")
+        if self.client_nice is not None and not (-20 <= int(self.client_nice) <= 19):
+            raise BadInput(f"client nice must be -20..19, got {self.client_nice}", where=f"{where}: --client-nice")
         return self
 
     def as_dict(self) -> dict:
@@ -164,7 +252,8 @@ def load_spec(path: Path) -> IdleSpec:
     kwargs = dict(table)
     if "pauses_s" in kwargs and isinstance(kwargs["pauses_s"], str):
         kwargs["pauses_s"] = parse_pauses(kwargs["pauses_s"], where)
-    for key in ("models", "keep_alive", "sleep_idle_seconds", "server_args", "pauses_s", "cache_state", "engines"):
+    for key in ("models", "keep_alive", "sleep_idle_seconds", "server_args", "pauses_s", "cache_state", "engines",
+                *CPU_KNOBS):
         if key in kwargs and not isinstance(kwargs[key], list):
             kwargs[key] = [kwargs[key]]
     return IdleSpec(**kwargs).validate(where)

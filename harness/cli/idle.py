@@ -100,6 +100,28 @@ def idle(
     report: bool = typer.Option(True, "--report/--no-report", help="Render the HTML report at the end."),
     build: list[int] = typer.Option(None, "--build", help="llama.cpp build from the cache (repeat: one run per "
                                                           "build; see lbench engine list)."),
+    threads: list[str] = typer.Option(None, "--threads", help="CPU wake axis: llama-server -t/-tb (or default). "
+                                                           "Repeat or comma-list."),
+    poll: list[str] = typer.Option(None, "--poll", help="CPU wake axis: llama-server --poll 0-100 (no effect in "
+                                                     "OpenMP builds)."),
+    cpu_strict: list[str] = typer.Option(None, "--cpu-strict", help="CPU wake axis: llama-server --cpu-strict 0/1."),
+    prio: list[str] = typer.Option(None, "--prio", help="CPU wake axis: llama-server --prio -1..3."),
+    cpu_mask: list[str] = typer.Option(None, "--cpu-mask", help="CPU wake axis: llama-server --cpu-mask (hex)."),
+    cpus: list[str] = typer.Option(None, "--cpus", help="CPU wake axis: the whole server under taskset -c "
+                                                     "(1, 0-1, 0+1)."),
+    omp_wait: list[str] = typer.Option(None, "--omp-wait-policy", help="CPU wake axis: OMP_WAIT_POLICY of the "
+                                                                    "server (active, passive, default)."),
+    omp_spincount: list[str] = typer.Option(None, "--omp-spincount", help="CPU wake axis: GOMP_SPINCOUNT of the "
+                                                                         "server (spins before a futex sleep)."),
+    match: str = typer.Option(None, "--match", help="llama-idle: the server does llama-idle's work (4 threads, "
+                                                   "n_ctx 512, BOS at position 0, greedy)."),
+    self_check: int = typer.Option(None, "--self-check", help="Back-to-back calibration requests at the start "
+                                                             "of every cell (default 10; 0 = off)."),
+    client_cpus: str = typer.Option(None, "--client-cpus", help="Opt-in: pin lbench itself to these CPUs "
+                                                               "(recorded)."),
+    client_nice: int = typer.Option(None, "--client-nice", help="Opt-in: nice value for lbench itself (recorded)."),
+    client_spin: bool = typer.Option(None, "--client-spin/--no-client-spin",
+                                     help="Opt-in: busy-poll the socket for each response (recorded)."),
 ) -> None:
     """Idle-wake sweep: pause, then decode one token with the prompt cached; repeat over a grid.
 
@@ -116,6 +138,8 @@ def idle(
       lbench idle --engine mlx -m tiny-f16                  # mlx_lm.server (pip install -e '.[mlx]')
       lbench idle --engine openai --url http://127.0.0.1:1234 -m my-model
       lbench idle --engine ollama -m llama3.1:8b --keep-alive 30
+      lbench idle -m tiny-q8 --threads 1,2 --omp-wait-policy default,active   # CPU wake axes
+      lbench idle -m tiny-q8 --engine llama-server --engine llama-idle --match llama-idle
     """
     spec = build_spec(
         spec_file,
@@ -126,6 +150,10 @@ def idle(
         sleep_idle_seconds=_split(sleep_idle_seconds),
         ctx_size=ctx_size, server_args=server_arg or None,
         cache_state=_split(cache_state), engines=_split(engine),
+        threads=_split(threads), poll=_split(poll), cpu_strict=_split(cpu_strict), prio=_split(prio),
+        cpu_mask=_split(cpu_mask), cpus=_split(cpus), omp_wait=_split(omp_wait),
+        omp_spincount=_split(omp_spincount), match=match,
+        self_check=self_check, client_cpus=client_cpus, client_nice=client_nice, client_spin=client_spin,
     )
     from harness.engines.builds import binaries
 
@@ -135,9 +163,24 @@ def idle(
         run = _run(spec, server, results, "idle", report, llama_idle_path,
                    {"url": url, "ollama_url": ollama_url, "prompt_cache_size": prompt_cache_size})
         out.print(_summary_table(run))
+        _print_self_checks(run)
         failed |= run.manifest["status"] != "complete"
     if failed:
         raise typer.Exit(1)
+
+
+def _print_self_checks(run: Run) -> None:
+    for cell in run.manifest.get("cells", []):
+        check = cell.get("self_check")
+        if not check:
+            continue
+        fmt = lambda v: "–" if v is None else f"{v:.3f}"  # noqa: E731
+        line = (f"self-check {cell['model']} / {cell['setting']}: overhead p50 {fmt(check['overhead_p50_ms'])} "
+                f"p99 {fmt(check['overhead_p99_ms'])} ms, HTTP floor p50 {fmt(check['floor_http_p50_ms'])} ms, "
+                f"harness p50 {fmt(check['harness_p50_ms'])} ms (n={check['n']})")
+        out.print(line, markup=False)
+        for warning in check.get("warnings", []):
+            out.print(f"  warning: {warning}", markup=False)
 
 
 # Each repetition: a block of back-to-back requests, then short pauses.  Harness
@@ -146,7 +189,8 @@ def idle(
 CALIBRATION_BLOCK = 30
 STEADY_AFTER = 10  # back-to-back requests the server needs to settle after a pause
 CALIBRATION_PAUSES = [0.0] * CALIBRATION_BLOCK + [0.02, 0.05, 0.1, 0.2, 0.3]
-TARGETS = {"overhead_p50_ms": 1.0, "overhead_p99_ms": 3.0, "pause_error_p99_ms": 1.0, "efficiency": 1.05}
+TARGETS = {"overhead_p50_ms": 0.5, "overhead_p99_ms": 2.0, "harness_p50_ms": 0.2, "pause_error_p99_ms": 1.0,
+           "efficiency": 1.03}
 
 
 def calibration_figures(run: Run) -> dict[str, float]:
@@ -185,6 +229,30 @@ def calibration_figures(run: Run) -> dict[str, float]:
         "overhead_after_pause_p50_ms": stats.percentile(after_pause["overhead_ms"], 50),
         "overhead_after_pause_p99_ms": stats.percentile(after_pause["overhead_ms"], 99),
         "server_ms_p50": float(np.median(good["server_ms"])) if len(good) else float("nan"),
+        **floor_figures(run.table("samples"), back_to_back["overhead_ms"], after_pause["overhead_ms"]),
+    }
+
+
+def floor_figures(samples: pd.DataFrame, overhead_b2b: pd.Series, overhead_after: pd.Series) -> dict[str, float]:
+    """harness cost = client latency - server time - HTTP floor (GET /health on the same connection,
+    timed the same way), back to back and after pauses."""
+    nan = float("nan")
+    if "phase" not in samples or not samples["phase"].eq("floor-http").any():
+        return {k: nan for k in ("floor_p50_ms", "floor_p99_ms", "floor_after_pause_p50_ms",
+                                 "floor_after_pause_p99_ms", "harness_p50_ms", "harness_p99_ms",
+                                 "harness_after_pause_p50_ms", "harness_after_pause_p99_ms")}
+    floor = samples[samples["phase"].eq("floor-http") & samples["error"].isna()]
+    b2b = floor[floor["pause_requested_s"] == 0]["latency_ms"]
+    after = floor[floor["pause_requested_s"] > 0]["latency_ms"]
+    f50 = stats.percentile(b2b, 50)
+    a50 = stats.percentile(after, 50) if len(after) else nan
+    return {
+        "floor_p50_ms": f50, "floor_p99_ms": stats.percentile(b2b, 99),
+        "floor_after_pause_p50_ms": a50, "floor_after_pause_p99_ms": stats.percentile(after, 99) if len(after) else nan,
+        "harness_p50_ms": stats.percentile(overhead_b2b - f50, 50),
+        "harness_p99_ms": stats.percentile(overhead_b2b - f50, 99),
+        "harness_after_pause_p50_ms": stats.percentile(overhead_after - a50, 50) if len(after) else nan,
+        "harness_after_pause_p99_ms": stats.percentile(overhead_after - a50, 99) if len(after) else nan,
     }
 
 
@@ -193,19 +261,30 @@ def calibrate(
     reps: int = typer.Option(10, "--reps", help="Repetitions of the block (30 back-to-back + 5 short pauses)."),
     results: str = typer.Option(None, "--results", help="Results directory."),
     llama_server: str = typer.Option(None, "--llama-server", help="Use this llama-server binary."),
+    client_cpus: str = typer.Option(None, "--client-cpus", help="Opt-in: pin lbench itself to these CPUs."),
+    client_nice: int = typer.Option(None, "--client-nice", help="Opt-in: nice value for lbench itself."),
+    client_spin: bool = typer.Option(False, "--client-spin/--no-client-spin",
+                                     help="Opt-in: busy-poll the socket for each response."),
+    cpus: str = typer.Option(None, "--cpus", help="Run the server under taskset -c (e.g. 1)."),
+    threads: str = typer.Option(None, "--threads", help="llama-server -t/-tb."),
 ) -> None:
     """Measure the harness itself against the real server (a benchmark, not a test).
 
     Prints: client wall minus server time per steady back-to-back request (p50/p99; an upper
     bound on the harness's own cost), the same after short pauses (includes the server
     waking its threads), requested-vs-actual pause error (p99), and sweep efficiency =
-    wall / (sum of pauses + sum of server time). Targets: 1 ms, 3 ms, 1 ms, 1.05.
+    wall / (sum of pauses + sum of server time), and the decomposition harness = overhead - HTTP
+    floor (GET /health on the same connection, back to back and after the same pauses).
+    Targets: overhead p50 0.5 / p99 2 ms, harness p50 0.2 ms, pause error p99 1 ms, efficiency 1.03.
 
     Examples:
       lbench calibrate
       lbench calibrate --reps 100
+      lbench calibrate --client-cpus 0 --cpus 1 --client-spin   # opt-in placement A/B
     """
-    spec = build_spec(None, models=[model], pauses_s=list(CALIBRATION_PAUSES), reps=reps, warmup=5, shuffle=False)
+    spec = build_spec(None, models=[model], pauses_s=list(CALIBRATION_PAUSES), reps=reps, warmup=5, shuffle=False,
+                      client_cpus=client_cpus, client_nice=client_nice, client_spin=client_spin,
+                      cpus=[cpus] if cpus else None, threads=[threads] if threads else None)
     run = _run(spec, llama_server, results, "calibrate", report=True)
     figures = calibration_figures(run)
     run.manifest["calibration"] = figures
@@ -227,6 +306,9 @@ def calibrate(
     table.add_row("overhead_after_pause_p50_ms (info)", f"{figures['overhead_after_pause_p50_ms']:.3f}", "", "")
     table.add_row("overhead_after_pause_p99_ms (info)", f"{figures['overhead_after_pause_p99_ms']:.3f}", "", "")
     table.add_row("server_ms_p50 (for scale)", f"{figures['server_ms_p50']:.3f}", "", "")
+    for key in ("floor_p50_ms", "floor_p99_ms", "floor_after_pause_p50_ms", "floor_after_pause_p99_ms",
+                "harness_p99_ms", "harness_after_pause_p50_ms", "harness_after_pause_p99_ms"):
+        table.add_row(f"{key} (info)", f"{figures[key]:.3f}", "", "")
     out.print(table)
     import json
 

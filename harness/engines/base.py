@@ -19,11 +19,33 @@ class Setting:
     keep_alive: "default" (engine default), "none" (no residency sets), or seconds
     as a string ("30").  sleep_idle_seconds: None (off) or >= 1.  cache_state: the
     model file's page-cache state at server start: "as-is", "warm" or "cold".
+
+    CPU wake knobs (None = the engine's default, not passed): ``threads`` (-t and -tb),
+    ``poll`` (--poll 0-100), ``cpu_strict`` (--cpu-strict 1), ``prio`` (--prio -1..3),
+    ``cpu_mask`` (--cpu-mask, hex; placement of the compute threads), ``cpus`` (a CPU
+    list such as "1" or "0-1" for the whole server process, via ``taskset -c``) and
+    ``omp_wait`` (OMP_WAIT_POLICY of an OpenMP build: "active" or "passive"), ``omp_spincount``
+    (GOMP_SPINCOUNT: how long libgomp's idle threads spin before they sleep on a futex).
     """
 
     keep_alive: str = "default"
     sleep_idle_seconds: int | None = None
     cache_state: str = "as-is"
+    threads: int | None = None
+    poll: int | None = None
+    cpu_strict: bool | None = None
+    prio: int | None = None
+    cpu_mask: str | None = None
+    cpus: str | None = None
+    omp_wait: str | None = None
+    omp_spincount: int | None = None
+
+    def cpu_knobs(self) -> dict:
+        """The CPU wake knobs that are set (for samples, manifests and labels)."""
+        return {k: v for k, v in (("threads", self.threads), ("poll", self.poll), ("cpu_strict", self.cpu_strict),
+                                  ("prio", self.prio), ("cpu_mask", self.cpu_mask), ("cpus", self.cpus),
+                                  ("omp_wait", self.omp_wait), ("omp_spincount", self.omp_spincount))
+                if v is not None}
 
     @property
     def label(self) -> str:
@@ -32,6 +54,9 @@ class Setting:
             parts.append(f"sleep-idle={self.sleep_idle_seconds}s")
         if self.cache_state != "as-is":
             parts.append(f"cache={self.cache_state}")
+        for key, value in self.cpu_knobs().items():
+            name = key.replace("_", "-")
+            parts.append(name if value is True else f"{name}={int(value) if isinstance(value, bool) else value}")
         return ",".join(parts)
 
 

@@ -33,9 +33,34 @@ HOST = "127.0.0.1"  # loopback only, always
 VERSION_RE = re.compile(r"version:\s*(?P<version>\S+)\s*\(build\s*(?P<build>\d+),\s*commit\s*(?P<commit>[^)]+)\)")
 # llama-server settings that must never leak in from the user's environment
 SCRUBBED_ENV_PREFIXES = ("LLAMA_ARG_", "GGML_METAL_")
-SCRUBBED_ENV = ("LLAMA_SERVER_DEBUG_FAKE_TIMING", "LLAMA_CACHE")
+SCRUBBED_ENV = ("LLAMA_SERVER_DEBUG_FAKE_TIMING", "LLAMA_CACHE", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT",
+                "OMP_NUM_THREADS")
 STRAY_CONFIGS = (Path("/etc/llama.cpp/config.ini"), Path.home() / ".config" / "llama.cpp" / "config.ini")
 DEFAULT_PROMPT = "Hello world, this is an idle wake probe."
+# What llama-idle (examples/idle/idle.cpp) does per iteration, read from the pinned source:
+# llama_context_default_params() with n_ctx = n_batch = 512 (so -t is ignored: 4 threads,
+# GGML_DEFAULT_N_THREADS), one BOS token decoded at position 0 after llama_memory_clear,
+# logits for that token only, no sampling; it times llama_process + llama_synchronize.
+LLAMA_IDLE_WORK = {"threads": 4, "threads_batch": 4, "n_ctx": 512, "n_batch": 512, "n_ubatch": 512,
+                   "flash_attn": "auto", "prompt": "[BOS] (1 token)", "kv_position": 0,
+                   "kv_cache": "cleared before every decode (llama_memory_clear)", "sampling": "none",
+                   "threadpool": "no ggml threadpool attached: ggml_graph_compute makes a disposable one per graph; "
+                                 "in an OpenMP build that is an omp parallel region on libgomp's persistent team",
+                   "timed": "llama_process + llama_synchronize (decode only)", "warmup": "1 decode"}
+MATCH_ARGS = ["-t", "4", "-tb", "4", "-c", "512", "-b", "512", "-ub", "512", "-fa", "auto"]
+MATCH_SAMPLING = {"top_k": 1, "samplers": ["top_k"]}
+# where the server path cannot do exactly what llama-idle does
+MATCH_GAPS = [
+    "prompt_ms starts when the slot starts the prompt (prompt/cache bookkeeping, batch build) and ends after the "
+    "first token is sampled; llama-idle times the decode only. Sampling is cut to greedy top-k=1 (one pass "
+    "over the vocabulary), which remains.",
+    "the server attaches one ggml threadpool for its lifetime; llama-idle attaches none. In an OpenMP build both "
+    "run their graphs on libgomp's persistent team (same spin-then-sleep wait), so this differs only in builds "
+    "without OpenMP, where llama-idle starts and joins its threads on every decode.",
+    "the server re-decodes BOS at position 0 by dropping the cached token (cache_prompt keeps the prompt, the "
+    "last token is always re-evaluated); llama-idle clears the whole memory. Same position, same KV length.",
+    "the server was warmed up by its own start-up decode and lbench's warm-up requests; llama-idle by one decode.",
+]
 
 
 @dataclass(frozen=True)
@@ -109,29 +134,55 @@ class LlamaServerEngine:
     name = "llama-server"
 
     def __init__(self, binary: Binary, *, ctx_size: int = 2048, extra_args: list[str] | None = None,
-                 startup_timeout_s: float = 600.0, prompt: str = DEFAULT_PROMPT):
+                 startup_timeout_s: float = 600.0, prompt: str = DEFAULT_PROMPT, match: str | None = None,
+                 client_spin: bool = False):
         self.binary = binary
         self.ctx_size = ctx_size
         self.extra_args = list(extra_args or [])
         self.startup_timeout_s = startup_timeout_s
         self.prompt = prompt
+        self.match = match  # "llama-idle": do llama-idle's per-iteration work (see LLAMA_IDLE_WORK)
+        self.client_spin = client_spin
 
     def facts(self) -> dict:
         from harness.probes.engine_log import list_devices
 
         return {"engine": self.name, **self.binary.as_dict(), "ctx_size": self.ctx_size,
                 "extra_args": self.extra_args, "stray_configs": stray_configs(),
-                "devices": list_devices(self.binary.path)}
+                "devices": list_devices(self.binary.path), "openmp": openmp_build(self.binary.path),
+                "match": self.match}
+
+    def like_for_like(self) -> dict:
+        """llama-idle's work and the server path's, side by side, for the manifest."""
+        server = {"threads": "server default (-t: physical cores)", "n_ctx": self.ctx_size,
+                  "n_batch": "server default (2048)", "prompt": f"{self.prompt!r} (cached; last token re-decoded)",
+                  "sampling": "server default chain", "timed": "server prompt_ms (prompt start .. first token "
+                  "sampled); client latency_ms adds HTTP and the harness"}
+        if self.match == "llama-idle":
+            server = {"threads": 4, "threads_batch": 4, "n_ctx": 512, "n_batch": 512, "n_ubatch": 512,
+                      "flash_attn": "auto", "prompt": "[BOS] as a token id (1 token)", "kv_position": 0,
+                      "kv_cache": "cached BOS dropped and re-decoded at position 0", "sampling": MATCH_SAMPLING,
+                      "timed": "server prompt_ms (prompt start .. first token sampled)", "server_args": MATCH_ARGS}
+        return {"match": self.match, "llama-idle": LLAMA_IDLE_WORK, "llama-server": server,
+                "cannot_match": MATCH_GAPS if self.match else
+                ["no matching requested (--match llama-idle): threads, context, prompt and sampling differ"]}
 
     @staticmethod
     def metal_available() -> bool:
         return platform.system() == "Darwin" and platform.machine() == "arm64"
 
     def setting_notes(self, setting: Setting) -> list[str]:
+        notes = []
         if setting.keep_alive != "default" and not self.metal_available():
-            return [f"keep-alive={setting.keep_alive} sets a Metal residency variable; "
-                    f"this host ({platform.system()} {platform.machine()}) has no Metal, so it has no effect"]
-        return []
+            notes.append(f"keep-alive={setting.keep_alive} sets a Metal residency variable; "
+                         f"this host ({platform.system()} {platform.machine()}) has no Metal, so it has no effect")
+        openmp = openmp_build(self.binary.path)
+        if setting.poll is not None and openmp is True:
+            notes.append("--poll sets ggml's own threadpool polling; this build uses OpenMP (GGML_OPENMP=ON), whose "
+                         "threads wait per OMP_WAIT_POLICY/GOMP_SPINCOUNT instead, so --poll has no effect")
+        if (setting.omp_wait is not None or setting.omp_spincount is not None) and openmp is False:
+            notes.append("OMP_WAIT_POLICY/GOMP_SPINCOUNT only affect OpenMP builds; this build does not use OpenMP")
+        return notes
 
     def verbose_startup_log(self, model_path: Path, setting: Setting, log_path: Path) -> str:
         """Start the server once at ``-lv 4`` (Metal prints its residency facts only there), stop it,
@@ -151,14 +202,27 @@ class LlamaServerEngine:
             overrides["GGML_METAL_NO_RESIDENCY"] = "1"
         elif setting.keep_alive != "default":
             overrides["GGML_METAL_RESIDENCY_KEEP_ALIVE_S"] = setting.keep_alive
+        if setting.omp_wait is not None:
+            overrides["OMP_WAIT_POLICY"] = setting.omp_wait.upper()
+        if setting.omp_spincount is not None:
+            overrides["GOMP_SPINCOUNT"] = str(setting.omp_spincount)
         env.update(overrides)
         return env, overrides
 
     def argv(self, model_path: Path, setting: Setting, port: int) -> list[str]:
         argv = [str(self.binary.path), "-m", str(model_path), "--host", HOST, "--port", str(port),
                 "-np", "1", "-c", str(self.ctx_size), "--no-webui"]
+        if self.match == "llama-idle":
+            argv += MATCH_ARGS  # later options win in llama.cpp's parser: -c 512 replaces the one above
         if setting.sleep_idle_seconds is not None:
             argv += ["--sleep-idle-seconds", str(setting.sleep_idle_seconds)]
+        argv += cpu_args(setting)
+        if setting.cpus is not None:
+            taskset = shutil.which("taskset")
+            if taskset is None:
+                raise BadInput("CPU placement (--cpus) needs taskset (util-linux)", where="--cpus",
+                               hint="install util-linux, or use --cpu-mask (compute threads only)")
+            argv = [taskset, "-c", setting.cpus, *argv]
         return argv + self.extra_args
 
     def start(self, model_path: Path, setting: Setting, log_path: Path) -> "LlamaServerProcess":
@@ -167,8 +231,11 @@ class LlamaServerEngine:
         for _attempt in range(3):  # a free port can be taken between probe and bind
             port = free_port()
             server = LlamaServerProcess(self.argv(model_path, setting, port), env, port, log_path, self.prompt)
+            server.client.spin = self.client_spin
             try:
                 server.wait_ready(self.startup_timeout_s)
+                if self.match == "llama-idle":
+                    server.client.set_body(llama_idle_body(server.client.bos_token()))
                 return server
             except EngineError as exc:
                 server.close()
@@ -177,6 +244,41 @@ class LlamaServerEngine:
                     break
         assert last_error is not None
         raise last_error
+
+
+def cpu_args(setting: Setting) -> list[str]:
+    """llama-server options for the CPU wake knobs that are set."""
+    args: list[str] = []
+    if setting.threads is not None:
+        args += ["-t", str(setting.threads), "-tb", str(setting.threads)]
+    if setting.poll is not None:
+        args += ["--poll", str(setting.poll)]
+    if setting.cpu_strict is not None:
+        args += ["--cpu-strict", "1" if setting.cpu_strict else "0"]
+    if setting.prio is not None:
+        args += ["--prio", str(setting.prio)]
+    if setting.cpu_mask is not None:
+        args += ["--cpu-mask", setting.cpu_mask]
+    return args
+
+
+def openmp_build(binary: Path) -> bool | None:
+    """Whether the engine was built with GGML_OPENMP=ON (from the CMakeCache.txt of a cached build:
+    in a parent folder or its build/); None when unknown."""
+    for cache in [c for parent in list(binary.parents)[:4]
+                  for c in (parent / "CMakeCache.txt", parent / "build" / "CMakeCache.txt")]:
+        if cache.is_file():
+            for line in cache.read_text(errors="replace").splitlines():
+                if line.startswith("GGML_OPENMP:"):
+                    return line.split("=", 1)[1].strip().upper() in ("ON", "1", "TRUE", "YES")
+            return None
+    return None
+
+
+def llama_idle_body(bos: int) -> dict:
+    """The request that does llama-idle's per-iteration work: BOS at position 0, one token out."""
+    return {"prompt": [bos], "n_predict": 1, "cache_prompt": True, **MATCH_SAMPLING,
+            "response_fields": OneTokenClient.RESPONSE_FIELDS}
 
 
 class LlamaServerProcess:
@@ -219,6 +321,10 @@ class LlamaServerProcess:
 
     def complete_one_token(self) -> Completion:
         return self.client.complete_one_token()
+
+    def floor(self, path: str = "/health") -> Completion:
+        """One GET on the same connection, timed like a completion: the HTTP floor."""
+        return self.client.get(path)
 
     def close(self) -> None:
         self.client.close()
@@ -263,6 +369,27 @@ class OneTokenClient:
             "prompt": prompt, "n_predict": 1, "cache_prompt": True, "response_fields": self.RESPONSE_FIELDS}).encode()
         self.headers = {"Content-Type": "application/json", "Content-Length": str(len(self.body))}
 
+    spin = False  # busy-poll the socket for the response (opt-in: burns the client's CPU while waiting)
+
+    def set_body(self, body: dict) -> None:
+        self.body = json.dumps(body).encode()
+        self.headers = {"Content-Type": "application/json", "Content-Length": str(len(self.body))}
+
+    def bos_token(self) -> int:
+        """The model's BOS token id, from the server's tokenizer (not timed)."""
+        self._ensure_connection()
+        assert self.conn is not None
+        body = json.dumps({"content": "", "add_special": True}).encode()
+        self.conn.request("POST", "/tokenize", body, {"Content-Type": "application/json"})
+        resp = self.conn.getresponse()
+        data = resp.read()
+        tokens = json.loads(data).get("tokens") if resp.status == 200 else None
+        if not tokens:
+            raise EngineError("the server's tokenizer gave no BOS token for an empty prompt",
+                              where=f"POST /tokenize -> {resp.status} {data[:200]!r}",
+                              hint="--match llama-idle needs a model with a BOS token")
+        return int(tokens[0])
+
     def _ensure_connection(self) -> None:
         conn = self.conn
         if conn is not None and conn.sock is not None:
@@ -276,36 +403,55 @@ class OneTokenClient:
         self.conn.connect()
         self.conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-    def complete_one_token(self) -> Completion:
+    def _timed(self, method: str, path: str, body: bytes | None, headers: dict
+               ) -> tuple[float, float, int | None, bytes | None, str | None]:
+        """(t_send, t_done, status, data, error) of one request on the persistent connection."""
         try:
             self._ensure_connection()
         except OSError as exc:
             now = time.perf_counter()
-            return Completion(now, now, None, f"connect failed: {type(exc).__name__}: {exc}")
+            return now, now, None, None, f"connect failed: {type(exc).__name__}: {exc}"
         conn = self.conn
         assert conn is not None
+        sock = conn.sock
         gc_was_enabled = gc.isenabled()
         gc.disable()
         t_send = time.perf_counter()
         try:
-            conn.request("POST", self.path, self.body, self.headers)
+            conn.request(method, path, body, headers)
+            if self.spin:
+                while not select.select([sock], [], [], 0)[0]:
+                    pass
             resp = conn.getresponse()
             data = resp.read()
             t_done = time.perf_counter()
         except (OSError, http.client.HTTPException) as exc:
             t_done = time.perf_counter()
             conn.close()
-            return Completion(t_send, t_done, None, f"{type(exc).__name__}: {exc}")
+            return t_send, t_done, None, None, f"{type(exc).__name__}: {exc}"
         finally:
             if gc_was_enabled:
                 gc.enable()
-        if resp.status != 200:
-            return Completion(t_send, t_done, resp.status, data[:500].decode(errors="replace"))
+        return t_send, t_done, resp.status, data, None
+
+    def complete_one_token(self) -> Completion:
+        t_send, t_done, status, data, error = self._timed("POST", self.path, self.body, self.headers)
+        if error is not None or data is None:
+            return Completion(t_send, t_done, status, error)
+        if status != 200:
+            return Completion(t_send, t_done, status, data[:500].decode(errors="replace"))
         try:
             timings = self.timings(json.loads(data))
         except (ValueError, AttributeError) as exc:
-            return Completion(t_send, t_done, resp.status, f"bad JSON: {exc}")
-        return Completion(t_send, t_done, resp.status, None, timings)
+            return Completion(t_send, t_done, status, f"bad JSON: {exc}")
+        return Completion(t_send, t_done, status, None, timings)
+
+    def get(self, path: str) -> Completion:
+        """A bodiless GET timed exactly like a completion (no server timings)."""
+        t_send, t_done, status, data, error = self._timed("GET", path, None, {})
+        if error is None and status != 200:
+            error = (data or b"")[:200].decode(errors="replace")
+        return Completion(t_send, t_done, status, error)
 
     def close(self) -> None:
         if self.conn is not None:

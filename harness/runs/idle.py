@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Callable
 from typing import Protocol
 
 from harness import paths
@@ -25,7 +26,7 @@ from harness.probes.host import host_facts
 from harness.probes.memory import build_probes, combine
 from harness.spec import IdleSpec
 from harness.store import Run, RunWriter, open_run
-from harness.workloads.idle import run_idle_sweep
+from harness.workloads.idle import run_floor_block, run_idle_sweep, run_self_check
 
 
 class Reporter(Protocol):
@@ -78,7 +79,8 @@ def make_engine(spec: IdleSpec, llama_server: str | None, options: dict):
         from harness.engines.http_engines import OllamaEngine
 
         return server, OllamaEngine(options.get("ollama_url") or "http://127.0.0.1:11434", options.get("ollama_env"))
-    return server, LlamaServerEngine(locate(llama_server), ctx_size=spec.ctx_size, extra_args=spec.server_args)
+    return server, LlamaServerEngine(locate(llama_server), ctx_size=spec.ctx_size, extra_args=spec.server_args,
+                                     match=spec.match, client_spin=spec.client_spin)
 
 
 def prepare_idle(spec: IdleSpec, *, llama_server: str | None = None, results: str | None = None,
@@ -103,6 +105,13 @@ def prepare_idle(spec: IdleSpec, *, llama_server: str | None = None, results: st
     else:
         reporter.message(f"engine: {engine.name}")
     prepared = PreparedIdle(spec, models, engine, paths.results_dir(results), kind)
+    if spec.match and not isinstance(engine, LlamaServerEngine):
+        from harness.errors import BadInput
+
+        raise BadInput(f"--match {spec.match} works with llama-server only", where="--match")
+    if "llama-idle" in spec.engines and "llama-server" in spec.engines and not spec.match:
+        reporter.message("note: the cross-check compares different work unless --match llama-idle is given "
+                         "(threads, context, prompt, sampling; see docs/instrument.md)")
     if "llama-idle" in spec.engines:
         prepared.llama_idle = llama_idle.locate(llama_idle_path, engine.binary.path)  # type: ignore[union-attr]
         reporter.message(f"llama-idle: {prepared.llama_idle}")
@@ -116,19 +125,78 @@ def _model_entry(m: ResolvedModel) -> dict:
             **m.info.as_dict()}
 
 
+def place_client(spec: IdleSpec) -> tuple[dict, Callable[[], None]]:
+    """Apply the opt-in client placement (CPU affinity, nice) to lbench itself.
+    Returns (what was applied, for the manifest; a function that undoes it)."""
+    import os
+
+    applied: dict = {"cpus": None, "nice": None, "spin": spec.client_spin}
+    undo: list[Callable[[], None]] = []
+    if spec.client_cpus is not None and hasattr(os, "sched_setaffinity"):
+        before = os.sched_getaffinity(0)
+        cpus: set[int] = set()
+        for part in spec.client_cpus.split(","):
+            lo, _, hi = part.partition("-")
+            cpus |= set(range(int(lo), int(hi or lo) + 1))
+        os.sched_setaffinity(0, cpus)
+        applied["cpus"] = sorted(os.sched_getaffinity(0))
+        undo.append(lambda: os.sched_setaffinity(0, before))
+    if spec.client_nice is not None:
+        before_nice = os.getpriority(os.PRIO_PROCESS, 0)
+        try:
+            os.setpriority(os.PRIO_PROCESS, 0, spec.client_nice)
+            applied["nice"] = os.getpriority(os.PRIO_PROCESS, 0)
+            undo.append(lambda: _restore_nice(before_nice))
+        except PermissionError:
+            applied["nice"] = f"not applied (no permission for nice {spec.client_nice})"
+
+    def restore() -> None:
+        for fn in reversed(undo):
+            fn()
+    return applied, restore
+
+
+def _restore_nice(value: int) -> None:
+    import os
+
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, value)
+    except PermissionError:
+        pass
+
+
 def execute_idle(prep: PreparedIdle, reporter: Reporter = QuietReporter(), *, extra_manifest: dict | None = None
                  ) -> Run:
     spec = prep.spec
+    client, restore_client = place_client(spec)
+    like = prep.engine.like_for_like() if hasattr(prep.engine, "like_for_like") else None
     writer = RunWriter(prep.results_root, prep.kind, {
         "config": spec.as_dict(),
         "host": host_facts(),
         "engine": {**prep.engine.facts(), "llama_idle": str(prep.llama_idle) if prep.llama_idle else None},
         "models": [_model_entry(m) for m in prep.models],
         "cells": [],
+        "client": client,
+        "like_for_like": like,
         **(extra_manifest or {}),
     })
     reporter.message(f"run {writer.run_id} -> {writer.dir}")
+    if any(v is not None for v in (client["cpus"], client["nice"])) or client["spin"]:
+        reporter.message(f"client placement (changes what is measured): {client}")
+    if client["spin"]:
+        reporter.message("warning: --client-spin keeps one CPU busy while a request runs; when the server's compute "
+                         "threads need every CPU (default -t on a small host) its spinning barrier then waits for "
+                         "preemption (measured here: server time 0.5 -> 128 ms on 2 vCPUs). Pair it with --cpus / "
+                         "--threads that leave the client a CPU.")
     failures: list[str] = []
+    try:
+        _execute_cells(prep, writer, reporter, failures)
+    finally:
+        restore_client()
+    return open_run(writer.dir, prep.results_root)
+
+
+def _execute_cells(prep: PreparedIdle, writer: RunWriter, reporter: Reporter, failures: list[str]) -> None:
     try:
         for index, (model, setting, engine_name) in enumerate(prep.cells):
             cell = _run_cell(prep, writer, index, model, setting, engine_name, reporter)
@@ -141,7 +209,6 @@ def execute_idle(prep: PreparedIdle, reporter: Reporter = QuietReporter(), *, ex
         writer.finish("failed", f"{type(exc).__name__}: {exc}")
         raise
     writer.finish("failed" if failures else "complete", "; ".join(failures) or None)
-    return open_run(writer.dir, prep.results_root)
 
 
 def prepare_cache(path: Path, state: str) -> dict:
@@ -180,11 +247,15 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
     notes = prep.engine.setting_notes(setting)
     if engine_name == "llama-idle" and setting.sleep_idle_seconds is not None:
         notes.append("sleep-idle is a llama-server option; llama-idle has no idle sleep")
+    if engine_name == "llama-idle" and setting.cpu_knobs():
+        notes.append("CPU knobs are llama-server options; llama-idle runs with its fixed context defaults "
+                     "(4 threads)")
     env, overrides = prep.engine.environment(setting)
     label = setting.label if engine_name != "llama-idle" else f"{setting.label} (llama-idle)"
     cell = {
         "index": index, "model": model.label, "setting": label, "engine": engine_name,
         "keep_alive": setting.keep_alive, "sleep_idle_seconds": setting.sleep_idle_seconds, "notes": notes,
+        "cpu_knobs": setting.cpu_knobs(), "self_check": None,
         "applicable": not notes, "env_overrides": overrides, "log": f"logs/{log_name}", "argv": [], "n_samples": 0,
         "sweep_wall_s": None, "efficiency": None, "error": None, "cache": None, "startup": {}, "probes": {},
     }
@@ -197,7 +268,8 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
     reporter.cell(f"{model.label} · {label}", n_planned)
     common = {"cell": index, "model": model.label, "model_quant": model.info.quant, "setting": label,
               "keep_alive": setting.keep_alive, "sleep_idle_s": setting.sleep_idle_seconds,
-              "setting_applicable": not notes, "engine": engine_name, "cache_state": setting.cache_state}
+              "setting_applicable": not notes, "engine": engine_name, "cache_state": setting.cache_state,
+              **{f"knob_{k}": v for k, v in setting.cpu_knobs().items()}}
 
     def emit(row: dict) -> None:
         writer.append({**common, **row})
@@ -239,10 +311,21 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
                     after = pagecache.resident_fraction(weights)
                     cell["cache"]["resident_pct_when_ready"] = None if after is None else round(100 * after, 2)
                 cell["startup"] = engine_log.parse_startup(server.log_tail(400))
+                client = getattr(server, "client", None)
+                if client is not None and getattr(client, "body", None):
+                    cell["request_body"] = client.body.decode(errors="replace")
                 writer.save_manifest()
+                if spec.self_check:
+                    cell["self_check"] = run_self_check(server, spec.self_check, emit)
+                    for warning in cell["self_check"]["warnings"]:
+                        reporter.message(f"warning: {model.label} / {label}: {warning} (noisy host? see "
+                                         "docs/instrument.md)")
+                    writer.save_manifest()
                 totals = run_idle_sweep(server, spec.pauses_s, reps=spec.reps, seed=spec.seed, warmup=spec.warmup,
                                         shuffle=spec.shuffle, emit=emit, on_progress=reporter.advance,
                                         probe=combine(probes))
+                if prep.kind == "calibrate":  # the HTTP floor after the same pauses, for the decomposition
+                    run_floor_block(server, sorted(set(spec.pauses_s)), spec.reps, emit)
             cell["sweep_wall_s"] = totals.wall_s
             denominator = totals.sum_pause_requested_s + totals.sum_server_ms / 1000.0
             cell["efficiency"] = totals.wall_s / denominator if denominator > 0 else None

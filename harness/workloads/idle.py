@@ -140,3 +140,95 @@ def run_idle_sweep(
     if last_done is not None:
         totals.wall_s = last_done - start
     return totals
+
+
+# --- the harness checking itself at the start of every cell (rows never mix with measured ones) ---
+SELF_CHECK_TARGETS = {"overhead_p50_ms": 0.5, "overhead_p99_ms": 2.0, "harness_p50_ms": 0.2}
+FLOOR_PATHS = {"floor-http": "/health", "floor-queue": "/slots"}  # HTTP only; HTTP + the server's task queue
+
+
+def floor_row(c: Completion, *, phase: str, seq: int, pause_requested_s: float, pause_actual_s: float | None,
+              path: str) -> dict:
+    return {"phase": phase, "rep": None, "seq": seq, "pause_requested_s": pause_requested_s,
+            "pause_actual_s": pause_actual_s, "latency_ms": c.latency_ms, "floor_path": path,
+            "http_status": c.http_status, "error": c.error,
+            "sent_at_unix_s": time.time() - (time.perf_counter() - c.t_send)}
+
+
+def run_self_check(server: Server, n: int, emit: Callable[[dict], None], warm: int = 2) -> dict:
+    """``warm`` + ``n`` back-to-back completions, then ``n`` GETs of each floor endpoint on the same
+    connection (when the server has ``floor``).  Rows carry phases "selfcheck-warmup", "selfcheck",
+    "floor-http", "floor-queue" (never "measure").  Returns the figures (see ``self_check_figures``)."""
+    rows: list[dict] = []
+
+    def keep(row: dict) -> None:
+        rows.append(row)
+        emit(row)
+
+    last = None
+    for i in range(warm + n):
+        c = server.complete_one_token()
+        keep(sample_row(c, phase="selfcheck-warmup" if i < warm else "selfcheck", rep=None, seq=-(warm + n) + i,
+                        pause_requested_s=0.0, pause_actual_s=None if last is None else c.t_send - last))
+        last = c.t_done
+    floor = getattr(server, "floor", None)
+    if floor is not None:
+        for phase, path in FLOOR_PATHS.items():
+            for _ in range(n):
+                c = floor(path)
+                keep(floor_row(c, phase=phase, seq=-1, pause_requested_s=0.0, pause_actual_s=c.t_send - last,
+                               path=path))
+                last = c.t_done
+    return self_check_figures(rows)
+
+
+def run_floor_block(server: Server, pauses_s: list[float], reps: int, emit: Callable[[dict], None],
+                    path: str = "/health") -> None:
+    """The HTTP floor after pauses: GET ``path`` after each pause, as the sweep does completions."""
+    floor = getattr(server, "floor", None)
+    if floor is None:
+        return
+    last = time.perf_counter()
+    for rep in range(reps):
+        for pause in pauses_s:
+            sleep_until(last + pause)
+            c = floor(path)
+            emit({**floor_row(c, phase="floor-http", seq=-1, pause_requested_s=pause,
+                              pause_actual_s=c.t_send - last, path=path), "rep": rep})
+            last = c.t_done
+
+
+def _pct(values: list[float], q: float) -> float | None:
+    values = sorted(v for v in values if v is not None and not math.isnan(v))
+    if not values:
+        return None
+    k = (len(values) - 1) * q / 100
+    lo, hi = math.floor(k), math.ceil(k)
+    return values[lo] + (values[hi] - values[lo]) * (k - lo)
+
+
+def self_check_figures(rows: list[dict]) -> dict:
+    """overhead = client latency - server time; floor = latency of GET /health (and /slots);
+    harness = overhead - median floor (what is left for the client and the kernel)."""
+    ok = [r for r in rows if r.get("error") is None]
+    overhead = [r["overhead_ms"] for r in ok if r["phase"] == "selfcheck" and r.get("overhead_ms") is not None]
+    floor_http = [r["latency_ms"] for r in ok if r["phase"] == "floor-http"]
+    floor_queue = [r["latency_ms"] for r in ok if r["phase"] == "floor-queue"]
+    server = [r["server_ms"] for r in ok if r["phase"] == "selfcheck" and r.get("server_ms") is not None]
+    floor_p50 = _pct(floor_http, 50)
+    harness = [o - floor_p50 for o in overhead] if floor_p50 is not None else []
+    figures = {
+        "n": len(overhead),
+        "overhead_p50_ms": _pct(overhead, 50), "overhead_p99_ms": _pct(overhead, 99),
+        "floor_http_p50_ms": floor_p50, "floor_http_p99_ms": _pct(floor_http, 99),
+        "floor_queue_p50_ms": _pct(floor_queue, 50),
+        "harness_p50_ms": _pct(harness, 50), "harness_p99_ms": _pct(harness, 99),
+        "server_ms_p50": _pct(server, 50),
+    }
+    figures["warnings"] = [f"self-check {key} {figures[key]:.3f} ms over the target {target} ms"
+                           for key, target in SELF_CHECK_TARGETS.items()
+                           if figures.get(key) is not None and figures[key] > target]
+    if not overhead:
+        figures["note"] = "the server reports no timings: overhead and harness cost unknown, latency only"
+        figures["latency_p50_ms"] = _pct([r["latency_ms"] for r in ok if r["phase"] == "selfcheck"], 50)
+    return figures

@@ -1,0 +1,97 @@
+"""How CPU wake knobs and the llama-idle match become llama-server arguments and environment."""
+
+from pathlib import Path
+
+import pytest
+
+from harness.engines.base import Setting
+from harness.engines.llama_server import (MATCH_ARGS, Binary, LlamaServerEngine, cpu_args, llama_idle_body,
+                                          openmp_build)
+
+
+def engine(tmp_path: Path, openmp: str | None = "ON", **kw) -> LlamaServerEngine:
+    build = tmp_path / "build"
+    (build / "bin").mkdir(parents=True)
+    if openmp is not None:
+        (build / "CMakeCache.txt").write_text(f"GGML_NATIVE:BOOL=ON\nGGML_OPENMP:BOOL={openmp}\n")
+    binary = build / "bin" / "llama-server"
+    binary.write_text("")
+    return LlamaServerEngine(Binary(binary, "test", "b1", 1, "abc", "0" * 64), **kw)
+
+
+def test_cpu_args_for_each_knob():
+    assert cpu_args(Setting()) == []
+    assert cpu_args(Setting(threads=2, poll=0, cpu_strict=True, prio=2, cpu_mask="0x2")) == [
+        "-t", "2", "-tb", "2", "--poll", "0", "--cpu-strict", "1", "--prio", "2", "--cpu-mask", "0x2"]
+
+
+def test_argv_env_and_notes(tmp_path):
+    e = engine(tmp_path / "a")
+    argv = e.argv(Path("m.gguf"), Setting(threads=1, cpus="1"), 1234)
+    assert argv[0].endswith("taskset") and argv[1:3] == ["-c", "1"] and ["-t", "1"] == argv[argv.index("-t"):][:2]
+    env, overrides = e.environment(Setting(omp_wait="active", omp_spincount=0))
+    assert overrides == {"OMP_WAIT_POLICY": "ACTIVE", "GOMP_SPINCOUNT": "0"} and env["GOMP_SPINCOUNT"] == "0"
+    assert openmp_build(e.binary.path) is True
+    assert any("no effect" in n for n in e.setting_notes(Setting(poll=100)))
+    assert e.setting_notes(Setting(omp_wait="active")) == []
+    plain = engine(tmp_path / "b", openmp="OFF")
+    assert plain.setting_notes(Setting(poll=100)) == []
+    assert any("OpenMP" in n for n in plain.setting_notes(Setting(omp_wait="passive")))
+    assert openmp_build(engine(tmp_path / "c", openmp=None).binary.path) is None
+
+
+def test_openmp_read_from_a_sibling_build_folder(tmp_path):
+    """lbench's cache: <key>/bin/llama-server beside <key>/build/CMakeCache.txt."""
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "CMakeCache.txt").write_text("GGML_OPENMP:BOOL=OFF\n")
+    assert openmp_build(tmp_path / "bin" / "llama-server") is False
+
+
+def test_user_omp_environment_does_not_leak(tmp_path, monkeypatch):
+    monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")
+    monkeypatch.setenv("GOMP_SPINCOUNT", "5")
+    env, overrides = engine(tmp_path).environment(Setting())
+    assert "OMP_WAIT_POLICY" not in env and "GOMP_SPINCOUNT" not in env and overrides == {}
+
+
+def test_match_llama_idle_arguments_and_record(tmp_path):
+    e = engine(tmp_path, match="llama-idle")
+    argv = e.argv(Path("m.gguf"), Setting(), 1234)
+    i = len(argv) - len(MATCH_ARGS)
+    assert argv[i:] == MATCH_ARGS and argv[argv.index("-c", argv.index("-c") + 1) + 1] == "512"
+    record = e.like_for_like()
+    assert record["llama-idle"]["threads"] == 4 and record["llama-server"]["threads"] == 4
+    assert record["llama-idle"]["n_ctx"] == record["llama-server"]["n_ctx"] == 512
+    assert record["cannot_match"] and record["match"] == "llama-idle"
+    body = llama_idle_body(7)
+    assert body["prompt"] == [7] and body["n_predict"] == 1 and body["top_k"] == 1
+    assert "no matching requested" in engine(tmp_path / "d").like_for_like()["cannot_match"][0]
+
+
+def test_knobs_given_after_match_win(tmp_path):
+    """A --threads axis is appended after the match arguments: llama.cpp keeps the last value."""
+    argv = engine(tmp_path, match="llama-idle").argv(Path("m.gguf"), Setting(threads=2), 1)
+    assert argv.index("-t", argv.index("-t") + 1) > argv.index("-t") and argv[argv.index("-t", argv.index("-t") + 1) + 1] == "2"
+
+
+@pytest.mark.engine
+def test_match_mode_and_floor_against_the_real_server(engine_env, tmp_path):
+    from harness.engines.llama_server import locate
+    from harness.models.resolve import resolve
+    from harness.workloads.idle import run_self_check
+
+    model = resolve("tiny-q8")
+    e = LlamaServerEngine(locate(), ctx_size=256, match="llama-idle")
+    rows: list[dict] = []
+    with e.start(model.path, Setting(threads=1), tmp_path / "server.log") as server:
+        assert b'"prompt": [' in server.client.body
+        server.complete_one_token()
+        c = server.complete_one_token()
+        assert c.error is None and c.timings["prompt_n"] == 1 and c.timings["cache_n"] == 0  # BOS at position 0
+        assert server.floor("/health").http_status == 200 and server.floor("/slots").http_status == 200
+        figures = run_self_check(server, 3, rows.append)
+        assert "-t" in server.argv and "512" in server.argv
+    assert [r["phase"] for r in rows].count("selfcheck") == 3
+    assert [r["phase"] for r in rows].count("floor-http") == 3 and [r["phase"] for r in rows].count("floor-queue") == 3
+    assert figures["n"] == 3 and figures["floor_http_p50_ms"] > 0 and figures["overhead_p50_ms"] is not None
