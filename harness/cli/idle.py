@@ -59,6 +59,8 @@ def _run(spec: IdleSpec, llama_server: str | None, results: str | None, kind: st
     if report:
         path = render_report(run)
         out.print(f"report: {path}", markup=False)
+    for w in (run.manifest.get("quality") or {}).get("warnings", []):
+        console.print(f"warning: {w}", markup=False, highlight=False, soft_wrap=True)
     for sentence in findings(run):
         out.print(sentence, markup=False, soft_wrap=True)
     out.print(f"run: {run.run_id} ({run.manifest['status']}) in {run.dir}", markup=False)

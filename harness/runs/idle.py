@@ -128,6 +128,10 @@ def execute_idle(prep: PreparedIdle, reporter: Reporter = QuietReporter(), *, ex
         **(extra_manifest or {}),
     })
     reporter.message(f"run {writer.run_id} -> {writer.dir}")
+    from harness.runs import quality
+
+    quality_before = quality.snapshot()
+    writer.manifest["quality"] = {"before": quality_before, "after": None, "warnings": []}
     failures: list[str] = []
     try:
         for index, (model, setting, engine_name) in enumerate(prep.cells):
@@ -140,8 +144,23 @@ def execute_idle(prep: PreparedIdle, reporter: Reporter = QuietReporter(), *, ex
     except BaseException as exc:
         writer.finish("failed", f"{type(exc).__name__}: {exc}")
         raise
+    after = quality.snapshot()
+    writer.manifest["quality"] = {"before": quality_before, "after": after, "warnings": quality.assess(
+        quality_before, after, writer_samples(writer))}
     writer.finish("failed" if failures else "complete", "; ".join(failures) or None)
     return open_run(writer.dir, prep.results_root)
+
+
+def writer_samples(writer: RunWriter):
+    from harness.analysis.stats import measured
+
+    try:
+        from harness.store import read_journal
+
+        journal = writer.dir / "samples.jsonl"
+        return measured(read_journal(journal)) if journal.exists() else None
+    except Exception:  # quality checks never sink a run
+        return None
 
 
 def prepare_cache(path: Path, state: str) -> dict:
