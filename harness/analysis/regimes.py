@@ -168,6 +168,7 @@ class ShapeFit:
     penalty_ci: tuple[float, float] = (math.nan, math.nan)
     n_warm: int = 0
     n_woken: int = 0
+    note: str = ""
 
     @property
     def has_step(self) -> bool:
@@ -175,7 +176,7 @@ class ShapeFit:
 
     def threshold_text(self) -> str:
         if self.shape == "none":
-            return "no wake step"
+            return "no clear wake step" + (f" ({self.note})" if self.note else "")
         if self.shape == "ramp":
             return f"a gradual ramp from {self.last_warm_s:g} s to {self.first_woken_s:g} s"
         text = f"a wake step between {self.last_warm_s:g} s and {self.first_woken_s:g} s"
@@ -273,6 +274,10 @@ def fit_shape(pauses, latency_ms, *, min_step: float = MIN_STEP, seed: int = 0, 
     pens = np.median(woken[rng.integers(0, woken.size, (n_boot, woken.size))], axis=1) - \
         np.median(warm[rng.integers(0, warm.size, (n_boot, warm.size))], axis=1)
     fit.penalty_ci = (float(np.percentile(pens, 2.5)), float(np.percentile(pens, 97.5)))
+    if fit.penalty_ci[0] <= 0:  # BIC liked a step, but its penalty's interval includes 0: not clear
+        return ShapeFit("none", bics, warm_median_ms=float(np.median(y)), n_warm=int(n),
+                        note=f"BIC chose {shape} ({fit.threshold_text()}), but its penalty's 95% interval "
+                             f"[{fit.penalty_ci[0]:.1f}, {fit.penalty_ci[1]:.1f}] ms includes 0")
     return fit
 
 

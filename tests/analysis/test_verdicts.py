@@ -95,6 +95,9 @@ def test_shape_choice_none_step_two_steps_ramp():
     ramp = fit_shape(*_curve(lambda x: 20.0 * np.exp(np.log(4) * np.clip((x - 0.5) / 3, 0, 1))))
     assert ramp.shape == "ramp"
     assert "between 1 s and 1.5 s" in step.threshold_text()  # an interval, never one grid point
+    p, y = _curve(lambda x: 20.0, reps=3)
+    y[p >= 3] *= np.array([1.0, 8.0, 1.0] * 2)  # one outlier per long pause: no clear step
+    assert not fit_shape(p, y).has_step
 
 
 def test_new_and_moved_steps_detected():
