@@ -153,3 +153,79 @@ def compare_runs(baseline: list[Run], candidate: list[Run], *, alpha: float = 0.
         r = compare_samples(ga["latency_ms"], gb["latency_ms"], alpha=alpha, min_n=min_n)
         results.append(GroupResult(label, "router", cls, "latency_ms", **r))
     return results, {"kind": "swap"}
+
+
+# --------------------------------------------------------------------------- run-as-unit verdicts (issue #10)
+
+def _per_run(frames: list[pd.DataFrame], sel, metric: str) -> list[np.ndarray]:
+    return [f.loc[sel(f), metric].to_numpy(dtype=float) for f in frames if metric in f]
+
+
+def judge_runs(baseline: list[Run], candidate: list[Run], cfg=None, *, metrics: tuple[str, ...] | None = None):
+    """Verdicts per group with each run as a unit (harness.analysis.verdicts); regimes fitted on both sides.
+
+    Idle groups: (model, setting, regime) with regimes from A's shape fit, plus one group per pause,
+    plus, for a new or earlier wake step in B, the pauses where B is newly woken.  Swap groups:
+    warm / cold.  Returns (verdicts, info) where info holds both sides' shape fits and step changes.
+    """
+    from harness.analysis.regimes import shape_all, step_changes
+    from harness.analysis.verdicts import GroupData, VerdictConfig, decide_groups
+
+    cfg = cfg or VerdictConfig()
+    kind = _kind(baseline + candidate)
+    groups: list[GroupData] = []
+    if kind == "swap":
+        fa = [r.table("requests") for r in baseline]
+        fb = [r.table("requests") for r in candidate]
+        if all(f.empty for f in fa) or all(f.empty for f in fb):
+            raise BadInput("a side has no requests")
+        label = ",".join(sorted({str(m) for f in fa if "model" in f for m in f["model"].unique()}))
+        for cls, warm in (("warm", True), ("cold", False)):
+            def sel(f, warm=warm):
+                return f["error"].isna() & ((f["resident_at_send"] == True) == warm)  # noqa: E712
+            groups.append(GroupData(label, "router", cls, "latency_ms", _per_run(fa, sel, "latency_ms"),
+                                    _per_run(fb, sel, "latency_ms")))
+        return decide_groups(groups, cfg), {"kind": "swap", "shapes_a": {}, "shapes_b": {}, "step_changes": []}
+    fa = [measured(r.table("samples")) for r in baseline]
+    fb = [measured(r.table("samples")) for r in candidate]
+    if all(f.empty for f in fa) or all(f.empty for f in fb):
+        raise BadInput("a side has no measured samples", where="baseline" if all(f.empty for f in fa) else "candidate")
+    fa, fb = [f for f in fa if not f.empty], [f for f in fb if not f.empty]
+    pool_a, pool_b = pd.concat(fa, ignore_index=True), pd.concat(fb, ignore_index=True)
+    shapes_a, shapes_b = shape_all(pool_a), shape_all(pool_b)
+    changes = step_changes(shapes_a, shapes_b)
+    thresholds = {k: (s.first_woken_s if s.has_step else None) for k, s in shapes_a.items()}
+    for f in fa + fb:
+        f["regime"] = classify(f, thresholds)
+    metrics = metrics or IDLE_METRICS
+    cells = sorted(set(zip(pool_a["model"], pool_a["setting"])) | set(zip(pool_b["model"], pool_b["setting"])))
+    for model, setting in cells:
+        def cell(f, model=model, setting=setting):
+            return (f["model"] == model) & (f["setting"] == setting)
+        regimes = sorted({r for f in fa + fb for r in f.loc[cell(f), "regime"].unique()})
+        pauses = sorted({p for f in fa + fb for p in f.loc[cell(f), "pause_requested_s"].unique()})
+        for metric in metrics:
+            for regime in regimes:
+                def sel(f, regime=regime):
+                    return cell(f) & (f["regime"] == regime)
+                groups.append(GroupData(model, setting, regime, metric, _per_run(fa, sel, metric),
+                                        _per_run(fb, sel, metric)))
+            for pause in pauses:
+                def sel(f, pause=pause):
+                    return cell(f) & (f["pause_requested_s"] == pause)
+                groups.append(GroupData(model, setting, f"pause={pause:g}s", metric, _per_run(fa, sel, metric),
+                                        _per_run(fb, sel, metric)))
+            for ch in changes:
+                if (ch["model"], ch["setting"]) != (model, setting) or ch["change"] == "later":
+                    continue
+                lo, hi = ch["from_s"], ch["to_s"]
+
+                def sel(f, lo=lo, hi=hi):
+                    p = f["pause_requested_s"]
+                    return cell(f) & (p >= lo) & (p < hi if hi is not None else True)
+                label = f"new step pauses>={lo:g}s" + (f",<{hi:g}s" if hi is not None else "")
+                groups.append(GroupData(model, setting, label, metric, _per_run(fa, sel, metric),
+                                        _per_run(fb, sel, metric)))
+    info = {"kind": "idle", "shapes_a": {f"{m} · {s}": v for (m, s), v in shapes_a.items()},
+            "shapes_b": {f"{m} · {s}": v for (m, s), v in shapes_b.items()}, "step_changes": changes}
+    return decide_groups(groups, cfg), info

@@ -1,16 +1,17 @@
-"""The regression gate: fail only when a slowdown is both practically large and
-statistically clear; refuse to judge with too few samples.
+"""The regression gate over run-as-unit verdicts (harness.analysis.verdicts, docs/statistics.md).
 
-A group *fails* when: ratio > 1 + threshold(metric), the ratio's 95% interval
-lies above 1, and Mann-Whitney p < alpha.  Thresholds default to 10% and can be
-set per metric in a TOML file::
+Exit codes: 0 pass (every gating group ``no change`` or ``faster``), 1 regression (a gating group
+``slower`` after Holm, which covers a new or earlier wake step in the candidate), 2 bad input or a
+gating group refused for too few samples (a regression elsewhere still wins: exit 1, and it is
+reported), 3 inconclusive (some gating group's interval straddles the band; ``--inconclusive-ok``
+maps it to 0).  ``threshold`` is the equivalence margin m (default 5%): band [1/(1+m), 1+m].
 
     [gate]
     alpha = 0.05
     min_n = 5
-    threshold = 0.10
+    threshold = 0.05
     [thresholds]
-    server_prompt_ms = 0.15
+    server_prompt_ms = 0.10
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.analysis.compare import GroupResult
 from harness.errors import BadInput
 
 
@@ -29,7 +29,7 @@ from harness.errors import BadInput
 class GateConfig:
     alpha: float = 0.05
     min_n: int = 5
-    threshold: float = 0.10
+    threshold: float = 0.05  # equivalence margin
     per_metric: dict[str, float] = field(default_factory=dict)
 
     def threshold_for(self, metric: str) -> float:
@@ -59,29 +59,45 @@ def load_config(path: Path | None, **overrides) -> GateConfig:
     return cfg
 
 
+EXIT_CODES = {"pass": 0, "fail": 1, "refuse": 2, "inconclusive": 3}
+
+
 @dataclass
 class GateOutcome:
-    status: str  # pass | fail | refuse
-    failures: list[GroupResult]
-    missing: list[GroupResult]
-    results: list[GroupResult]
+    status: str  # pass | fail | refuse | inconclusive
+    failures: list
+    missing: list
+    results: list
     config: GateConfig
+    inconclusive: list = field(default_factory=list)
+    inconclusive_ok: bool = False
 
     @property
     def exit_code(self) -> int:
-        return {"pass": 0, "fail": 1, "refuse": 2}[self.status]
+        if self.status == "inconclusive" and self.inconclusive_ok:
+            return 0
+        return EXIT_CODES[self.status]
 
 
-def is_regression(r: GroupResult, cfg: GateConfig) -> bool:
-    return (r.verdict == "slower" and r.ratio > 1 + cfg.threshold_for(r.metric) and r.ratio_ci[0] > 1
-            and r.p_value < cfg.alpha)
+def verdict_config(cfg: GateConfig, primary: str = "latency_ms"):
+    from harness.analysis.verdicts import VerdictConfig
+
+    return VerdictConfig(margin=cfg.threshold, alpha=cfg.alpha, min_samples=cfg.min_n, primary=primary,
+                         per_metric=dict(cfg.per_metric))
 
 
-def decide(results: list[GroupResult], cfg: GateConfig) -> GateOutcome:
-    missing = [r for r in results if r.verdict == "not enough data"]
-    failures = [r for r in results if is_regression(r, cfg)]
-    status = "refuse" if missing else ("fail" if failures else "pass")
-    return GateOutcome(status, failures, missing, results, cfg)
+def _gates(r) -> bool:
+    return getattr(r, "primary", True)
+
+
+def decide(results: list, cfg: GateConfig, *, inconclusive_ok: bool = False) -> GateOutcome:
+    """fail > refuse > inconclusive > pass, over the gating (primary-metric) groups."""
+    gating = [r for r in results if _gates(r)]
+    missing = [r for r in gating if r.verdict in ("refused", "not enough data")]
+    failures = [r for r in gating if r.verdict == "slower"]
+    unsure = [r for r in gating if r.verdict == "inconclusive"]
+    status = "fail" if failures else "refuse" if missing else "inconclusive" if unsure else "pass"
+    return GateOutcome(status, failures, missing, results, cfg, unsure, inconclusive_ok)
 
 
 def _fmt(x: float, spec: str = ".2f") -> str:
@@ -89,21 +105,25 @@ def _fmt(x: float, spec: str = ".2f") -> str:
 
 
 def markdown(outcome: GateOutcome, baseline: str, candidate: str) -> str:
-    icon = {"pass": "✅ pass", "fail": "❌ regression", "refuse": "⚠️ not enough data"}[outcome.status]
+    icon = {"pass": "✅ pass", "fail": "❌ regression", "refuse": "⚠️ not enough data",
+            "inconclusive": "❔ inconclusive"}[outcome.status]
     lines = [f"## lbench gate: {icon}", "",
-             f"baseline `{baseline}` vs candidate `{candidate}` · threshold {outcome.config.threshold:.0%} "
+             f"baseline `{baseline}` vs candidate `{candidate}` · equivalence margin ±{outcome.config.threshold:.0%} "
              f"(per metric: {outcome.config.per_metric or 'none'}) · alpha {outcome.config.alpha}", ""]
     if outcome.missing:
         lines += ["Too few samples (need at least "
                   f"{outcome.config.min_n} per side): " + "; ".join(f"{r.key()} (n={r.n_a}/{r.n_b})"
                                                                      for r in outcome.missing), ""]
-    lines += ["| group | n base/cand | median base | median cand | ratio [95% CI] | HL shift | p | verdict |",
-              "|---|---|---|---|---|---|---|---|"]
+    lines += ["| group | runs base/cand | n base/cand | centre base | centre cand | ratio [95% CI] | "
+              "detects ≥ | p (Holm) | verdict |",
+              "|---|---|---|---|---|---|---|---|---|"]
     for r in outcome.results:
-        flag = " **FAIL**" if r in outcome.failures else ""
-        lines.append(f"| {r.key()} | {r.n_a}/{r.n_b} | {_fmt(r.median_a)} | {_fmt(r.median_b)} | "
+        flag = " **FAIL**" if r in outcome.failures else "" if _gates(r) else " (secondary)"
+        lines.append(f"| {r.key()} | {getattr(r, 'n_runs_a', 1)}/{getattr(r, 'n_runs_b', 1)} | {r.n_a}/{r.n_b} | "
+                     f"{_fmt(r.median_a)} | {_fmt(r.median_b)} | "
                      f"{_fmt(r.ratio, '.3f')} [{_fmt(r.ratio_ci[0], '.3f')}, {_fmt(r.ratio_ci[1], '.3f')}] | "
-                     f"{_fmt(r.hl_shift)} | {_fmt(r.p_value, '.3g')} | {r.verdict}{flag} |")
+                     f"{_fmt(getattr(r, 'detectable', float('nan')), '.0%')} | {_fmt(r.p_value, '.3g')} | "
+                     f"{r.verdict}{flag} |")
     return "\n".join(lines) + "\n"
 
 
@@ -118,6 +138,9 @@ def junit(outcome: GateOutcome) -> str:
             f.text = json.dumps(r.as_dict())
         elif r in outcome.missing:
             ET.SubElement(case, "skipped", message=f"not enough data: n={r.n_a}/{r.n_b}")
+        elif r in outcome.inconclusive:
+            ET.SubElement(case, "skipped", message=f"inconclusive: ratio {r.ratio:.3f} "
+                                                   f"[{r.ratio_ci[0]:.3f}, {r.ratio_ci[1]:.3f}]")
     return ET.tostring(ET.ElementTree(suite).getroot(), encoding="unicode", xml_declaration=True)
 
 
@@ -127,5 +150,6 @@ def verdict_json(outcome: GateOutcome, baseline: list[str], candidate: list[str]
         "config": {"alpha": outcome.config.alpha, "min_n": outcome.config.min_n,
                    "threshold": outcome.config.threshold, "per_metric": outcome.config.per_metric},
         "failures": [r.key() for r in outcome.failures], "missing": [r.key() for r in outcome.missing],
+        "inconclusive": [r.key() for r in outcome.inconclusive],
         "groups": [r.as_dict() for r in outcome.results], "info": info,
     }, indent=2, default=str)

@@ -1,7 +1,8 @@
 """Summary statistics for idle sweeps.
 
-Medians with percentile-bootstrap 95% intervals (scipy.stats.bootstrap, seeded,
-so the same samples always give the same interval), plus llama-idle's mean +/- sd.
+Per-pause medians with distribution-free 95% intervals from order statistics (exact binomial
+coverage; no interval, shown as "–", when n < 6), plus llama-idle's mean +/- sd.
+``bootstrap_median_ci`` stays for callers that want a percentile bootstrap.
 Only measured rows (``phase == "measure"``) without errors count.
 """
 
@@ -12,6 +13,8 @@ import math
 import numpy as np
 import pandas as pd
 from scipy import stats
+
+from harness.analysis.verdicts import median_interval
 
 CELL_KEYS = ["model", "setting"]
 
@@ -48,7 +51,7 @@ def summarize_by_pause(samples: pd.DataFrame, value: str = "latency_ms") -> pd.D
     rows = []
     for (model, setting, pause), g in good.groupby(CELL_KEYS + ["pause_requested_s"], sort=True):
         x = g[value].to_numpy(dtype=float)
-        lo, hi = bootstrap_median_ci(x)
+        lo, hi, _ = median_interval(x)  # order statistics; nan (no interval) when n < 6
         rows.append({
             "model": model, "setting": setting, "pause_requested_s": pause, "n": int(x.size),
             "median": float(np.median(x)), "ci_low": lo, "ci_high": hi,

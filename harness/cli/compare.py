@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from harness import baselines, paths
@@ -16,7 +17,8 @@ from harness.errors import BadInput
 from harness.report.evidence import write_evidence
 from harness.store import Run
 
-COLOURS = {"slower": "red", "faster": "green", "no change": "white", "not enough data": "yellow"}
+COLOURS = {"slower": "red", "faster": "green", "no change": "white", "not enough data": "yellow",
+           "refused": "yellow", "inconclusive": "yellow"}
 
 
 def _runs(refs: list[str], results: str | None, side: str) -> list[Run]:
@@ -45,31 +47,63 @@ def _table(results, title: str) -> Table:
     return t
 
 
+def _quality_lines(runs: list[Run], side: str) -> list[str]:
+    lines = []
+    for r in runs:
+        for w in (r.manifest.get("quality") or {}).get("warnings", []):
+            lines.append(f"warning ({side} {r.run_id}): {w}")
+    return lines
+
+
+def _print_verdicts(verdicts, info: dict, ra: list[Run], rb: list[Run]) -> None:
+    for line in _quality_lines(ra, "A") + _quality_lines(rb, "B"):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+    out.print(f"A = {', '.join(r.run_id for r in ra)} ({len(ra)} run(s)); "
+              f"B = {', '.join(r.run_id for r in rb)} ({len(rb)} run(s))", markup=False)
+    for v in verdicts:
+        c = COLOURS.get(v.verdict, "white")
+        out.print(f"[{c}]{escape(v.line())}[/{c}]", highlight=False, soft_wrap=True)
+    for side, key in (("A", "shapes_a"), ("B", "shapes_b")):
+        for cell, shape in info.get(key, {}).items():
+            out.print(f"shape {side} {cell}: {shape.shape} ({shape.threshold_text()}; BIC {shape.bic})",
+                      markup=False, highlight=False, soft_wrap=True)
+    for ch in info.get("step_changes", []):
+        out.print(f"wake step {ch['change']} in B for {ch['model']} · {ch['setting']}: A has {ch['a']}, "
+                  f"B has {ch['b']}", markup=False, highlight=False, soft_wrap=True)
+
+
 def compare(
-    a: str = typer.Argument(..., help="Baseline: run id, directory, 'latest' or baseline:NAME."),
-    b: str = typer.Argument(..., help="Candidate run."),
-    alpha: float = typer.Option(0.05, "--alpha", help="Significance level."),
+    a: list[str] = typer.Argument(..., help="Baseline then candidate: A B. Use --baseline/--candidate to pool "
+                                            "several runs per side."),
+    margin: float = typer.Option(0.05, "--margin", "--threshold", help="Equivalence margin m: band [1/(1+m), 1+m]."),
+    alpha: float = typer.Option(0.05, "--alpha", help="Two-sided level of the intervals (Holm across groups)."),
     min_n: int = typer.Option(5, "--min-n", help="Fewest samples per side for a verdict."),
+    baseline: list[str] = typer.Option(None, "--baseline", help="More baseline runs (pooled as runs)."),
+    candidate: list[str] = typer.Option(None, "--candidate", help="More candidate runs (pooled as runs)."),
     results: str = typer.Option(None, "--results", help="Results directory."),
     html: Path = typer.Option(None, "--html", help="Also write an HTML section with paired plots here."),
 ) -> None:
-    """Compare two runs per (model, setting, regime, metric): medians, ratio with 95% bootstrap
-    interval, Hodges-Lehmann shift, Mann-Whitney p, verdict.
-
-    Regimes (warm / woken / cold) are fitted on A with a change-point step fit and applied to both.
+    """Compare runs per (model, setting, regime or pause, metric): one line per group, hyperfine style,
+    with the ratio B/A, its 95% interval (two-level bootstrap, runs then samples), n per side, the
+    smallest slowdown the data could detect, and a verdict against the equivalence band
+    (slower / no change / faster / inconclusive / refused). See docs/statistics.md.
 
     Examples:
       lbench compare 20261130T0101Z-idle-aaaa 20261130T0202Z-idle-bbbb
+      lbench compare A1 B1 --baseline A2 --candidate B2
       lbench compare baseline:main latest --html /tmp/compare.html
     """
-    ra, rb = _runs([a], results, "baseline"), _runs([b], results, "candidate")
+    from harness.analysis.compare import judge_runs
+    from harness.analysis.gate import GateConfig, verdict_config
+
+    if len(a) != 2:
+        raise BadInput(f"compare takes two runs (A B), got {len(a)}", hint="pool more with --baseline/--candidate")
+    cfg = load_config(None, **GateConfig(alpha, min_n, margin).__dict__)
+    ra = _runs([a[0], *(baseline or [])], results, "baseline")
+    rb = _runs([a[1], *(candidate or [])], results, "candidate")
     _warn_fingerprints(ra, rb)
-    res, info = compare_runs(ra, rb, alpha=alpha, min_n=min_n)
-    out.print(_table(res, f"{ra[0].run_id} (A) vs {rb[0].run_id} (B)"))
-    for k, v in info.get("thresholds", {}).items():
-        cand = info.get("candidate_thresholds", {}).get(k)
-        out.print(f"wake threshold {k}: A {v if v is not None else 'none'} s, B {cand if cand is not None else 'none'} s",
-                  markup=False)
+    res, info = judge_runs(ra, rb, verdict_config(cfg))
+    _print_verdicts(res, info, ra, rb)
     if html:
         from harness.report.compare import write_compare_html
 
@@ -77,11 +111,13 @@ def compare(
 
 
 def gate(
-    baseline: list[str] = typer.Option(None, "--baseline", help="Baseline run(s); repeat to pool interleaved runs."),
-    candidate: list[str] = typer.Option(None, "--candidate", help="Candidate run(s); repeat to pool."),
-    threshold: float = typer.Option(None, "--threshold", help="Slowdown that matters (default 0.10 = 10%)."),
-    alpha: float = typer.Option(None, "--alpha", help="Significance level (default 0.05)."),
+    baseline: list[str] = typer.Option(None, "--baseline", help="Baseline run(s); repeat: pooled as runs."),
+    candidate: list[str] = typer.Option(None, "--candidate", help="Candidate run(s); repeat: pooled as runs."),
+    threshold: float = typer.Option(None, "--margin", "--threshold",
+                                    help="Equivalence margin m (default 0.05): band [1/(1+m), 1+m]."),
+    alpha: float = typer.Option(None, "--alpha", help="Two-sided level (default 0.05); Holm across groups."),
     min_n: int = typer.Option(None, "--min-n", help="Fewest samples per side and group (default 5)."),
+    inconclusive_ok: bool = typer.Option(False, "--inconclusive-ok", help="Exit 0 instead of 3 when inconclusive."),
     config: Path = typer.Option(None, "--config", help="TOML with [gate] and per-metric [thresholds]."),
     junit_path: Path = typer.Option(None, "--junit", help="Write JUnit XML here."),
     json_path: Path = typer.Option(None, "--json", help="Write the JSON verdict here."),
@@ -89,18 +125,25 @@ def gate(
                                                           "$GITHUB_STEP_SUMMARY when set)."),
     results: str = typer.Option(None, "--results", help="Results directory."),
 ) -> None:
-    """Regression gate for CI: exit 1 only when a regime got slower by more than the threshold AND the
-    ratio's 95% interval excludes 1 AND p < alpha; exit 2 (and say what is missing) with too few samples.
+    """Regression gate for CI on latency_ms (the primary metric; others are reported, not voting).
+
+    Exit 0 pass (every gating group no change or faster), 1 regression (a group's interval lies above
+    the band after Holm correction, including a new or earlier wake step in the candidate), 2 bad
+    input or too few samples (a regression elsewhere still exits 1), 3 inconclusive (an interval
+    straddles the band; --inconclusive-ok maps it to 0). See docs/statistics.md.
 
     Examples:
       lbench gate --baseline baseline:main --candidate latest
       lbench gate --baseline A1 --baseline A2 --candidate B1 --candidate B2 --junit gate.xml --json gate.json
     """
+    from harness.analysis.compare import judge_runs
+    from harness.analysis.gate import verdict_config
+
     cfg = load_config(config, alpha=alpha, min_n=min_n, threshold=threshold)
     ra, rb = _runs(baseline, results, "baseline"), _runs(candidate, results, "candidate")
     _warn_fingerprints(ra, rb)
-    res, info = compare_runs(ra, rb, alpha=cfg.alpha, min_n=cfg.min_n)
-    outcome = decide(res, cfg)
+    res, info = judge_runs(ra, rb, verdict_config(cfg))
+    outcome = decide(res, cfg, inconclusive_ok=inconclusive_ok)
     names_a, names_b = [r.run_id for r in ra], [r.run_id for r in rb]
     md = markdown(outcome, ", ".join(names_a), ", ".join(names_b))
     if md_path:
@@ -112,15 +155,18 @@ def gate(
         junit_path.write_text(junit(outcome))
     if json_path:
         json_path.write_text(verdict_json(outcome, names_a, names_b, info))
-    out.print(_table(res, f"gate: {outcome.status}"))
-    if outcome.status == "refuse":
-        for r in outcome.missing:
-            console.print(f"not enough data: {r.key()}: n={r.n_a} baseline / {r.n_b} candidate, need "
-                          f"{cfg.min_n} each", markup=False)
-        console.print("lbench gate: refusing to judge; run more repetitions (--reps)", markup=False)
+    _print_verdicts(res, info, ra, rb)
+    for r in outcome.missing:
+        console.print(f"not enough data: {r.key()}: n={r.n_a} baseline / {r.n_b} candidate, need "
+                      f"{cfg.min_n} each; run more repetitions (--reps)", markup=False)
     for r in outcome.failures:
         console.print(f"REGRESSION {r.key()}: {r.ratio:.3f}x [{r.ratio_ci[0]:.3f}, {r.ratio_ci[1]:.3f}], "
-                      f"p={r.p_value:.3g}", markup=False)
+                      f"Holm p={r.p_value:.3g}", markup=False)
+    if outcome.status == "inconclusive":
+        console.print(f"inconclusive: {len(outcome.inconclusive)} group(s) straddle the ±{cfg.threshold:.0%} band; "
+                      "add runs (--baseline/--candidate) or reps" + (" (--inconclusive-ok: exit 0)"
+                                                                      if inconclusive_ok else " (exit 3)"),
+                      markup=False)
     out.print(f"gate: {outcome.status}", markup=False)
     raise typer.Exit(outcome.exit_code)
 

@@ -43,8 +43,9 @@ def _summary_table(run: Run) -> Table:
         row = [f"{pause:.2f}"]
         for model, setting in cells:
             m = g[(g["model"] == model) & (g["setting"] == setting)]
-            row.append(f"{m['median'].iloc[0]:.2f} [{m['ci_low'].iloc[0]:.2f}, {m['ci_high'].iloc[0]:.2f}]"
-                       if len(m) else "–")
+            lo, hi = m['ci_low'].iloc[0] if len(m) else 0, m['ci_high'].iloc[0] if len(m) else 0
+            ci = f"[{lo:.2f}, {hi:.2f}]" if lo == lo else f"(n={m['n'].iloc[0]}: too few for a 95% CI)"
+            row.append(f"{m['median'].iloc[0]:.2f} {ci}" if len(m) else "–")
         table.add_row(*row)
     return table
 
@@ -58,8 +59,32 @@ def _run(spec: IdleSpec, llama_server: str | None, results: str | None, kind: st
     if report:
         path = render_report(run)
         out.print(f"report: {path}", markup=False)
+    for w in (run.manifest.get("quality") or {}).get("warnings", []):
+        console.print(f"warning: {w}", markup=False, highlight=False, soft_wrap=True)
+    for sentence in findings(run):
+        out.print(sentence, markup=False, soft_wrap=True)
     out.print(f"run: {run.run_id} ({run.manifest['status']}) in {run.dir}", markup=False)
     return run
+
+
+def findings(run: Run) -> list[str]:
+    """The run's findings in plain sentences: wake step (shape chosen by BIC) or none, per cell."""
+    from harness.analysis.regimes import shape_all
+
+    good = stats.measured(run.table("samples"))
+    lines = []
+    for (model, setting), fit in shape_all(good).items():
+        n_reps = good[(good["model"] == model) & (good["setting"] == setting)].groupby("pause_requested_s").size()
+        text = f"{model} · {setting}: {fit.threshold_text()}"
+        if fit.has_step:
+            text += (f"; latency {fit.warm_median_ms:.1f} ms warm -> {fit.woken_median_ms:.1f} ms woken, penalty "
+                     f"{fit.penalty_ms:.1f} ms (95% CI {fit.penalty_ci[0]:.1f}–{fit.penalty_ci[1]:.1f}, "
+                     f"bootstrap over samples)")
+        text += f" (shape by BIC among {', '.join(fit.bic)}; {int(n_reps.min()) if len(n_reps) else 0} reps per pause)."
+        if len(n_reps) and n_reps.min() < 6:
+            text += " Fewer than 6 reps per pause: no per-pause 95% interval; treat the shape as tentative."
+        lines.append(text)
+    return lines
 
 
 def idle(

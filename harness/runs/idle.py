@@ -188,15 +188,22 @@ def execute_idle(prep: PreparedIdle, reporter: Reporter = QuietReporter(), *, ex
                          "threads need every CPU (default -t on a small host) its spinning barrier then waits for "
                          "preemption (measured here: server time 0.5 -> 128 ms on 2 vCPUs). Pair it with --cpus / "
                          "--threads that leave the client a CPU.")
+    from harness.runs import quality
+
+    quality_before = quality.snapshot()
+    writer.manifest["quality"] = {"before": quality_before, "after": None, "warnings": []}
     failures: list[str] = []
     try:
-        _execute_cells(prep, writer, reporter, failures)
+        _execute_cells(prep, writer, reporter, failures, quality_before)
     finally:
         restore_client()
     return open_run(writer.dir, prep.results_root)
 
 
-def _execute_cells(prep: PreparedIdle, writer: RunWriter, reporter: Reporter, failures: list[str]) -> None:
+def _execute_cells(prep: PreparedIdle, writer: RunWriter, reporter: Reporter, failures: list[str],
+                   quality_before: dict) -> None:
+    from harness.runs import quality
+
     try:
         for index, (model, setting, engine_name) in enumerate(prep.cells):
             cell = _run_cell(prep, writer, index, model, setting, engine_name, reporter)
@@ -208,7 +215,22 @@ def _execute_cells(prep: PreparedIdle, writer: RunWriter, reporter: Reporter, fa
     except BaseException as exc:
         writer.finish("failed", f"{type(exc).__name__}: {exc}")
         raise
+    after = quality.snapshot()
+    writer.manifest["quality"] = {"before": quality_before, "after": after, "warnings": quality.assess(
+        quality_before, after, writer_samples(writer))}
     writer.finish("failed" if failures else "complete", "; ".join(failures) or None)
+
+
+def writer_samples(writer: RunWriter):
+    from harness.analysis.stats import measured
+
+    try:
+        from harness.store import read_journal
+
+        journal = writer.dir / "samples.jsonl"
+        return measured(read_journal(journal)) if journal.exists() else None
+    except Exception:  # quality checks never sink a run
+        return None
 
 
 def prepare_cache(path: Path, state: str) -> dict:

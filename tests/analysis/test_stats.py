@@ -1,3 +1,4 @@
+import math
 import numpy as np
 import pandas as pd
 
@@ -39,7 +40,7 @@ def test_summary_excludes_warmup_and_errors():
     assert list(s["pause_requested_s"]) == [0.0, 1.5]
     row0 = s.iloc[0]
     assert row0["n"] == 5 and row0["median"] == 12.0 and row0["max"] == 14.0
-    assert row0["ci_low"] <= 12.0 <= row0["ci_high"]
+    assert math.isnan(row0["ci_low"]) and math.isnan(row0["ci_high"])  # n=5: no honest 95% interval
     assert s.iloc[1]["median"] == 202.0
 
 

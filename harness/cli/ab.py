@@ -1,0 +1,63 @@
+"""``lbench ab``: interleaved A/B rounds (fresh server each run) with a sequential stop."""
+
+from __future__ import annotations
+
+import copy
+
+import typer
+
+from harness.analysis.gate import load_config
+from harness.cli.idle import build_spec
+from harness.cli.ui import RichReporter, console, out
+from harness.errors import BadInput
+from harness.spec import parse_pauses
+
+
+def ab(
+    model: list[str] = typer.Option(None, "--model", "-m", help="GGUF path or alias (both sides)."),
+    pauses: str = typer.Option(None, "--pauses", help="Pause grid, as for lbench idle."),
+    reps: int = typer.Option(None, "--reps", help="Repetitions per run (default 5)."),
+    a_server: str = typer.Option(None, "--a-llama-server", help="llama-server binary of side A (default: cached)."),
+    b_server: str = typer.Option(None, "--b-llama-server", help="llama-server binary of side B (default: cached)."),
+    a_arg: list[str] = typer.Option(None, "--a-arg", help="Extra llama-server argument for A; repeat."),
+    b_arg: list[str] = typer.Option(None, "--b-arg", help="Extra llama-server argument for B; repeat."),
+    min_rounds: int = typer.Option(3, "--min-rounds", help="Rounds before the first look."),
+    max_rounds: int = typer.Option(10, "--max-rounds", help="Round budget."),
+    margin: float = typer.Option(None, "--margin", help="Equivalence margin (default 0.05)."),
+    alpha: float = typer.Option(None, "--alpha", help="Overall two-sided level, split over the looks."),
+    inconclusive_ok: bool = typer.Option(False, "--inconclusive-ok", help="Exit 0 instead of 3 when inconclusive."),
+    results: str = typer.Option(None, "--results", help="Results directory."),
+) -> None:
+    """Run A and B in alternating rounds (ABBA order, a fresh server per run) until the gate's verdict
+    is decided or --max-rounds is spent; alpha is split evenly over the looks (Bonferroni), so the
+    stated error rates hold whatever the stopping round. Exit codes as for lbench gate.
+
+    Examples:
+      lbench ab -m tiny-q8 --pauses 0,0.5,1 --reps 6 --b-arg --threads --b-arg 1
+      lbench ab -m tiny-q8 --a-llama-server /opt/old/llama-server --b-llama-server ./build/bin/llama-server
+    """
+    from harness.cli.compare import _print_verdicts
+    from harness.runs.ab import run_ab
+    from harness.runs.idle import prepare_idle
+
+    if min_rounds < 1 or max_rounds < min_rounds:
+        raise BadInput("need 1 <= --min-rounds <= --max-rounds", where=f"{min_rounds} / {max_rounds}")
+    cfg = load_config(None, alpha=alpha, threshold=margin)
+    spec = build_spec(None, models=model or None, pauses_s=parse_pauses(pauses) if pauses else None, reps=reps)
+    spec_a, spec_b = copy.deepcopy(spec), copy.deepcopy(spec)
+    spec_a.server_args = list(spec.server_args) + list(a_arg or [])
+    spec_b.server_args = list(spec.server_args) + list(b_arg or [])
+    with RichReporter() as rep:
+        prep_a = prepare_idle(spec_a, llama_server=a_server, results=results, reporter=rep)
+        prep_b = prepare_idle(spec_b, llama_server=b_server, results=results, reporter=rep)
+        res = run_ab(prep_a, prep_b, cfg, min_rounds=min_rounds, max_rounds=max_rounds, reporter=rep)
+    _print_verdicts(res.verdicts, res.info, res.a_runs, res.b_runs)
+    for look in res.looks:
+        out.print(f"look after round {look['round']}: {look['status']} (alpha per look {look['alpha_per_look']:.4g})",
+                  markup=False)
+    outcome = res.outcome
+    outcome.inconclusive_ok = inconclusive_ok
+    console.print(f"ab: {outcome.status} after {len(res.a_runs)} rounds "
+                  f"(A: {' '.join(r.run_id for r in res.a_runs)}; B: {' '.join(r.run_id for r in res.b_runs)})",
+                  markup=False, soft_wrap=True)
+    raise typer.Exit(outcome.exit_code)

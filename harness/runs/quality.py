@@ -1,0 +1,93 @@
+"""Run quality as data (pyperf-style checks): facts about the machine around a run, and
+warnings in plain sentences stored in the run's manifest under ``quality``.
+
+``snapshot`` reads load average, the busiest other processes (psutil cpu_percent over a short
+interval) and, where readable under /sys, the CPU frequency governor and current frequency.
+``assess`` turns two snapshots and the measured samples into warnings.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+BUSY_PCT = 20.0  # another process using more than this share of one core is worth a warning
+MIN_REPS = 6  # fewer reps per pause: no 95% order-statistic interval for a median
+WIDE_RATIO = 3.0  # p90 / p10 within one pause
+CPUFREQ = Path("/sys/devices/system/cpu/cpu0/cpufreq")
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def snapshot(interval_s: float = 0.2, top: int = 3) -> dict:
+    import psutil
+
+    facts: dict = {"cpus": os.cpu_count()}
+    try:
+        facts["loadavg_1m"] = round(os.getloadavg()[0], 2)
+    except OSError:
+        facts["loadavg_1m"] = None
+    me = os.getpid()
+    procs = []
+    for p in psutil.process_iter(["pid", "name"]):
+        try:
+            p.cpu_percent(None)
+            procs.append(p)
+        except (psutil.Error, OSError):
+            pass
+    psutil.cpu_percent(interval_s)
+    busy = []
+    for p in procs:
+        try:
+            if p.pid in (me, os.getppid()):
+                continue
+            pct = p.cpu_percent(None)
+            if pct > 0:
+                busy.append({"pid": p.pid, "name": p.info.get("name"), "cpu_pct": round(pct, 1)})
+        except (psutil.Error, OSError):
+            pass
+    facts["busy_processes"] = sorted(busy, key=lambda b: -b["cpu_pct"])[:top]
+    facts["governor"] = _read(CPUFREQ / "scaling_governor")
+    freq = _read(CPUFREQ / "scaling_cur_freq")
+    facts["cpu0_mhz"] = round(int(freq) / 1000) if freq and freq.isdigit() else None
+    return facts
+
+
+def assess(before: dict, after: dict, samples: pd.DataFrame, value: str = "latency_ms") -> list[str]:
+    warnings = []
+    cpus = before.get("cpus") or 1
+    for label, s in (("before", before), ("after", after)):
+        load = s.get("loadavg_1m")
+        if load is not None and load > 0.5 * cpus:
+            warnings.append(f"load average {load} {label} the run on {cpus} CPUs: other work competes "
+                            "for the CPU; timings are noisy")
+        for b in s.get("busy_processes", []):
+            if b["cpu_pct"] > BUSY_PCT:
+                warnings.append(f"another process was busy {label} the run: {b['name']} (pid {b['pid']}) "
+                                f"at {b['cpu_pct']}% CPU")
+    gov = before.get("governor")
+    if gov and gov not in ("performance",):
+        warnings.append(f"CPU frequency governor is {gov!r} (not 'performance'): clock speed can change "
+                        "during the run")
+    if before.get("governor") != after.get("governor") and after.get("governor"):
+        warnings.append(f"CPU governor changed during the run: {before.get('governor')} -> {after.get('governor')}")
+    if samples is not None and not samples.empty and value in samples:
+        for (model, setting, pause), g in samples.groupby(["model", "setting", "pause_requested_s"]):
+            x = g[value].dropna().to_numpy(dtype=float)
+            if x.size < MIN_REPS:
+                warnings.append(f"{model} · {setting} · pause {pause:g} s: only {x.size} reps (< {MIN_REPS}): "
+                                "no 95% interval for its median")
+                continue
+            p10, p90 = np.percentile(x, [10, 90])
+            if p10 > 0 and p90 / p10 > WIDE_RATIO:
+                warnings.append(f"{model} · {setting} · pause {pause:g} s: very wide distribution "
+                                f"(p90/p10 = {p90 / p10:.1f}); possibly bimodal")
+    return list(dict.fromkeys(warnings))

@@ -1,0 +1,28 @@
+"""Run-quality warnings from snapshots and samples (harness.runs.quality)."""
+
+import numpy as np
+import pandas as pd
+
+from harness.runs.quality import assess, snapshot
+
+
+def test_snapshot_reads_this_machine():
+    s = snapshot(interval_s=0.05)
+    assert s["cpus"] >= 1 and "busy_processes" in s and "governor" in s
+
+
+def test_assess_warns_on_load_busy_processes_few_reps_and_wide_distributions():
+    quiet = {"cpus": 4, "loadavg_1m": 0.1, "busy_processes": [], "governor": "performance"}
+    loaded = {"cpus": 4, "loadavg_1m": 3.5, "busy_processes": [{"pid": 7, "name": "cc1", "cpu_pct": 95.0}],
+              "governor": "powersave"}
+    rng = np.random.default_rng(0)
+    rows = [{"model": "m", "setting": "s", "pause_requested_s": 0.0, "latency_ms": v}
+            for v in rng.lognormal(np.log(20), 0.02, 10)]
+    rows += [{"model": "m", "setting": "s", "pause_requested_s": 1.0, "latency_ms": v} for v in (2.0, 12.0, 2.1)]
+    rows += [{"model": "m", "setting": "s", "pause_requested_s": 2.0, "latency_ms": v}
+             for v in [1.5] * 5 + [12.0] * 5]
+    samples = pd.DataFrame(rows)
+    assert assess(quiet, quiet, samples.iloc[:10]) == []
+    w = " | ".join(assess(loaded, loaded, samples))
+    assert "load average 3.5" in w and "cc1 (pid 7)" in w and "powersave" in w
+    assert "pause 1 s: only 3 reps" in w and "pause 2 s: very wide distribution" in w
