@@ -37,6 +37,14 @@ DRIVER = textwrap.dedent("""
     children = [c.pid for c in psutil.Process(router.pid).children()] if (psutil := __import__("psutil")) else []
     for pid in children:
         os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + 10  # SIGSTOP lands asynchronously
+    def stopped(pid):
+        try:
+            return psutil.Process(pid).status() == "stopped"
+        except psutil.Error:
+            return True
+    while time.monotonic() < deadline and not all(stopped(p) for p in children):
+        time.sleep(0.05)
     print(json.dumps({"router": router.pid, "children": children,
                       "watchdog": processes._WATCHDOG.proc.pid}), flush=True)
     time.sleep(600)
@@ -57,10 +65,12 @@ def _alive(pids):
 
 def test_kill_9_with_a_stopped_router_child_leaves_nothing(engine_env, tmp_path):
     proc, pids = _start_driver(tmp_path, engine_env)
-    assert pids["children"], "the router started no child"
-    assert psutil.Process(pids["children"][0]).status() == psutil.STATUS_STOPPED
-    proc.kill()
-    proc.wait()
+    try:
+        assert pids["children"], "the router started no child"
+        assert psutil.Process(pids["children"][0]).status() == psutil.STATUS_STOPPED
+    finally:
+        proc.kill()
+        proc.wait()
     assert not wait_gone([pids["router"], *pids["children"]], timeout=30)
 
 
