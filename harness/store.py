@@ -176,7 +176,21 @@ def open_run(ref: str | Path, results_root: Path) -> Run:
         manifest = json.loads((candidate / "manifest.json").read_text())
     except (OSError, ValueError) as exc:
         raise BadInput(f"cannot read the run's manifest: {exc}", where=str(candidate)) from None
+    check_manifest(manifest, candidate / "manifest.json")
     return Run(candidate, manifest)
+
+
+def check_manifest(manifest: object, where: Path) -> None:
+    """Refuse, in one clear line, a manifest lbench cannot read (not an object, no kind, a newer schema)."""
+    if not isinstance(manifest, dict) or not manifest:
+        raise BadInput("the run's manifest is empty or not a JSON object", where=str(where),
+                       hint="the run is damaged; run it again")
+    if not isinstance(manifest.get("kind"), str):
+        raise BadInput("the run's manifest has no 'kind'", where=str(where), hint="the run is damaged; run it again")
+    version = manifest.get("schema_version", SCHEMA_VERSION)
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise BadInput(f"the run's manifest has schema_version {version!r}; this lbench reads up to "
+                       f"{SCHEMA_VERSION}", where=str(where), hint="use the lbench version that wrote it")
 
 
 def list_runs(results_root: Path) -> list[Run]:

@@ -7,7 +7,10 @@ Three layers, so no llama-server is left behind whatever happens to the harness:
 2. on Linux the child gets ``PR_SET_PDEATHSIG=SIGKILL``: if the harness itself is
    killed (even with SIGKILL) the kernel kills the child;
 3. llama-server's router children exit when their stdin closes, which happens when
-   the router dies.
+   the router dies;
+4. a watchdog outside lbench's process group kills every registered group when lbench
+   dies in any way, and a ledger of live groups lets the next lbench end what a dead
+   one (and its watchdog) left behind (see ``reaper``).
 Children must be spawned from the main thread (PDEATHSIG fires when the spawning
 *thread* exits).
 """
@@ -17,22 +20,56 @@ from __future__ import annotations
 import atexit
 import ctypes
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
+
+from harness.engines import reaper
 
 _LIVE: set[subprocess.Popen] = set()
 _LOCK = threading.Lock()
 PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
+_WATCHDOG = reaper.Watchdog()
+_LEDGER: reaper.Ledger | None = None
+LEFTOVER_NOTES: list[str] = []  # what the first spawn's cleanup ended (for people)
+
+
+def _die_with_parent(parent: int) -> None:  # runs in the child between fork and exec
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # the parent died before prctl took effect (mid-spawn)
+            os._exit(1)
+
+
+def _register(proc: subprocess.Popen, exe: str) -> None:
+    global _LEDGER
+    started = reaper.start_time(proc.pid) or time.time()
+    _WATCHDOG.tell(f"add {proc.pid} {started} {exe}")
+    if _LEDGER is not None:
+        _LEDGER.add(proc.pid, started, exe)
+
+
+def _unregister(proc: subprocess.Popen) -> None:
+    _WATCHDOG.tell(f"del {proc.pid}")
+    if _LEDGER is not None:
+        _LEDGER.remove(proc.pid)
+
+
+def _first_spawn() -> None:
+    global _LEDGER
+    if _LEDGER is None:
+        LEFTOVER_NOTES.extend(reaper.cleanup_leftovers())
+        for note in LEFTOVER_NOTES:
+            print(f"lbench: {note}", file=sys.stderr)
+        _LEDGER = reaper.Ledger()
 
 
 def spawn(
@@ -44,6 +81,8 @@ def spawn(
     stdin: IO[Any] | int | None = subprocess.DEVNULL,
     cwd: str | os.PathLike[str] | None = None,
 ) -> subprocess.Popen:
+    _first_spawn()
+    parent = os.getpid()
     proc = subprocess.Popen(
         list(argv),
         env=dict(env) if env is not None else None,
@@ -52,10 +91,11 @@ def spawn(
         stdin=stdin,
         cwd=cwd,
         start_new_session=True,  # own process group: we can signal the whole tree
-        preexec_fn=_die_with_parent,
+        preexec_fn=lambda: _die_with_parent(parent),
     )
     with _LOCK:
         _LIVE.add(proc)
+    _register(proc, shutil.which(argv[0]) or str(argv[0]))
     return proc
 
 
@@ -71,6 +111,7 @@ def stop(proc: subprocess.Popen, timeout_s: float = 10.0) -> int | None:
     try:
         if proc.poll() is None:
             _signal_group(proc, signal.SIGTERM)
+            _signal_group(proc, signal.SIGCONT)  # a stopped child handles SIGTERM only once continued
             try:
                 proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
@@ -78,10 +119,14 @@ def stop(proc: subprocess.Popen, timeout_s: float = 10.0) -> int | None:
                 proc.wait()
         # grandchildren (router mode) share the group: make sure none is left
         _signal_group(proc, signal.SIGKILL)
+        _signal_group(proc, signal.SIGCONT)
         return proc.returncode
     finally:
         with _LOCK:
+            was_live = proc in _LIVE
             _LIVE.discard(proc)
+        if was_live:
+            _unregister(proc)
 
 
 def stop_all(timeout_s: float = 5.0) -> None:
@@ -91,4 +136,9 @@ def stop_all(timeout_s: float = 5.0) -> None:
         stop(proc, timeout_s)
 
 
-atexit.register(stop_all)
+def _at_exit() -> None:
+    stop_all()
+    _WATCHDOG.close()
+
+
+atexit.register(_at_exit)

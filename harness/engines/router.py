@@ -28,21 +28,22 @@ from harness.errors import BadInput, EngineError
 
 INI_FORBIDDEN = set(";#\n[]=")
 
-# router log lines that mark a step of a swap -> (kind, regex)
+# router log lines that mark a step of a swap -> (kind, regex); model names may hold spaces
+# (the preset INI allows them), so a name runs up to the fixed text after it or the line end
 ROUTER_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("queued", re.compile(r"request for name=(?P<model>\S+) queued at position (?P<position>\d+)")),
-    ("joined", re.compile(r"request for name=(?P<model>\S+) joined the queue, (?P<waiting>\d+) waiting")),
-    ("evict", re.compile(r"evicting idle LRU name=(?P<model>\S+) for a queued request")),
-    ("evict", re.compile(r"models_max limit reached, removing LRU name=(?P<model>\S+)")),
-    ("claim", re.compile(r"slot available, loading queued model name=(?P<model>\S+)")),
-    ("spawn", re.compile(r"spawning server instance with name=(?P<model>\S+) on port (?P<port>\d+)")),
-    ("stop_sent", re.compile(r"stopping model instance name=(?P<model>\S+)")),
-    ("kill_loading", re.compile(r"model name=(?P<model>\S+) is still loading, force-killing")),
-    ("kill_timeout", re.compile(r"force-killing model instance name=(?P<model>\S+) after timeout")),
-    ("exited", re.compile(r"instance name=(?P<model>\S+) exited with status (?P<status>-?\d+)")),
-    ("proxy", re.compile(r"proxying request to model (?P<model>\S+) on port (?P<port>\d+)")),
-    ("cancelled", re.compile(r"cancelled while waiting for model name=(?P<model>\S+)")),
-    ("load_failed", re.compile(r"queued load of name=(?P<model>\S+) did not go through: (?P<reason>.*)")),
+    ("queued", re.compile(r"request for name=(?P<model>.+?) queued at position (?P<position>\d+)")),
+    ("joined", re.compile(r"request for name=(?P<model>.+?) joined the queue, (?P<waiting>\d+) waiting")),
+    ("evict", re.compile(r"evicting idle LRU name=(?P<model>.+?) for a queued request")),
+    ("evict", re.compile(r"models_max limit reached, removing LRU name=(?P<model>.+?)\s*$")),
+    ("claim", re.compile(r"slot available, loading queued model name=(?P<model>.+?)\s*$")),
+    ("spawn", re.compile(r"spawning server instance with name=(?P<model>.+?) on port (?P<port>\d+)")),
+    ("stop_sent", re.compile(r"stopping model instance name=(?P<model>.+?)\s*$")),
+    ("kill_loading", re.compile(r"model name=(?P<model>.+?) is still loading, force-killing")),
+    ("kill_timeout", re.compile(r"force-killing model instance name=(?P<model>.+?) after timeout")),
+    ("exited", re.compile(r"instance name=(?P<model>.+?) exited with status (?P<status>-?\d+)")),
+    ("proxy", re.compile(r"proxying request to model (?P<model>.+?) on port (?P<port>\d+)")),
+    ("cancelled", re.compile(r"cancelled while waiting for model name=(?P<model>.+?)\s*$")),
+    ("load_failed", re.compile(r"queued load of name=(?P<model>.+?) did not go through: (?P<reason>.*)")),
 ]
 CHILD_LINE = re.compile(r"^\[(?P<port>\d+)\] (?P<text>.*)$")
 

@@ -28,6 +28,7 @@ from pathlib import Path
 import gguf
 
 from harness.filecache import FileKeyedCache
+from harness.models.gguf_bounds import check_header
 
 MODEL_LAYER = "application/vnd.ollama.image.model"
 
@@ -95,6 +96,7 @@ def _metadata(path: Path) -> dict:
         return cached
     meta: dict = {}
     try:
+        check_header(path)  # a crafted header must not make discovery hang or eat memory
         reader = gguf.GGUFReader(path, "r")
         for k in ("general.basename", "general.name", "general.size_label", "general.file_type",
                   "general.architecture"):

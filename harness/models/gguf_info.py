@@ -17,6 +17,7 @@ import gguf
 
 from harness.errors import BadInput
 from harness.filecache import FileKeyedCache
+from harness.models.gguf_bounds import HeaderError, check_header
 from harness.models.synth import SYNTHETIC_KEY
 
 GGUF_MAGIC = b"GGUF"
@@ -66,7 +67,11 @@ def read_model_info(path: str | os.PathLike[str]) -> ModelInfo:
     if cached is not None:  # same path, size and mtime: the file was read and found good before
         return ModelInfo(**cached)
     try:
+        check_header(p)  # bound every count before the reader trusts it
         reader = gguf.GGUFReader(p, "r")
+    except HeaderError as exc:
+        raise BadInput(f"damaged or crafted GGUF header: {p}", where=str(exc),
+                       hint="re-download or regenerate the file") from None
     except Exception as exc:  # the library raises several types for damaged headers
         raise BadInput(
             f"damaged or truncated GGUF file: {p}",

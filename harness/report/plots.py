@@ -19,6 +19,11 @@ def figure_png(fig) -> bytes:
     return buf.getvalue()
 
 
+def plain(text: str) -> str:
+    """Text shown literally: matplotlib reads a pair of ``$`` as mathtext (and may crash on it)."""
+    return str(text).replace("$", r"\$")
+
+
 def latency_vs_pause(samples: pd.DataFrame, summary: pd.DataFrame, model: str, run_id: str,
                      value: str = "latency_ms", ylabel: str = "client latency (ms)") -> bytes:
     """Raw points (jittered) and medians with 95% bootstrap intervals, one colour per setting."""
@@ -39,15 +44,15 @@ def latency_vs_pause(samples: pd.DataFrame, summary: pd.DataFrame, model: str, r
         med = sum_model[sum_model["setting"] == setting].sort_values("pause_requested_s")
         yerr = np.vstack([med["median"] - med["ci_low"], med["ci_high"] - med["median"]])
         ax.errorbar(med["pause_requested_s"] + offset, med["median"], yerr=np.clip(yerr, 0, None), fmt="-o",
-                    ms=4, lw=1.2, capsize=2, color=colour, label=f"{setting} (median, 95% CI)")
+                    ms=4, lw=1.2, capsize=2, color=colour, label=f"{plain(setting)} (median, 95% CI)")
     ax.set_xlabel("pause before request (s)")
     ax.set_ylabel(ylabel)
-    ax.set_title(f"{model}: {ylabel} vs pause", fontsize=11)
+    ax.set_title(f"{model}: {ylabel} vs pause", fontsize=11, parse_math=False)
     ax.grid(alpha=0.3)
     ymax = s_model[value].max() if not s_model.empty else 1
     ymin = s_model[value][s_model[value] > 0].min() if not s_model.empty else 1
     if ymin and ymax / max(ymin, 1e-9) > 50:
         ax.set_yscale("log")
     ax.legend(fontsize=8, loc="upper left")
-    fig.text(0.99, 0.01, f"run {run_id}", ha="right", va="bottom", fontsize=7, color="0.4")
+    fig.text(0.99, 0.01, f"run {plain(run_id)}", ha="right", va="bottom", fontsize=7, color="0.4")
     return figure_png(fig)

@@ -26,7 +26,7 @@ from harness.probes.host import host_facts
 from harness.probes.memory import build_probes, combine
 from harness.spec import IdleSpec
 from harness.store import Run, RunWriter, open_run
-from harness.workloads.idle import run_floor_block, run_idle_sweep, run_self_check
+from harness.workloads.idle import ServerGone, run_floor_block, run_idle_sweep, run_self_check
 
 
 class Reporter(Protocol):
@@ -345,18 +345,31 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
                     writer.save_manifest()
                 totals = run_idle_sweep(server, spec.pauses_s, reps=spec.reps, seed=spec.seed, warmup=spec.warmup,
                                         shuffle=spec.shuffle, emit=emit, on_progress=reporter.advance,
-                                        probe=combine(probes))
+                                        probe=combine(probes), alive=_death_of(server))
                 if prep.kind == "calibrate":  # the HTTP floor after the same pauses, for the decomposition
                     run_floor_block(server, sorted(set(spec.pauses_s)), spec.reps, emit)
             cell["sweep_wall_s"] = totals.wall_s
             denominator = totals.sum_pause_requested_s + totals.sum_server_ms / 1000.0
             cell["efficiency"] = totals.wall_s / denominator if denominator > 0 else None
             cell["n_errors"] = totals.n_errors
+            if totals.n_errors:  # a failed request is not a sample: the cell failed
+                raise EngineError(f"{totals.n_errors} of {totals.n} measured requests failed "
+                                  f"(see the error column of the samples)")
+    except ServerGone as exc:
+        cell["error"] = str(exc)
+        reporter.message(f"cell failed: {model.label} / {label}: {exc}")
     except EngineError as exc:
         cell["error"] = str(exc)
         reporter.message(f"cell failed: {model.label} / {label}: {exc.what}")
     writer.save_manifest()
     return cell
+
+
+def _death_of(server) -> Callable[[], str | None] | None:
+    proc = getattr(server, "proc", None)
+    if proc is None:
+        return None
+    return lambda: None if proc.poll() is None else f"exit status {proc.returncode}"
 
 
 def run_idle(spec: IdleSpec, **kwargs) -> Run:

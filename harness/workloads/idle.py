@@ -76,6 +76,10 @@ def sample_row(c: Completion, *, phase: str, rep: int | None, seq: int, pause_re
     }
 
 
+class ServerGone(Exception):
+    """The server under test exited mid-sweep."""
+
+
 @dataclass
 class SweepTotals:
     wall_s: float = 0.0  # first measured send .. last measured response
@@ -96,8 +100,12 @@ def run_idle_sweep(
     emit: Callable[[dict], None],
     on_progress: Callable[[], None] = lambda: None,
     probe: Callable[[], dict] | None = None,
+    alive: Callable[[], str | None] | None = None,
 ) -> SweepTotals:
-    """Measure; every observation goes to ``emit`` the moment it is taken."""
+    """Measure; every observation goes to ``emit`` the moment it is taken.
+
+    ``alive`` (optional) returns None while the server lives, else why it is gone: after a
+    failed request a dead server ends the sweep with ``ServerGone`` (a failed cell, not a result)."""
     probe_cost = 0.0
     seq = 0
     last_done = None
@@ -136,6 +144,10 @@ def run_idle_sweep(
             totals.sum_server_ms += row["server_ms"]
         if c.error:
             totals.n_errors += 1
+            gone = alive() if alive is not None else None
+            if gone:
+                raise ServerGone(f"the server died during the sweep ({gone}); "
+                                 f"{totals.n - totals.n_errors} of {len(schedule)} samples were measured")
         on_progress()
     if last_done is not None:
         totals.wall_s = last_done - start

@@ -50,3 +50,18 @@ def test_open_run_by_prefix_latest_and_errors(tmp_path):
     with pytest.raises(BadInput, match="no run"):
         open_run("nope", tmp_path)
     assert [r.run_id for r in list_runs(tmp_path)] == [a.run_id]
+
+
+@pytest.mark.parametrize("text,fragment", [
+    ("{}", "empty or not a JSON object"), ("[1]", "empty or not a JSON object"), ("{\"x\": 1}", "no 'kind'"),
+    ("{\"kind\": \"idle\", \"schema_version\": 99}", "schema_version 99"), ("{not json", "cannot read"),
+])
+def test_damaged_manifest_is_refused_clearly(tmp_path, text, fragment):
+    from harness.errors import BadInput
+    from harness.store import open_run
+
+    run = tmp_path / "r1"
+    run.mkdir()
+    (run / "manifest.json").write_text(text)
+    with pytest.raises(BadInput, match=fragment.replace("(", r"\(")):
+        open_run(run, tmp_path)
