@@ -13,13 +13,14 @@ Per group: both medians, ratio candidate/baseline with a 95% bootstrap interval
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 from harness.analysis.regimes import classify, fit_all
+from harness.analysis.verdicts import GroupRow
 from harness.analysis.stats import measured
 from harness.errors import BadInput
 from harness.store import Run
@@ -29,7 +30,7 @@ MIN_N = 5
 
 
 @dataclass
-class GroupResult:
+class GroupResult(GroupRow):
     model: str
     setting: str
     regime: str
@@ -43,14 +44,6 @@ class GroupResult:
     hl_shift: float
     p_value: float
     verdict: str  # faster | slower | no change | not enough data
-
-    def key(self) -> str:
-        return f"{self.model} · {self.setting} · {self.regime} · {self.metric}"
-
-    def as_dict(self) -> dict:
-        d = asdict(self)
-        d["ratio_ci"] = list(self.ratio_ci)
-        return d
 
 
 def ratio_ci(a: np.ndarray, b: np.ndarray, *, n_boot: int = 2000, seed: int = 0) -> tuple[float, float]:

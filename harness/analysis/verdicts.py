@@ -115,8 +115,20 @@ def boot_log_ratio(a_runs, b_runs, *, n_boot: int = N_BOOT, seed: int = 0) -> np
 
 # --------------------------------------------------------------------------- verdicts
 
+class GroupRow:
+    """What every per-group result row shares: its key and a JSON-ready dict."""
+
+    def key(self) -> str:
+        return f"{self.model} · {self.setting} · {self.regime} · {self.metric}"  # type: ignore[attr-defined]
+
+    def as_dict(self) -> dict:
+        d = asdict(self)  # type: ignore[call-overload]
+        d["ratio_ci"] = list(self.ratio_ci)  # type: ignore[attr-defined]
+        return d
+
+
 @dataclass
-class Verdict:
+class Verdict(GroupRow):
     model: str
     setting: str
     regime: str
@@ -138,14 +150,6 @@ class Verdict:
     verdict: str  # slower | faster | no change | inconclusive | refused
     unit: str  # "runs" | "samples (one run per side)"
     note: str = ""
-
-    def key(self) -> str:
-        return f"{self.model} · {self.setting} · {self.regime} · {self.metric}"
-
-    def as_dict(self) -> dict:
-        d = asdict(self)
-        d["ratio_ci"] = list(self.ratio_ci)
-        return d
 
     # compatibility with older consumers (report/compare.py) that read these fields
     @property

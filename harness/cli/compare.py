@@ -34,19 +34,6 @@ def _warn_fingerprints(a: list[Run], b: list[Run]) -> None:
                       + "; ".join(baselines.differences(fa, fb)), highlight=False)
 
 
-def _table(results, title: str) -> Table:
-    t = Table(title=title)
-    for col in ("model", "setting", "regime", "metric", "n A/B", "median A", "median B", "ratio [95% CI]",
-                "HL shift", "p", "verdict"):
-        t.add_column(col, justify="left" if col in ("model", "setting", "regime", "metric", "verdict") else "right")
-    for r in results:
-        c = COLOURS.get(r.verdict, "white")
-        t.add_row(r.model, r.setting, r.regime, r.metric, f"{r.n_a}/{r.n_b}", f"{r.median_a:.2f}", f"{r.median_b:.2f}",
-                  f"{r.ratio:.3f} [{r.ratio_ci[0]:.3f}, {r.ratio_ci[1]:.3f}]", f"{r.hl_shift:.2f}",
-                  f"{r.p_value:.3g}", f"[{c}]{r.verdict}[/{c}]")
-    return t
-
-
 def _quality_lines(runs: list[Run], side: str) -> list[str]:
     lines = []
     for r in runs:
