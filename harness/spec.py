@@ -12,6 +12,7 @@ import tomllib
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from harness.engines import registry
 from harness.engines.base import Setting
 from harness.errors import BadInput
 
@@ -20,8 +21,6 @@ from harness.errors import BadInput
 DEFAULT_PAUSES_S = [0.0, 0.2, 0.4, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 2.0, 2.5, 3.0, 4.0]
 DEFAULT_MODEL = "llama3.2-1b-q8"
 CACHE_STATES = ("as-is", "warm", "cold")
-IDLE_ENGINES = ("llama-server", "llama-idle", "mlx", "openai", "ollama")
-SERVER_ENGINES = ("llama-server", "mlx", "openai", "ollama")
 MAX_PAUSE_S = 3600.0
 
 
@@ -148,6 +147,24 @@ def parse_cpu_knob(key: str, value: object, where: str) -> object:
 
 
 CPU_KNOBS = ("threads", "poll", "cpu_strict", "prio", "cpu_mask", "cpus", "omp_wait", "omp_spincount")
+def check_idle_engines(engines: list[str], cache_states: list[str], where: str) -> None:
+    """One server engine per run; cross-check engines only beside the engine they pair with;
+    cache states only where the engine loads a file lbench can see."""
+    kinds = [registry.get(e, where) for e in engines]
+    for k in kinds:
+        if not (k.can("idle") or k.can("cross_check")):
+            registry.require(k.name, "idle", where)
+    servers = [k.name for k in kinds if k.can("idle")]
+    if len(servers) > 1:
+        raise BadInput(f"one server engine per run, got {', '.join(servers)}", where=where,
+                       hint="run them separately and use `lbench compare`; llama-idle can join llama-server")
+    for k in kinds:
+        if k.can("cross_check") and servers and servers != [k.pairs_with]:
+            raise BadInput(f"the {k.name} cross-check pairs with {k.pairs_with} only", where=where)
+    if any(c != "as-is" for c in cache_states):
+        for k in kinds:
+            registry.require(k.name, "local_model", where, why="take a cache state (it loads no file lbench can see)",
+                             hint="drop --cache-state, or use an engine that loads a local model file")
 
 
 @dataclass
@@ -203,16 +220,6 @@ class IdleSpec:
             if c not in CACHE_STATES:
                 raise BadInput(f"bad cache state {c!r}", where=f"{where}: --cache-state",
                                hint="as-is, warm (read the model file in first) or cold (evict it first)")
-        for e in self.engines:
-            if e not in IDLE_ENGINES:
-                raise BadInput(f"unknown engine {e!r} for the idle sweep", where=f"{where}: --engine",
-                               hint=f"use {' or '.join(IDLE_ENGINES)} (both for a cross-check)")
-        servers = [e for e in self.engines if e in SERVER_ENGINES]
-        if len(servers) > 1:
-            raise BadInput(f"one server engine per run, got {', '.join(servers)}", where=f"{where}: --engine",
-                           hint="run them separately and use `lbench compare`; llama-idle can join llama-server")
-        if "llama-idle" in self.engines and servers and servers != ["llama-server"]:
-            raise BadInput("the llama-idle cross-check pairs with llama-server only", where=f"{where}: --engine")
         self.cache_state = list(dict.fromkeys(self.cache_state)) or ["as-is"]
         self.engines = list(dict.fromkeys(self.engines)) or ["llama-server"]
         for key in CPU_KNOBS:
@@ -229,7 +236,13 @@ class IdleSpec:
             self.client_cpus = parse_cpu_knob("cpus", self.client_cpus, f"{where}: --client-cpus")
         if self.client_nice is not None and not (-20 <= int(self.client_nice) <= 19):
             raise BadInput(f"client nice must be -20..19, got {self.client_nice}", where=f"{where}: --client-nice")
+        check_idle_engines(self.engines, self.cache_state, f"{where}: --engine")
         return self
+
+    @property
+    def server_engine(self) -> str:
+        """The engine serving HTTP in this run (cross-check engines join it)."""
+        return next((e for e in self.engines if not registry.get(e).can("cross_check")), "llama-server")
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -303,12 +316,12 @@ class SwapSpec:
             raise BadInput(f"duration must be > 0 s, got {self.duration_s}", where=f"{where}: --duration")
         if not (1.0 <= self.sample_hz <= 1000.0):
             raise BadInput(f"sample rate must be 1-1000 Hz, got {self.sample_hz}", where=f"{where}: --sample-hz")
-        if self.engine not in ("llama-server", "mlx"):
-            raise BadInput(f"unknown swap engine {self.engine!r}", where=f"{where}: --engine",
-                           hint="llama-server (router mode) or mlx")
+        kind = registry.require(self.engine, "swap", f"{where}: --engine")
         if self.cache_state not in CACHE_STATES:
             raise BadInput(f"bad cache state {self.cache_state!r}", where=f"{where}: --cache-state",
                            hint="as-is, warm or cold")
+        if self.cache_state != "as-is":
+            registry.require(kind.name, "local_model", f"{where}: --engine", why="take a cache state")
         if self.stop_timeout_s is not None and self.stop_timeout_s < 1:
             raise BadInput(f"stop-timeout must be >= 1 s, got {self.stop_timeout_s}", where=f"{where}: --stop-timeout")
         self.sleep_idle_seconds = parse_sleep_idle(self.sleep_idle_seconds, f"{where}: --sleep-idle-seconds")

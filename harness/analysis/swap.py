@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from harness.engines import registry
 from harness.store import Run
 
 PHASES = ["queue_wait_ms", "victim_stop_ms", "exit_to_spawn_ms", "spawn_to_loaded_ms", "loaded_to_first_byte_ms"]
@@ -188,7 +189,7 @@ def summarize_frames(requests: pd.DataFrame, events: pd.DataFrame, memory: pd.Da
                      model_sizes: list[int], client: dict | None = None, sampler: dict | None = None,
                      status: str | None = "complete", error: str = "", engine: str = "llama-server") -> SwapSummary:
     ensure_columns(requests, events, memory)
-    if engine == "mlx":
+    if not registry.get(engine).can("router_events"):  # no load/unload timeline: reloads from latency alone
         return _summarize_mlx(requests, memory, model_sizes, client or {}, sampler or {}, status, error)
     latency = latency_table(requests)
     swaps = swap_phases(requests, events)

@@ -114,3 +114,33 @@ class RunningServer(Server, Protocol):
     def __enter__(self) -> "RunningServer": ...
 
     def __exit__(self, *exc: object) -> None: ...
+
+
+class SwapBackend(Protocol):
+    """One server that swaps models on demand; swap storms drive it, whatever it is.
+
+    Implemented by ``engines.router.RouterProcess`` (llama-server's router) and
+    ``engines.http_engines.MlxSwapBackend`` (mlx_lm.server reloading on demand).
+    """
+
+    pid: int
+    port: int
+    argv: list[str]
+    base_url: str
+    request_path: str  # where requests go ("/completion", "/v1/completions")
+
+    def request_body(self, model: str, prompt: str, n_predict: int) -> dict:
+        """The JSON body of one request for ``model``."""
+        ...
+
+    def after_response(self, model: str) -> dict[str, str]:
+        """Model states the backend knows after a successful response (empty when it reports them itself)."""
+        ...
+
+    def describe(self) -> dict:
+        """The manifest's ``router`` entry: argv, pid, port, preset or what stands for it."""
+        ...
+
+    def alive(self) -> bool: ...
+
+    def close(self) -> None: ...

@@ -170,6 +170,40 @@ class MlxServerEngine:
         return _Handle(base, client, argv, proc, log_path)
 
 
+class MlxSwapBackend:
+    """The swap protocol on mlx_lm.server: one server; a request naming another model makes it reload.
+
+    ``models`` are ``RouterModel``-like (name, path); the server starts on the first.
+    """
+
+    request_path = "/v1/completions"
+
+    def __init__(self, models, log_path: Path, *, extra_args: list[str] | None = None):
+        self.t_start = time.perf_counter()
+        self.paths = {m.name: m.path for m in models}
+        self.handle = MlxServerEngine(extra_args=extra_args).start(models[0].path, Setting(), log_path)
+        self.proc = self.handle.proc
+        self.pid, self.port, self.argv = self.proc.pid, self.handle.port, self.handle.argv
+        self.base_url = self.handle.base_url
+
+    def request_body(self, model: str, prompt: str, n_predict: int) -> dict:
+        return {"model": str(self.paths[model]), "prompt": prompt, "max_tokens": n_predict, "temperature": 0}
+
+    def after_response(self, model: str) -> dict[str, str]:
+        # mlx_lm.server holds exactly the model it last served
+        return {name: "loaded" if name == model else "unloaded" for name in self.paths}
+
+    def describe(self) -> dict:
+        return {"argv": self.argv, "pid": self.pid, "port": self.port,
+                "preset": "(mlx_lm.server keeps one model; a request naming another reloads it)"}
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        self.handle.close()
+
+
 class OpenAIEngine:
     name = "openai"
 

@@ -220,6 +220,20 @@ class RouterProcess:
                 time.sleep(0.05)
         raise EngineError(f"the router did not list its models within {timeout_s:.0f} s")
 
+    # ---- the swap protocol (engines.base.SwapBackend) ---------------------
+    request_path = "/completion"
+
+    def request_body(self, model: str, prompt: str, n_predict: int) -> dict:
+        """llama-server's native completion, streamed, with the server's own timings."""
+        return {"model": model, "prompt": prompt, "n_predict": n_predict, "cache_prompt": True, "stream": True,
+                "response_fields": ["timings"]}
+
+    def after_response(self, model: str) -> dict[str, str]:
+        return {}  # the router reports states itself on /models/sse
+
+    def describe(self) -> dict:
+        return {"argv": self.argv, "pid": self.pid, "port": self.port, "preset": self.preset_path.read_text()}
+
     # ---- control -------------------------------------------------------
     def alive(self) -> bool:
         return self.proc.poll() is None

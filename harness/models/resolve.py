@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import paths
+from harness.engines import registry
 from harness.errors import BadInput
 from harness.models import presets
 from harness.models.gguf_info import ModelInfo, read_model_info, remember_sha256
@@ -160,7 +161,8 @@ def suggest_synthetic(ref: str) -> str | None:
 def resolve_for_engine(ref: str, engine: str, **kwargs) -> ResolvedModel:
     """``--model`` for a given engine: GGUF for llama-server, an MLX directory for mlx,
     a server-side model name for openai and ollama."""
-    if engine == "mlx":
+    source = registry.get(engine).model_source
+    if source == "mlx-dir":
         from harness.models.mlx_synth import mlx_info, synthesize_mlx
 
         path = Path(ref).expanduser()
@@ -179,7 +181,7 @@ def resolve_for_engine(ref: str, engine: str, **kwargs) -> ResolvedModel:
         path = synthesize_mlx(shape, seed=seed)
         label = f"{shape.name}-f16-mlx" + (f"-seed{seed}" if seed else "")
         return ResolvedModel(ref, label, path, "synthetic", ModelInfo(**mlx_info(path)))
-    if engine in ("openai", "ollama"):
+    if source == "server-name":
         info = ModelInfo(path=ref, bytes=0, arch="(server-side)", name=ref, n_params=0, quant="(server-side)",
                          n_layer=None, n_embd=None, synthetic=False, preset=None)
         return ResolvedModel(ref, ref, Path(ref), "server", info)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import jinja2
 
+from harness import resources
 from harness.analysis import stats
 from harness.analysis.regimes import wake_summary
 from harness.errors import BadInput
@@ -19,11 +20,10 @@ from harness.probes.host import virtual_mac_warning
 from harness.report import plots
 from harness.store import Run
 
-TEMPLATES = Path(os.environ.get("LBENCH_TEMPLATES", Path(__file__).resolve().parents[2] / "reports" / "templates"))
 
 
 def environment() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(resources.templates_dir())),
                              autoescape=jinja2.select_autoescape(default=True, default_for_string=True),
                              undefined=jinja2.StrictUndefined)
     env.filters["ms"] = lambda v: "–" if v is None or v != v else f"{v:,.2f}"

@@ -43,9 +43,9 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness import resources
 from harness.errors import BadInput
 
-CLAIMS_DIR = Path(__file__).resolve().parents[2] / "experiments" / "claims"
 OPS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq,
        "!=": operator.ne}
 REQUIREMENTS = ("metal", "cuda", "not-metal", "ollama")
@@ -155,7 +155,8 @@ def load_claim(path: Path) -> ClaimSpec:
                      list(data.get("requires", [])), dict(data.get("params", {})), checks, path, timing, repeat, note)
 
 
-def load_claims(selected: list[str] | None = None, directory: Path = CLAIMS_DIR) -> list[ClaimSpec]:
+def load_claims(selected: list[str] | None = None, directory: Path | None = None) -> list[ClaimSpec]:
+    directory = directory or resources.claims_dir()
     claims = [load_claim(p) for p in sorted(directory.glob("*.toml"))]
     ids = [c.id for c in claims]
     dupes = {i for i in ids if ids.count(i) > 1}

@@ -16,7 +16,9 @@ from typing import Protocol
 
 from harness import paths
 from harness.engines import llama_idle
+from harness.engines import registry
 from harness.engines.base import Setting
+from harness.engines.registry import EngineOptions
 from harness.engines.llama_server import LlamaServerEngine, locate
 from harness.errors import EngineError
 from harness.models.gguf_info import file_sha256
@@ -61,26 +63,13 @@ class PreparedIdle:
 
 
 def make_engine(spec: IdleSpec, llama_server: str | None, options: dict):
-    server = next((e for e in spec.engines if e != "llama-idle"), "llama-server")
-    if server == "mlx":
-        from harness.engines.http_engines import MlxServerEngine
-
-        return server, MlxServerEngine(prompt_cache_size=options.get("prompt_cache_size"),
-                                       extra_args=spec.server_args)
-    if server == "openai":
-        from harness.engines.http_engines import OpenAIEngine
-
-        if not options.get("url"):
-            from harness.errors import BadInput
-
-            raise BadInput("--engine openai needs --url", hint="e.g. --url http://127.0.0.1:1234")
-        return server, OpenAIEngine(options["url"])
-    if server == "ollama":
-        from harness.engines.http_engines import OllamaEngine
-
-        return server, OllamaEngine(options.get("ollama_url") or "http://127.0.0.1:11434", options.get("ollama_env"))
-    return server, LlamaServerEngine(locate(llama_server), ctx_size=spec.ctx_size, extra_args=spec.server_args,
-                                     match=spec.match, client_spin=spec.client_spin)
+    """The server engine of the run (from the registry), built with the run's options."""
+    kind = registry.require(spec.server_engine, "idle")
+    engine_options = EngineOptions(llama_server=llama_server, ctx_size=spec.ctx_size,
+                                   server_args=list(spec.server_args), match=spec.match,
+                                   client_spin=spec.client_spin,
+                                   **{k: v for k, v in options.items() if v is not None})
+    return kind.name, kind.make_server(engine_options)
 
 
 def prepare_idle(spec: IdleSpec, *, llama_server: str | None = None, results: str | None = None,

@@ -18,9 +18,11 @@ from pathlib import Path
 from harness import paths
 from harness.analysis.swap import summarize_swap
 from harness.engines.llama_server import Binary, locate
-from harness.engines.router import RouterModel, RouterProcess, TimelineEvent
+from harness.engines import registry
+from harness.engines.registry import EngineKind, EngineOptions
+from harness.engines.router import RouterModel, TimelineEvent
 from harness.models.gguf_info import file_sha256
-from harness.models.resolve import ResolvedModel, local_file, resolve, resolve_for_engine
+from harness.models.resolve import ResolvedModel, local_file, resolve_for_engine
 from harness.probes import pagecache
 from harness.probes.host import host_facts
 from harness.probes.process_tree import TreeSample, TreeSampler
@@ -38,29 +40,11 @@ class PreparedSwap:
     binary: Binary | None
     results_root: Path
     plan: list[list[str]]
+    engine: EngineKind | None = None
+    options: EngineOptions | None = None
 
 
 PROMPT = "Hello world , this is a swap probe ."
-
-
-class MlxSwapBackend:
-    """One mlx_lm.server for the storm: a request naming another model makes it reload."""
-
-    def __init__(self, prep: "PreparedSwap", log_path: Path):
-        from harness.engines.http_engines import MlxServerEngine
-        from harness.engines.base import Setting
-
-        self.handle = MlxServerEngine(extra_args=prep.spec.server_args).start(prep.models[0].path, Setting(),
-                                                                               log_path)
-        self.proc = self.handle.proc
-        self.pid, self.port, self.argv = self.proc.pid, self.handle.port, self.handle.argv
-        self.base_url = self.handle.base_url
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def close(self) -> None:
-        self.handle.close()
 
 
 def unique_names(models: list[ResolvedModel]) -> list[str]:
@@ -75,26 +59,27 @@ def unique_names(models: list[ResolvedModel]) -> list[str]:
 def prepare_swap(spec: SwapSpec, *, llama_server: str | None = None, results: str | None = None,
                  reporter: Reporter = QuietReporter()) -> PreparedSwap:
     spec.validate()
+    engine = registry.require(spec.engine, "swap")
+    options = EngineOptions(llama_server=llama_server, ctx_size=spec.ctx_size, server_args=list(spec.server_args))
     pattern = Pattern(spec.pattern, spec.zipf_s, spec.burst_k).validate(len(spec.models))
-    if spec.engine == "mlx":
-        seen: dict[str, int] = {}
-        models = []
-        for ref in spec.models:  # a repeated preset gets its own seed: a distinct directory to reload
-            seen[ref] = seen.get(ref, -1) + 1
-            models.append(resolve_for_engine(ref, "mlx", seed=seen[ref], announce=reporter.message))
-    else:
-        models = [resolve(ref, progress=reporter.model_progress, announce=reporter.message) for ref in spec.models]
+    seen: dict[str, int] = {}
+    models = []
+    for ref in spec.models:
+        # a repeated synthetic MLX preset gets its own seed: a distinct directory to reload
+        seen[ref] = seen.get(ref, -1) + 1
+        extra = {"seed": seen[ref]} if engine.model_source == "mlx-dir" else {"progress": reporter.model_progress}
+        models.append(resolve_for_engine(ref, engine.name, announce=reporter.message, **extra))
     names = unique_names(models)
     for m in models:
         if m.source == "synthetic":
             reporter.message(f"{m.ref}: SYNTHETIC model (random weights, shape of preset {m.info.preset})")
-    binary = locate(llama_server) if spec.engine == "llama-server" else None
+    binary = locate(llama_server) if engine.binary == "llama-server" else None
     if binary is not None:
         reporter.message(f"engine: {binary.path} (build {binary.build_number}, chosen from {binary.source})")
     else:
-        reporter.message("engine: mlx_lm.server")
+        reporter.message(f"engine: {engine.name} ({engine.summary})")
     plan = waves(pattern, names, spec.requests, spec.seed)
-    return PreparedSwap(spec, models, names, binary, paths.results_dir(results), plan)
+    return PreparedSwap(spec, models, names, binary, paths.results_dir(results), plan, engine, options)
 
 
 class ModelStates:
@@ -122,8 +107,8 @@ def execute_swap(prep: PreparedSwap, reporter: Reporter = QuietReporter()) -> Ru
         "config": spec.as_dict(),
         "t0_unix": t0_unix,
         "host": host_facts(),
-        "engine": {"engine": "llama-server (router)", **prep.binary.as_dict()} if prep.binary else
-                  {"engine": "mlx_lm.server"},
+        "engine": {"engine": prep.engine.name, "summary": prep.engine.summary,
+                   **(prep.binary.as_dict() if prep.binary else {})},
         "models": [{"label": name, "ref": m.ref, "source": m.source,
                     "sha256": file_sha256(m.path) if m.path.is_file() else None,
                     **m.info.as_dict()} for name, m in zip(prep.names, prep.models)],
@@ -149,9 +134,9 @@ def execute_swap(prep: PreparedSwap, reporter: Reporter = QuietReporter()) -> Ru
                       table="memory")
 
     def on_request(r: RequestRecord) -> None:
-        if spec.engine == "mlx" and r.error is None and r.http_status == 200:
-            for name in prep.names:  # mlx_lm.server holds exactly the model it last served
-                states.update(name, "loaded" if name == r.model else "unloaded")
+        if r.error is None and r.http_status == 200 and router is not None:
+            for name, status in router.after_response(r.model).items():
+                states.update(name, status)
         latency = (r.t_done - r.t_send) * 1000 if r.t_done is not None else None
         writer.append({
             "index": r.index, "wave": r.wave, "model": r.model, "status_at_send": r.status_at_send,
@@ -164,7 +149,6 @@ def execute_swap(prep: PreparedSwap, reporter: Reporter = QuietReporter()) -> Ru
         reporter.advance()
 
     router_models = [RouterModel(n, m.path, spec.stop_timeout_s) for n, m in zip(prep.names, prep.models)]
-    path_of = {n: m.path for n, m in zip(prep.names, prep.models)}
     weights_of = {n: local_file(m) for n, m in zip(prep.names, prep.models)}
     if spec.cache_state == "warm":
         for p in set(weights_of.values()):
@@ -180,25 +164,10 @@ def execute_swap(prep: PreparedSwap, reporter: Reporter = QuietReporter()) -> Ru
     router = sampler = None
     ended = "complete"
     reason = None
-    path, body_for = "/completion", None
     try:
-        if spec.engine == "mlx":
-            router = MlxSwapBackend(prep, writer.log_path("mlx_server.log"))
-            path = "/v1/completions"
-
-            def body_for(model: str) -> dict:
-                return {"model": str(path_of[model]), "prompt": PROMPT, "max_tokens": spec.n_predict,
-                        "temperature": 0}
-            writer.manifest["router"] = {"argv": router.argv, "pid": router.pid, "port": router.port,
-                                         "preset": "(mlx_lm.server keeps one model; a request naming another "
-                                                   "reloads it)", "started_t_s": 0.0}
-        else:
-            router = RouterProcess(prep.binary, router_models, models_max=spec.models_max, run_dir=writer.dir,
-                                   sleep_idle_seconds=spec.sleep_idle_seconds, ctx_size=spec.ctx_size,
-                                   parallel=spec.parallel, extra_args=spec.server_args, on_event=on_event)
-            writer.manifest["router"] = {"argv": router.argv, "pid": router.pid, "port": router.port,
-                                         "preset": router.preset_path.read_text(),
-                                         "started_t_s": router.t_start - t0}
+        router = prep.engine.make_swap(prep.options, binary=prep.binary, models=router_models, spec=spec,
+                                       run_dir=writer.dir, on_event=on_event)
+        writer.manifest["router"] = {**router.describe(), "started_t_s": router.t_start - t0}
         writer.save_manifest()
         sampler = TreeSampler(router.pid, on_sample, spec.sample_hz).start()
         reporter.cell(f"{spec.engine} · {spec.pattern} · {len(prep.names)} models · models_max={spec.models_max}",
@@ -210,7 +179,8 @@ def execute_swap(prep: PreparedSwap, reporter: Reporter = QuietReporter()) -> Ru
                                  emit=on_request, should_stop=lambda: not router.alive(),
                                  reuse_connections=spec.reuse_connections,
                                  before_send=cold_swap_in if spec.cache_state == "cold" else None,
-                                 path=path, body_for=body_for))
+                                 prompt=PROMPT, path=router.request_path,
+                                 body_for=lambda model: router.request_body(model, PROMPT, spec.n_predict)))
         writer.manifest["requests_sent"] = sent
         storm_wall = time.perf_counter() - wall0
         writer.manifest["client"] = {"storm_wall_s": storm_wall, "cpu_s": time.process_time() - cpu0,

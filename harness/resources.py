@@ -1,0 +1,61 @@
+"""Where lbench's own data files are: experiment specs, claim specs, report templates.
+
+They live at the top of the repository (``experiments/``, ``reports/``) and ship in
+the wheel as the packages ``harness.bundled.experiments`` and
+``harness.bundled.reports``, so an editable install, a wheel and pipx all find them
+through ``importlib.resources``.  Users can point lbench at their own copies:
+``$LBENCH_TEMPLATES`` (a templates folder) and ``$LBENCH_CLAIMS`` (a claims folder).
+"""
+
+from __future__ import annotations
+
+import os
+from importlib import resources
+from pathlib import Path
+
+
+_SOURCE_TREE = Path(__file__).resolve().parent.parent  # the repository root, when run from a checkout
+_SOURCE_FOLDERS = {"harness.bundled.experiments": "experiments", "harness.bundled.reports": "reports"}
+
+
+def _package_dir(package: str) -> Path:
+    """The folder of a bundled data package: from the installed package (wheel, editable
+    install), else from the source checkout this module sits in (``PYTHONPATH=.``)."""
+    try:
+        # installed wheels and editable installs are plain folders; a zipped install is not supported
+        return Path(str(resources.files(package)))
+    except ModuleNotFoundError:
+        folder = _SOURCE_TREE / _SOURCE_FOLDERS[package]
+        if folder.is_dir():
+            return folder
+        raise
+
+
+def experiments_dir() -> Path:
+    """The bundled experiment specs (``idle/``, ``claims/``)."""
+    return _package_dir("harness.bundled.experiments")
+
+
+def idle_specs_dir() -> Path:
+    return experiments_dir() / "idle"
+
+
+def claims_dir() -> Path:
+    explicit = os.environ.get("LBENCH_CLAIMS")
+    return Path(explicit).expanduser() if explicit else experiments_dir() / "claims"
+
+
+def templates_dir() -> Path:
+    explicit = os.environ.get("LBENCH_TEMPLATES")
+    return Path(explicit).expanduser() if explicit else _package_dir("harness.bundled.reports") / "templates"
+
+
+def find_spec(ref: str | os.PathLike[str]) -> Path:
+    """A spec path as given, or a bundled spec by name: ``default`` -> experiments/idle/default.toml."""
+    path = Path(ref).expanduser()
+    if path.exists() or path.suffix == ".toml" or os.sep in str(ref):
+        return path
+    for candidate in (idle_specs_dir() / f"{ref}.toml", experiments_dir() / f"{ref}.toml"):
+        if candidate.is_file():
+            return candidate
+    return path
