@@ -237,12 +237,29 @@ class IdleSpec:
         if self.client_nice is not None and not (-20 <= int(self.client_nice) <= 19):
             raise BadInput(f"client nice must be -20..19, got {self.client_nice}", where=f"{where}: --client-nice")
         check_idle_engines(self.engines, self.cache_state, f"{where}: --engine")
+        if self.match is not None:  # the match mode names the cross-check engine whose work the server does
+            pairs = registry.get(self.match, f"{where}: --match").pairs_with
+            if pairs != self.server_engine:
+                raise BadInput(f"--match {self.match} works with {pairs} only", where=f"{where}: --match",
+                               hint=f"drop --match, or use --engine {pairs}")
         return self
 
     @property
     def server_engine(self) -> str:
         """The engine serving HTTP in this run (cross-check engines join it)."""
-        return next((e for e in self.engines if not registry.get(e).can("cross_check")), "llama-server")
+        cross = self.cross_check_engine
+        default = registry.get(cross).pairs_with if cross else None
+        return next((e for e in self.engines if not registry.get(e).can("cross_check")), default or "llama-server")
+
+    @property
+    def cross_check_engine(self) -> str | None:
+        """The in-process reference engine joining the server engine (llama-idle), if any."""
+        return next((e for e in self.engines if registry.get(e).can("cross_check")), None)
+
+    @property
+    def server_engine_named(self) -> bool:
+        """Whether a server engine was asked for (not only a cross-check engine)."""
+        return any(not registry.get(e).can("cross_check") for e in self.engines)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -325,6 +342,11 @@ class SwapSpec:
         if self.stop_timeout_s is not None and self.stop_timeout_s < 1:
             raise BadInput(f"stop-timeout must be >= 1 s, got {self.stop_timeout_s}", where=f"{where}: --stop-timeout")
         self.sleep_idle_seconds = parse_sleep_idle(self.sleep_idle_seconds, f"{where}: --sleep-idle-seconds")
+        if self.sleep_idle_seconds is not None:
+            registry.require(kind.name, "sleep_idle", f"{where}: --sleep-idle-seconds",
+                             why="sleep idle models (it has no --sleep-idle-seconds)",
+                             hint="drop --sleep-idle-seconds, or use --engine "
+                                  + " / ".join(registry.names("sleep_idle")))
         return self
 
     def as_dict(self) -> dict:

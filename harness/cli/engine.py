@@ -7,7 +7,7 @@ import typer
 from harness.cli.ui import console, out
 from harness.engines import llama_server, provision
 
-app = typer.Typer(help="Build and inspect the llama-server lbench drives.", no_args_is_help=True)
+app = typer.Typer(help="Build and inspect the llama-server lbench drives; list the engines.", no_args_is_help=True)
 
 
 @app.command()
@@ -49,11 +49,20 @@ def install(
 
 @app.command("list")
 def list_builds() -> None:
-    """List the llama.cpp builds in lbench's cache (use them with --build N).
+    """List the engines lbench can drive (with their capabilities), then the llama.cpp builds
+    in lbench's cache (use them with --build N).  Capabilities: docs/engines.md.
 
     Examples:
       lbench engine list
     """
+    from harness.engines import registry
+
+    out.print("engines (--engine):", markup=False)
+    for kind in registry.all_kinds():
+        caps = ", ".join(c for c in registry.CAPABILITIES if kind.can(c))
+        out.print(f"  {kind.name:<13} {kind.summary}", markup=False, soft_wrap=True)
+        out.print(f"  {'':<13} capabilities: {caps}", markup=False, soft_wrap=True)
+    out.print("builds (--build):", markup=False)
     rows = provision.list_builds()
     if not rows:
         out.print("no engine builds in the cache (lbench engine install)", markup=False)

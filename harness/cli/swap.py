@@ -36,8 +36,10 @@ def swap(
     reuse_connections: bool = typer.Option(False, "--reuse-connections/--fresh-connections",
                                            help="Reuse keep-alive connections (reproduces the router dropping "
                                                 "them); default: a fresh loopback connection per request."),
-    engine: str = typer.Option("llama-server", "--engine", help="llama-server (router mode) or mlx "
-                                                                "(mlx_lm.server: one model, reloads on demand)."),
+    engine: str = typer.Option("llama-server", "--engine", help="An engine with the swap capability: "
+                                                                "llama-server (router mode) or mlx (mlx_lm.server: "
+                                                                "one model, reloads on demand); see lbench engine "
+                                                                "list."),
     results: str = typer.Option(None, "--results", help="Results directory (default ./results)."),
     llama_server: str = typer.Option(None, "--llama-server", help="Use this llama-server binary."),
     report: bool = typer.Option(True, "--report/--no-report", help="Render the HTML report at the end."),
@@ -57,8 +59,10 @@ def swap(
       lbench swap --pattern zipf --zipf-s 1.3 --duration 120 -n 100000
       lbench swap --engine mlx -m tiny-f16 -m tiny-f16 -n 20   # mlx_lm.server reloads
     """
-    defaults = SwapSpec()
-    default_models = ["tiny-f16"] * 3 if engine == "mlx" else defaults.models
+    from harness.engines import registry
+
+    # each engine names the tiny models a bare `lbench swap` uses (mlx: three reloads of one preset)
+    default_models = list(registry.get(engine, "--engine").default_swap_models)
     spec = SwapSpec(engine=engine, models=model or default_models, models_max=models_max, pattern=pattern, requests=requests,
                     duration_s=duration, concurrency=concurrency, seed=seed, zipf_s=zipf_s, burst_k=burst_k,
                     n_predict=n_predict, sleep_idle_seconds=sleep_idle_seconds, stop_timeout_s=stop_timeout,

@@ -7,6 +7,7 @@ start a server for one model under one ``Setting``.
 
 from __future__ import annotations
 
+import subprocess  # noqa: F401  (named in SwapBackend's annotations)
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -123,14 +124,17 @@ class SwapBackend(Protocol):
     ``engines.http_engines.MlxSwapBackend`` (mlx_lm.server reloading on demand).
     """
 
-    pid: int
+    pid: int  # the server process (its tree is sampled for memory)
     port: int
     argv: list[str]
     base_url: str
+    proc: "subprocess.Popen"  # for the exit status when it dies mid-storm
+    t_start: float  # time.perf_counter() when it was started
     request_path: str  # where requests go ("/completion", "/v1/completions")
 
     def request_body(self, model: str, prompt: str, n_predict: int) -> dict:
-        """The JSON body of one request for ``model``."""
+        """The JSON body of one request for ``model`` in the engine's own format (the swap
+        driver only posts it): llama-server's streamed /completion, OpenAI's /v1/completions ..."""
         ...
 
     def after_response(self, model: str) -> dict[str, str]:

@@ -12,7 +12,7 @@ implements:
 Specs and commands check capabilities through ``require`` instead of testing engine
 names, so a combination an engine cannot do is refused as bad input (exit 2) before a
 run directory exists.  Adding an engine = one module with its classes, one
-``register(EngineKind(...))`` call below, and its tests (see docs/architecture.md).
+``register(EngineKind(...))`` call below, and its tests (see docs/engines.md).
 
 This module imports no engine module at import time: factories import lazily, so
 ``lbench --help`` stays fast.
@@ -114,8 +114,11 @@ def require(name: str, capability: str, where: str = "--engine", *, why: str | N
     kind = get(name, where)
     if not kind.can(capability):
         able = names(capability)
-        raise BadInput(f"engine {name!r} cannot {why or CAPABILITIES[capability]}", where=where,
-                       hint=hint or (f"engines that can: {', '.join(able)}" if able else None))
+        what = (f"engine {name!r} cannot {why}" if why else
+                f"engine {name!r} lacks the {capability!r} capability ({CAPABILITIES[capability]})")
+        raise BadInput(what, where=where,
+                       hint=hint or ((f"engines that have it: {', '.join(able)}" if able else
+                                      f"no registered engine has {capability!r}") + "; see `lbench engine list`"))
     return kind
 
 

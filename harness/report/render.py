@@ -15,6 +15,7 @@ import jinja2
 from harness import resources
 from harness.analysis import stats
 from harness.analysis.regimes import wake_summary
+from harness.engines import registry
 from harness.errors import BadInput
 from harness.probes.host import virtual_mac_warning
 from harness.report import plots
@@ -87,9 +88,10 @@ def cross_check(samples) -> list[dict]:
     if good.empty or "engine" not in good or good["engine"].nunique() < 2:
         return []
     rows = []
-    for model, g in good.groupby("model"):
-        server = g[g["engine"] == "llama-server"]
-        idle = g[g["engine"] == "llama-idle"]
+    pairs = [(k.pairs_with, k.name) for k in registry.all_kinds() if k.can("cross_check")]
+    for (model, g), (server_name, idle_name) in ((mg, pair) for mg in good.groupby("model") for pair in pairs):
+        server = g[g["engine"] == server_name]
+        idle = g[g["engine"] == idle_name]
         for pause in sorted(set(idle["pause_requested_s"]) & set(server["pause_requested_s"])):
             s_lat = float(server[server["pause_requested_s"] == pause]["latency_ms"].median())
             s_srv = float(server[server["pause_requested_s"] == pause]["server_prompt_ms"].median())

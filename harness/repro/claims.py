@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness import resources
+from harness.engines import registry
 from harness.errors import BadInput
 
 OPS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq,
@@ -54,7 +55,7 @@ INCONCLUSIVE = "inconclusive"
 # why a claim is not checkable here
 PLATFORM, SCENARIO_MISSING, SETUP_FAILED = "platform", "scenario", "setup"
 OP_WORDS = {"<=": "at most", "<": "below", ">=": "at least", ">": "above", "==": "", "!=": "not"}
-ENGINES = ("llama-server", "ollama")
+ENGINES = ("llama-server", "ollama")  # the engines claim scenarios exist for (a subset of engines.registry)
 
 
 @dataclass(frozen=True)
@@ -142,6 +143,7 @@ def load_claim(path: Path) -> ClaimSpec:
             raise BadInput(f"bad check {c!r}", where=where, hint="figure, op (<= < >= > == !=), and value or ref")
         checks.append(Requirement(c["figure"], c["op"], c.get("value"), c.get("ref"), c.get("says")))
     engine = data.get("engine", "llama-server")
+    registry.get(engine, where)
     if engine not in ENGINES:
         raise BadInput(f"unknown engine {engine!r}", where=where, hint=f"known: {', '.join(ENGINES)}")
     timing = bool(data.get("timing", False))
@@ -198,7 +200,8 @@ def availability(backend: str) -> dict[str, tuple[bool, str]]:
 def gate_cause(spec: ClaimSpec, backend: str) -> tuple[str, str] | None:
     """(cause, sentence) why the claim cannot be checked here, or None when it can."""
     avail = availability(backend)
-    needs = list(spec.requires) + (["ollama"] if spec.engine == "ollama" and "ollama" not in spec.requires else [])
+    # an engine that is itself a requirement (a service the host must offer, such as Ollama) is needed
+    needs = list(dict.fromkeys(list(spec.requires) + ([spec.engine] if spec.engine in REQUIREMENTS else [])))
     for r in needs:
         ok, why = avail[r]
         if not ok:

@@ -1,6 +1,7 @@
 """A router under test, with the handles a claim scenario needs.
 
-Wraps ``RouterProcess``: keeps the timeline in memory (and in the claim's log
+Wraps a ``workloads.router_session.RouterSession`` over ``RouterProcess`` (the same
+session object swap storms use): keeps the timeline in memory (and in the claim's log
 files), sends requests with the harness clock, loads and unloads models, finds a
 model's child process through /proc (its ``--alias``), freezes it with SIGSTOP,
 and waits for timeline events.  Every time is seconds since the lab's t0.
@@ -22,7 +23,8 @@ import psutil
 from harness.engines.llama_server import Binary
 from harness.engines.router import RouterModel, RouterProcess, TimelineEvent
 from harness.errors import EngineError
-from harness.probes.process_tree import TreeSample, TreeSampler
+from harness.probes.process_tree import TreeSample
+from harness.workloads.router_session import RouterSession
 
 
 @dataclass
@@ -42,6 +44,9 @@ class Reply:
 
 @dataclass
 class Lab:
+    """A claim's router: a ``RouterSession`` (router, sampler, timeline) plus the harness's own
+    steps (requests, freezes, sleeps) recorded for ``recipe.sh``."""
+
     binary: Binary
     models: list[RouterModel]
     run_dir: Path
@@ -51,35 +56,41 @@ class Lab:
     extra_env: dict[str, str] = field(default_factory=dict)
     preset_global: dict[str, str] = field(default_factory=dict)
     sample_hz: float = 100.0
-    events: list[TimelineEvent] = field(default_factory=list)
-    samples: list[TreeSample] = field(default_factory=list)
     replies: list[Reply] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)  # what the harness did, as shell lines
 
     def __post_init__(self) -> None:
         self.t0 = time.perf_counter()
-        self._cond = threading.Condition()
         (self.run_dir / "logs").mkdir(parents=True, exist_ok=True)
+        self.session = RouterSession(self._start_router, [m.name for m in self.models], sample_hz=self.sample_hz,
+                                     t0=self.t0)
 
-    def _on_event(self, e: TimelineEvent) -> None:
-        with self._cond:
-            self.events.append(e)
-            self._cond.notify_all()
+    def _start_router(self, on_event) -> RouterProcess:
+        return RouterProcess(self.binary, self.models, models_max=self.models_max, run_dir=self.run_dir,
+                             sleep_idle_seconds=self.sleep_idle_seconds, ctx_size=self.ctx_size,
+                             on_event=on_event, extra_env=self.extra_env, preset_global=self.preset_global)
+
+    @property
+    def router(self) -> RouterProcess:
+        return self.session.backend
+
+    @property
+    def events(self) -> list[TimelineEvent]:
+        return self.session.events
+
+    @property
+    def samples(self) -> list[TreeSample]:
+        return self.session.samples
 
     def __enter__(self) -> "Lab":
-        self.router = RouterProcess(self.binary, self.models, models_max=self.models_max, run_dir=self.run_dir,
-                                    sleep_idle_seconds=self.sleep_idle_seconds, ctx_size=self.ctx_size,
-                                    on_event=self._on_event, extra_env=self.extra_env,
-                                    preset_global=self.preset_global)
+        self.session.__enter__()
         self.http = httpx.Client(base_url=self.router.base_url, timeout=120, trust_env=False,
                                  limits=httpx.Limits(max_keepalive_connections=0))
-        self.sampler = TreeSampler(self.router.pid, self.samples.append, self.sample_hz).start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.sampler.stop()
         self.http.close()
-        self.router.close()
+        self.session.close()
         try:
             write_recipe(self)
         except Exception as exc:  # the recipe must never hide the scenario's own outcome
@@ -109,26 +120,13 @@ class Lab:
     def wait_for(self, kind: str, model: str | None = None, timeout: float = 30.0, after: float = 0.0
                  ) -> TimelineEvent | None:
         """First event of ``kind`` (for ``model``) received after lab time ``after``."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while True:
-                for e in self.events:
-                    if e.kind == kind and (model is None or e.model == model) and self.rel(e.t) >= after:
-                        return e
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return None
-                self._cond.wait(left)
+        return self.session.wait_for(kind, model, timeout, after)
 
     def event_frame(self) -> pd.DataFrame:
-        with self._cond:
-            rows = [{"t_s": self.rel(e.t), "source": e.source, "kind": e.kind, "model": e.model, "text": e.text}
-                    for e in self.events]
-        return pd.DataFrame(rows, columns=["t_s", "source", "kind", "model", "text"])
+        return self.session.event_frame()
 
     def memory_frame(self) -> pd.DataFrame:
-        return pd.DataFrame([{"t_s": self.rel(s.t), "children_alive": s.n_children, "rss_total_bytes": s.total_rss}
-                             for s in list(self.samples)], columns=["t_s", "children_alive", "rss_total_bytes"])
+        return self.session.memory_frame()
 
     def lines(self, *kinds: str) -> list[str]:
         return [f"t={self.rel(e.t):.3f}s {e.source}: {e.text}" for e in self.events if not kinds or e.kind in kinds]
@@ -210,7 +208,7 @@ class Lab:
         return psutil.Process(pid).environ()
 
     def peak_children(self) -> int:
-        return max((s.n_children for s in list(self.samples)), default=0)
+        return self.session.peak_children()
 
 
 def _curl(path: str, body: dict, timeout: float) -> str:

@@ -8,7 +8,8 @@ that finished loading before it could be frozen) raises ``Inconclusive``.
 
 from __future__ import annotations
 
-import asyncio
+import json
+import shlex
 import statistics
 import time
 from collections.abc import Callable
@@ -25,7 +26,9 @@ from harness.errors import EngineError
 from harness.models.resolve import ResolvedModel
 from harness.repro.lab import Lab
 from harness.workloads.idle import run_idle_sweep
-from harness.workloads.swap import Pattern, RequestRecord, drive, waves
+from harness.workloads.swap import Pattern, waves
+
+STORM_PROMPT = "Hello world, this is a swap probe."  # the storm driver's prompt (as before the router session)
 
 
 class Inconclusive(Exception):
@@ -109,31 +112,29 @@ def storm(ctx: Context, p: dict) -> Evidence:
     names = [m.name for m in models]
     pattern = Pattern(p.get("pattern", "round-robin"), p.get("zipf_s", 1.1), p.get("burst_k", 3)).validate(len(names))
     plan = waves(pattern, names, int(p.get("requests", 30)), int(p.get("seed", 0)))
-    records: list[RequestRecord] = []
+    rows: list[dict] = []
     ev = Evidence()
     with ctx.lab(models, models_max=p.get("models_max", 2), sleep_idle_seconds=p.get("sleep_idle_seconds")) as lab:
         lab.act(f"# the request plan: {len(plan)} waves, at most {int(p.get('concurrency', 1))} in flight; "
                 "each wave's requests are sent together")
         for wave in plan:
             lab.actions.append(" & ".join(
-                f"curl -sS -o /dev/null -H 'Content-Type: application/json' -d '{{\"model\": \"{m}\", "
-                f"\"prompt\": \"Hello world\", \"n_predict\": 1}}' \"http://127.0.0.1:$PORT/completion\""
-                for m in wave) + " & wait")
-        asyncio.run(drive(lab.router.base_url, plan, concurrency=int(p.get("concurrency", 1)), emit=records.append))
+                f"curl -sS -o /dev/null -H 'Content-Type: application/json' -d "
+                f"{shlex.quote(json.dumps(lab.router.request_body(m, STORM_PROMPT, 1)))} "
+                f"\"http://127.0.0.1:$PORT{lab.router.request_path}\"" for m in wave) + " & wait")
+        # the storm driver and request rows of `lbench swap`: resident_at_send comes from /models/sse
+        lab.session.drive(plan, concurrency=int(p.get("concurrency", 1)), n_predict=1, prompt=STORM_PROMPT,
+                          emit=rows.append)
         time.sleep(0.2)
         events = lab.event_frame()
         memory = lab.memory_frame()
         _save(lab, ev)
-    requests = pd.DataFrame([{"index": r.index, "model": r.model, "t_send_s": lab.rel(r.t_send),
-                              "t_done_s": lab.rel(r.t_done) if r.t_done else None,
-                              "t_first_byte_s": lab.rel(r.t_first_byte) if r.t_first_byte else None,
-                              "latency_ms": (r.t_done - r.t_send) * 1000 if r.t_done else None,
-                              "resident_at_send": None, "error": r.error, "error_kind": r.error_kind}
-                             for r in records])
+    requests = pd.DataFrame(rows)
+    requests.to_csv(lab.run_dir / "requests.csv", index=False)
     summary = summarize_frames(requests, events, memory, models_max=int(p.get("models_max", 2)),
                                model_sizes=[m.path.stat().st_size for m in models])
     f = summary.figures
-    ev.figures.update(models_max=int(p.get("models_max", 2)), n_models=len(models), requests=len(records),
+    ev.figures.update(models_max=int(p.get("models_max", 2)), n_models=len(models), requests=len(rows),
                       spawns=f.get("swaps", 0), evictions=int((events["kind"] == "evict").sum()),
                       lru_matches=f.get("lru_matches", 0), lru_judged=f.get("lru_judged", 0),
                       time_above_cap_ms=1000 * f.get("time_above_cap_s", 0.0), samples=len(memory),

@@ -76,7 +76,8 @@ def prepare_idle(spec: IdleSpec, *, llama_server: str | None = None, results: st
                  reporter: Reporter = QuietReporter(), kind: str = "idle",
                  llama_idle_path: str | None = None, engine_options: dict | None = None) -> PreparedIdle:
     spec.validate()
-    if "llama-idle" in spec.engines and "llama-server" in spec.engines:
+    cross_check = spec.cross_check_engine  # an in-process reference joining the server engine (llama-idle)
+    if cross_check is not None and spec.server_engine_named:
         merged = sorted(set(spec.pauses_s) | set(llama_idle.PAUSES_S))
         if merged != sorted(set(spec.pauses_s)):
             reporter.message("added llama-idle's pauses (0-4 s in 0.8 s steps) to the grid for the cross-check")
@@ -94,14 +95,10 @@ def prepare_idle(spec: IdleSpec, *, llama_server: str | None = None, results: st
     else:
         reporter.message(f"engine: {engine.name}")
     prepared = PreparedIdle(spec, models, engine, paths.results_dir(results), kind)
-    if spec.match and not isinstance(engine, LlamaServerEngine):
-        from harness.errors import BadInput
-
-        raise BadInput(f"--match {spec.match} works with llama-server only", where="--match")
-    if "llama-idle" in spec.engines and "llama-server" in spec.engines and not spec.match:
+    if cross_check is not None and spec.server_engine_named and not spec.match:
         reporter.message("note: the cross-check compares different work unless --match llama-idle is given "
                          "(threads, context, prompt, sampling; see docs/instrument.md)")
-    if "llama-idle" in spec.engines:
+    if cross_check is not None:
         prepared.llama_idle = llama_idle.locate(llama_idle_path, engine.binary.path)  # type: ignore[union-attr]
         reporter.message(f"llama-idle: {prepared.llama_idle}")
     prepared.cells = [(m, s, e) for m in models for s in spec.settings() for e in spec.engines]
@@ -253,16 +250,17 @@ def prepare_cache(path: Path, state: str) -> dict:
 def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: ResolvedModel, setting: Setting,
               engine_name: str, reporter: Reporter) -> dict:
     spec = prep.spec
-    tag = "" if engine_name != "llama-idle" else "-llama-idle"
+    cross = registry.get(engine_name).can("cross_check")  # the in-process reference (llama-idle), not the server
+    tag = f"-{engine_name}" if cross else ""
     log_name = f"cell{index:02d}-{model.label}-{setting.label}{tag}.log".replace("/", "_").replace(",", "_")
     notes = prep.engine.setting_notes(setting)
-    if engine_name == "llama-idle" and setting.sleep_idle_seconds is not None:
-        notes.append("sleep-idle is a llama-server option; llama-idle has no idle sleep")
-    if engine_name == "llama-idle" and setting.cpu_knobs():
-        notes.append("CPU knobs are llama-server options; llama-idle runs with its fixed context defaults "
+    if cross and setting.sleep_idle_seconds is not None:
+        notes.append(f"sleep-idle is a llama-server option; {engine_name} has no idle sleep")
+    if cross and setting.cpu_knobs():
+        notes.append(f"CPU knobs are llama-server options; {engine_name} runs with its fixed context defaults "
                      "(4 threads)")
     env, overrides = prep.engine.environment(setting)
-    label = setting.label if engine_name != "llama-idle" else f"{setting.label} (llama-idle)"
+    label = f"{setting.label} ({engine_name})" if cross else setting.label
     cell = {
         "index": index, "model": model.label, "setting": label, "engine": engine_name,
         "keep_alive": setting.keep_alive, "sleep_idle_seconds": setting.sleep_idle_seconds, "notes": notes,
@@ -274,7 +272,7 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
     writer.save_manifest()
     for note in notes:
         reporter.message(f"note: {note} (running it anyway)")
-    n_planned = len(llama_idle.PAUSES_S) * llama_idle.ITERS if engine_name == "llama-idle" else \
+    n_planned = len(llama_idle.PAUSES_S) * llama_idle.ITERS if cross else \
         len(spec.pauses_s) * spec.reps
     reporter.cell(f"{model.label} · {label}", n_planned)
     common = {"cell": index, "model": model.label, "model_quant": model.info.quant, "setting": label,
@@ -297,7 +295,7 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
         if cell["cache"]["verified"] is False:
             reporter.message(f"warning: could not make {model.path.name} {setting.cache_state}: {cell['cache']}")
     try:
-        if engine_name == "llama-idle":
+        if cross:
             def emit_idle(r: tuple[float, int, float]) -> None:
                 emit({"phase": "measure", "rep": r[1], "seq": cell["n_samples"], "pause_requested_s": r[0],
                       "pause_actual_s": None, "latency_ms": r[2], "http_status": None, "error": None})

@@ -8,9 +8,6 @@ router (status ``failed``, reason in the manifest).
 
 from __future__ import annotations
 
-import asyncio
-import json
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,16 +17,16 @@ from harness.analysis.swap import summarize_swap
 from harness.engines.llama_server import Binary, locate
 from harness.engines import registry
 from harness.engines.registry import EngineKind, EngineOptions
-from harness.engines.router import RouterModel, TimelineEvent
+from harness.engines.router import RouterModel
 from harness.models.gguf_info import file_sha256
 from harness.models.resolve import ResolvedModel, local_file, resolve_for_engine
 from harness.probes import pagecache
 from harness.probes.host import host_facts
-from harness.probes.process_tree import TreeSample, TreeSampler
 from harness.runs.idle import QuietReporter, Reporter
 from harness.spec import SwapSpec
 from harness.store import Run, RunWriter, open_run
-from harness.workloads.swap import Pattern, RequestRecord, drive, waves
+from harness.workloads.router_session import ModelStates, RouterSession  # noqa: F401  (ModelStates: old import path)
+from harness.workloads.swap import Pattern, waves
 
 
 @dataclass
@@ -73,30 +70,13 @@ def prepare_swap(spec: SwapSpec, *, llama_server: str | None = None, results: st
     for m in models:
         if m.source == "synthetic":
             reporter.message(f"{m.ref}: SYNTHETIC model (random weights, shape of preset {m.info.preset})")
-    binary = locate(llama_server) if engine.binary == "llama-server" else None
+    binary = locate(llama_server) if engine.binary is not None else None  # a llama.cpp program lbench provides
     if binary is not None:
         reporter.message(f"engine: {binary.path} (build {binary.build_number}, chosen from {binary.source})")
     else:
         reporter.message(f"engine: {engine.name} ({engine.summary})")
     plan = waves(pattern, names, spec.requests, spec.seed)
     return PreparedSwap(spec, models, names, binary, paths.results_dir(results), plan, engine, options)
-
-
-class ModelStates:
-    """Each model's last status as told by /models/sse (thread-safe)."""
-
-    def __init__(self, names: list[str]):
-        self._lock = threading.Lock()
-        self._status = {n: "unloaded" for n in names}
-
-    def update(self, model: str | None, status: str | None) -> None:
-        if model and status:
-            with self._lock:
-                self._status[model] = status
-
-    def get(self, model: str) -> str | None:
-        with self._lock:
-            return self._status.get(model)
 
 
 def execute_swap(prep: PreparedSwap, reporter: Reporter = QuietReporter()) -> Run:
@@ -115,37 +95,9 @@ def execute_swap(prep: PreparedSwap, reporter: Reporter = QuietReporter()) -> Ru
         "plan_waves": len(prep.plan),
     })
     reporter.message(f"run {writer.run_id} -> {writer.dir}")
-    states = ModelStates(prep.names)
 
-    def rel(t: float | None) -> float | None:
-        return None if t is None else t - t0
-
-    def on_event(e: TimelineEvent) -> None:
-        if e.source == "sse":
-            states.update(e.model, e.detail.get("status"))
-        writer.append({"t_s": rel(e.t), "source": e.source, "kind": e.kind, "model": e.model,
-                       "detail": json.dumps(e.detail), "text": e.text}, table="events")
-
-    def on_sample(s: TreeSample) -> None:
-        writer.append({"t_s": rel(s.t), "children_alive": s.n_children, "rss_total_bytes": s.total_rss,
-                       "rss_router_bytes": s.root_rss, "rss_children_bytes": s.total_rss - s.root_rss,
-                       "mem_available_bytes": s.mem_available,
-                       "children": ";".join(f"{pid}:{rss}" for pid, rss in sorted(s.children.items()))},
-                      table="memory")
-
-    def on_request(r: RequestRecord) -> None:
-        if r.error is None and r.http_status == 200 and router is not None:
-            for name, status in router.after_response(r.model).items():
-                states.update(name, status)
-        latency = (r.t_done - r.t_send) * 1000 if r.t_done is not None else None
-        writer.append({
-            "index": r.index, "wave": r.wave, "model": r.model, "status_at_send": r.status_at_send,
-            "resident_at_send": r.status_at_send == "loaded", "t_send_s": rel(r.t_send),
-            "t_first_byte_s": rel(r.t_first_byte), "t_done_s": rel(r.t_done), "latency_ms": latency,
-            "ttfb_ms": (r.t_first_byte - r.t_send) * 1000 if r.t_first_byte is not None else None,
-            "http_status": r.http_status, "error": r.error, "error_kind": r.error_kind,
-            "server_prompt_ms": r.server_prompt_ms, **(r.extra or {}),
-        }, table="requests")
+    def on_request(row: dict) -> None:
+        writer.append(row, table="requests")
         reporter.advance()
 
     router_models = [RouterModel(n, m.path, spec.stop_timeout_s) for n, m in zip(prep.names, prep.models)]
@@ -161,26 +113,28 @@ def execute_swap(prep: PreparedSwap, reporter: Reporter = QuietReporter()) -> Ru
         pagecache.evict(weights_of[model])
         frac = pagecache.resident_fraction(weights_of[model])
         return {"file_resident_pct_at_send": None if frac is None else round(100 * frac, 2)}
-    router = sampler = None
+
+    session = RouterSession(
+        lambda on_event: prep.engine.make_swap(prep.options, binary=prep.binary, models=router_models, spec=spec,
+                                               run_dir=writer.dir, on_event=on_event),
+        prep.names, sample_hz=spec.sample_hz, t0=t0, keep=False,
+        on_event=lambda row: writer.append(row, table="events"),
+        on_sample=lambda row: writer.append(row, table="memory"))
+    states = session.states
     ended = "complete"
     reason = None
     try:
-        router = prep.engine.make_swap(prep.options, binary=prep.binary, models=router_models, spec=spec,
-                                       run_dir=writer.dir, on_event=on_event)
+        session.start()
+        router = session.backend
         writer.manifest["router"] = {**router.describe(), "started_t_s": router.t_start - t0}
         writer.save_manifest()
-        sampler = TreeSampler(router.pid, on_sample, spec.sample_hz).start()
         reporter.cell(f"{spec.engine} · {spec.pattern} · {len(prep.names)} models · models_max={spec.models_max}",
                       sum(map(len, prep.plan)))
         deadline = time.perf_counter() + spec.duration_s if spec.duration_s else None
         cpu0, wall0 = time.process_time(), time.perf_counter()
-        sent = asyncio.run(drive(router.base_url, prep.plan, concurrency=spec.concurrency,
-                                 n_predict=spec.n_predict, deadline=deadline, status_of=states.get,
-                                 emit=on_request, should_stop=lambda: not router.alive(),
-                                 reuse_connections=spec.reuse_connections,
-                                 before_send=cold_swap_in if spec.cache_state == "cold" else None,
-                                 prompt=PROMPT, path=router.request_path,
-                                 body_for=lambda model: router.request_body(model, PROMPT, spec.n_predict)))
+        sent = session.drive(prep.plan, concurrency=spec.concurrency, n_predict=spec.n_predict, prompt=PROMPT,
+                             deadline=deadline, emit=on_request, reuse_connections=spec.reuse_connections,
+                             before_send=cold_swap_in if spec.cache_state == "cold" else None)
         writer.manifest["requests_sent"] = sent
         storm_wall = time.perf_counter() - wall0
         writer.manifest["client"] = {"storm_wall_s": storm_wall, "cpu_s": time.process_time() - cpu0,
@@ -195,22 +149,18 @@ def execute_swap(prep: PreparedSwap, reporter: Reporter = QuietReporter()) -> Ru
         ended, reason = "failed", f"{type(exc).__name__}: {exc}"
         raise
     finally:
-        if sampler is not None:
-            sampler.stop()
-            span = time.perf_counter() - sampler.started
-            writer.manifest["sampler"] = {"samples": sampler.n, "rate_hz": spec.sample_hz,
-                                          "achieved_hz": sampler.n / span if span else None,
-                                          "cpu_s": round(sampler.cpu_s, 4),
-                                          "cpu_share_of_one_core": sampler.cpu_s / span if span else None}
-        if router is not None:
-            router.close()
-        writer.finish(ended, reason)
-        run = open_run(writer.dir, prep.results_root)
         try:
-            run.manifest["findings"] = summarize_swap(run).findings
-            writer.manifest["findings"] = run.manifest["findings"]
-            writer.save_manifest()
-        except Exception as exc:  # analysis must never lose the data
-            writer.manifest["analysis_error"] = f"{type(exc).__name__}: {exc}"
-            writer.save_manifest()
+            session.close()
+        finally:
+            if session.sampler_summary is not None:
+                writer.manifest["sampler"] = session.sampler_summary
+            writer.finish(ended, reason)
+            run = open_run(writer.dir, prep.results_root)
+            try:
+                run.manifest["findings"] = summarize_swap(run).findings
+                writer.manifest["findings"] = run.manifest["findings"]
+                writer.save_manifest()
+            except Exception as exc:  # analysis must never lose the data
+                writer.manifest["analysis_error"] = f"{type(exc).__name__}: {exc}"
+                writer.save_manifest()
     return open_run(writer.dir, prep.results_root)

@@ -5,8 +5,8 @@ together.  Every pattern but ``burst`` makes waves of one request; a pool of
 ``concurrency`` workers sends them in order.  ``burst`` makes waves of K distinct
 models sent at once, the next wave after the last one ends.
 
-The driver knows only a base URL and model names (the OpenAI-style ``model``
-field), never which engine is behind it.  Each request decodes ``n_predict``
+The driver knows only a backend's base URL, request path and request body (the
+backend builds it for a model name), never which engine is behind it.  Each request decodes ``n_predict``
 tokens; its send / first byte / done times are ``time.perf_counter()`` seconds.
 """
 
@@ -18,6 +18,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import httpx
 import numpy as np
@@ -107,10 +108,16 @@ def _error_kind(status: int | None, body: str | None, exc: BaseException | None)
     return f"http_{status}"
 
 
-async def _one(client: httpx.AsyncClient, rec: RequestRecord, n_predict: int, prompt: str, path: str = "/completion",
-               body: dict | None = None) -> None:
-    body = body or {"model": rec.model, "prompt": prompt, "n_predict": n_predict, "cache_prompt": True,
-                    "stream": True, "response_fields": ["timings"]}
+class Backend(Protocol):
+    """What the driver needs of a swap backend (``engines.base.SwapBackend``)."""
+
+    base_url: str
+    request_path: str
+
+    def request_body(self, model: str, prompt: str, n_predict: int) -> dict: ...
+
+
+async def _one(client: httpx.AsyncClient, rec: RequestRecord, path: str, body: dict) -> None:
     try:
         async with client.stream("POST", path, json=body) as resp:
             rec.http_status = resp.status_code
@@ -125,7 +132,7 @@ async def _one(client: httpx.AsyncClient, rec: RequestRecord, n_predict: int, pr
                 rec.error = text[:500]
                 rec.error_kind = _error_kind(resp.status_code, text, None)
                 return
-            for line in reversed(text.splitlines()):
+            for line in reversed(text.splitlines()):  # a streamed response's last event may carry server timings
                 if line.startswith("data:") and '"timings"' in line:
                     try:
                         rec.server_prompt_ms = json.loads(line[5:]).get("timings", {}).get("prompt_ms")
@@ -139,7 +146,7 @@ async def _one(client: httpx.AsyncClient, rec: RequestRecord, n_predict: int, pr
 
 
 async def drive(
-    base_url: str,
+    backend: Backend,
     plan: list[list[str]],
     *,
     concurrency: int,
@@ -152,10 +159,11 @@ async def drive(
     timeout_s: float = 600.0,
     reuse_connections: bool = False,
     before_send: Callable[[str], dict] | None = None,
-    path: str = "/completion",
-    body_for: Callable[[str], dict] | None = None,
 ) -> int:
     """Send the plan; returns how many requests were sent.  Records go to ``emit`` as they finish.
+
+    Each request goes to ``backend.request_path`` with ``backend.request_body(model, prompt,
+    n_predict)``: the backend, not the driver, knows its engine's request format.
 
     By default every request opens its own loopback connection: llama-server's HTTP
     pool serves overflow connections on threads that close them after one request,
@@ -166,14 +174,14 @@ async def drive(
     limits = httpx.Limits(max_connections=max(concurrency, max(map(len, plan), default=1)) + 2,
                           max_keepalive_connections=None if reuse_connections else 0)
     sent = 0
-    async with httpx.AsyncClient(base_url=base_url, timeout=timeout_s, limits=limits, trust_env=False) as client:
+    async with httpx.AsyncClient(base_url=backend.base_url, timeout=timeout_s, limits=limits, trust_env=False) as client:
 
         async def send(index: int, wave_no: int, model: str) -> None:
             status = status_of(model)
             extra = before_send(model) if before_send is not None else None  # e.g. cache control: untimed
             rec = RequestRecord(index, wave_no, model, time.perf_counter(), status_at_send=status, extra=extra)
             try:
-                await _one(client, rec, n_predict, prompt, path, body_for(model) if body_for else None)
+                await _one(client, rec, backend.request_path, backend.request_body(model, prompt, n_predict))
             finally:
                 emit(rec)
 
