@@ -25,7 +25,7 @@ from harness.probes.host import host_facts
 from harness.runs.idle import QuietReporter, Reporter
 from harness.spec import SwapSpec
 from harness.store import Run, RunWriter, open_run
-from harness.workloads.router_session import ModelStates, RouterSession  # noqa: F401  (ModelStates: old import path)
+from harness.workloads.router_session import RouterSession
 from harness.workloads.swap import Pattern, waves
 
 

@@ -32,6 +32,11 @@ def test_three_router_scenarios_for_real(engine_env):
     storm = (run_dir / "claims" / "router-cap" / "recipe.sh").read_text()
     assert storm.count("/completion") >= 30 and "--models-max 2" in storm
     assert (run_dir / "claims" / "router-cap" / "events.csv").is_file()
+    # the storm's rows come from the swap storms' row function: residency at send is known, not assumed cold
+    rows = pd.read_csv(run_dir / "claims" / "router-cap" / "requests.csv")
+    # (round-robin over 3 models under a cap of 2: the model asked for is never the one resident)
+    assert len(rows) == 30 and rows["resident_at_send"].notna().all() and not rows["resident_at_send"].any()
+    assert rows["status_at_send"].notna().all()
     assert (run_dir / "claims" / "router-stop-timeout" / "rep-3" / "logs" / "router.stderr.log").is_file()
     html = (run_dir / "report.html").read_text()
     assert "router-stop-timeout" in html and "not checkable here" in html and run_dir.name in html
