@@ -22,7 +22,9 @@ from scipy import stats
 from harness.analysis.regimes import classify, fit_all
 from harness.analysis.verdicts import GroupRow
 from harness.analysis.stats import measured
+from harness.analysis.swap import warm_mask
 from harness.errors import BadInput
+from harness.schema import apply_schema
 from harness.store import Run
 
 IDLE_METRICS = ("latency_ms", "server_prompt_ms")
@@ -99,7 +101,7 @@ def _kind(runs: list[Run]) -> str:
 def pooled(runs: list[Run], table: str) -> pd.DataFrame:
     frames = [r.table(table) for r in runs]
     frames = [f for f in frames if not f.empty]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    return pd.concat(frames, ignore_index=True) if frames else apply_schema(pd.DataFrame(), table)
 
 
 def compare_idle_frames(a: pd.DataFrame, b: pd.DataFrame, *, alpha: float = 0.05, min_n: int = MIN_N,
@@ -141,8 +143,8 @@ def compare_runs(baseline: list[Run], candidate: list[Run], *, alpha: float = 0.
             raise BadInput("a side has no requests")
     label = ",".join(sorted({str(m) for m in a["model"].unique()}))
     for cls, sel in (("warm", True), ("cold", False)):
-        ga = a[(a["error"].isna()) & ((a["resident_at_send"] == True) == sel)]  # noqa: E712
-        gb = b[(b["error"].isna()) & ((b["resident_at_send"] == True) == sel)]  # noqa: E712
+        ga = a[(a["error"].isna()) & (warm_mask(a) == sel)]
+        gb = b[(b["error"].isna()) & (warm_mask(b) == sel)]
         r = compare_samples(ga["latency_ms"], gb["latency_ms"], alpha=alpha, min_n=min_n)
         results.append(GroupResult(label, "router", cls, "latency_ms", **r))
     return results, {"kind": "swap"}
@@ -175,7 +177,7 @@ def judge_runs(baseline: list[Run], candidate: list[Run], cfg=None, *, metrics: 
         label = ",".join(sorted({str(m) for f in fa if "model" in f for m in f["model"].unique()}))
         for cls, warm in (("warm", True), ("cold", False)):
             def sel(f, warm=warm):
-                return f["error"].isna() & ((f["resident_at_send"] == True) == warm)  # noqa: E712
+                return f["error"].isna() & (warm_mask(f) == warm)
             groups.append(GroupData(label, "router", cls, "latency_ms", _per_run(fa, sel, "latency_ms"),
                                     _per_run(fb, sel, "latency_ms")))
         return decide_groups(groups, cfg), {"kind": "swap", "shapes_a": {}, "shapes_b": {}, "step_changes": []}

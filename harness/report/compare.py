@@ -10,6 +10,7 @@ import numpy as np
 from harness.analysis.compare import GroupResult, pooled
 from harness.analysis.regimes import classify, fit_all
 from harness.analysis.stats import measured
+from harness.analysis.swap import warm_mask
 from harness.report.plots import figure_png, plt
 from harness.store import Run
 
@@ -25,7 +26,7 @@ def paired_png(a_runs: list[Run], b_runs: list[Run], results: list[GroupResult])
     else:
         a, b = pooled(a_runs, "requests"), pooled(b_runs, "requests")
         for f in (a, b):
-            f["regime"] = np.where(f["resident_at_send"] == True, "warm", "cold")  # noqa: E712
+            f["regime"] = np.where(warm_mask(f), "warm", "cold")
             f["setting"] = "router"
             f["model"] = groups[0].model if groups else ""
     rng = np.random.default_rng(0)

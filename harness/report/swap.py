@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from harness.analysis.swap import PHASES, stop_steps, summarize_swap
+from harness.analysis.swap import PHASES, stop_steps, summarize_swap, warm_mask
 from harness.report.plots import figure_png, plt
 from harness.store import Run
 
@@ -85,8 +85,8 @@ def timeline_png(run: Run, events: pd.DataFrame, memory: pd.DataFrame, requests:
 def cdf_png(run: Run, requests: pd.DataFrame) -> bytes:
     fig, ax = plt.subplots(figsize=(7, 3.6))
     ok = requests[requests["error"].isna()] if not requests.empty else requests
-    for label, sel, colour in (("warm (resident)", ok[ok["resident_at_send"] == True], "#3a7dc9"),  # noqa: E712
-                               ("cold (not resident)", ok[ok["resident_at_send"] != True], "#c94a3a")):  # noqa: E712
+    for label, sel, colour in (("warm (resident)", ok[warm_mask(ok)], "#3a7dc9"),
+                               ("cold (not resident)", ok[~warm_mask(ok)], "#c94a3a")):
         x = np.sort(sel["latency_ms"].dropna().to_numpy(dtype=float))
         if x.size:
             ax.step(x, np.arange(1, x.size + 1) / x.size, where="post", label=f"{label}, n={x.size}", color=colour)
@@ -105,11 +105,6 @@ def swap_context(run: Run) -> dict:
 
     summary = summarize_swap(run)
     requests, events, memory = run.table("requests"), run.table("events"), run.table("memory")
-    for frame, cols in ((requests, ["error", "resident_at_send", "latency_ms", "t_send_s", "model"]),
-                        (events, ["t_s", "kind", "model"]), (memory, ["t_s", "rss_total_bytes", "children_alive"])):
-        for c in cols:
-            if c not in frame:
-                frame[c] = pd.Series(dtype="object")
     models_max = int(run.manifest.get("config", {}).get("models_max", 0))
     phases = []
     if not summary.swaps.empty:
