@@ -67,11 +67,11 @@ SAMPLE_COLUMNS: dict[str, tuple[str, str]] = {
 
 
 REQUEST_COLUMNS: dict[str, tuple[str, str]] = {
-    "run_id": ("string", "run the row belongs to"),
+    "run_id": ("str", "run the row belongs to"),
     "index": ("Int64", "request number in the plan, from 0"),
     "wave": ("Int64", "wave the request was sent in (bursts send a wave at once)"),
-    "model": ("string", "model name sent in the request's model field"),
-    "status_at_send": ("string", "the model's router status when the request was sent (loaded, loading, "
+    "model": ("str", "model name sent in the request's model field"),
+    "status_at_send": ("str", "the model's router status when the request was sent (loaded, loading, "
                                  "sleeping, unloaded; null when unknown)"),
     "resident_at_send": ("boolean", "true when the model was loaded at send (a warm request); null when not "
                                     "observed, counted as cold"),
@@ -81,8 +81,8 @@ REQUEST_COLUMNS: dict[str, tuple[str, str]] = {
     "latency_ms": ("float64", "send -> response end"),
     "ttfb_ms": ("float64", "send -> first response byte"),
     "http_status": ("Int64", "HTTP status, null when the connection failed"),
-    "error": ("string", "error text (transport error or non-200 body), null when ok"),
-    "error_kind": ("string", "error class: disconnected, timeout, connect, limit_reached, load_failed, "
+    "error": ("str", "error text (transport error or non-200 body), null when ok"),
+    "error_kind": ("str", "error class: disconnected, timeout, connect, limit_reached, load_failed, "
                              "cancelled, http_<status>"),
     "server_prompt_ms": ("float64", "server timings.prompt_ms of the response, when the engine reports it"),
     "file_resident_pct_at_send": ("float64", "cold cache state: percent of the model file in the page cache "
@@ -90,44 +90,44 @@ REQUEST_COLUMNS: dict[str, tuple[str, str]] = {
 }
 
 EVENT_COLUMNS: dict[str, tuple[str, str]] = {
-    "run_id": ("string", "run the row belongs to"),
+    "run_id": ("str", "run the row belongs to"),
     "t_s": ("float64", "when the event was seen, seconds since the run's start"),
-    "source": ("string", "where it came from: router (log line), child (a child's log line), sse (/models/sse)"),
-    "kind": ("string", "event kind: spawn, proxy, evict, stop_sent, status:<status>, ..."),
-    "model": ("string", "model the event concerns, null when none"),
-    "detail": ("string", "the parsed fields, as a JSON object"),
-    "text": ("string", "the raw log line or SSE payload"),
+    "source": ("str", "where it came from: router (log line), child (a child's log line), sse (/models/sse)"),
+    "kind": ("str", "event kind: spawn, proxy, evict, stop_sent, status:<status>, ..."),
+    "model": ("str", "model the event concerns, null when none"),
+    "detail": ("str", "the parsed fields, as a JSON object"),
+    "text": ("str", "the raw log line or SSE payload"),
 }
 
 MEMORY_COLUMNS: dict[str, tuple[str, str]] = {
-    "run_id": ("string", "run the row belongs to"),
+    "run_id": ("str", "run the row belongs to"),
     "t_s": ("float64", "sample time, seconds since the run's start"),
     "children_alive": ("Int64", "model children of the router alive at the sample"),
     "rss_total_bytes": ("Int64", "resident memory of the whole process tree (router + children)"),
     "rss_router_bytes": ("Int64", "resident memory of the router (or single server) process"),
     "rss_children_bytes": ("Int64", "rss_total_bytes - rss_router_bytes"),
     "mem_available_bytes": ("Int64", "host memory available (MemAvailable), null where not read"),
-    "children": ("string", "pid:rss_bytes of each child, ';'-separated"),
+    "children": ("str", "pid:rss_bytes of each child, ';'-separated"),
 }
 
 VERDICT_COLUMNS: dict[str, tuple[str, str]] = {
-    "run_id": ("string", "run the row belongs to"),
-    "claim_id": ("string", "claim id (experiments/claims/<id>.toml)"),
-    "claim": ("string", "the claim, in one sentence"),
-    "seed": ("string", "source the claim came from (seed or document)"),
-    "statement": ("string", "the source's own statement"),
-    "verdict": ("string", "reproduced, not reproduced, not checkable, error, ..."),
-    "cause": ("string", "why a claim was not checkable (e.g. setup failed), null otherwise"),
-    "reason": ("string", "the verdict's reason in plain words"),
-    "checks": ("string", "JSON list of {check, expected, observed, met, sentence}"),
+    "run_id": ("str", "run the row belongs to"),
+    "claim_id": ("str", "claim id (experiments/claims/<id>.toml)"),
+    "claim": ("str", "the claim, in one sentence"),
+    "seed": ("str", "source the claim came from (seed or document)"),
+    "statement": ("str", "the source's own statement"),
+    "verdict": ("str", "reproduced, not reproduced, not checkable, error, ..."),
+    "cause": ("str", "why a claim was not checkable (e.g. setup failed), null otherwise"),
+    "reason": ("str", "the verdict's reason in plain words"),
+    "checks": ("str", "JSON list of {check, expected, observed, met, sentence}"),
     "repeats": ("Int64", "repetitions of the scenario"),
-    "source_ref": ("string", "code reference for the claimed behaviour"),
-    "models": ("string", "JSON list of the models used, with provenance"),
-    "figures": ("string", "JSON object of the measured figures (summarized over repetitions)"),
-    "evidence": ("string", "JSON list of evidence lines"),
-    "notes": ("string", "JSON list of notes"),
+    "source_ref": ("str", "code reference for the claimed behaviour"),
+    "models": ("str", "JSON list of the models used, with provenance"),
+    "figures": ("str", "JSON object of the measured figures (summarized over repetitions)"),
+    "evidence": ("str", "JSON list of evidence lines"),
+    "notes": ("str", "JSON list of notes"),
     "seconds": ("float64", "wall time spent on the claim, seconds"),
-    "evidence_dir": ("string", "folder of the claim's raw evidence, relative to the run"),
+    "evidence_dir": ("str", "folder of the claim's raw evidence, relative to the run"),
 }
 
 
@@ -182,6 +182,18 @@ def apply_sample_schema(frame: pd.DataFrame) -> pd.DataFrame:
     return TABLES["samples"].apply(frame)
 
 
+def records(frame: pd.DataFrame) -> list[dict]:
+    """Rows as dicts with every missing value (NaN, NA, NaT) as None, for templates and text."""
+    return [{k: (None if _missing(v) else v) for k, v in row.items()} for row in frame.to_dict("records")]
+
+
+def _missing(value) -> bool:
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):  # lists, dicts, arrays
+        return False
+
+
 def schema_markdown(table: str = "samples") -> str:
     return TABLES[table].markdown()
 
@@ -196,7 +208,9 @@ def schema_document() -> str:
              "and one table per kind of observation, each as `<table>.jsonl` (the journal, appended as rows are "
              "measured) and `<table>.parquet` (written when the run ends). Units are in the column names. "
              "When a table is read, known columns are cast to the types below and a column an older run lacks "
-             "is added with its default (null unless stated).", ""]
+             "is added with its default (null unless stated).", "",
+             "Types are pandas dtypes: `Int64`, `boolean` and `string` hold nulls as `<NA>`; `str` is text with "
+             "missing values as NaN; `float64` holds nulls as NaN.", ""]
     for schema in TABLES.values():
         parts += [f"## `{schema.name}`", "", schema.doc + ".", "", schema.markdown(), ""]
     return "\n".join(parts)

@@ -17,7 +17,6 @@ as incomplete and read the journal.
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import shlex
 import sys
@@ -29,6 +28,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness import __version__
+from harness.atomic import atomic_write_json
 from harness.errors import BadInput
 from harness.schema import apply_schema, table_schema
 
@@ -44,12 +44,6 @@ def new_run_id(kind: str, now: datetime | None = None) -> str:
 
 def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-
-
-def _atomic_write_json(path: Path, data: dict) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str))
-    os.replace(tmp, path)
 
 
 class RunWriter:
@@ -79,7 +73,7 @@ class RunWriter:
         self.save_manifest()
 
     def save_manifest(self) -> None:
-        _atomic_write_json(self.dir / "manifest.json", self.manifest)
+        atomic_write_json(self.dir / "manifest.json", self.manifest)
 
     def log_path(self, name: str) -> Path:
         return self.dir / "logs" / name

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +10,7 @@ from harness.analysis.compare import GroupResult, pooled
 from harness.analysis.regimes import classify, fit_all
 from harness.analysis.stats import measured
 from harness.analysis.swap import warm_mask
+from harness.report.html import data_uri, write_page
 from harness.report.plots import figure_png, plt
 from harness.store import Run
 
@@ -49,14 +49,8 @@ def paired_png(a_runs: list[Run], b_runs: list[Run], results: list[GroupResult])
 
 
 def write_compare_html(a_runs: list[Run], b_runs: list[Run], results: list[GroupResult], out: Path) -> Path:
-    from harness.report.render import _data_uri, environment
-
-    html = environment().get_template("compare.html.j2").render(
+    return write_page("compare.html.j2", dict(
         run_id=f"{a_runs[0].run_id} vs {b_runs[0].run_id}", a=[r.run_id for r in a_runs],
         b=[r.run_id for r in b_runs], results=[r.as_dict() for r in results],
-        plot=_data_uri(paired_png(a_runs, b_runs, results)), run=b_runs[0].manifest,
-        host=b_runs[0].manifest.get("host", {}), engine=b_runs[0].manifest.get("engine", {}))
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(html)
-    os.replace(tmp, out)
-    return out
+        plot=data_uri(paired_png(a_runs, b_runs, results)), run=b_runs[0].manifest,
+        host=b_runs[0].manifest.get("host", {}), engine=b_runs[0].manifest.get("engine", {})), out)

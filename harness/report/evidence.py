@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import getpass
 import json
-import os
 import re
 import socket
 from pathlib import Path
 
 from harness.analysis import stats
 from harness.analysis.regimes import wake_summary
+from harness.atomic import atomic_write_text
+from harness import schema
 from harness.store import Run
 
 
@@ -97,7 +98,7 @@ def _repro_section(run: Run, out_dir: Path) -> tuple[str, list[str]]:
     the standalone shell recipe (no lbench needed) and the raw logs' paths."""
     v = run.table("verdicts")
     table = ["| claim | verdict | measured / why |", "|---|---|---|"]
-    records = v.to_dict("records") if not v.empty else []
+    records = schema.records(v)
     for r in records:
         verdict = r["verdict"] + (f" ({r['cause']})" if r.get("cause") else "")
         table.append(f"| {r['claim_id']} | {verdict} | {str(r['reason']).replace('|', '/')} |")
@@ -166,7 +167,4 @@ def write_evidence(runs: list[Run], out_dir: Path, *, redact: bool = True) -> Pa
                   "```", "", "</details>", ""]
     text = red("\n".join(parts))
     path = out_dir / "evidence.md"
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-    return path
+    return atomic_write_text(path, text)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 
+from harness.schema import records
 from harness.store import Run
 
 
 def repro_context(run: Run) -> dict:
     verdicts = run.table("verdicts")
     rows = []
-    for r in verdicts.to_dict("records") if not verdicts.empty else []:
+    for r in records(verdicts):
         base = run.dir / r["evidence_dir"]
         files = sorted(str(p.relative_to(base)) for p in base.rglob("*") if p.is_file())
         rows.append({**r, "figures": json.loads(r["figures"] or "{}"), "evidence": json.loads(r["evidence"] or "[]"),

@@ -8,7 +8,9 @@ import numpy as np
 import pandas as pd
 
 from harness.analysis.swap import PHASES, stop_steps, summarize_swap, warm_mask
+from harness.report.html import data_uri
 from harness.report.plots import figure_png, plt
+from harness.schema import records
 from harness.store import Run
 
 SPAN_COLOURS = {"loading": "#f0a030", "loaded": "#3a7dc9", "stopping": "#c94a3a"}
@@ -101,8 +103,6 @@ def cdf_png(run: Run, requests: pd.DataFrame) -> bytes:
 
 
 def swap_context(run: Run) -> dict:
-    from harness.report.render import _data_uri
-
     summary = summarize_swap(run)
     requests, events, memory = run.table("requests"), run.table("events"), run.table("memory")
     models_max = int(run.manifest.get("config", {}).get("models_max", 0))
@@ -120,12 +120,12 @@ def swap_context(run: Run) -> dict:
         "synthetic": [m for m in run.manifest.get("models", []) if m.get("synthetic")],
         "findings": summary.findings, "figures": summary.figures,
         "latency": summary.latency.to_dict("records"), "phases": phases,
-        "swaps": summary.swaps.head(200).to_dict("records"),
+        "swaps": records(summary.swaps.head(200)),
         "lru_mismatches": summary.lru[summary.lru["match"] == False].to_dict("records")  # noqa: E712
         if not summary.lru.empty else [],
-        "errors": errors.head(50).to_dict("records"), "n_errors": int(len(errors)),
-        "cdf": _data_uri(cdf_png(run, requests)),
-        "timeline": _data_uri(timeline_png(run, events, memory, requests, models_max)),
+        "errors": records(errors.head(50)), "n_errors": int(len(errors)),
+        "cdf": data_uri(cdf_png(run, requests)),
+        "timeline": data_uri(timeline_png(run, events, memory, requests, models_max)),
         "host": run.manifest.get("host", {}), "engine": run.manifest.get("engine", {}),
         "router": run.manifest.get("router", {}), "sampler": run.manifest.get("sampler", {}),
     }
