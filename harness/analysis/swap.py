@@ -171,6 +171,23 @@ def time_above_cap_s(memory: pd.DataFrame, models_max: int) -> float:
     return float(dt[m["children_alive"] > models_max].sum())
 
 
+def summarize_run(run: Run) -> dict:
+    """The swap part of analysis.json (see harness/analysis/persisted.py)."""
+    from harness.analysis.persisted import frame_json
+
+    s = summarize_swap(run)
+    return {"latency": frame_json(s.latency), "swaps": frame_json(s.swaps), "lru": frame_json(s.lru),
+            "findings": s.findings, "figures": s.figures}
+
+
+def summary_from_analysis(analysis: dict) -> SwapSummary:
+    """The SwapSummary kept in a swap run's analysis.json."""
+    from harness.analysis.persisted import json_frame
+
+    return SwapSummary(json_frame(analysis["latency"]), json_frame(analysis["swaps"]), json_frame(analysis["lru"]),
+                       list(analysis.get("findings", [])), dict(analysis.get("figures", {})))
+
+
 def summarize_swap(run: Run) -> SwapSummary:
     cfg = run.manifest.get("config", {})
     return summarize_frames(run.table("requests"), run.table("events"), run.table("memory"),

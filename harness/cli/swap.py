@@ -5,7 +5,8 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from harness.analysis.swap import summarize_swap
+from harness.analysis.persisted import load_analysis
+from harness.analysis.swap import summary_from_analysis
 from harness.cli.ui import RichReporter, out
 from harness.report.render import render_report
 from harness.runs.swap import execute_swap, prepare_swap
@@ -81,7 +82,7 @@ def _one_storm(spec, llama_server, results, report) -> bool:
     if report:
         out.print(f"report: {render_report(run)}", markup=False)
     out.print(f"run: {run.run_id} ({run.manifest['status']}) in {run.dir}", markup=False)
-    summary = summarize_swap(run)
+    summary = summary_from_analysis(load_analysis(run))
     table = Table(title=f"swap latency · run {run.run_id}")
     for col in ("class", "n", "p50 ms", "p90 ms", "p99 ms"):
         table.add_column(col, justify="right" if col != "class" else "left")

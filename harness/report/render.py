@@ -8,25 +8,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.errors import BadInput
+from harness.analysis.persisted import load_analysis
+from harness.kinds import get_kind
 from harness.report.html import write_page
 from harness.store import Run
 
 
-def render_report(run: Run, out: Path | None = None) -> Path:
-    kind = run.manifest.get("kind")
-    if kind in ("idle", "calibrate"):
-        from harness.report.idle import idle_context
-
-        template, context = "idle.html.j2", idle_context(run)
-    elif kind == "repro":
-        from harness.report.repro import repro_context
-
-        template, context = "repro.html.j2", repro_context(run)
-    elif kind == "swap":
-        from harness.report.swap import swap_context
-
-        template, context = "swap.html.j2", swap_context(run)
-    else:
-        raise BadInput(f"no report template for run kind {kind!r}", where=str(run.dir))
-    return write_page(template, context, out or run.dir / "report.html")
+def render_report(run: Run, out: Path | None = None, *, reanalyze: bool = False) -> Path:
+    """The run's report.html, from its analysis.json (recomputed only when missing, stale or asked)."""
+    kind = get_kind(run.manifest.get("kind"), where=str(run.dir))
+    analysis = load_analysis(run, reanalyze=reanalyze)
+    context = kind.part("report_context")(run, analysis)
+    return write_page(kind.template, context, out or run.dir / "report.html")

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from harness.analysis.swap import PHASES, stop_steps, summarize_swap, warm_mask
+from harness.analysis.swap import PHASES, stop_steps, summary_from_analysis, warm_mask
 from harness.report.html import data_uri
 from harness.report.plots import figure_png, plt
 from harness.schema import records
@@ -102,8 +102,8 @@ def cdf_png(run: Run, requests: pd.DataFrame) -> bytes:
     return figure_png(fig)
 
 
-def swap_context(run: Run) -> dict:
-    summary = summarize_swap(run)
+def swap_context(run: Run, analysis: dict) -> dict:
+    summary = summary_from_analysis(analysis)
     requests, events, memory = run.table("requests"), run.table("events"), run.table("memory")
     models_max = int(run.manifest.get("config", {}).get("models_max", 0))
     phases = []

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from harness import paths
+from harness.analysis.persisted import analyze_finished
 from harness.engines import llama_idle
 from harness.engines import registry
 from harness.engines.base import Setting
@@ -186,7 +187,11 @@ def execute_idle(prep: PreparedIdle, reporter: Reporter = QuietReporter(), *, ex
         _execute_cells(prep, writer, reporter, failures, quality_before)
     finally:
         restore_client()
-    return open_run(writer.dir, prep.results_root)
+    run = open_run(writer.dir, prep.results_root)
+    error = analyze_finished(run)  # analysis.json, read by the CLI, report and evidence
+    if error:
+        reporter.message(f"analysis failed ({error}); the samples are kept")
+    return run
 
 
 def _execute_cells(prep: PreparedIdle, writer: RunWriter, reporter: Reporter, failures: list[str],
