@@ -29,6 +29,7 @@ class RunKind:
     primary_table: str  # the table the runs listing counts
     evidence_section: str  # "module:function(run, analysis, out_dir) -> (markdown, files)"
     compare_as: str | None = None  # runs of kinds with the same value can be compared (None: not comparable)
+    features: frozenset[str] = frozenset()  # what the executor adds for this kind, e.g. the HTTP floor
 
     def part(self, attr: str):
         module, _, name = getattr(self, attr).partition(":")
@@ -43,8 +44,9 @@ KINDS: dict[str, RunKind] = {k.name: k for k in (
             "harness.analysis.idle:summarize_run", "harness.report.idle:idle_context", "idle.html.j2", "samples",
             "harness.report.evidence:idle_section", compare_as="idle"),
     RunKind("calibrate", "harness calibration", "harness.spec:IdleSpec", "harness.runs.idle:execute_idle",
-            "harness.analysis.idle:summarize_run", "harness.report.idle:idle_context", "idle.html.j2", "samples",
-            "harness.report.evidence:idle_section"),
+            "harness.analysis.calibration:summarize_run", "harness.report.idle:idle_context", "idle.html.j2",
+            "samples", "harness.report.evidence:idle_section", compare_as="idle",
+            features=frozenset({"http_floor"})),
     RunKind("swap", "router swap storm", "harness.spec:SwapSpec", "harness.runs.swap:execute_swap",
             "harness.analysis.swap:summarize_run", "harness.report.swap:swap_context", "swap.html.j2", "requests",
             "harness.report.evidence:swap_section", compare_as="swap"),

@@ -78,3 +78,11 @@ def floor_figures(samples: pd.DataFrame, overhead_b2b: pd.Series, overhead_after
         "harness_after_pause_p50_ms": stats.percentile(overhead_after - a50, 50) if len(after) else nan,
         "harness_after_pause_p99_ms": stats.percentile(overhead_after - a50, 99) if len(after) else nan,
     }
+
+
+def summarize_run(run) -> dict:
+    """The calibrate part of analysis.json: the idle analysis plus the harness's own figures and targets."""
+    from harness.analysis.idle import summarize_run as summarize_idle
+
+    return {**summarize_idle(run), "calibration": calibration_figures(run.table("samples"), run.manifest.get("cells", [])),
+            "calibration_targets": TARGETS}

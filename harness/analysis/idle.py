@@ -69,11 +69,6 @@ def analyze_idle(samples: pd.DataFrame, manifest: dict) -> dict:
         "harness": harness_figures(good),
         "n_measured": int(len(good)), "n_errors": int(len(errors)),
     }
-    if manifest.get("kind") == "calibrate":
-        from harness.analysis.calibration import TARGETS, calibration_figures
-
-        out["calibration"] = calibration_figures(samples, manifest.get("cells", []))
-        out["calibration_targets"] = TARGETS
     return out
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.analysis.compare import GroupResult, pooled
+from harness.analysis.compare import SWAP_FAMILY, GroupResult, compare_family, pooled
 from harness.analysis.regimes import classify, fit_all
 from harness.analysis.stats import measured
 from harness.analysis.swap import warm_mask
@@ -17,9 +17,9 @@ from harness.store import Run
 
 def paired_png(a_runs: list[Run], b_runs: list[Run], results: list[GroupResult]) -> bytes:
     groups = [r for r in results if r.metric == "latency_ms"]
-    kind = a_runs[0].manifest.get("kind")
+    idle_like = compare_family(a_runs) != SWAP_FAMILY
     fig, axes = plt.subplots(1, max(len(groups), 1), figsize=(2.6 * max(len(groups), 1) + 1, 3.4), squeeze=False)
-    if kind in ("idle", "calibrate"):
+    if idle_like:
         a, b = measured(pooled(a_runs, "samples")), measured(pooled(b_runs, "samples"))
         thresholds = {k: f.threshold_s for k, f in fit_all(a, n_boot=200).items()}
         a, b = a.assign(regime=classify(a, thresholds)), b.assign(regime=classify(b, thresholds))
@@ -33,7 +33,7 @@ def paired_png(a_runs: list[Run], b_runs: list[Run], results: list[GroupResult])
     for ax, g in zip(axes[0], groups):
         for i, (frame, colour) in enumerate(((a, "#3a7dc9"), (b, "#c94a3a"))):
             sel = frame[(frame["regime"] == g.regime) & (frame["setting"] == g.setting)]
-            if kind in ("idle", "calibrate"):
+            if idle_like:
                 sel = sel[sel["model"] == g.model]
             x = sel["latency_ms"].dropna().to_numpy(dtype=float)
             ax.scatter(i + rng.uniform(-0.15, 0.15, x.size), x, s=8, alpha=0.5, color=colour, linewidths=0)

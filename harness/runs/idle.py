@@ -16,6 +16,7 @@ from typing import Protocol
 
 from harness import paths
 from harness.analysis.persisted import analyze_finished
+from harness.kinds import get_kind
 from harness.engines import llama_idle
 from harness.engines import registry
 from harness.engines.base import Setting
@@ -340,7 +341,7 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
                 totals = run_idle_sweep(server, spec.pauses_s, reps=spec.reps, seed=spec.seed, warmup=spec.warmup,
                                         shuffle=spec.shuffle, emit=emit, on_progress=reporter.advance,
                                         probe=combine(probes), alive=_death_of(server))
-                if prep.kind == "calibrate":  # the HTTP floor after the same pauses, for the decomposition
+                if "http_floor" in get_kind(prep.kind).features:  # the floor after the same pauses (calibrate)
                     run_floor_block(server, sorted(set(spec.pauses_s)), spec.reps, emit)
             cell["sweep_wall_s"] = totals.wall_s
             denominator = totals.sum_pause_requested_s + totals.sum_server_ms / 1000.0
