@@ -116,8 +116,8 @@ VERDICT_COLUMNS: dict[str, tuple[str, str]] = {
     "claim": ("str", "the claim, in one sentence"),
     "seed": ("str", "source the claim came from (seed or document)"),
     "statement": ("str", "the source's own statement"),
-    "verdict": ("str", "reproduced, not reproduced, not checkable, error, ..."),
-    "cause": ("str", "why a claim was not checkable (e.g. setup failed), null otherwise"),
+    "verdict": ("str", "holds, contradicted, inconclusive, not checkable here, or error"),
+    "cause": ("str", "why a claim was not checkable: platform, scenario (missing) or setup (failed); null otherwise"),
     "reason": ("str", "the verdict's reason in plain words"),
     "checks": ("str", "JSON list of {check, expected, observed, met, sentence}"),
     "repeats": ("Int64", "repetitions of the scenario"),
@@ -213,7 +213,22 @@ def schema_document() -> str:
              "missing values as NaN; `float64` holds nulls as NaN.", ""]
     for schema in TABLES.values():
         parts += [f"## `{schema.name}`", "", schema.doc + ".", "", schema.markdown(), ""]
+    parts += _analysis_section()
     return "\n".join(parts)
+
+
+def _analysis_section() -> list[str]:
+    from harness.analysis.persisted import ANALYSIS_FILE, ANALYSIS_VERSION
+    from harness.kinds import KINDS
+
+    rows = [f"| {k.name} | `{k.summarizer}` | `{k.primary_table}` |" for k in KINDS.values()]
+    return [f"## `{ANALYSIS_FILE}`", "",
+            f"The run's analysis (schema version {ANALYSIS_VERSION}), written when the run ends: what the CLI, "
+            "the report and the evidence say about the run. Readers use it as is and recompute it from the tables "
+            "only when it is missing, has an older `schema_version`, was written while the run had another status, "
+            "or with `lbench report --reanalyze`. Deleting it loses nothing. Its content per kind of run comes from "
+            "the kind's summarizer (harness/kinds.py):", "",
+            "| kind | summarizer | primary table |", "|---|---|---|", *rows, ""]
 
 
 if __name__ == "__main__":

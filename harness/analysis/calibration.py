@@ -84,5 +84,5 @@ def summarize_run(run) -> dict:
     """The calibrate part of analysis.json: the idle analysis plus the harness's own figures and targets."""
     from harness.analysis.idle import summarize_run as summarize_idle
 
-    return {**summarize_idle(run), "calibration": calibration_figures(run.table("samples"), run.manifest.get("cells", [])),
-            "calibration_targets": TARGETS}
+    figures = calibration_figures(run.table("samples"), run.manifest.get("cells", []))
+    return {**summarize_idle(run), "calibration": figures, "calibration_targets": TARGETS}
