@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from harness import paths
+from harness.atomic import atomic_write_json
 
 
 class FileKeyedCache:
@@ -40,6 +41,4 @@ class FileKeyedCache:
         data = self._load()
         data[self.key(path)] = value
         self.file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.file.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data))
-        os.replace(tmp, self.file)
+        atomic_write_json(self.file, data, indent=None)

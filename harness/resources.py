@@ -40,6 +40,10 @@ def idle_specs_dir() -> Path:
     return experiments_dir() / "idle"
 
 
+def swap_specs_dir() -> Path:
+    return experiments_dir() / "swap"
+
+
 def claims_dir() -> Path:
     explicit = os.environ.get("LBENCH_CLAIMS")
     return Path(explicit).expanduser() if explicit else experiments_dir() / "claims"
@@ -50,12 +54,12 @@ def templates_dir() -> Path:
     return Path(explicit).expanduser() if explicit else _package_dir("harness.bundled.reports") / "templates"
 
 
-def find_spec(ref: str | os.PathLike[str]) -> Path:
-    """A spec path as given, or a bundled spec by name: ``default`` -> experiments/idle/default.toml."""
+def find_spec(ref: str | os.PathLike[str], kind: str = "idle") -> Path:
+    """A spec path as given, or a bundled spec by name: ``default`` -> experiments/<kind>/default.toml."""
     path = Path(ref).expanduser()
     if path.exists() or path.suffix == ".toml" or os.sep in str(ref):
         return path
-    for candidate in (idle_specs_dir() / f"{ref}.toml", experiments_dir() / f"{ref}.toml"):
+    for candidate in (experiments_dir() / kind / f"{ref}.toml", experiments_dir() / f"{ref}.toml"):
         if candidate.is_file():
             return candidate
     return path

@@ -1,11 +1,17 @@
-"""Columns of ``samples.parquet`` (schema version 1): one row per request.
+"""The columns of every table a run writes, one schema per table.
 
-Units are in the names.  ``SAMPLE_COLUMNS`` is both the documentation (README's
-column table is ``schema_markdown()``, checked by a test) and the dtype map
-applied when a run is finalized or a journal is read.
+Each table maps a column name to ``(dtype, meaning)``; units are in the names
+(``_ms``, ``_s``, ``_bytes``, ``_pct``).  The store (``harness/store.py``) applies
+the schema when a run is finalized and when a table is read back: known columns
+are cast to their dtype, a known column an older run lacks is added with its
+default (null unless ``DEFAULTS`` says otherwise), and unknown columns are kept
+after the known ones.  ``docs/schema.md`` is ``schema_document()``, checked by
+``tests/test_schema_doc.py``; regenerate it with ``python -m harness.schema > docs/schema.md``.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -60,18 +66,170 @@ SAMPLE_COLUMNS: dict[str, tuple[str, str]] = {
 }
 
 
+REQUEST_COLUMNS: dict[str, tuple[str, str]] = {
+    "run_id": ("str", "run the row belongs to"),
+    "index": ("Int64", "request number in the plan, from 0"),
+    "wave": ("Int64", "wave the request was sent in (bursts send a wave at once)"),
+    "model": ("str", "model name sent in the request's model field"),
+    "status_at_send": ("str", "the model's router status when the request was sent (loaded, loading, "
+                                 "sleeping, unloaded; null when unknown)"),
+    "resident_at_send": ("boolean", "true when the model was loaded at send (a warm request); null when not "
+                                    "observed, counted as cold"),
+    "t_send_s": ("float64", "send time, seconds since the run's start (harness clock)"),
+    "t_first_byte_s": ("float64", "first response byte, seconds since the run's start"),
+    "t_done_s": ("float64", "response end (or failure), seconds since the run's start"),
+    "latency_ms": ("float64", "send -> response end"),
+    "ttfb_ms": ("float64", "send -> first response byte"),
+    "http_status": ("Int64", "HTTP status, null when the connection failed"),
+    "error": ("str", "error text (transport error or non-200 body), null when ok"),
+    "error_kind": ("str", "error class: disconnected, timeout, connect, limit_reached, load_failed, "
+                             "cancelled, http_<status>"),
+    "server_prompt_ms": ("float64", "server timings.prompt_ms of the response, when the engine reports it"),
+    "file_resident_pct_at_send": ("float64", "cold cache state: percent of the model file in the page cache "
+                                             "just before send (null when the model was already running)"),
+}
+
+EVENT_COLUMNS: dict[str, tuple[str, str]] = {
+    "run_id": ("str", "run the row belongs to"),
+    "t_s": ("float64", "when the event was seen, seconds since the run's start"),
+    "source": ("str", "where it came from: router (log line), child (a child's log line), sse (/models/sse)"),
+    "kind": ("str", "event kind: spawn, proxy, evict, stop_sent, status:<status>, ..."),
+    "model": ("str", "model the event concerns, null when none"),
+    "detail": ("str", "the parsed fields, as a JSON object"),
+    "text": ("str", "the raw log line or SSE payload"),
+}
+
+MEMORY_COLUMNS: dict[str, tuple[str, str]] = {
+    "run_id": ("str", "run the row belongs to"),
+    "t_s": ("float64", "sample time, seconds since the run's start"),
+    "children_alive": ("Int64", "model children of the router alive at the sample"),
+    "rss_total_bytes": ("Int64", "resident memory of the whole process tree (router + children)"),
+    "rss_router_bytes": ("Int64", "resident memory of the router (or single server) process"),
+    "rss_children_bytes": ("Int64", "rss_total_bytes - rss_router_bytes"),
+    "mem_available_bytes": ("Int64", "host memory available (MemAvailable), null where not read"),
+    "children": ("str", "pid:rss_bytes of each child, ';'-separated"),
+}
+
+VERDICT_COLUMNS: dict[str, tuple[str, str]] = {
+    "run_id": ("str", "run the row belongs to"),
+    "claim_id": ("str", "claim id (experiments/claims/<id>.toml)"),
+    "claim": ("str", "the claim, in one sentence"),
+    "seed": ("str", "source the claim came from (seed or document)"),
+    "statement": ("str", "the source's own statement"),
+    "verdict": ("str", "holds, contradicted, inconclusive, not checkable here, or error"),
+    "cause": ("str", "why a claim was not checkable: platform, scenario (missing) or setup (failed); null otherwise"),
+    "reason": ("str", "the verdict's reason in plain words"),
+    "checks": ("str", "JSON list of {check, expected, observed, met, sentence}"),
+    "repeats": ("Int64", "repetitions of the scenario"),
+    "source_ref": ("str", "code reference for the claimed behaviour"),
+    "models": ("str", "JSON list of the models used, with provenance"),
+    "figures": ("str", "JSON object of the measured figures (summarized over repetitions)"),
+    "evidence": ("str", "JSON list of evidence lines"),
+    "notes": ("str", "JSON list of notes"),
+    "seconds": ("float64", "wall time spent on the claim, seconds"),
+    "evidence_dir": ("str", "folder of the claim's raw evidence, relative to the run"),
+}
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    name: str
+    doc: str
+    columns: dict[str, tuple[str, str]]
+    defaults: dict[str, object] = field(default_factory=dict)  # missing columns get these; null otherwise
+
+    def apply(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """Cast known columns to their dtypes, add missing ones with their default, keep unknown ones last."""
+        frame = frame.copy()
+        for name, (dtype, _) in self.columns.items():
+            if name not in frame:
+                frame[name] = pd.Series([self.defaults.get(name)] * len(frame), index=frame.index, dtype="object")
+            frame[name] = frame[name].astype(dtype)
+        ordered = list(self.columns) + [c for c in frame.columns if c not in self.columns]
+        return frame[ordered]
+
+    def empty(self) -> pd.DataFrame:
+        return self.apply(pd.DataFrame())
+
+    def markdown(self) -> str:
+        lines = ["| column | type | meaning |", "|---|---|---|"]
+        for name, (dtype, doc) in self.columns.items():
+            default = f" (default when absent: `{self.defaults[name]!r}`)" if name in self.defaults else ""
+            lines.append(f"| `{name}` | {dtype} | {doc}{default} |")
+        return "\n".join(lines)
+
+
+TABLES: dict[str, TableSchema] = {t.name: t for t in (
+    TableSchema("samples", "idle and calibrate runs: one row per request (or harness self-check)", SAMPLE_COLUMNS),
+    TableSchema("requests", "swap runs: one row per request", REQUEST_COLUMNS),
+    TableSchema("events", "swap runs: router log lines, child lines and /models/sse events", EVENT_COLUMNS),
+    TableSchema("memory", "swap runs: process-tree memory samples", MEMORY_COLUMNS),
+    TableSchema("verdicts", "repro runs: one row per claim checked", VERDICT_COLUMNS),
+)}
+
+
+def table_schema(name: str) -> TableSchema | None:
+    return TABLES.get(name)
+
+
+def apply_schema(frame: pd.DataFrame, table: str) -> pd.DataFrame:
+    """The frame with ``table``'s schema applied (unchanged for a table without a schema)."""
+    schema = TABLES.get(table)
+    return schema.apply(frame) if schema is not None else frame
+
+
 def apply_sample_schema(frame: pd.DataFrame) -> pd.DataFrame:
-    """Cast known columns to their documented dtypes (missing ones are added as nulls)."""
-    frame = frame.copy()
-    for name, (dtype, _) in SAMPLE_COLUMNS.items():
-        if name not in frame:
-            frame[name] = pd.Series([None] * len(frame), dtype="object")
-        frame[name] = frame[name].astype(dtype)
-    ordered = list(SAMPLE_COLUMNS) + [c for c in frame.columns if c not in SAMPLE_COLUMNS]
-    return frame[ordered]
+    return TABLES["samples"].apply(frame)
 
 
-def schema_markdown() -> str:
-    lines = ["| column | type | meaning |", "|---|---|---|"]
-    lines += [f"| `{name}` | {dtype} | {doc} |" for name, (dtype, doc) in SAMPLE_COLUMNS.items()]
-    return "\n".join(lines)
+def records(frame: pd.DataFrame) -> list[dict]:
+    """Rows as dicts with every missing value (NaN, NA, NaT) as None, for templates and text."""
+    return [{k: (None if _missing(v) else v) for k, v in row.items()} for row in frame.to_dict("records")]
+
+
+def _missing(value) -> bool:
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):  # lists, dicts, arrays
+        return False
+
+
+def schema_markdown(table: str = "samples") -> str:
+    return TABLES[table].markdown()
+
+
+def schema_document() -> str:
+    """docs/schema.md: every table's columns (generated; do not edit by hand)."""
+    from harness.store import SCHEMA_VERSION
+
+    parts = ["# Run tables", "",
+             "<!-- generated by `python -m harness.schema > docs/schema.md`; do not edit by hand -->", "",
+             f"Every run is a folder `results/<run_id>/` with `manifest.json` (schema version {SCHEMA_VERSION}) "
+             "and one table per kind of observation, each as `<table>.jsonl` (the journal, appended as rows are "
+             "measured) and `<table>.parquet` (written when the run ends). Units are in the column names. "
+             "When a table is read, known columns are cast to the types below and a column an older run lacks "
+             "is added with its default (null unless stated).", "",
+             "Types are pandas dtypes: `Int64`, `boolean` and `string` hold nulls as `<NA>`; `str` is text with "
+             "missing values as NaN; `float64` holds nulls as NaN.", ""]
+    for schema in TABLES.values():
+        parts += [f"## `{schema.name}`", "", schema.doc + ".", "", schema.markdown(), ""]
+    parts += _analysis_section()
+    return "\n".join(parts)
+
+
+def _analysis_section() -> list[str]:
+    from harness.analysis.persisted import ANALYSIS_FILE, ANALYSIS_VERSION
+    from harness.kinds import KINDS
+
+    rows = [f"| {k.name} | `{k.summarizer}` | `{k.primary_table}` |" for k in KINDS.values()]
+    return [f"## `{ANALYSIS_FILE}`", "",
+            f"The run's analysis (schema version {ANALYSIS_VERSION}), written when the run ends: what the CLI, "
+            "the report and the evidence say about the run. Readers use it as is and recompute it from the tables "
+            "only when it is missing, has an older `schema_version`, was written while the run had another status, "
+            "or with `lbench report --reanalyze`. Deleting it loses nothing. Its content per kind of run comes from "
+            "the kind's summarizer (harness/kinds.py):", "",
+            "| kind | summarizer | primary table |", "|---|---|---|", *rows, ""]
+
+
+if __name__ == "__main__":
+    print(schema_document(), end="")

@@ -351,3 +351,25 @@ class SwapSpec:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+def load_swap_spec(path: Path) -> SwapSpec:
+    """A swap spec from TOML (a ``[swap]`` table or top-level keys); keys it omits keep SwapSpec's defaults."""
+    where = str(path)
+    if not path.is_file():
+        raise BadInput(f"spec file not found: {path}", hint="see experiments/swap/ for an example (--spec default)")
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"spec file is not valid TOML: {exc}", where=where) from None
+    table = data.get("swap", data)
+    known = {f.name for f in fields(SwapSpec)}
+    unknown = sorted(set(table) - known)
+    if unknown:
+        raise BadInput(f"unknown keys in swap spec: {', '.join(unknown)}", where=where,
+                       hint=f"known keys: {', '.join(sorted(known))}")
+    kwargs = dict(table)
+    for key in ("models", "server_args"):
+        if key in kwargs and not isinstance(kwargs[key], list):
+            kwargs[key] = [kwargs[key]]
+    return SwapSpec(**kwargs).validate(where)

@@ -17,7 +17,6 @@ as incomplete and read the journal.
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import shlex
 import sys
@@ -29,8 +28,9 @@ from pathlib import Path
 import pandas as pd
 
 from harness import __version__
+from harness.atomic import atomic_write_json
 from harness.errors import BadInput
-from harness.schema import apply_sample_schema
+from harness.schema import apply_schema, table_schema
 
 SCHEMA_VERSION = 1
 TABLES = ("samples",)
@@ -44,12 +44,6 @@ def new_run_id(kind: str, now: datetime | None = None) -> str:
 
 def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-
-
-def _atomic_write_json(path: Path, data: dict) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str))
-    os.replace(tmp, path)
 
 
 class RunWriter:
@@ -79,7 +73,7 @@ class RunWriter:
         self.save_manifest()
 
     def save_manifest(self) -> None:
-        _atomic_write_json(self.dir / "manifest.json", self.manifest)
+        atomic_write_json(self.dir / "manifest.json", self.manifest)
 
     def log_path(self, name: str) -> Path:
         return self.dir / "logs" / name
@@ -105,9 +99,7 @@ class RunWriter:
         for table in set(self.counts) | set(TABLES):
             journal = self.dir / f"{table}.jsonl"
             if journal.exists():
-                frame = read_journal(journal)
-                if table == "samples":
-                    frame = apply_sample_schema(frame)
+                frame = apply_schema(read_journal(journal), table)
                 frame.to_parquet(self.dir / f"{table}.parquet", index=False)
         self.manifest["ended_at"] = utc_now()
         self.manifest["n_samples"] = self.counts.get("samples", 0)
@@ -145,14 +137,19 @@ class Run:
         return self.manifest.get("status") == "complete"
 
     def table(self, name: str = "samples") -> pd.DataFrame:
+        """A table with its schema applied (harness/schema.py): known columns typed, missing ones added
+        with their default, so runs written before a column existed read the same; a table the run
+        never wrote is an empty frame with the known columns."""
         parquet = self.dir / f"{name}.parquet"
-        if parquet.exists():
-            return pd.read_parquet(parquet)
         journal = self.dir / f"{name}.jsonl"
-        if journal.exists():
+        if parquet.exists():
+            frame = pd.read_parquet(parquet)
+        elif journal.exists():
             frame = read_journal(journal)
-            return apply_sample_schema(frame) if name == "samples" else frame
-        return pd.DataFrame()
+        else:
+            schema = table_schema(name)
+            return schema.empty() if schema is not None else pd.DataFrame()
+        return apply_schema(frame, name)
 
 
 def open_run(ref: str | Path, results_root: Path) -> Run:

@@ -22,7 +22,10 @@ from scipy import stats
 from harness.analysis.regimes import classify, fit_all
 from harness.analysis.verdicts import GroupRow
 from harness.analysis.stats import measured
+from harness.analysis.swap import warm_mask
 from harness.errors import BadInput
+from harness.kinds import KINDS, find_kind
+from harness.schema import apply_schema
 from harness.store import Run
 
 IDLE_METRICS = ("latency_ms", "server_prompt_ms")
@@ -83,23 +86,29 @@ def compare_samples(a, b, *, alpha: float = 0.05, min_n: int = MIN_N, seed: int 
     return {**out, "verdict": verdict}
 
 
-def _kind(runs: list[Run]) -> str:
-    kinds = {r.manifest.get("kind") for r in runs}
-    kinds = {"idle" if k == "calibrate" else k for k in kinds}
-    if len(kinds) != 1:
-        raise BadInput(f"cannot compare runs of different kinds: {sorted(kinds)}",
-                       where=", ".join(r.run_id for r in runs))
-    kind = kinds.pop()
-    if kind not in ("idle", "swap"):
-        raise BadInput(f"runs of kind {kind!r} cannot be compared", where=", ".join(r.run_id for r in runs),
-                       hint="compare idle or swap runs")
-    return kind
+SWAP_FAMILY = "swap"
+
+
+def compare_family(runs: list[Run]) -> str:
+    """What the runs are compared as (harness/kinds.py ``compare_as``: calibrate runs compare as idle)."""
+    where = ", ".join(r.run_id for r in runs)
+    families = set()
+    for r in runs:
+        kind = find_kind(r.manifest.get("kind"))
+        if kind is None or kind.compare_as is None:
+            comparable = sorted(k.name for k in KINDS.values() if k.compare_as)
+            raise BadInput(f"runs of kind {r.manifest.get('kind')!r} cannot be compared", where=where,
+                           hint=f"compare runs of these kinds: {', '.join(comparable)}")
+        families.add(kind.compare_as)
+    if len(families) != 1:
+        raise BadInput(f"cannot compare runs of different kinds: {sorted(families)}", where=where)
+    return families.pop()
 
 
 def pooled(runs: list[Run], table: str) -> pd.DataFrame:
     frames = [r.table(table) for r in runs]
     frames = [f for f in frames if not f.empty]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    return pd.concat(frames, ignore_index=True) if frames else apply_schema(pd.DataFrame(), table)
 
 
 def compare_idle_frames(a: pd.DataFrame, b: pd.DataFrame, *, alpha: float = 0.05, min_n: int = MIN_N,
@@ -126,14 +135,22 @@ def compare_idle_frames(a: pd.DataFrame, b: pd.DataFrame, *, alpha: float = 0.05
 
 def compare_runs(baseline: list[Run], candidate: list[Run], *, alpha: float = 0.05, min_n: int = MIN_N
                  ) -> tuple[list[GroupResult], dict]:
-    kind = _kind(baseline + candidate)
-    if kind == "idle":
-        a, b = measured(pooled(baseline, "samples")), measured(pooled(candidate, "samples"))
-        if a.empty or b.empty:
-            raise BadInput("a side has no measured samples", where="baseline" if a.empty else "candidate")
-        results, info = compare_idle_frames(a, b, alpha=alpha, min_n=min_n)
-        info["candidate_thresholds"] = {f"{m} · {s}": f.threshold_s for (m, s), f in fit_all(b).items()}
-        return results, info
+    compare = {"idle": _compare_idle_runs, "swap": _compare_swap_runs}[compare_family(baseline + candidate)]
+    return compare(baseline, candidate, alpha=alpha, min_n=min_n)
+
+
+def _compare_idle_runs(baseline: list[Run], candidate: list[Run], *, alpha: float, min_n: int
+                       ) -> tuple[list[GroupResult], dict]:
+    a, b = measured(pooled(baseline, "samples")), measured(pooled(candidate, "samples"))
+    if a.empty or b.empty:
+        raise BadInput("a side has no measured samples", where="baseline" if a.empty else "candidate")
+    results, info = compare_idle_frames(a, b, alpha=alpha, min_n=min_n)
+    info["candidate_thresholds"] = {f"{m} · {s}": f.threshold_s for (m, s), f in fit_all(b).items()}
+    return results, info
+
+
+def _compare_swap_runs(baseline: list[Run], candidate: list[Run], *, alpha: float, min_n: int
+                       ) -> tuple[list[GroupResult], dict]:
     results = []
     a, b = pooled(baseline, "requests"), pooled(candidate, "requests")
     for frame in (a, b):
@@ -141,8 +158,8 @@ def compare_runs(baseline: list[Run], candidate: list[Run], *, alpha: float = 0.
             raise BadInput("a side has no requests")
     label = ",".join(sorted({str(m) for m in a["model"].unique()}))
     for cls, sel in (("warm", True), ("cold", False)):
-        ga = a[(a["error"].isna()) & ((a["resident_at_send"] == True) == sel)]  # noqa: E712
-        gb = b[(b["error"].isna()) & ((b["resident_at_send"] == True) == sel)]  # noqa: E712
+        ga = a[(a["error"].isna()) & (warm_mask(a) == sel)]
+        gb = b[(b["error"].isna()) & (warm_mask(b) == sel)]
         r = compare_samples(ga["latency_ms"], gb["latency_ms"], alpha=alpha, min_n=min_n)
         results.append(GroupResult(label, "router", cls, "latency_ms", **r))
     return results, {"kind": "swap"}
@@ -165,9 +182,8 @@ def judge_runs(baseline: list[Run], candidate: list[Run], cfg=None, *, metrics: 
     from harness.analysis.verdicts import GroupData, VerdictConfig, decide_groups
 
     cfg = cfg or VerdictConfig()
-    kind = _kind(baseline + candidate)
     groups: list[GroupData] = []
-    if kind == "swap":
+    if compare_family(baseline + candidate) == SWAP_FAMILY:
         fa = [r.table("requests") for r in baseline]
         fb = [r.table("requests") for r in candidate]
         if all(f.empty for f in fa) or all(f.empty for f in fb):
@@ -175,7 +191,7 @@ def judge_runs(baseline: list[Run], candidate: list[Run], cfg=None, *, metrics: 
         label = ",".join(sorted({str(m) for f in fa if "model" in f for m in f["model"].unique()}))
         for cls, warm in (("warm", True), ("cold", False)):
             def sel(f, warm=warm):
-                return f["error"].isna() & ((f["resident_at_send"] == True) == warm)  # noqa: E712
+                return f["error"].isna() & (warm_mask(f) == warm)
             groups.append(GroupData(label, "router", cls, "latency_ms", _per_run(fa, sel, "latency_ms"),
                                     _per_run(fb, sel, "latency_ms")))
         return decide_groups(groups, cfg), {"kind": "swap", "shapes_a": {}, "shapes_b": {}, "step_changes": []}

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from harness.engines import registry
+from harness.schema import apply_schema
 from harness.store import Run
 
 PHASES = ["queue_wait_ms", "victim_stop_ms", "exit_to_spawn_ms", "spawn_to_loaded_ms", "loaded_to_first_byte_ms"]
@@ -36,11 +37,16 @@ def _pct(x, q):
     return float(np.percentile(x, q)) if x.size else math.nan
 
 
+def warm_mask(requests: pd.DataFrame) -> pd.Series:
+    """True where the model was resident at send; unknown (null) counts as cold."""
+    return requests["resident_at_send"].eq(True).fillna(False).astype(bool)
+
+
 def latency_table(requests: pd.DataFrame) -> pd.DataFrame:
     rows = []
     ok = requests[requests["error"].isna()] if not requests.empty else requests
-    for label, sel in (("all", ok), ("warm (resident at send)", ok[ok["resident_at_send"] == True]),  # noqa: E712
-                       ("cold (not resident)", ok[ok["resident_at_send"] != True])):  # noqa: E712
+    for label, sel in (("all", ok), ("warm (resident at send)", ok[warm_mask(ok)]),
+                       ("cold (not resident)", ok[~warm_mask(ok)])):
         x = sel["latency_ms"] if not sel.empty else []
         rows.append({"class": label, "n": int(len(sel)), "p50_ms": _pct(x, 50), "p90_ms": _pct(x, 90),
                      "p99_ms": _pct(x, 99), "max_ms": _pct(x, 100)})
@@ -91,7 +97,7 @@ def swap_phases(requests: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
         model, t_spawn = spawn["model"], spawn["t_s"]
         loaded = _first(events, t_spawn, kind="status:loaded", model=model)
         waiting = requests[(requests["model"] == model) & (requests["t_send_s"] <= t_spawn)
-                           & (requests["resident_at_send"] != True)  # noqa: E712
+                           & ~warm_mask(requests)
                            & ~requests["index"].isin(used_requests)
                            & ((requests["t_done_s"].isna()) | (requests["t_done_s"] >= t_spawn))]
         req = waiting.sort_values("t_send_s").iloc[0] if not waiting.empty else None
@@ -165,14 +171,21 @@ def time_above_cap_s(memory: pd.DataFrame, models_max: int) -> float:
     return float(dt[m["children_alive"] > models_max].sum())
 
 
-def ensure_columns(requests: pd.DataFrame, events: pd.DataFrame, memory: pd.DataFrame) -> None:
-    for frame, cols in ((requests, ["index", "model", "t_send_s", "t_done_s", "t_first_byte_s", "latency_ms",
-                                    "resident_at_send", "error", "error_kind"]),
-                        (events, ["t_s", "source", "kind", "model"]),
-                        (memory, ["t_s", "children_alive", "rss_total_bytes"])):
-        for c in cols:
-            if c not in frame:
-                frame[c] = pd.Series(dtype="object")
+def summarize_run(run: Run) -> dict:
+    """The swap part of analysis.json (see harness/analysis/persisted.py)."""
+    from harness.analysis.persisted import frame_json
+
+    s = summarize_swap(run)
+    return {"latency": frame_json(s.latency), "swaps": frame_json(s.swaps), "lru": frame_json(s.lru),
+            "findings": s.findings, "figures": s.figures}
+
+
+def summary_from_analysis(analysis: dict) -> SwapSummary:
+    """The SwapSummary kept in a swap run's analysis.json."""
+    from harness.analysis.persisted import json_frame
+
+    return SwapSummary(json_frame(analysis["latency"]), json_frame(analysis["swaps"]), json_frame(analysis["lru"]),
+                       list(analysis.get("findings", [])), dict(analysis.get("figures", {})))
 
 
 def summarize_swap(run: Run) -> SwapSummary:
@@ -188,7 +201,8 @@ def summarize_swap(run: Run) -> SwapSummary:
 def summarize_frames(requests: pd.DataFrame, events: pd.DataFrame, memory: pd.DataFrame, *, models_max: int,
                      model_sizes: list[int], client: dict | None = None, sampler: dict | None = None,
                      status: str | None = "complete", error: str = "", engine: str = "llama-server") -> SwapSummary:
-    ensure_columns(requests, events, memory)
+    requests, events, memory = (apply_schema(requests, "requests"), apply_schema(events, "events"),
+                                apply_schema(memory, "memory"))  # frames built outside the store too
     if not registry.get(engine).can("router_events"):  # no load/unload timeline: reloads from latency alone
         return _summarize_mlx(requests, memory, model_sizes, client or {}, sampler or {}, status, error)
     latency = latency_table(requests)

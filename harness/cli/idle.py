@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 import typer
 from rich.table import Table
 
-from harness.analysis import stats
+from harness.analysis.calibration import CALIBRATION_PAUSES, TARGETS
+from harness.analysis.persisted import json_frame, load_analysis
+from harness.atomic import atomic_write_json
 from harness.cli.ui import RichReporter, console, out
 from harness.report.render import render_report
 from harness.runs.idle import execute_idle, prepare_idle
@@ -33,7 +33,7 @@ def build_spec(spec_file: Path | None, **overrides) -> IdleSpec:
 
 
 def _summary_table(run: Run) -> Table:
-    summary = stats.summarize_by_pause(run.table("samples"))
+    summary = json_frame(load_analysis(run)["summary_latency"])
     table = Table(title=f"median client latency (ms) · run {run.run_id}")
     table.add_column("pause (s)", justify="right")
     cells = list(dict.fromkeys(zip(summary["model"], summary["setting"])))
@@ -68,23 +68,8 @@ def _run(spec: IdleSpec, llama_server: str | None, results: str | None, kind: st
 
 
 def findings(run: Run) -> list[str]:
-    """The run's findings in plain sentences: wake step (shape chosen by BIC) or none, per cell."""
-    from harness.analysis.regimes import shape_all
-
-    good = stats.measured(run.table("samples"))
-    lines = []
-    for (model, setting), fit in shape_all(good).items():
-        n_reps = good[(good["model"] == model) & (good["setting"] == setting)].groupby("pause_requested_s").size()
-        text = f"{model} · {setting}: {fit.threshold_text()}"
-        if fit.has_step:
-            text += (f"; latency {fit.warm_median_ms:.1f} ms warm -> {fit.woken_median_ms:.1f} ms woken, penalty "
-                     f"{fit.penalty_ms:.1f} ms (95% CI {fit.penalty_ci[0]:.1f}–{fit.penalty_ci[1]:.1f}, "
-                     f"bootstrap over samples)")
-        text += f" (shape by BIC among {', '.join(fit.bic)}; {int(n_reps.min()) if len(n_reps) else 0} reps per pause)."
-        if len(n_reps) and n_reps.min() < 6:
-            text += " Fewer than 6 reps per pause: no per-pause 95% interval; treat the shape as tentative."
-        lines.append(text)
-    return lines
+    """The run's findings in plain sentences (kept in analysis.json): wake step or none, per cell."""
+    return list(load_analysis(run).get("findings", []))
 
 
 def idle(
@@ -208,79 +193,6 @@ def _print_self_checks(run: Run) -> None:
             out.print(f"  warning: {warning}", markup=False)
 
 
-# Each repetition: a block of back-to-back requests, then short pauses.  Harness
-# overhead is read from the steady part of the block; pause error and efficiency
-# from the whole run.
-CALIBRATION_BLOCK = 30
-STEADY_AFTER = 10  # back-to-back requests the server needs to settle after a pause
-CALIBRATION_PAUSES = [0.0] * CALIBRATION_BLOCK + [0.02, 0.05, 0.1, 0.2, 0.3]
-TARGETS = {"overhead_p50_ms": 0.5, "overhead_p99_ms": 2.0, "harness_p50_ms": 0.2, "pause_error_p99_ms": 1.0,
-           "efficiency": 1.03}
-
-
-def calibration_figures(run: Run) -> dict[str, float]:
-    """The harness's own figures.
-
-    Overhead (client wall minus server time) is taken from steady back-to-back
-    requests (at least STEADY_AFTER requests with pause 0 since the last pause):
-    there it is the harness plus the server's HTTP handling, an upper bound on what
-    the harness adds.  For a few requests after a pause the server's own threads
-    are still waking up (its prompt_ms is slow in the very same samples, in
-    kernel-tick steps); those are reported separately, as information.
-    """
-    good = stats.measured(run.table("samples")).sort_values(["cell", "seq"])
-    since_pause = []
-    count = 0
-    for pause in good["pause_requested_s"]:
-        count = count + 1 if pause == 0 else 0
-        since_pause.append(count)
-    steady = pd.Series(since_pause, index=good.index) > STEADY_AFTER
-    wall = sum(c["sweep_wall_s"] or 0 for c in run.manifest["cells"])
-    denominator = good["pause_requested_s"].sum() + good["server_ms"].sum() / 1000.0
-    back_to_back = good[steady]
-    after_pause = good[~steady]
-    # samples where the server's own compute was also inflated (> 3x its median) were
-    # hit by host scheduling, which no client can avoid: shown separately
-    undisturbed = back_to_back[back_to_back["server_prompt_ms"] <= 3 * back_to_back["server_prompt_ms"].median()]
-    return {
-        "overhead_p50_ms": stats.percentile(back_to_back["overhead_ms"], 50),
-        "overhead_p99_ms": stats.percentile(back_to_back["overhead_ms"], 99),
-        "pause_error_p99_ms": stats.percentile((good["pause_actual_s"] - good["pause_requested_s"]).abs() * 1e3, 99),
-        "efficiency": wall / denominator if denominator else float("nan"),
-        "n": float(len(good)),
-        "n_back_to_back": float(len(back_to_back)),
-        "overhead_p99_undisturbed_ms": stats.percentile(undisturbed["overhead_ms"], 99),
-        "n_disturbed": float(len(back_to_back) - len(undisturbed)),
-        "overhead_after_pause_p50_ms": stats.percentile(after_pause["overhead_ms"], 50),
-        "overhead_after_pause_p99_ms": stats.percentile(after_pause["overhead_ms"], 99),
-        "server_ms_p50": float(np.median(good["server_ms"])) if len(good) else float("nan"),
-        **floor_figures(run.table("samples"), back_to_back["overhead_ms"], after_pause["overhead_ms"]),
-    }
-
-
-def floor_figures(samples: pd.DataFrame, overhead_b2b: pd.Series, overhead_after: pd.Series) -> dict[str, float]:
-    """harness cost = client latency - server time - HTTP floor (GET /health on the same connection,
-    timed the same way), back to back and after pauses."""
-    nan = float("nan")
-    if "phase" not in samples or not samples["phase"].eq("floor-http").any():
-        return {k: nan for k in ("floor_p50_ms", "floor_p99_ms", "floor_after_pause_p50_ms",
-                                 "floor_after_pause_p99_ms", "harness_p50_ms", "harness_p99_ms",
-                                 "harness_after_pause_p50_ms", "harness_after_pause_p99_ms")}
-    floor = samples[samples["phase"].eq("floor-http") & samples["error"].isna()]
-    b2b = floor[floor["pause_requested_s"] == 0]["latency_ms"]
-    after = floor[floor["pause_requested_s"] > 0]["latency_ms"]
-    f50 = stats.percentile(b2b, 50)
-    a50 = stats.percentile(after, 50) if len(after) else nan
-    return {
-        "floor_p50_ms": f50, "floor_p99_ms": stats.percentile(b2b, 99),
-        "floor_after_pause_p50_ms": a50, "floor_after_pause_p99_ms": stats.percentile(after, 99) if len(after) else nan,
-        "harness_p50_ms": stats.percentile(overhead_b2b - f50, 50),
-        "harness_p99_ms": stats.percentile(overhead_b2b - f50, 99),
-        "harness_after_pause_p50_ms": stats.percentile(overhead_after - a50, 50) if len(after) else nan,
-        "harness_after_pause_p99_ms": stats.percentile(overhead_after - a50, 99) if len(after) else nan,
-    }
-
-
 def calibrate(
     model: str = typer.Option("tiny-q8", "--model", "-m", help="Model (a tiny one isolates the harness)."),
     reps: int = typer.Option(10, "--reps", help="Repetitions of the block (30 back-to-back + 5 short pauses)."),
@@ -311,8 +223,7 @@ def calibrate(
                       client_cpus=client_cpus, client_nice=client_nice, client_spin=client_spin,
                       cpus=[cpus] if cpus else None, threads=[threads] if threads else None)
     run = _run(spec, llama_server, results, "calibrate", report=True)
-    figures = calibration_figures(run)
-    run.manifest["calibration"] = figures
+    figures = load_analysis(run)["calibration"]  # kept in analysis.json with the run
     table = Table(title=f"harness calibration · run {run.run_id} · {int(figures['n'])} requests")
     table.add_column("figure")
     table.add_column("measured", justify="right")
@@ -335,7 +246,5 @@ def calibrate(
                 "harness_p99_ms", "harness_after_pause_p50_ms", "harness_after_pause_p99_ms"):
         table.add_row(f"{key} (info)", f"{figures[key]:.3f}", "", "")
     out.print(table)
-    import json
-
-    (run.dir / "calibration.json").write_text(json.dumps({"run_id": run.run_id, **figures}, indent=2))
+    atomic_write_json(run.dir / "calibration.json", {"run_id": run.run_id, **figures})
     console.print(f"figures saved to {run.dir / 'calibration.json'}", markup=False)

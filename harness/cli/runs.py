@@ -9,6 +9,7 @@ from rich.table import Table
 
 from harness import paths
 from harness.cli.ui import out
+from harness.kinds import find_kind
 from harness.report.render import render_report
 from harness.store import list_runs, open_run
 
@@ -27,10 +28,10 @@ def runs(results: str = typer.Option(None, "--results", help="Results directory 
     table = Table(title=f"runs in {root}")
     for col in ("run id", "kind", "status", "rows", "models", "started"):
         table.add_column(col, no_wrap=col == "run id")
-    primary = {"swap": "requests", "repro": "verdicts"}
     for run in list_runs(root):
         m = run.manifest
-        name = primary.get(m.get("kind"), "samples")
+        kind = find_kind(m.get("kind"))
+        name = kind.primary_table if kind is not None else "samples"
         n = (m.get("rows") or {}).get(name) or (m.get("n_samples") if name == "samples" else None) \
             or len(run.table(name))
         n = f"{n} {name}"
@@ -46,15 +47,18 @@ def report(
     run: str = typer.Argument("latest", help="Run id (or unique prefix/suffix), run directory, or 'latest'."),
     output: Path = typer.Option(None, "--out", "-o", help="Where to write the HTML (default: <run>/report.html)."),
     results: str = typer.Option(None, "--results", help="Results directory (default ./results)."),
+    reanalyze: bool = typer.Option(False, "--reanalyze", help="Recompute the run's analysis.json from its tables "
+                                                             "first (otherwise it is reused when current)."),
 ) -> None:
     """Render a run's self-contained HTML report (plots inline).
 
-    Works on incomplete runs too (reads the journal of a killed run).
+    Works on incomplete runs too (reads the journal of a killed run). Figures come from the
+    run's analysis.json, recomputed when missing or written by an older lbench.
 
     Examples:
       lbench report latest
       lbench report 20261130T120000Z-idle-1a2b --out /tmp/idle.html
     """
     r = open_run(run, paths.results_dir(results))
-    path = render_report(r, output)
+    path = render_report(r, output, reanalyze=reanalyze)
     out.print(f"report: {path}", markup=False)

@@ -5,41 +5,54 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from harness.analysis.swap import summarize_swap
+from harness.analysis.persisted import load_analysis
+from harness.analysis.swap import summary_from_analysis
 from harness.cli.ui import RichReporter, out
 from harness.report.render import render_report
 from harness.runs.swap import execute_swap, prepare_swap
-from harness.spec import SWAP_PATTERNS, SwapSpec
+from harness.engines import registry
+from harness.resources import find_spec
+from harness.spec import SWAP_PATTERNS, SwapSpec, load_swap_spec
+
+
+_D = SwapSpec()  # the defaults live in SwapSpec; the options below only override them
 
 
 def swap(
     model: list[str] = typer.Option(None, "--model", "-m", help="GGUF path or alias; repeat (>= 2). "
-                                                                "Default: tiny-q8, tiny-q4, tiny-f16."),
-    models_max: int = typer.Option(2, "--models-max", help="Router cap on models loaded at once (0 = no cap)."),
-    pattern: str = typer.Option("round-robin", "--pattern", help=f"One of: {', '.join(SWAP_PATTERNS)}."),
-    requests: int = typer.Option(30, "--requests", "-n", help="Request budget."),
+                                                                f"Default: {', '.join(_D.models)}."),
+    models_max: int = typer.Option(None, "--models-max", help="Router cap on models loaded at once (0 = no cap; "
+                                                              f"default {_D.models_max})."),
+    pattern: str = typer.Option(None, "--pattern", help=f"One of: {', '.join(SWAP_PATTERNS)} "
+                                                        f"(default {_D.pattern})."),
+    requests: int = typer.Option(None, "--requests", "-n", help=f"Request budget (default {_D.requests})."),
     duration: float = typer.Option(None, "--duration", help="Stop sending after this many seconds."),
-    concurrency: int = typer.Option(1, "--concurrency", "-c", help="Requests in flight at once."),
-    seed: int = typer.Option(0, "--seed", help="Seed for random patterns."),
-    zipf_s: float = typer.Option(1.1, "--zipf-s", help="Skew of the zipf pattern."),
-    burst_k: int = typer.Option(3, "--burst-k", help="Distinct models per burst (burst pattern)."),
-    n_predict: int = typer.Option(1, "--n-predict", help="Tokens decoded per request."),
+    concurrency: int = typer.Option(None, "--concurrency", "-c", help="Requests in flight at once "
+                                                                      f"(default {_D.concurrency})."),
+    seed: int = typer.Option(None, "--seed", help=f"Seed for random patterns (default {_D.seed})."),
+    zipf_s: float = typer.Option(None, "--zipf-s", help=f"Skew of the zipf pattern (default {_D.zipf_s})."),
+    burst_k: int = typer.Option(None, "--burst-k", help="Distinct models per burst (burst pattern; default "
+                                                        f"{_D.burst_k})."),
+    n_predict: int = typer.Option(None, "--n-predict", help=f"Tokens decoded per request (default {_D.n_predict})."),
     sleep_idle_seconds: str = typer.Option(None, "--sleep-idle-seconds", help="Router --sleep-idle-seconds (>= 1)."),
     stop_timeout: int = typer.Option(None, "--stop-timeout", help="Per-model preset stop-timeout (s; router "
                                                                    "default 10)."),
-    ctx_size: int = typer.Option(512, "--ctx-size", help="Context size of each child."),
+    ctx_size: int = typer.Option(None, "--ctx-size", help=f"Context size of each child (default {_D.ctx_size})."),
     server_arg: list[str] = typer.Option(None, "--server-arg", help="Extra router argument; repeat."),
-    sample_hz: float = typer.Option(100.0, "--sample-hz", help="Process-tree sampling rate."),
-    cache_state: str = typer.Option("as-is", "--cache-state", help="as-is, warm (read every model file in first) "
-                                                                 "or cold (evict a model's file before each request "
-                                                                 "that loads it; Linux)."),
-    reuse_connections: bool = typer.Option(False, "--reuse-connections/--fresh-connections",
+    sample_hz: float = typer.Option(None, "--sample-hz", help="Process-tree sampling rate "
+                                                              f"(default {_D.sample_hz:g} Hz)."),
+    cache_state: str = typer.Option(None, "--cache-state", help="as-is (default), warm (read every model file in "
+                                                                "first) or cold (evict a model's file before each "
+                                                                "request that loads it; Linux)."),
+    reuse_connections: bool = typer.Option(None, "--reuse-connections/--fresh-connections",
                                            help="Reuse keep-alive connections (reproduces the router dropping "
                                                 "them); default: a fresh loopback connection per request."),
-    engine: str = typer.Option("llama-server", "--engine", help="An engine with the swap capability: "
-                                                                "llama-server (router mode) or mlx (mlx_lm.server: "
-                                                                "one model, reloads on demand); see lbench engine "
-                                                                "list."),
+    engine: str = typer.Option(None, "--engine", help="An engine with the swap capability: "
+                                                      "llama-server (router mode, default) or mlx (mlx_lm.server: "
+                                                      "one model, reloads on demand); see lbench engine list."),
+    spec_file: str = typer.Option(None, "--spec", help="Swap spec (TOML), a path or a bundled name (default = "
+                                                       "experiments/swap/default.toml); options given here "
+                                                       "override it."),
     results: str = typer.Option(None, "--results", help="Results directory (default ./results)."),
     llama_server: str = typer.Option(None, "--llama-server", help="Use this llama-server binary."),
     report: bool = typer.Option(True, "--report/--no-report", help="Render the HTML report at the end."),
@@ -58,16 +71,21 @@ def swap(
       lbench swap --pattern burst --burst-k 3 -c 3 -n 60
       lbench swap --pattern zipf --zipf-s 1.3 --duration 120 -n 100000
       lbench swap --engine mlx -m tiny-f16 -m tiny-f16 -n 20   # mlx_lm.server reloads
+      lbench swap --spec experiments/swap/default.toml --pattern zipf   # a spec, one option overridden
     """
-    from harness.engines import registry
-
-    # each engine names the tiny models a bare `lbench swap` uses (mlx: three reloads of one preset)
-    default_models = list(registry.get(engine, "--engine").default_swap_models)
-    spec = SwapSpec(engine=engine, models=model or default_models, models_max=models_max, pattern=pattern, requests=requests,
-                    duration_s=duration, concurrency=concurrency, seed=seed, zipf_s=zipf_s, burst_k=burst_k,
-                    n_predict=n_predict, sleep_idle_seconds=sleep_idle_seconds, stop_timeout_s=stop_timeout,
-                    ctx_size=ctx_size, server_args=server_arg or [], sample_hz=sample_hz,
-                    reuse_connections=reuse_connections, cache_state=cache_state)
+    spec = load_swap_spec(find_spec(spec_file, "swap")) if spec_file else SwapSpec()
+    if engine and not model and not spec_file:
+        # each engine names the tiny models a bare `lbench swap` uses (mlx: three reloads of one preset)
+        model = list(registry.get(engine, "--engine").default_swap_models)
+    overrides = dict(engine=engine, models=model or None, models_max=models_max, pattern=pattern, requests=requests,
+                     duration_s=duration, concurrency=concurrency, seed=seed, zipf_s=zipf_s, burst_k=burst_k,
+                     n_predict=n_predict, sleep_idle_seconds=sleep_idle_seconds, stop_timeout_s=stop_timeout,
+                     ctx_size=ctx_size, server_args=server_arg or None, sample_hz=sample_hz,
+                     reuse_connections=reuse_connections, cache_state=cache_state)
+    for key, value in overrides.items():
+        if value is not None:
+            setattr(spec, key, value)
+    spec.validate(f"{spec_file} + command line" if spec_file else "command line")
     from harness.engines.builds import binaries
 
     servers = [str(b.path) for b in binaries(build, llama_server)] if build else [llama_server]
@@ -85,7 +103,7 @@ def _one_storm(spec, llama_server, results, report) -> bool:
     if report:
         out.print(f"report: {render_report(run)}", markup=False)
     out.print(f"run: {run.run_id} ({run.manifest['status']}) in {run.dir}", markup=False)
-    summary = summarize_swap(run)
+    summary = summary_from_analysis(load_analysis(run))
     table = Table(title=f"swap latency · run {run.run_id}")
     for col in ("class", "n", "p50 ms", "p90 ms", "p99 ms"):
         table.add_column(col, justify="right" if col != "class" else "left")

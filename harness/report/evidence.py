@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import getpass
 import json
-import os
 import re
 import socket
 from pathlib import Path
 
 from harness.analysis import stats
-from harness.analysis.regimes import wake_summary
+from harness.analysis.persisted import load_analysis
+from harness.atomic import atomic_write_text
+from harness import schema
+from harness.kinds import find_kind
 from harness.store import Run
 
 
@@ -44,18 +46,18 @@ class Redactor:
         return text
 
 
-def _idle_section(run: Run, out_dir: Path) -> tuple[str, list[str]]:
+def idle_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[str]]:
+    from harness.analysis.persisted import json_frame
     from harness.report.plots import latency_vs_pause
 
-    samples = run.table("samples")
-    summary = stats.summarize_by_pause(samples)
-    good = stats.measured(samples)
+    summary = json_frame(analysis["summary_latency"])
+    good = stats.measured(run.table("samples"))
     lines, files = [], []
     for (model, setting), g in summary.groupby(["model", "setting"], sort=False):
         first, last = g.iloc[0], g.iloc[-1]
         lines.append(f"- **{model}**, {setting}: median {first['median']:.1f} ms after {first['pause_requested_s']:g} s "
                      f"→ {last['median']:.1f} ms after {last['pause_requested_s']:g} s")
-    wake, per_gb = wake_summary(good, run.manifest.get("models", [])) if not good.empty else ([], [])
+    wake, per_gb = analysis["wake"], analysis["per_gb"]
     for w in wake:
         if w["threshold_s"] is not None:
             lines.append(f"- wake step for {w['model']} / {w['setting']}: from {w['threshold_s']:g} s "
@@ -77,11 +79,11 @@ def _idle_section(run: Run, out_dir: Path) -> tuple[str, list[str]]:
     return "\n".join(lines + [""] + table), files
 
 
-def _swap_section(run: Run, out_dir: Path) -> tuple[str, list[str]]:
-    from harness.analysis.swap import summarize_swap
+def swap_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[str]]:
+    from harness.analysis.swap import summary_from_analysis
     from harness.report.swap import timeline_png
 
-    s = summarize_swap(run)
+    s = summary_from_analysis(analysis)
     lines = [f"- {f}" for f in s.findings]
     table = ["| requests | n | p50 (ms) | p90 (ms) | p99 (ms) |", "|---|---|---|---|---|"]
     for r in s.latency.to_dict("records"):
@@ -92,12 +94,12 @@ def _swap_section(run: Run, out_dir: Path) -> tuple[str, list[str]]:
     return "\n".join(lines + [""] + table), [name]
 
 
-def _repro_section(run: Run, out_dir: Path) -> tuple[str, list[str]]:
+def repro_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[str]]:
     """Per claim: verdict, plain reason, expected vs observed, model provenance, source reference,
     the standalone shell recipe (no lbench needed) and the raw logs' paths."""
     v = run.table("verdicts")
     table = ["| claim | verdict | measured / why |", "|---|---|---|"]
-    records = v.to_dict("records") if not v.empty else []
+    records = schema.records(v)
     for r in records:
         verdict = r["verdict"] + (f" ({r['cause']})" if r.get("cause") else "")
         table.append(f"| {r['claim_id']} | {verdict} | {str(r['reason']).replace('|', '/')} |")
@@ -136,9 +138,8 @@ def _summary_line(run: Run) -> str:
     host = m.get("host", {})
     engine = m.get("engine", {})
     where = f"{host.get('cpu_model', '?')} · {host.get('os', '?')} · llama-server build {engine.get('build_number')}"
-    kind = m.get("kind")
-    what = {"idle": "idle-wake sweep", "calibrate": "harness calibration", "swap": "router swap storm",
-            "repro": "claim reproductions"}.get(kind, kind)
+    kind = find_kind(m.get("kind"))
+    what = kind.title if kind is not None else m.get("kind")
     return f"**{what}** of {models or 'the engine'} on {where} (run `{run.run_id}`, {m.get('status')})"
 
 
@@ -148,9 +149,8 @@ def write_evidence(runs: list[Run], out_dir: Path, *, redact: bool = True) -> Pa
     red = Redactor(redact, [h for h in hosts if h])
     parts: list[str] = []
     for run in runs:
-        kind = run.manifest.get("kind")
-        section, files = {"idle": _idle_section, "calibrate": _idle_section, "swap": _swap_section,
-                          "repro": _repro_section}.get(kind, lambda r, d: ("", []))(run, out_dir)
+        kind = find_kind(run.manifest.get("kind"))
+        section, files = kind.part("evidence_section")(run, load_analysis(run), out_dir) if kind else ("", [])
         synthetic = [m for m in run.manifest.get("models", []) if m.get("synthetic")]
         parts += [_summary_line(run), ""]
         if synthetic:
@@ -166,7 +166,4 @@ def write_evidence(runs: list[Run], out_dir: Path, *, redact: bool = True) -> Pa
                   "```", "", "</details>", ""]
     text = red("\n".join(parts))
     path = out_dir / "evidence.md"
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-    return path
+    return atomic_write_text(path, text)

@@ -1,123 +1,22 @@
 """Render a run into one self-contained HTML file (plots inline as PNG data URIs).
 
-Templates live in ``reports/templates/``; autoescaping is on, so every
-user-controlled string (model names, paths, command lines, error bodies) is escaped.
+Templates live in ``reports/templates/`` (found through ``harness.resources``); each kind
+of run has its own context module (``report/idle.py``, ``report/swap.py``, ``report/repro.py``).
 """
 
 from __future__ import annotations
 
-import base64
-import os
 from pathlib import Path
 
-import jinja2
-
-from harness import resources
-from harness.analysis import stats
-from harness.analysis.regimes import wake_summary
-from harness.engines import registry
-from harness.errors import BadInput
-from harness.probes.host import virtual_mac_warning
-from harness.report import plots
+from harness.analysis.persisted import load_analysis
+from harness.kinds import get_kind
+from harness.report.html import write_page
 from harness.store import Run
 
 
-
-def environment() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(resources.templates_dir())),
-                             autoescape=jinja2.select_autoescape(default=True, default_for_string=True),
-                             undefined=jinja2.StrictUndefined)
-    env.filters["ms"] = lambda v: "–" if v is None or v != v else f"{v:,.2f}"
-    env.filters["gb"] = lambda v: "–" if v is None else f"{v / 1e9:,.2f} GB"
-    return env
-
-
-def _data_uri(png: bytes) -> str:
-    return "data:image/png;base64," + base64.b64encode(png).decode()
-
-
-def idle_context(run: Run) -> dict:
-    samples = run.table("samples")
-    summary = stats.summarize_by_pause(samples, "latency_ms")
-    good = stats.measured(samples)
-    models = run.manifest.get("models", [])
-    figures = []
-    for model in dict.fromkeys(good["model"]) if not good.empty else []:
-        figures.append({
-            "model": model,
-            "latency": _data_uri(plots.latency_vs_pause(good, summary, model, run.run_id)),
-            "server": _data_uri(plots.latency_vs_pause(
-                good, stats.summarize_by_pause(samples, "server_prompt_ms"), model, run.run_id,
-                value="server_prompt_ms", ylabel="server prompt_ms (one token)")),
-        })
-    tables = []
-    for (model, setting), g in summary.groupby(["model", "setting"], sort=False):
-        tables.append({"model": model, "setting": setting, "rows": g.to_dict("records")})
-    errors = samples[samples["error"].notna()] if not samples.empty and "error" in samples else samples.iloc[0:0]
-    wake = wake_summary(good, models) if not good.empty else ([], [])
-    overhead = good["overhead_ms"].dropna() if not good.empty else []
-    pause_err = (good["pause_actual_s"] - good["pause_requested_s"]).abs() * 1000 if not good.empty else []
-    return {
-        "run": run.manifest,
-        "run_id": run.run_id,
-        "incomplete": not run.complete,
-        "models": models,
-        "synthetic": [m for m in models if m.get("synthetic")],
-        "cells": run.manifest.get("cells", []),
-        "figures": figures,
-        "tables": tables,
-        "errors": errors.head(50).to_dict("records"),
-        "n_errors": int(len(errors)),
-        "n_measured": int(len(good)),
-        "harness": {
-            "overhead_p50_ms": stats.percentile(overhead, 50),
-            "overhead_p99_ms": stats.percentile(overhead, 99),
-            "pause_error_p99_ms": stats.percentile(pause_err, 99),
-        },
-        "host": run.manifest.get("host", {}),
-        "engine": run.manifest.get("engine", {}),
-        "virtual_warning": virtual_mac_warning(run.manifest.get("host", {})),
-        "wake": wake[0], "per_gb": wake[1],
-        "cross_check": cross_check(samples),
-    }
-
-
-def cross_check(samples) -> list[dict]:
-    """Per model and pause: lbench through HTTP vs llama-idle in-process, ratio of medians."""
-    good = stats.measured(samples)
-    if good.empty or "engine" not in good or good["engine"].nunique() < 2:
-        return []
-    rows = []
-    pairs = [(k.pairs_with, k.name) for k in registry.all_kinds() if k.can("cross_check")]
-    for (model, g), (server_name, idle_name) in ((mg, pair) for mg in good.groupby("model") for pair in pairs):
-        server = g[g["engine"] == server_name]
-        idle = g[g["engine"] == idle_name]
-        for pause in sorted(set(idle["pause_requested_s"]) & set(server["pause_requested_s"])):
-            s_lat = float(server[server["pause_requested_s"] == pause]["latency_ms"].median())
-            s_srv = float(server[server["pause_requested_s"] == pause]["server_prompt_ms"].median())
-            i_lat = float(idle[idle["pause_requested_s"] == pause]["latency_ms"].median())
-            rows.append({"model": model, "pause_s": pause, "http_latency_ms": s_lat, "server_prompt_ms": s_srv,
-                         "llama_idle_ms": i_lat, "ratio_http": s_lat / i_lat if i_lat else float("nan"),
-                         "ratio_server": s_srv / i_lat if i_lat else float("nan")})
-    return rows
-
-
-def render_report(run: Run, out: Path | None = None) -> Path:
-    kind = run.manifest.get("kind")
-    if kind in ("idle", "calibrate"):
-        html = environment().get_template("idle.html.j2").render(**idle_context(run))
-    elif kind == "repro":
-        from harness.report.repro import repro_context
-
-        html = environment().get_template("repro.html.j2").render(**repro_context(run))
-    elif kind == "swap":
-        from harness.report.swap import swap_context
-
-        html = environment().get_template("swap.html.j2").render(**swap_context(run))
-    else:
-        raise BadInput(f"no report template for run kind {kind!r}", where=str(run.dir))
-    out = out or run.dir / "report.html"
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(html)
-    os.replace(tmp, out)
-    return out
+def render_report(run: Run, out: Path | None = None, *, reanalyze: bool = False) -> Path:
+    """The run's report.html, from its analysis.json (recomputed only when missing, stale or asked)."""
+    kind = get_kind(run.manifest.get("kind"), where=str(run.dir))
+    analysis = load_analysis(run, reanalyze=reanalyze)
+    context = kind.part("report_context")(run, analysis)
+    return write_page(kind.template, context, out or run.dir / "report.html")

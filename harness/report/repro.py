@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import json
 
+from harness.schema import records
 from harness.store import Run
 
 
-def repro_context(run: Run) -> dict:
+def repro_context(run: Run, analysis: dict) -> dict:
     verdicts = run.table("verdicts")
     rows = []
-    for r in verdicts.to_dict("records") if not verdicts.empty else []:
+    for r in records(verdicts):
         base = run.dir / r["evidence_dir"]
         files = sorted(str(p.relative_to(base)) for p in base.rglob("*") if p.is_file())
         rows.append({**r, "figures": json.loads(r["figures"] or "{}"), "evidence": json.loads(r["evidence"] or "[]"),
                      "notes": json.loads(r["notes"] or "[]"), "files": files})
-    counts: dict[str, int] = {}
-    for r in rows:
-        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    counts = analysis["counts"]
     return {"run": run.manifest, "run_id": run.run_id, "incomplete": not run.complete, "rows": rows,
             "counts": counts, "host": run.manifest.get("host", {}), "engine": run.manifest.get("engine", {})}

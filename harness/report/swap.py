@@ -7,8 +7,10 @@ import math
 import numpy as np
 import pandas as pd
 
-from harness.analysis.swap import PHASES, stop_steps, summarize_swap
+from harness.analysis.swap import PHASES, stop_steps, summary_from_analysis, warm_mask
+from harness.report.html import data_uri
 from harness.report.plots import figure_png, plt
+from harness.schema import records
 from harness.store import Run
 
 SPAN_COLOURS = {"loading": "#f0a030", "loaded": "#3a7dc9", "stopping": "#c94a3a"}
@@ -85,8 +87,8 @@ def timeline_png(run: Run, events: pd.DataFrame, memory: pd.DataFrame, requests:
 def cdf_png(run: Run, requests: pd.DataFrame) -> bytes:
     fig, ax = plt.subplots(figsize=(7, 3.6))
     ok = requests[requests["error"].isna()] if not requests.empty else requests
-    for label, sel, colour in (("warm (resident)", ok[ok["resident_at_send"] == True], "#3a7dc9"),  # noqa: E712
-                               ("cold (not resident)", ok[ok["resident_at_send"] != True], "#c94a3a")):  # noqa: E712
+    for label, sel, colour in (("warm (resident)", ok[warm_mask(ok)], "#3a7dc9"),
+                               ("cold (not resident)", ok[~warm_mask(ok)], "#c94a3a")):
         x = np.sort(sel["latency_ms"].dropna().to_numpy(dtype=float))
         if x.size:
             ax.step(x, np.arange(1, x.size + 1) / x.size, where="post", label=f"{label}, n={x.size}", color=colour)
@@ -100,16 +102,9 @@ def cdf_png(run: Run, requests: pd.DataFrame) -> bytes:
     return figure_png(fig)
 
 
-def swap_context(run: Run) -> dict:
-    from harness.report.render import _data_uri
-
-    summary = summarize_swap(run)
+def swap_context(run: Run, analysis: dict) -> dict:
+    summary = summary_from_analysis(analysis)
     requests, events, memory = run.table("requests"), run.table("events"), run.table("memory")
-    for frame, cols in ((requests, ["error", "resident_at_send", "latency_ms", "t_send_s", "model"]),
-                        (events, ["t_s", "kind", "model"]), (memory, ["t_s", "rss_total_bytes", "children_alive"])):
-        for c in cols:
-            if c not in frame:
-                frame[c] = pd.Series(dtype="object")
     models_max = int(run.manifest.get("config", {}).get("models_max", 0))
     phases = []
     if not summary.swaps.empty:
@@ -125,12 +120,12 @@ def swap_context(run: Run) -> dict:
         "synthetic": [m for m in run.manifest.get("models", []) if m.get("synthetic")],
         "findings": summary.findings, "figures": summary.figures,
         "latency": summary.latency.to_dict("records"), "phases": phases,
-        "swaps": summary.swaps.head(200).to_dict("records"),
+        "swaps": records(summary.swaps.head(200)),
         "lru_mismatches": summary.lru[summary.lru["match"] == False].to_dict("records")  # noqa: E712
         if not summary.lru.empty else [],
-        "errors": errors.head(50).to_dict("records"), "n_errors": int(len(errors)),
-        "cdf": _data_uri(cdf_png(run, requests)),
-        "timeline": _data_uri(timeline_png(run, events, memory, requests, models_max)),
+        "errors": records(errors.head(50)), "n_errors": int(len(errors)),
+        "cdf": data_uri(cdf_png(run, requests)),
+        "timeline": data_uri(timeline_png(run, events, memory, requests, models_max)),
         "host": run.manifest.get("host", {}), "engine": run.manifest.get("engine", {}),
         "router": run.manifest.get("router", {}), "sampler": run.manifest.get("sampler", {}),
     }

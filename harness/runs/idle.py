@@ -15,6 +15,8 @@ from collections.abc import Callable
 from typing import Protocol
 
 from harness import paths
+from harness.analysis.persisted import analyze_finished
+from harness.kinds import get_kind
 from harness.engines import llama_idle
 from harness.engines import registry
 from harness.engines.base import Setting
@@ -183,7 +185,11 @@ def execute_idle(prep: PreparedIdle, reporter: Reporter = QuietReporter(), *, ex
         _execute_cells(prep, writer, reporter, failures, quality_before)
     finally:
         restore_client()
-    return open_run(writer.dir, prep.results_root)
+    run = open_run(writer.dir, prep.results_root)
+    error = analyze_finished(run)  # analysis.json, read by the CLI, report and evidence
+    if error:
+        reporter.message(f"analysis failed ({error}); the samples are kept")
+    return run
 
 
 def _execute_cells(prep: PreparedIdle, writer: RunWriter, reporter: Reporter, failures: list[str],
@@ -333,7 +339,7 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
                 totals = run_idle_sweep(server, spec.pauses_s, reps=spec.reps, seed=spec.seed, warmup=spec.warmup,
                                         shuffle=spec.shuffle, emit=emit, on_progress=reporter.advance,
                                         probe=combine(probes), alive=_death_of(server))
-                if prep.kind == "calibrate":  # the HTTP floor after the same pauses, for the decomposition
+                if "http_floor" in get_kind(prep.kind).features:  # the floor after the same pauses (calibrate)
                     run_floor_block(server, sorted(set(spec.pauses_s)), spec.reps, emit)
             cell["sweep_wall_s"] = totals.wall_s
             denominator = totals.sum_pause_requested_s + totals.sum_server_ms / 1000.0

@@ -14,6 +14,7 @@ import traceback
 from functools import lru_cache
 
 from harness import paths
+from harness.analysis.persisted import analyze_finished
 from harness.engines import provision
 from harness.engines.llama_server import Binary
 from harness.models.resolve import resolve
@@ -139,4 +140,6 @@ def execute_repro(claims: list[ClaimSpec], binary: Binary, *, results: str | Non
         raise
     finally:
         writer.finish(status)
-    return open_run(writer.dir, paths.results_dir(results))
+    run = open_run(writer.dir, paths.results_dir(results))
+    analyze_finished(run)  # analysis.json; a failure leaves readers to recompute
+    return run

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import paths
-from harness.analysis.swap import summarize_swap
+from harness.analysis.persisted import analyze_finished, load_analysis
 from harness.engines.llama_server import Binary, locate
 from harness.engines import registry
 from harness.engines.registry import EngineKind, EngineOptions
@@ -156,11 +156,10 @@ def execute_swap(prep: PreparedSwap, reporter: Reporter = QuietReporter()) -> Ru
                 writer.manifest["sampler"] = session.sampler_summary
             writer.finish(ended, reason)
             run = open_run(writer.dir, prep.results_root)
-            try:
-                run.manifest["findings"] = summarize_swap(run).findings
-                writer.manifest["findings"] = run.manifest["findings"]
-                writer.save_manifest()
-            except Exception as exc:  # analysis must never lose the data
-                writer.manifest["analysis_error"] = f"{type(exc).__name__}: {exc}"
-                writer.save_manifest()
+            error = analyze_finished(run)  # analysis.json: summarize_swap runs once per run
+            if error is None:
+                writer.manifest["findings"] = load_analysis(run)["findings"]
+            else:
+                writer.manifest["analysis_error"] = error
+            writer.save_manifest()
     return open_run(writer.dir, prep.results_root)

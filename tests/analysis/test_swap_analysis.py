@@ -67,3 +67,15 @@ def test_time_above_cap():
     m = pd.DataFrame({"t_s": [0.0, 0.1, 0.2, 0.3], "children_alive": [1, 3, 3, 1]})
     assert time_above_cap_s(m, 2) == pytest.approx(0.2)
     assert time_above_cap_s(m, 0) == 0.0
+
+
+def test_swap_summary_round_trips_through_analysis_json(tmp_path):
+    from harness.analysis.persisted import load_analysis
+    from harness.analysis.swap import summary_from_analysis
+
+    run = make_run(tmp_path, memory_children=[0, 1, 1, 1, 0, 1])
+    direct = summarize_swap(run)
+    stored = summary_from_analysis(load_analysis(run))
+    assert stored.findings == direct.findings and stored.figures == direct.figures
+    assert stored.latency.to_dict("records") == direct.latency.to_dict("records")
+    assert list(stored.swaps["model"]) == list(direct.swaps["model"])

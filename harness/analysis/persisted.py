@@ -1,0 +1,118 @@
+"""A run's analysis, computed once and kept with the run as ``analysis.json``.
+
+``analysis.json`` holds what the CLI, the report and the evidence say about one run
+(per-pause summaries and wake steps for idle runs, latency classes, swap phases and
+findings for swap runs, verdict counts for repro runs), with its own
+``schema_version`` (``ANALYSIS_VERSION``).  Executors write it when a run ends;
+readers call ``load_analysis``, which recomputes only when the file is missing, older
+than this lbench's version, written while the run had another status, or when asked
+(``reanalyze=True``, the CLI's ``--reanalyze``).  Raw tables stay the source of truth:
+deleting ``analysis.json`` loses nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+from harness import __version__
+from harness.atomic import atomic_write_text
+from harness.store import Run, utc_now
+
+ANALYSIS_FILE = "analysis.json"
+ANALYSIS_VERSION = 1  # bump when the content changes: older files are recomputed on read
+
+
+def jsonable(value):
+    """Plain JSON types: numpy scalars -> Python, NA/NaT -> None, tuples -> lists (NaN stays NaN)."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return [jsonable(v) for v in value.tolist()]
+    if isinstance(value, np.generic):
+        return value.item()
+    if value is pd.NA or value is pd.NaT:
+        return None
+    if isinstance(value, pd.Timestamp):
+        return value.isoformat()
+    return value
+
+
+def frame_json(frame: pd.DataFrame) -> dict:
+    return {"columns": [str(c) for c in frame.columns], "records": jsonable(frame.to_dict("records"))}
+
+
+def json_frame(data: dict) -> pd.DataFrame:
+    return pd.DataFrame(data.get("records", []), columns=data.get("columns"))
+
+
+def _summarizer(kind: str) -> Callable[[Run], dict] | None:
+    from harness.kinds import find_kind
+
+    k = find_kind(kind)
+    return k.summarizer_fn() if k is not None else None
+
+
+def analyze(run: Run) -> dict:
+    """Compute the run's analysis from its tables (no file is read but the run's own)."""
+    kind = run.manifest.get("kind")
+    summarizer = _summarizer(kind)
+    content = summarizer(run) if summarizer is not None else {}
+    return {"schema_version": ANALYSIS_VERSION, "run_id": run.run_id, "kind": kind,
+            "run_status": run.manifest.get("status"), "rows": run.manifest.get("rows"),
+            "lbench_version": __version__, "analyzed_at": utc_now(), **jsonable(content)}
+
+
+def write_analysis(run: Run) -> dict:
+    analysis = analyze(run)
+    atomic_write_text(run.dir / ANALYSIS_FILE, json.dumps(analysis, indent=1, default=str))
+    return analysis
+
+
+def read_analysis(run: Run) -> dict | None:
+    """The stored analysis if it is current for this run; None when it must be recomputed."""
+    try:
+        data = json.loads((run.dir / ANALYSIS_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("schema_version") != ANALYSIS_VERSION:
+        return None  # older: recompute; newer: this lbench cannot read it, recompute without overwriting
+    if data.get("run_status") != run.manifest.get("status") or data.get("rows") != run.manifest.get("rows"):
+        return None  # written before the run ended (or the run was touched since)
+    return data
+
+
+def load_analysis(run: Run, *, reanalyze: bool = False) -> dict:
+    """The run's analysis: read from analysis.json, else computed (and saved unless the run is still running)."""
+    if not reanalyze:
+        stored = read_analysis(run)
+        if stored is not None:
+            return stored
+    if run.manifest.get("status") == "running" or _newer_on_disk(run):
+        return analyze(run)
+    try:
+        return write_analysis(run)
+    except OSError:  # a read-only results folder still gets its report
+        return analyze(run)
+
+
+def _newer_on_disk(run: Run) -> bool:
+    try:
+        version = json.loads((run.dir / ANALYSIS_FILE).read_text()).get("schema_version")
+    except (OSError, ValueError, AttributeError):
+        return False
+    return isinstance(version, int) and version > ANALYSIS_VERSION
+
+
+def analyze_finished(run: Run) -> str | None:
+    """Write analysis.json for a run that just ended; the error text if the analysis failed (the data stays)."""
+    try:
+        write_analysis(run)
+    except Exception as exc:  # analysis must never lose the data: readers recompute (and report) later
+        return f"{type(exc).__name__}: {exc}"
+    return None

@@ -1,0 +1,34 @@
+"""The HTML side of reports: the Jinja environment, inline PNGs, and writing a page atomically.
+
+Templates are found through ``harness.resources``; autoescaping is on, so every
+user-controlled string (model names, paths, command lines, error bodies) is escaped.
+Every report module imports from here; none imports another report module's helpers.
+"""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import jinja2
+
+from harness import resources
+from harness.atomic import atomic_write_text
+
+
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(resources.templates_dir())),
+                             autoescape=jinja2.select_autoescape(default=True, default_for_string=True),
+                             undefined=jinja2.StrictUndefined)
+    env.filters["ms"] = lambda v: "–" if v is None or v != v else f"{v:,.2f}"
+    env.filters["gb"] = lambda v: "–" if v is None else f"{v / 1e9:,.2f} GB"
+    return env
+
+
+def data_uri(png: bytes) -> str:
+    return "data:image/png;base64," + base64.b64encode(png).decode()
+
+
+def write_page(template: str, context: dict, out: Path) -> Path:
+    """Render ``template`` with ``context`` into ``out`` (temp file + rename: never half a page)."""
+    return atomic_write_text(out, environment().get_template(template).render(**context))

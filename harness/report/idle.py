@@ -1,0 +1,50 @@
+"""Context for an idle or calibrate run's report: figures from analysis.json, plots from the samples."""
+
+from __future__ import annotations
+
+from harness.analysis import stats
+from harness.analysis.persisted import json_frame
+from harness.probes.host import virtual_mac_warning
+from harness.report import plots
+from harness.report.html import data_uri
+from harness.store import Run
+
+
+def idle_context(run: Run, analysis: dict) -> dict:
+    samples = run.table("samples")
+    summary = json_frame(analysis["summary_latency"])
+    server_summary = json_frame(analysis["summary_server"])
+    good = stats.measured(samples)
+    models = run.manifest.get("models", [])
+    figures = []
+    for model in dict.fromkeys(good["model"]) if not good.empty else []:
+        figures.append({
+            "model": model,
+            "latency": data_uri(plots.latency_vs_pause(good, summary, model, run.run_id)),
+            "server": data_uri(plots.latency_vs_pause(good, server_summary, model, run.run_id,
+                                                      value="server_prompt_ms",
+                                                      ylabel="server prompt_ms (one token)")),
+        })
+    tables = []
+    for (model, setting), g in summary.groupby(["model", "setting"], sort=False):
+        tables.append({"model": model, "setting": setting, "rows": g.to_dict("records")})
+    errors = samples[samples["error"].notna()] if not samples.empty else samples.iloc[0:0]
+    return {
+        "run": run.manifest,
+        "run_id": run.run_id,
+        "incomplete": not run.complete,
+        "models": models,
+        "synthetic": [m for m in models if m.get("synthetic")],
+        "cells": run.manifest.get("cells", []),
+        "figures": figures,
+        "tables": tables,
+        "errors": errors.head(50).to_dict("records"),
+        "n_errors": int(analysis["n_errors"]),
+        "n_measured": int(analysis["n_measured"]),
+        "harness": analysis["harness"],
+        "host": run.manifest.get("host", {}),
+        "engine": run.manifest.get("engine", {}),
+        "virtual_warning": virtual_mac_warning(run.manifest.get("host", {})),
+        "wake": analysis["wake"], "per_gb": analysis["per_gb"],
+        "cross_check": analysis["cross_check"],
+    }
