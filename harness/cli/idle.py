@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
 import typer
 from rich.table import Table
 
-from harness.analysis import stats
+from harness.cli.options import Builds, LlamaServer, Report, ResultsDir, default
 from harness.cli.ui import RichReporter, console, out
-from harness.report.render import render_report
-from harness.runs.idle import execute_idle, prepare_idle
 from harness.spec import DEFAULT_MODEL, IdleSpec, load_spec, parse_pauses
-from harness.store import Run
+
+if TYPE_CHECKING:  # heavy modules are imported where used, so `lbench --help` starts at once
+    import pandas as pd
+
+    from harness.store import Run
 
 
 def _split(values: list[str] | None) -> list[str] | None:
@@ -33,6 +34,8 @@ def build_spec(spec_file: Path | None, **overrides) -> IdleSpec:
 
 
 def _summary_table(run: Run) -> Table:
+    from harness.analysis import stats
+
     summary = stats.summarize_by_pause(run.table("samples"))
     table = Table(title=f"median client latency (ms) · run {run.run_id}")
     table.add_column("pause (s)", justify="right")
@@ -52,6 +55,9 @@ def _summary_table(run: Run) -> Table:
 
 def _run(spec: IdleSpec, llama_server: str | None, results: str | None, kind: str, report: bool,
          llama_idle_path: str | None = None, engine_options: dict | None = None) -> Run:
+    from harness.report.render import render_report
+    from harness.runs.idle import execute_idle, prepare_idle
+
     with RichReporter() as reporter:
         prep = prepare_idle(spec, llama_server=llama_server, results=results, reporter=reporter, kind=kind,
                             llama_idle_path=llama_idle_path, engine_options=engine_options)
@@ -69,6 +75,7 @@ def _run(spec: IdleSpec, llama_server: str | None, results: str | None, kind: st
 
 def findings(run: Run) -> list[str]:
     """The run's findings in plain sentences: wake step (shape chosen by BIC) or none, per cell."""
+    from harness.analysis import stats
     from harness.analysis.regimes import shape_all
 
     good = stats.measured(run.table("samples"))
@@ -93,9 +100,12 @@ def idle(
                                          "(synthetic, generated on first use)."),
     pauses: str = typer.Option(None, "--pauses", help="Seconds: '0,0.5,1.2' or 'start:stop:step'. "
                                                      "Default: 0-4 s, dense around 0.6-1.6 s."),
-    reps: int = typer.Option(None, "--reps", help="Repetitions of the pause grid (default 5)."),
-    warmup: int = typer.Option(None, "--warmup", help="Unmeasured warm-up requests (default 3)."),
-    seed: int = typer.Option(None, "--seed", help="Seed for the pause order (default 0)."),
+    reps: int = typer.Option(None, "--reps",
+                                    help=f"Repetitions of the pause grid (default {default(IdleSpec, 'reps')})."),
+    warmup: int = typer.Option(None, "--warmup",
+                                    help=f"Unmeasured warm-up requests (default {default(IdleSpec, 'warmup')})."),
+    seed: int = typer.Option(None, "--seed",
+                                    help=f"Seed for the pause order (default {default(IdleSpec, 'seed')})."),
     keep_alive: list[str] = typer.Option(None, "--keep-alive",
                                          help="Metal residency: default, none (GGML_METAL_NO_RESIDENCY=1), or "
                                               "seconds (GGML_METAL_RESIDENCY_KEEP_ALIVE_S). Repeat or comma-list."),
@@ -115,16 +125,15 @@ def idle(
     prompt_cache_size: int = typer.Option(None, "--prompt-cache-size", help="mlx_lm.server --prompt-cache-size "
                                                                             "(0 turns its prefix cache off)."),
     llama_idle_path: str = typer.Option(None, "--llama-idle", help="Use this llama-idle binary."),
-    ctx_size: int = typer.Option(None, "--ctx-size", help="Server context size (default 2048)."),
+    ctx_size: int = typer.Option(None, "--ctx-size",
+                                    help=f"Server context size (default {default(IdleSpec, 'ctx_size')})."),
     server_arg: list[str] = typer.Option(None, "--server-arg", help="Extra llama-server argument; repeat."),
     spec_file: Path = typer.Option(None, "--spec", help="Experiment spec (TOML), e.g. experiments/idle/*.toml; "
                                                        "options given here override it."),
-    results: str = typer.Option(None, "--results", help="Results directory (default ./results or "
-                                                        "$LBENCH_RESULTS_DIR)."),
-    llama_server: str = typer.Option(None, "--llama-server", help="Use this llama-server binary."),
-    report: bool = typer.Option(True, "--report/--no-report", help="Render the HTML report at the end."),
-    build: list[int] = typer.Option(None, "--build", help="llama.cpp build from the cache (repeat: one run per "
-                                                          "build; see lbench engine list)."),
+    results: ResultsDir = None,
+    llama_server: LlamaServer = None,
+    report: Report = True,
+    build: Builds = None,
     threads: list[str] = typer.Option(None, "--threads", help="CPU wake axis: llama-server -t/-tb (or default). "
                                                            "Repeat or comma-list."),
     poll: list[str] = typer.Option(None, "--poll", help="CPU wake axis: llama-server --poll 0-100 (no effect in "
@@ -141,7 +150,8 @@ def idle(
     match: str = typer.Option(None, "--match", help="llama-idle: the server does llama-idle's work (4 threads, "
                                                    "n_ctx 512, BOS at position 0, greedy)."),
     self_check: int = typer.Option(None, "--self-check", help="Back-to-back calibration requests at the start "
-                                                             "of every cell (default 10; 0 = off)."),
+                                                             f"of every cell (default {default(IdleSpec, 'self_check')}; "
+                                                             "0 = off)."),
     client_cpus: str = typer.Option(None, "--client-cpus", help="Opt-in: pin lbench itself to these CPUs "
                                                                "(recorded)."),
     client_nice: int = typer.Option(None, "--client-nice", help="Opt-in: nice value for lbench itself (recorded)."),
@@ -228,6 +238,11 @@ def calibration_figures(run: Run) -> dict[str, float]:
     are still waking up (its prompt_ms is slow in the very same samples, in
     kernel-tick steps); those are reported separately, as information.
     """
+    import numpy as np
+    import pandas as pd
+
+    from harness.analysis import stats
+
     good = stats.measured(run.table("samples")).sort_values(["cell", "seq"])
     since_pause = []
     count = 0
@@ -261,6 +276,8 @@ def calibration_figures(run: Run) -> dict[str, float]:
 def floor_figures(samples: pd.DataFrame, overhead_b2b: pd.Series, overhead_after: pd.Series) -> dict[str, float]:
     """harness cost = client latency - server time - HTTP floor (GET /health on the same connection,
     timed the same way), back to back and after pauses."""
+    from harness.analysis import stats
+
     nan = float("nan")
     if "phase" not in samples or not samples["phase"].eq("floor-http").any():
         return {k: nan for k in ("floor_p50_ms", "floor_p99_ms", "floor_after_pause_p50_ms",
@@ -284,8 +301,8 @@ def floor_figures(samples: pd.DataFrame, overhead_b2b: pd.Series, overhead_after
 def calibrate(
     model: str = typer.Option("tiny-q8", "--model", "-m", help="Model (a tiny one isolates the harness)."),
     reps: int = typer.Option(10, "--reps", help="Repetitions of the block (30 back-to-back + 5 short pauses)."),
-    results: str = typer.Option(None, "--results", help="Results directory."),
-    llama_server: str = typer.Option(None, "--llama-server", help="Use this llama-server binary."),
+    results: ResultsDir = None,
+    llama_server: LlamaServer = None,
     client_cpus: str = typer.Option(None, "--client-cpus", help="Opt-in: pin lbench itself to these CPUs."),
     client_nice: int = typer.Option(None, "--client-nice", help="Opt-in: nice value for lbench itself."),
     client_spin: bool = typer.Option(False, "--client-spin/--no-client-spin",

@@ -5,44 +5,45 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from harness.analysis.swap import summarize_swap
+from harness.cli.options import Builds, LlamaServer, Report, ResultsDir, default
 from harness.cli.ui import RichReporter, out
-from harness.report.render import render_report
-from harness.runs.swap import execute_swap, prepare_swap
 from harness.spec import SWAP_PATTERNS, SwapSpec
+
+D = lambda name: default(SwapSpec, name)  # noqa: E731  (defaults live in SwapSpec only)
 
 
 def swap(
     model: list[str] = typer.Option(None, "--model", "-m", help="GGUF path or alias; repeat (>= 2). "
-                                                                "Default: tiny-q8, tiny-q4, tiny-f16."),
-    models_max: int = typer.Option(2, "--models-max", help="Router cap on models loaded at once (0 = no cap)."),
-    pattern: str = typer.Option("round-robin", "--pattern", help=f"One of: {', '.join(SWAP_PATTERNS)}."),
-    requests: int = typer.Option(30, "--requests", "-n", help="Request budget."),
+                                                                f"Default: {', '.join(D('models'))}."),
+    models_max: int = typer.Option(D("models_max"), "--models-max",
+                                   help="Router cap on models loaded at once (0 = no cap)."),
+    pattern: str = typer.Option(D("pattern"), "--pattern", help=f"One of: {', '.join(SWAP_PATTERNS)}."),
+    requests: int = typer.Option(D("requests"), "--requests", "-n", help="Request budget."),
     duration: float = typer.Option(None, "--duration", help="Stop sending after this many seconds."),
-    concurrency: int = typer.Option(1, "--concurrency", "-c", help="Requests in flight at once."),
-    seed: int = typer.Option(0, "--seed", help="Seed for random patterns."),
-    zipf_s: float = typer.Option(1.1, "--zipf-s", help="Skew of the zipf pattern."),
-    burst_k: int = typer.Option(3, "--burst-k", help="Distinct models per burst (burst pattern)."),
-    n_predict: int = typer.Option(1, "--n-predict", help="Tokens decoded per request."),
+    concurrency: int = typer.Option(D("concurrency"), "--concurrency", "-c", help="Requests in flight at once."),
+    seed: int = typer.Option(D("seed"), "--seed", help="Seed for random patterns."),
+    zipf_s: float = typer.Option(D("zipf_s"), "--zipf-s", help="Skew of the zipf pattern."),
+    burst_k: int = typer.Option(D("burst_k"), "--burst-k", help="Distinct models per burst (burst pattern)."),
+    n_predict: int = typer.Option(D("n_predict"), "--n-predict", help="Tokens decoded per request."),
     sleep_idle_seconds: str = typer.Option(None, "--sleep-idle-seconds", help="Router --sleep-idle-seconds (>= 1)."),
     stop_timeout: int = typer.Option(None, "--stop-timeout", help="Per-model preset stop-timeout (s; router "
                                                                    "default 10)."),
-    ctx_size: int = typer.Option(512, "--ctx-size", help="Context size of each child."),
+    ctx_size: int = typer.Option(D("ctx_size"), "--ctx-size", help="Context size of each child."),
     server_arg: list[str] = typer.Option(None, "--server-arg", help="Extra router argument; repeat."),
-    sample_hz: float = typer.Option(100.0, "--sample-hz", help="Process-tree sampling rate."),
-    cache_state: str = typer.Option("as-is", "--cache-state", help="as-is, warm (read every model file in first) "
+    sample_hz: float = typer.Option(D("sample_hz"), "--sample-hz", help="Process-tree sampling rate."),
+    cache_state: str = typer.Option(D("cache_state"), "--cache-state",
+                                    help="as-is, warm (read every model file in first) "
                                                                  "or cold (evict a model's file before each request "
                                                                  "that loads it; Linux)."),
-    reuse_connections: bool = typer.Option(False, "--reuse-connections/--fresh-connections",
+    reuse_connections: bool = typer.Option(D("reuse_connections"), "--reuse-connections/--fresh-connections",
                                            help="Reuse keep-alive connections (reproduces the router dropping "
                                                 "them); default: a fresh loopback connection per request."),
-    engine: str = typer.Option("llama-server", "--engine", help="llama-server (router mode) or mlx "
+    engine: str = typer.Option(D("engine"), "--engine", help="llama-server (router mode) or mlx "
                                                                 "(mlx_lm.server: one model, reloads on demand)."),
-    results: str = typer.Option(None, "--results", help="Results directory (default ./results)."),
-    llama_server: str = typer.Option(None, "--llama-server", help="Use this llama-server binary."),
-    report: bool = typer.Option(True, "--report/--no-report", help="Render the HTML report at the end."),
-    build: list[int] = typer.Option(None, "--build", help="llama.cpp build from the cache (repeat: one run per "
-                                                          "build; see lbench engine list)."),
+    results: ResultsDir = None,
+    llama_server: LlamaServer = None,
+    report: Report = True,
+    build: Builds = None,
 ) -> None:
     """Swap storm: drive llama-server's router over several models and time every swap.
 
@@ -51,7 +52,7 @@ def swap(
     router's process tree (children alive, RSS) at --sample-hz.
 
     Examples:
-      lbench swap                                        # 3 tiny models, models_max 2, round-robin
+      lbench swap                                        # 3 tiny models, round-robin
       lbench swap -m llama3.2-1b-q8 -m llama3.2-1b-q4 -m llama3.2-3b-q4 --models-max 1
       lbench swap --pattern burst --burst-k 3 -c 3 -n 60
       lbench swap --pattern zipf --zipf-s 1.3 --duration 120 -n 100000
@@ -75,6 +76,10 @@ def swap(
 
 
 def _one_storm(spec, llama_server, results, report) -> bool:
+    from harness.analysis.swap import summarize_swap
+    from harness.report.render import render_report
+    from harness.runs.swap import execute_swap, prepare_swap
+
     with RichReporter() as reporter:
         prep = prepare_swap(spec, llama_server=llama_server, results=results, reporter=reporter)
         run = execute_swap(prep, reporter)
