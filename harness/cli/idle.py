@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
+from harness import resources
 from harness.cli.options import Builds, LlamaServer, Report, ResultsDir, default
 from harness.cli.ui import RichReporter, console, out
 from harness.spec import DEFAULT_MODEL, IdleSpec, load_spec, parse_pauses
@@ -26,6 +27,9 @@ def _split(values: list[str] | None) -> list[str] | None:
 
 
 def build_spec(spec_file: Path | None, **overrides) -> IdleSpec:
+    """A spec from a TOML file or a bundled spec's name (harness.resources.find_spec), then the overrides."""
+    if spec_file:
+        spec_file = resources.find_spec(spec_file)
     spec = load_spec(spec_file) if spec_file else IdleSpec()
     for key, value in overrides.items():
         if value is not None:
@@ -128,8 +132,9 @@ def idle(
     ctx_size: int = typer.Option(None, "--ctx-size",
                                     help=f"Server context size (default {default(IdleSpec, 'ctx_size')})."),
     server_arg: list[str] = typer.Option(None, "--server-arg", help="Extra llama-server argument; repeat."),
-    spec_file: Path = typer.Option(None, "--spec", help="Experiment spec (TOML), e.g. experiments/idle/*.toml; "
-                                                       "options given here override it."),
+    spec_file: Path = typer.Option(None, "--spec", help="Experiment spec: a TOML file, or a bundled spec by name ("
+                                                       + ", ".join(resources.bundled_idle_specs())
+                                                       + "); options given here override it."),
     results: ResultsDir = None,
     llama_server: LlamaServer = None,
     report: Report = True,
@@ -167,7 +172,7 @@ def idle(
       lbench idle                                   # default model and grid
       lbench idle --model llama3-8b-q8 --keep-alive default,none
       lbench idle -m tiny-q8 --pauses 0:2:0.25 --reps 10
-      lbench idle --spec experiments/idle/llama-idle-classic.toml -m ~/models/my.gguf
+      lbench idle --spec llama-idle-classic -m ~/models/my.gguf   # a bundled spec, or a .toml path
       lbench idle -m tiny-q8 --cache-state warm,cold       # page cache as a factor
       lbench idle -m tiny-q8 --engine llama-server --engine llama-idle   # cross-check
       lbench idle --engine mlx -m tiny-f16                  # mlx_lm.server (pip install -e '.[mlx]')
