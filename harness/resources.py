@@ -3,14 +3,14 @@
 They live at the top of the repository (``experiments/``, ``reports/``) and ship in
 the wheel as the packages ``harness.bundled.experiments`` and
 ``harness.bundled.reports``, so an editable install, a wheel and pipx all find them
-through ``importlib.resources``.  Users can point lbench at their own copies:
+through the import system.  Users can point lbench at their own copies:
 ``$LBENCH_TEMPLATES`` (a templates folder) and ``$LBENCH_CLAIMS`` (a claims folder).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
-from importlib import resources
 from pathlib import Path
 
 
@@ -20,15 +20,22 @@ _SOURCE_FOLDERS = {"harness.bundled.experiments": "experiments", "harness.bundle
 
 def _package_dir(package: str) -> Path:
     """The folder of a bundled data package: from the installed package (wheel, editable
-    install), else from the source checkout this module sits in (``PYTHONPATH=.``)."""
+    install), else from the source checkout this module sits in (``PYTHONPATH=.``).
+
+    The data folders have no ``__init__.py``, so installed they are namespace packages, for
+    which ``importlib.resources.files`` gives a MultiplexedPath, not a folder: the import
+    spec's search locations are used instead (a zipped install is not supported)."""
     try:
-        # installed wheels and editable installs are plain folders; a zipped install is not supported
-        return Path(str(resources.files(package)))
+        spec = importlib.util.find_spec(package)
     except ModuleNotFoundError:
-        folder = _SOURCE_TREE / _SOURCE_FOLDERS[package]
-        if folder.is_dir():
-            return folder
-        raise
+        spec = None
+    for location in (spec.submodule_search_locations or []) if spec is not None else []:
+        if Path(location).is_dir():
+            return Path(location)
+    folder = _SOURCE_TREE / _SOURCE_FOLDERS[package]
+    if folder.is_dir():
+        return folder
+    raise ModuleNotFoundError(f"lbench's data package {package} is missing (a broken install?)", name=package)
 
 
 def experiments_dir() -> Path:
@@ -42,6 +49,14 @@ def idle_specs_dir() -> Path:
 
 def swap_specs_dir() -> Path:
     return experiments_dir() / "swap"
+
+
+def bundled_idle_specs() -> list[str]:
+    """Names of the bundled idle specs (``lbench idle --spec NAME``)."""
+    try:
+        return sorted(p.stem for p in idle_specs_dir().glob("*.toml"))
+    except (ModuleNotFoundError, OSError):
+        return []
 
 
 def claims_dir() -> Path:

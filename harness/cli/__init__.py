@@ -1,4 +1,9 @@
-"""The ``lbench`` command.  Exit codes: 0 success, 1 run failed, 2 bad input, 130 interrupted."""
+"""The ``lbench`` command.  Exit codes: 0 success, 1 run failed, 2 bad input, 130 interrupted.
+
+The command modules import only typer, rich and light harness modules at the top;
+numeric libraries, HTTP clients and templates are imported inside the commands, so
+``lbench --help`` starts at once (tests/cli/test_lazy_imports.py checks it).
+"""
 
 from __future__ import annotations
 
@@ -7,8 +12,9 @@ import sys
 
 import typer
 
-from harness.cli import ab, bisect, compare, engine, idle, model, repro, runs, swap
+from harness.cli import ab, baseline, bisect, compare, engine, evidence, gate, idle, model, repro, runs, swap
 from harness.cli.ui import print_error
+from harness.cli.version import version_callback
 from harness.engines import processes
 from harness.errors import LbenchError
 
@@ -21,6 +27,16 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=version_callback, is_eager=True,
+                                 help="Print lbench's version and the engine build it would use, then exit."),
+) -> None:
+    """Benchmark idle-wake and model-swap latency of local LLM servers (llama-server)."""
+
+
 app.add_typer(engine.app, name="engine")
 app.add_typer(model.app, name="model")
 app.command("idle")(idle.idle)
@@ -30,10 +46,10 @@ app.command("bisect")(bisect.bisect)
 app.command("calibrate")(idle.calibrate)
 app.command("report")(runs.report)
 app.command("compare")(compare.compare)
-app.command("gate")(compare.gate)
-app.add_typer(compare.baseline_app, name="baseline")
-app.command("evidence")(compare.evidence)
-app.command("gate-bench")(compare.gate_bench)
+app.command("gate")(gate.gate)
+app.add_typer(baseline.app, name="baseline")
+app.command("evidence")(evidence.evidence)
+app.command("gate-bench")(gate.gate_bench)
 app.command("ab")(ab.ab)
 app.command("runs")(runs.runs)
 

@@ -6,27 +6,29 @@ import copy
 
 import typer
 
-from harness.analysis.gate import load_config
+from harness.analysis.gate import GateConfig, load_config
 from harness.cli.idle import build_spec
+from harness.cli.options import InconclusiveOk, Margin, ResultsDir, default
 from harness.cli.ui import RichReporter, console, out
 from harness.errors import BadInput
-from harness.spec import parse_pauses
+from harness.spec import IdleSpec, parse_pauses
 
 
 def ab(
     model: list[str] = typer.Option(None, "--model", "-m", help="GGUF path or alias (both sides)."),
     pauses: str = typer.Option(None, "--pauses", help="Pause grid, as for lbench idle."),
-    reps: int = typer.Option(None, "--reps", help="Repetitions per run (default 5)."),
+    reps: int = typer.Option(None, "--reps", help=f"Repetitions per run (default {default(IdleSpec, 'reps')})."),
     a_server: str = typer.Option(None, "--a-llama-server", help="llama-server binary of side A (default: cached)."),
     b_server: str = typer.Option(None, "--b-llama-server", help="llama-server binary of side B (default: cached)."),
     a_arg: list[str] = typer.Option(None, "--a-arg", help="Extra llama-server argument for A; repeat."),
     b_arg: list[str] = typer.Option(None, "--b-arg", help="Extra llama-server argument for B; repeat."),
     min_rounds: int = typer.Option(3, "--min-rounds", help="Rounds before the first look."),
     max_rounds: int = typer.Option(10, "--max-rounds", help="Round budget."),
-    margin: float = typer.Option(None, "--margin", help="Equivalence margin (default 0.05)."),
-    alpha: float = typer.Option(None, "--alpha", help="Overall two-sided level, split over the looks."),
-    inconclusive_ok: bool = typer.Option(False, "--inconclusive-ok", help="Exit 0 instead of 3 when inconclusive."),
-    results: str = typer.Option(None, "--results", help="Results directory."),
+    margin: Margin = None,
+    alpha: float = typer.Option(None, "--alpha", help="Overall two-sided level, split over the looks "
+                                                      f"(default {default(GateConfig, 'alpha')})."),
+    inconclusive_ok: InconclusiveOk = False,
+    results: ResultsDir = None,
 ) -> None:
     """Run A and B in alternating rounds (ABBA order, a fresh server per run) until the gate's verdict
     is decided or --max-rounds is spent; alpha is split evenly over the looks (Bonferroni), so the
@@ -36,7 +38,7 @@ def ab(
       lbench ab -m tiny-q8 --pauses 0,0.5,1 --reps 6 --b-arg --threads --b-arg 1
       lbench ab -m tiny-q8 --a-llama-server /opt/old/llama-server --b-llama-server ./build/bin/llama-server
     """
-    from harness.cli.compare import _print_verdicts
+    from harness.cli.verdicts import print_verdicts
     from harness.runs.ab import run_ab
     from harness.runs.idle import prepare_idle
 
@@ -51,7 +53,7 @@ def ab(
         prep_a = prepare_idle(spec_a, llama_server=a_server, results=results, reporter=rep)
         prep_b = prepare_idle(spec_b, llama_server=b_server, results=results, reporter=rep)
         res = run_ab(prep_a, prep_b, cfg, min_rounds=min_rounds, max_rounds=max_rounds, reporter=rep)
-    _print_verdicts(res.verdicts, res.info, res.a_runs, res.b_runs)
+    print_verdicts(res.verdicts, res.info, res.a_runs, res.b_runs)
     for look in res.looks:
         out.print(f"look after round {look['round']}: {look['status']} (alpha per look {look['alpha_per_look']:.4g})",
                   markup=False)

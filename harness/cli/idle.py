@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
 
-from harness.analysis.calibration import CALIBRATION_PAUSES, TARGETS
-from harness.analysis.persisted import json_frame, load_analysis
-from harness.atomic import atomic_write_json
+from harness import resources
+from harness.cli.options import Builds, LlamaServer, Report, ResultsDir, default
 from harness.cli.ui import RichReporter, console, out
-from harness.report.render import render_report
-from harness.runs.idle import execute_idle, prepare_idle
 from harness.spec import DEFAULT_MODEL, IdleSpec, load_spec, parse_pauses
-from harness.store import Run
+
+if TYPE_CHECKING:  # heavy modules are imported where used, so `lbench --help` starts at once
+    import pandas as pd
+
+    from harness.store import Run
 
 
 def _split(values: list[str] | None) -> list[str] | None:
@@ -25,6 +27,9 @@ def _split(values: list[str] | None) -> list[str] | None:
 
 
 def build_spec(spec_file: Path | None, **overrides) -> IdleSpec:
+    """A spec from a TOML file or a bundled spec's name (harness.resources.find_spec), then the overrides."""
+    if spec_file:
+        spec_file = resources.find_spec(spec_file)
     spec = load_spec(spec_file) if spec_file else IdleSpec()
     for key, value in overrides.items():
         if value is not None:
@@ -33,6 +38,8 @@ def build_spec(spec_file: Path | None, **overrides) -> IdleSpec:
 
 
 def _summary_table(run: Run) -> Table:
+    from harness.analysis.persisted import json_frame, load_analysis
+
     summary = json_frame(load_analysis(run)["summary_latency"])
     table = Table(title=f"median client latency (ms) · run {run.run_id}")
     table.add_column("pause (s)", justify="right")
@@ -52,6 +59,9 @@ def _summary_table(run: Run) -> Table:
 
 def _run(spec: IdleSpec, llama_server: str | None, results: str | None, kind: str, report: bool,
          llama_idle_path: str | None = None, engine_options: dict | None = None) -> Run:
+    from harness.report.render import render_report
+    from harness.runs.idle import execute_idle, prepare_idle
+
     with RichReporter() as reporter:
         prep = prepare_idle(spec, llama_server=llama_server, results=results, reporter=reporter, kind=kind,
                             llama_idle_path=llama_idle_path, engine_options=engine_options)
@@ -69,6 +79,8 @@ def _run(spec: IdleSpec, llama_server: str | None, results: str | None, kind: st
 
 def findings(run: Run) -> list[str]:
     """The run's findings in plain sentences (kept in analysis.json): wake step or none, per cell."""
+    from harness.analysis.persisted import load_analysis
+
     return list(load_analysis(run).get("findings", []))
 
 
@@ -78,9 +90,12 @@ def idle(
                                          "(synthetic, generated on first use)."),
     pauses: str = typer.Option(None, "--pauses", help="Seconds: '0,0.5,1.2' or 'start:stop:step'. "
                                                      "Default: 0-4 s, dense around 0.6-1.6 s."),
-    reps: int = typer.Option(None, "--reps", help="Repetitions of the pause grid (default 5)."),
-    warmup: int = typer.Option(None, "--warmup", help="Unmeasured warm-up requests (default 3)."),
-    seed: int = typer.Option(None, "--seed", help="Seed for the pause order (default 0)."),
+    reps: int = typer.Option(None, "--reps",
+                                    help=f"Repetitions of the pause grid (default {default(IdleSpec, 'reps')})."),
+    warmup: int = typer.Option(None, "--warmup",
+                                    help=f"Unmeasured warm-up requests (default {default(IdleSpec, 'warmup')})."),
+    seed: int = typer.Option(None, "--seed",
+                                    help=f"Seed for the pause order (default {default(IdleSpec, 'seed')})."),
     keep_alive: list[str] = typer.Option(None, "--keep-alive",
                                          help="Metal residency: default, none (GGML_METAL_NO_RESIDENCY=1), or "
                                               "seconds (GGML_METAL_RESIDENCY_KEEP_ALIVE_S). Repeat or comma-list."),
@@ -100,16 +115,16 @@ def idle(
     prompt_cache_size: int = typer.Option(None, "--prompt-cache-size", help="mlx_lm.server --prompt-cache-size "
                                                                             "(0 turns its prefix cache off)."),
     llama_idle_path: str = typer.Option(None, "--llama-idle", help="Use this llama-idle binary."),
-    ctx_size: int = typer.Option(None, "--ctx-size", help="Server context size (default 2048)."),
+    ctx_size: int = typer.Option(None, "--ctx-size",
+                                    help=f"Server context size (default {default(IdleSpec, 'ctx_size')})."),
     server_arg: list[str] = typer.Option(None, "--server-arg", help="Extra llama-server argument; repeat."),
-    spec_file: Path = typer.Option(None, "--spec", help="Experiment spec (TOML), e.g. experiments/idle/*.toml; "
-                                                       "options given here override it."),
-    results: str = typer.Option(None, "--results", help="Results directory (default ./results or "
-                                                        "$LBENCH_RESULTS_DIR)."),
-    llama_server: str = typer.Option(None, "--llama-server", help="Use this llama-server binary."),
-    report: bool = typer.Option(True, "--report/--no-report", help="Render the HTML report at the end."),
-    build: list[int] = typer.Option(None, "--build", help="llama.cpp build from the cache (repeat: one run per "
-                                                          "build; see lbench engine list)."),
+    spec_file: Path = typer.Option(None, "--spec", help="Experiment spec: a TOML file, or a bundled spec by name ("
+                                                       + ", ".join(resources.bundled_idle_specs())
+                                                       + "); options given here override it."),
+    results: ResultsDir = None,
+    llama_server: LlamaServer = None,
+    report: Report = True,
+    build: Builds = None,
     threads: list[str] = typer.Option(None, "--threads", help="CPU wake axis: llama-server -t/-tb (or default). "
                                                            "Repeat or comma-list."),
     poll: list[str] = typer.Option(None, "--poll", help="CPU wake axis: llama-server --poll 0-100 (no effect in "
@@ -126,7 +141,8 @@ def idle(
     match: str = typer.Option(None, "--match", help="llama-idle: the server does llama-idle's work (4 threads, "
                                                    "n_ctx 512, BOS at position 0, greedy)."),
     self_check: int = typer.Option(None, "--self-check", help="Back-to-back calibration requests at the start "
-                                                             "of every cell (default 10; 0 = off)."),
+                                                             f"of every cell (default {default(IdleSpec, 'self_check')}; "
+                                                             "0 = off)."),
     client_cpus: str = typer.Option(None, "--client-cpus", help="Opt-in: pin lbench itself to these CPUs "
                                                                "(recorded)."),
     client_nice: int = typer.Option(None, "--client-nice", help="Opt-in: nice value for lbench itself (recorded)."),
@@ -142,7 +158,7 @@ def idle(
       lbench idle                                   # default model and grid
       lbench idle --model llama3-8b-q8 --keep-alive default,none
       lbench idle -m tiny-q8 --pauses 0:2:0.25 --reps 10
-      lbench idle --spec experiments/idle/llama-idle-classic.toml -m ~/models/my.gguf
+      lbench idle --spec llama-idle-classic -m ~/models/my.gguf   # a bundled spec, or a .toml path
       lbench idle -m tiny-q8 --cache-state warm,cold       # page cache as a factor
       lbench idle -m tiny-q8 --engine llama-server --engine llama-idle   # cross-check
       lbench idle --engine mlx -m tiny-f16                  # mlx_lm.server (pip install -e '.[mlx]')
@@ -196,8 +212,8 @@ def _print_self_checks(run: Run) -> None:
 def calibrate(
     model: str = typer.Option("tiny-q8", "--model", "-m", help="Model (a tiny one isolates the harness)."),
     reps: int = typer.Option(10, "--reps", help="Repetitions of the block (30 back-to-back + 5 short pauses)."),
-    results: str = typer.Option(None, "--results", help="Results directory."),
-    llama_server: str = typer.Option(None, "--llama-server", help="Use this llama-server binary."),
+    results: ResultsDir = None,
+    llama_server: LlamaServer = None,
     client_cpus: str = typer.Option(None, "--client-cpus", help="Opt-in: pin lbench itself to these CPUs."),
     client_nice: int = typer.Option(None, "--client-nice", help="Opt-in: nice value for lbench itself."),
     client_spin: bool = typer.Option(False, "--client-spin/--no-client-spin",
@@ -219,6 +235,10 @@ def calibrate(
       lbench calibrate --reps 100
       lbench calibrate --client-cpus 0 --cpus 1 --client-spin   # opt-in placement A/B
     """
+    from harness.analysis.calibration import CALIBRATION_PAUSES, TARGETS
+    from harness.analysis.persisted import load_analysis
+    from harness.atomic import atomic_write_json
+
     spec = build_spec(None, models=[model], pauses_s=list(CALIBRATION_PAUSES), reps=reps, warmup=5, shuffle=False,
                       client_cpus=client_cpus, client_nice=client_nice, client_spin=client_spin,
                       cpus=[cpus] if cpus else None, threads=[threads] if threads else None)

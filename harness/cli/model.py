@@ -10,10 +10,7 @@ from rich.table import Table
 from harness import paths
 from harness.cli.ui import RichReporter, console, out
 from harness.errors import BadInput
-from harness.models import presets
-from harness.models.gguf_info import read_model_info, remember_sha256
-from harness.models.resolve import load_catalog, resolve, synthetic_path
-from harness.models.synth import synthesize
+from harness.models import presets  # shapes and quants only; gguf is imported when a quant is used
 
 app = typer.Typer(help="Generate and inspect GGUF models.", no_args_is_help=True)
 
@@ -34,6 +31,10 @@ def synth(
       lbench model synth tiny
       lbench model synth llama3-8b --quant q4 --out /tmp/l8b-q4.gguf
     """
+    from harness.models.gguf_info import remember_sha256
+    from harness.models.resolve import synthetic_path
+    from harness.models.synth import synthesize
+
     if seed < 0:
         raise BadInput(f"--seed must be >= 0, got {seed}")
     s, q = presets.get_shape(shape), presets.get_quant(quant)
@@ -53,6 +54,9 @@ def info(model: str = typer.Argument(..., help="A .gguf path or an alias.")) -> 
       lbench model info ~/models/llama-3-8b.Q8_0.gguf
       lbench model info tiny-q8
     """
+    from harness.models.gguf_info import read_model_info
+    from harness.models.resolve import resolve
+
     if Path(model).exists():
         info_ = read_model_info(model)
     else:
@@ -77,6 +81,7 @@ def list_models() -> None:
       lbench model list
     """
     from harness.models.discover import discover
+    from harness.models.resolve import load_catalog, synthetic_path
 
     table = Table(title=f"catalog: {paths.catalog_path()}")
     table.add_column("alias")

@@ -5,23 +5,21 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
+from harness.cli.options import Builds, LlamaServer, Report, ResultsDir
 from harness.cli.ui import RichReporter, out
-from harness.report.render import render_report
 from harness.repro.claims import load_claims
-from harness.runs.repro import execute_repro
 
 COLOURS = {"holds": "green", "contradicted": "red", "not checkable here": "yellow", "error": "magenta",
            "inconclusive": "cyan"}
 
 
 def repro(
-    claims: list[str] = typer.Argument(None, help="Claim ids (or prefixes); default: all in experiments/claims/."),
+    claims: list[str] = typer.Argument(None, help="Claim ids (or prefixes); default: all bundled claims (experiments/claims/, or $LBENCH_CLAIMS)."),
     list_only: bool = typer.Option(False, "--list", help="List the claims and exit."),
-    results: str = typer.Option(None, "--results", help="Results directory (default ./results)."),
-    llama_server: str = typer.Option(None, "--llama-server", help="Use this llama-server binary."),
-    report: bool = typer.Option(True, "--report/--no-report", help="Render the HTML report at the end."),
-    build: list[int] = typer.Option(None, "--build", help="llama.cpp build from the cache (repeat to compare "
-                                                          "builds: one run per build)."),
+    results: ResultsDir = None,
+    llama_server: LlamaServer = None,
+    report: Report = True,
+    build: Builds = None,
 ) -> None:
     """Reproduce the seeds' claims on the real engine: holds / contradicted / not checkable here.
 
@@ -53,6 +51,9 @@ def repro(
 
 
 def _run_one(specs, binary, results, report) -> bool:
+    from harness.report.render import render_report
+    from harness.runs.repro import execute_repro
+
     with RichReporter() as reporter:
         run = execute_repro(specs, binary, results=results, reporter=reporter)
     if report:

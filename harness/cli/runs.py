@@ -8,13 +8,11 @@ import typer
 from rich.table import Table
 
 from harness import paths
+from harness.cli.options import ResultsDir
 from harness.cli.ui import out
-from harness.kinds import find_kind
-from harness.report.render import render_report
-from harness.store import list_runs, open_run
 
 
-def runs(results: str = typer.Option(None, "--results", help="Results directory (default ./results).")) -> None:
+def runs(results: ResultsDir = None) -> None:
     """List runs, oldest first, with their status and sample counts.
 
     A run that says 'running' but has no live process was killed: its samples.jsonl
@@ -24,6 +22,9 @@ def runs(results: str = typer.Option(None, "--results", help="Results directory 
       lbench runs
       lbench runs --results /data/lbench-results
     """
+    from harness.kinds import find_kind
+    from harness.store import list_runs
+
     root = paths.results_dir(results)
     table = Table(title=f"runs in {root}")
     for col in ("run id", "kind", "status", "rows", "models", "started"):
@@ -46,7 +47,7 @@ def runs(results: str = typer.Option(None, "--results", help="Results directory 
 def report(
     run: str = typer.Argument("latest", help="Run id (or unique prefix/suffix), run directory, or 'latest'."),
     output: Path = typer.Option(None, "--out", "-o", help="Where to write the HTML (default: <run>/report.html)."),
-    results: str = typer.Option(None, "--results", help="Results directory (default ./results)."),
+    results: ResultsDir = None,
     reanalyze: bool = typer.Option(False, "--reanalyze", help="Recompute the run's analysis.json from its tables "
                                                              "first (otherwise it is reused when current)."),
 ) -> None:
@@ -59,6 +60,9 @@ def report(
       lbench report latest
       lbench report 20261130T120000Z-idle-1a2b --out /tmp/idle.html
     """
+    from harness.report.render import render_report
+    from harness.store import open_run
+
     r = open_run(run, paths.results_dir(results))
     path = render_report(r, output, reanalyze=reanalyze)
     out.print(f"report: {path}", markup=False)

@@ -5,17 +5,11 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from harness.analysis.persisted import load_analysis
-from harness.analysis.swap import summary_from_analysis
+from harness.cli.options import Builds, LlamaServer, Report, ResultsDir
 from harness.cli.ui import RichReporter, out
-from harness.report.render import render_report
-from harness.runs.swap import execute_swap, prepare_swap
-from harness.engines import registry
-from harness.resources import find_spec
-from harness.spec import SWAP_PATTERNS, SwapSpec, load_swap_spec
+from harness.spec import SWAP_PATTERNS, SwapSpec
 
-
-_D = SwapSpec()  # the defaults live in SwapSpec; the options below only override them
+_D = SwapSpec()  # the defaults live in SwapSpec; the options below only override them (None = not given)
 
 
 def swap(
@@ -53,11 +47,10 @@ def swap(
     spec_file: str = typer.Option(None, "--spec", help="Swap spec (TOML), a path or a bundled name (default = "
                                                        "experiments/swap/default.toml); options given here "
                                                        "override it."),
-    results: str = typer.Option(None, "--results", help="Results directory (default ./results)."),
-    llama_server: str = typer.Option(None, "--llama-server", help="Use this llama-server binary."),
-    report: bool = typer.Option(True, "--report/--no-report", help="Render the HTML report at the end."),
-    build: list[int] = typer.Option(None, "--build", help="llama.cpp build from the cache (repeat: one run per "
-                                                          "build; see lbench engine list)."),
+    results: ResultsDir = None,
+    llama_server: LlamaServer = None,
+    report: Report = True,
+    build: Builds = None,
 ) -> None:
     """Swap storm: drive llama-server's router over several models and time every swap.
 
@@ -66,13 +59,17 @@ def swap(
     router's process tree (children alive, RSS) at --sample-hz.
 
     Examples:
-      lbench swap                                        # 3 tiny models, models_max 2, round-robin
+      lbench swap                                        # 3 tiny models, round-robin
       lbench swap -m llama3.2-1b-q8 -m llama3.2-1b-q4 -m llama3.2-3b-q4 --models-max 1
       lbench swap --pattern burst --burst-k 3 -c 3 -n 60
       lbench swap --pattern zipf --zipf-s 1.3 --duration 120 -n 100000
       lbench swap --engine mlx -m tiny-f16 -m tiny-f16 -n 20   # mlx_lm.server reloads
       lbench swap --spec experiments/swap/default.toml --pattern zipf   # a spec, one option overridden
     """
+    from harness.engines import registry
+    from harness.resources import find_spec
+    from harness.spec import load_swap_spec
+
     spec = load_swap_spec(find_spec(spec_file, "swap")) if spec_file else SwapSpec()
     if engine and not model and not spec_file:
         # each engine names the tiny models a bare `lbench swap` uses (mlx: three reloads of one preset)
@@ -97,6 +94,11 @@ def swap(
 
 
 def _one_storm(spec, llama_server, results, report) -> bool:
+    from harness.analysis.persisted import load_analysis
+    from harness.analysis.swap import summary_from_analysis
+    from harness.report.render import render_report
+    from harness.runs.swap import execute_swap, prepare_swap
+
     with RichReporter() as reporter:
         prep = prepare_swap(spec, llama_server=llama_server, results=results, reporter=reporter)
         run = execute_swap(prep, reporter)

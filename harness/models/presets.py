@@ -9,8 +9,7 @@ meaningless.  ``tiny`` is for tests.
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import gguf
+from typing import TYPE_CHECKING
 
 from harness.errors import BadInput
 
@@ -85,17 +84,34 @@ SHAPES: dict[str, Shape] = {
 }
 
 
+if TYPE_CHECKING:
+    import gguf
+
+
 @dataclass(frozen=True)
 class Quant:
     name: str  # as used in aliases
-    ggml_type: gguf.GGMLQuantizationType
-    file_type: gguf.LlamaFileType
+    ggml_type_name: str  # gguf.GGMLQuantizationType member
+    file_type_name: str  # gguf.LlamaFileType member
+
+    # gguf (and numpy) are imported on first use, not when the CLI starts
+    @property
+    def ggml_type(self) -> gguf.GGMLQuantizationType:
+        import gguf
+
+        return gguf.GGMLQuantizationType[self.ggml_type_name]
+
+    @property
+    def file_type(self) -> gguf.LlamaFileType:
+        import gguf
+
+        return gguf.LlamaFileType[self.file_type_name]
 
 
 QUANTS: dict[str, Quant] = {
-    "f16": Quant("f16", gguf.GGMLQuantizationType.F16, gguf.LlamaFileType.MOSTLY_F16),
-    "q8": Quant("q8", gguf.GGMLQuantizationType.Q8_0, gguf.LlamaFileType.MOSTLY_Q8_0),
-    "q4": Quant("q4", gguf.GGMLQuantizationType.Q4_0, gguf.LlamaFileType.MOSTLY_Q4_0),
+    "f16": Quant("f16", "F16", "MOSTLY_F16"),
+    "q8": Quant("q8", "Q8_0", "MOSTLY_Q8_0"),
+    "q4": Quant("q4", "Q4_0", "MOSTLY_Q4_0"),
 }
 QUANT_SYNONYMS = {"q8_0": "q8", "q4_0": "q4", "fp16": "f16"}
 
@@ -138,6 +154,8 @@ def parse_synthetic_alias(alias: str) -> tuple[Shape, Quant] | None:
 
 def expected_bytes(shape: Shape, quant: Quant) -> int:
     """Bytes of tensor data (not counting header and padding)."""
+    import gguf
+
     block, type_size = gguf.GGML_QUANT_SIZES[quant.ggml_type]
     total = 0
     for _, dims in shape.tensor_shapes():

@@ -1,0 +1,30 @@
+"""``lbench evidence``: a Markdown bundle of runs for a GitHub issue."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from harness.cli.options import ResultsDir
+from harness.cli.ui import out
+
+
+def evidence(
+    runs: list[str] = typer.Argument(..., help="Runs to bundle."),
+    output: Path = typer.Option(Path("evidence"), "--out", "-o", help="Directory for evidence.md and PNGs."),
+    redact: bool = typer.Option(True, "--redact/--no-redact", help="Replace home path, user and host names."),
+    results: ResultsDir = None,
+) -> None:
+    """Write a Markdown bundle for a GitHub issue: summary, exact command, table, key plot (PNG),
+    environment in a collapsed block. Home paths, user and host names are redacted by default.
+
+    Examples:
+      lbench evidence latest -o /tmp/ev
+      lbench evidence RUN_A RUN_B --no-redact
+    """
+    from harness import baselines, paths
+    from harness.report.evidence import write_evidence
+
+    rs = [baselines.resolve_run(r, paths.results_dir(results)) for r in runs]
+    out.print(f"evidence: {write_evidence(rs, output, redact=redact)}", markup=False)

@@ -1,0 +1,59 @@
+"""Options shared by several commands, declared once.
+
+Each is an ``Annotated`` type: ``results: ResultsDir = None``.  Defaults of the
+experiment itself (reps, models_max, ...) live in the spec classes only; ``default``
+reads them, so a help text or an option default never repeats a number.
+
+This module must stay light (typer only): ``lbench --help`` imports it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Annotated, Any, Optional
+
+import typer
+
+from harness.analysis.gate import GateConfig  # a plain dataclass (no numeric libraries)
+
+ResultsDir = Annotated[Optional[str], typer.Option(
+    "--results", metavar="DIR",
+    help="Results directory (default: $LBENCH_RESULTS_DIR, else ./results).")]
+
+LlamaServer = Annotated[Optional[str], typer.Option(
+    "--llama-server", metavar="PATH",
+    help="llama-server binary to use (default: $LBENCH_LLAMA_SERVER, then PATH, then lbench's cached build; "
+         "see lbench engine info).")]
+
+Report = Annotated[bool, typer.Option(
+    "--report/--no-report", help="Render the HTML report at the end.")]
+
+Builds = Annotated[Optional[list[int]], typer.Option(
+    "--build", help="llama.cpp build from the cache; repeat for one run per build (see lbench engine list).")]
+
+InconclusiveOk = Annotated[bool, typer.Option(
+    "--inconclusive-ok", help="Exit 0 instead of 3 when inconclusive.")]
+
+
+def default(spec_class: type, name: str) -> Any:
+    """The default of field ``name`` of a spec dataclass (default or default_factory)."""
+    for f in dataclasses.fields(spec_class):
+        if f.name == name:
+            if f.default is not dataclasses.MISSING:
+                return f.default
+            if f.default_factory is not dataclasses.MISSING:
+                return f.default_factory()
+            raise KeyError(f"{spec_class.__name__}.{name} has no default")
+    raise KeyError(f"{spec_class.__name__} has no field {name!r}")
+
+
+# verdict settings (compare, gate, ab): None = the gate config's value, whose default is GateConfig's
+Margin = Annotated[Optional[float], typer.Option(
+    "--margin", "--threshold",
+    help=f"Equivalence margin m (default {default(GateConfig, 'threshold')}): band [1/(1+m), 1+m].")]
+
+Alpha = Annotated[Optional[float], typer.Option(
+    "--alpha", help=f"Two-sided level (default {default(GateConfig, 'alpha')}); Holm across groups.")]
+
+MinN = Annotated[Optional[int], typer.Option(
+    "--min-n", help=f"Fewest samples per side and group for a verdict (default {default(GateConfig, 'min_n')}).")]
