@@ -93,18 +93,33 @@ def test_generator_renders_a_new_option_and_command(monkeypatch):
 
 # ------------------------------------------------------------------ command lines in the docs
 
-_CODE_BLOCK = re.compile(r"```(?:sh|bash|console|shell)?\n(.*?)```", re.S)
+_SHELL = ("", "sh", "bash", "console", "shell")
 _INLINE = re.compile(r"(?:^|[\s(])`((?:\.venv/bin/)?lbench [^`\n]*)`")
 
 
+def code_blocks(text: str) -> tuple[list[str], str]:
+    """(shell code blocks, the prose outside any fence), fences read line by line."""
+    blocks, prose, current, lang = [], [], None, ""
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            if current is None:
+                current, lang = [], line.strip()[3:].strip().lower()
+            else:
+                if lang in _SHELL:
+                    blocks.append("\n".join(current))
+                current = None
+            continue
+        (prose if current is None else current).append(line)
+    return blocks, "\n".join(prose)
+
+
 def command_lines(text: str) -> list[str]:
-    """`lbench ...` invocations in fenced code blocks and inline code."""
+    """`lbench ...` invocations in shell code blocks and inline code."""
+    blocks, prose = code_blocks(text)
     lines: list[str] = []
-    for block in _CODE_BLOCK.findall(text):
-        block = block.replace("\\\n", " ")
-        for line in block.splitlines():
-            lines.append(line)
-    lines += _INLINE.findall(text)
+    for block in blocks:
+        lines += block.replace("\\\n", " ").splitlines()
+    lines += _INLINE.findall(prose)
     out = []
     for line in lines:
         line = line.split(" #", 1)[0]
@@ -113,6 +128,11 @@ def command_lines(text: str) -> list[str]:
             if m and not part.strip().startswith(("pip", "python", "import")):
                 out.append("lbench " + m.group(1).strip())
     return out
+
+
+def test_command_lines_reads_fences_line_by_line():
+    text = "```toml\n[models]\n```\n\nprose `lbench runs`\n\n```sh\nlbench model synth tiny --bits 4 \\\n  -o x\n```\n"
+    assert command_lines(text) == ["lbench model synth tiny --bits 4    -o x", "lbench runs"]
 
 
 def parse(line: str):
