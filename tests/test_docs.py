@@ -438,3 +438,11 @@ def test_options_in_doc_tables_exist():
             if row not in known:
                 bad.append(f"{path.relative_to(REPO)}: {row}")
     assert not bad, "doc tables name options no command has:\n" + "\n".join(bad)
+
+
+def test_architecture_names_every_package():
+    text = (DOCS / "architecture.md").read_text()
+    packages = sorted(p.parent.name for p in REPO.joinpath("harness").glob("*/__init__.py"))
+    missing = [p for p in packages if f"harness/{p}/" not in text]
+    assert not missing, f"docs/architecture.md does not describe harness/{missing}"
+    assert "harness/engines/registry.py" in text and "harness/kinds.py" in text
