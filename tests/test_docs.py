@@ -446,3 +446,15 @@ def test_architecture_names_every_package():
     missing = [p for p in packages if f"harness/{p}/" not in text]
     assert not missing, f"docs/architecture.md does not describe harness/{missing}"
     assert "harness/engines/registry.py" in text and "harness/kinds.py" in text
+
+
+def test_code_points_at_docs_that_exist():
+    """Help texts and hints name docs/*.md files; reference material is no longer in README."""
+    missing, readme_refs = [], []
+    for path in REPO.joinpath("harness").rglob("*.py"):
+        text = path.read_text()
+        missing += [f"{path.relative_to(REPO)}: {d}" for d in re.findall(r"docs/[\w/.-]+\.md", text)
+                    if not (REPO / d).exists()]
+        readme_refs += [f"{path.relative_to(REPO)}" for _ in re.findall(r"see README", text)]
+    assert not missing, missing
+    assert not readme_refs, f"'see README' in {readme_refs}: point at the docs/ page instead"
