@@ -46,10 +46,15 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
-def _atomic_write_json(path: Path, data: dict) -> None:
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write through a temporary file and rename: a reader never sees half a file."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str))
+    tmp.write_text(text)
     os.replace(tmp, path)
+
+
+def _atomic_write_json(path: Path, data: dict) -> None:
+    atomic_write_text(path, json.dumps(data, indent=2, default=str))
 
 
 class RunWriter:

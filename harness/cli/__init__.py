@@ -7,7 +7,7 @@ import sys
 
 import typer
 
-from harness.cli import ab, bisect, compare, engine, idle, model, repro, runs, swap
+from harness.cli import ab, bisect, compare, engine, gate_bench, idle, model, repro, runs, swap
 from harness.cli.ui import print_error
 from harness.engines import processes
 from harness.errors import LbenchError
@@ -33,7 +33,7 @@ app.command("compare")(compare.compare)
 app.command("gate")(compare.gate)
 app.add_typer(compare.baseline_app, name="baseline")
 app.command("evidence")(compare.evidence)
-app.command("gate-bench")(compare.gate_bench)
+app.command("gate-bench")(gate_bench.gate_bench)
 app.command("ab")(ab.ab)
 app.command("runs")(runs.runs)
 
