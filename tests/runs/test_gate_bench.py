@@ -4,12 +4,12 @@ and the error-rate arithmetic, with an injected executor; one small real-engine 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import run_cli
 
 from harness.analysis.gate import GateConfig
 from harness.analysis.gate_bench import _trials_needed, clopper_pearson, error_rates, sentences
@@ -108,11 +108,10 @@ def test_deeper_twin_alias():
 
 
 @pytest.mark.engine
-def test_gate_bench_on_real_runs_keeps_every_run_and_decision(tmp_path):
-    res = tmp_path / "results"
-    p = subprocess.run([sys.executable, "-m", "harness", "gate-bench", "-m", "tiny-q8", "--trials", "1",
-                        "--runs-per-side", "1", "--pauses", "0", "--reps", "3", "--results", str(res)],
-                       capture_output=True, text=True, timeout=600)
+def test_gate_bench_on_real_runs_keeps_every_run_and_decision(engine_env):
+    res = Path(engine_env["LBENCH_RESULTS_DIR"])
+    p = run_cli("gate-bench", "-m", "tiny-q8", "--trials", "1", "--runs-per-side", "1", "--pauses", "0",
+                "--reps", "3", env=engine_env)
     assert p.returncode == 0, p.stderr[-2000:]
     (bench,) = (res / "benchmarks").iterdir()
     summary = json.loads((bench / "summary.json").read_text())
