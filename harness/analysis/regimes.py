@@ -20,6 +20,7 @@ import pandas as pd
 from scipy import stats
 
 MIN_STEP = 0.10  # a step smaller than 10% is not called a regime change
+MIN_BIC_GAIN = 6.0  # a richer shape must lower BIC by this much (Kass & Raftery: "strong")
 N_BOOT = 1000
 
 
@@ -151,7 +152,8 @@ class ShapeFit:
     """The latency-vs-pause curve's shape, chosen among none / step / two steps / ramp by BIC.
 
     BIC = n log(SSE / n) + k log n on log latency, one row per sample; k counts levels,
-    change points and sigma.  A step (or ramp) counts only if each rise is at least
+    change points and sigma.  A richer shape replaces a simpler one only when its BIC is lower
+    by at least ``MIN_BIC_GAIN`` (6: "strong" evidence on Kass and Raftery's scale).  A step (or ramp) counts only if each rise is at least
     ``min_step`` (10%) in median terms; otherwise the next best shape is taken.
     ``last_warm_s`` / ``first_woken_s``: the wake threshold lies in (last_warm_s, first_woken_s],
     the only interval a grid can support.  For a ramp they are the ramp's start and end.
@@ -201,7 +203,18 @@ def _ramp_sse(p: np.ndarray, logy: np.ndarray, p1: float, p2: float) -> tuple[fl
     return float((resid ** 2).sum()), (float(coef[0]), float(coef[1]))
 
 
-def fit_shape(pauses, latency_ms, *, min_step: float = MIN_STEP, seed: int = 0, n_boot: int = 300) -> ShapeFit:
+def _choose(candidates: dict[str, tuple[float, tuple]], min_gain: float) -> str:
+    """The simplest shape no richer one beats by at least ``min_gain`` BIC units: a richer shape
+    must earn its place (a difference of 0.07 is a coin toss, not evidence)."""
+    best = "none"
+    for shape in sorted(candidates, key=lambda s: _PARAMS[s]):
+        if shape != best and candidates[shape][0] <= candidates[best][0] - min_gain:
+            best = shape
+    return best
+
+
+def fit_shape(pauses, latency_ms, *, min_step: float = MIN_STEP, seed: int = 0, n_boot: int = 300,
+              min_gain: float | None = None) -> ShapeFit:
     p = np.asarray(pauses, dtype=float)
     y = np.asarray(latency_ms, dtype=float)
     ok = np.isfinite(p) & np.isfinite(y) & (y > 0)
@@ -209,6 +222,7 @@ def fit_shape(pauses, latency_ms, *, min_step: float = MIN_STEP, seed: int = 0, 
     n = y.size
     if n == 0:
         return ShapeFit("none", {})
+    min_gain = MIN_BIC_GAIN if min_gain is None else min_gain
     logy = np.log(y)
     levels = np.unique(p)
     rise = math.log1p(min_step)
@@ -252,7 +266,7 @@ def fit_shape(pauses, latency_ms, *, min_step: float = MIN_STEP, seed: int = 0, 
                 best_ramp = (b, (float(p1), float(p2)))
     if best_ramp:
         candidates["ramp"] = best_ramp
-    shape = min(candidates, key=lambda s: candidates[s][0])
+    shape = _choose(candidates, min_gain)
     bics = {s: round(v[0], 3) for s, v in candidates.items()}
     if shape == "none":
         return ShapeFit("none", bics, warm_median_ms=float(np.median(y)), n_warm=int(n))

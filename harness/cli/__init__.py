@@ -12,7 +12,7 @@ import sys
 
 import typer
 
-from harness.cli import ab, baseline, bisect, compare, engine, evidence, gate, idle, model, repro, runs, swap
+from harness.cli import ab, baseline, bisect, compare, engine, evidence, gate, gate_bench, idle, model, repro, runs, swap
 from harness.cli.ui import print_error
 from harness.cli.version import version_callback
 from harness.engines import processes
@@ -49,7 +49,7 @@ app.command("compare")(compare.compare)
 app.command("gate")(gate.gate)
 app.add_typer(baseline.app, name="baseline")
 app.command("evidence")(evidence.evidence)
-app.command("gate-bench")(gate.gate_bench)
+app.command("gate-bench")(gate_bench.gate_bench)
 app.command("ab")(ab.ab)
 app.command("runs")(runs.runs)
 

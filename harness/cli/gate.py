@@ -1,4 +1,4 @@
-"""``lbench gate`` (the CI regression gate) and ``lbench gate-bench`` (the gate's error rates)."""
+"""``lbench gate``: the CI regression gate (its error rates are measured by ``lbench gate-bench``)."""
 
 from __future__ import annotations
 
@@ -6,12 +6,10 @@ import os
 from pathlib import Path
 
 import typer
-from rich.table import Table
 
 from harness.cli.options import Alpha, InconclusiveOk, Margin, MinN, ResultsDir
-from harness.cli.ui import RichReporter, console, out
+from harness.cli.ui import console, out
 from harness.cli.verdicts import print_verdicts, resolve_runs, warn_fingerprints
-from harness.errors import BadInput
 
 
 def gate(
@@ -73,61 +71,3 @@ def gate(
     out.print(f"gate: {outcome.status}", markup=False)
     raise typer.Exit(outcome.exit_code)
 
-
-def gate_bench(
-    run: str = typer.Argument("latest", help="A real idle run whose samples are resampled."),
-    ns: str = typer.Option("3,5,10,20", "--n", help="Samples per pause per side to try."),
-    trials: int = typer.Option(60, "--trials", help="Pseudo-run pairs per (n, condition)."),
-    slowdowns: str = typer.Option("0.10,0.25", "--slowdowns", help="Injected slowdowns."),
-    aa: str = typer.Option(None, "--aa", help="A second real run of the same setup: also gate the real A/A pair."),
-    results: ResultsDir = None,
-) -> None:
-    """Benchmark the gate (not a test): false-alarm rate on A/A pairs and detection rate on injected
-    slowdowns, per sample size, from a real run's measured samples.
-
-    Examples:
-      lbench gate-bench latest
-      lbench gate-bench RUN1 --aa RUN2 --n 3,5,10 --trials 100
-    """
-    from harness import baselines, paths
-    from harness.analysis.compare import compare_runs
-    from harness.analysis.gate import GateConfig, decide
-    from harness.analysis.gate_bench import recommend, simulate
-    from harness.analysis.stats import measured
-
-    try:
-        n_list = [int(x) for x in ns.split(",") if x.strip()]
-        slow = [float(x) for x in slowdowns.split(",") if x.strip()]
-    except ValueError:
-        raise BadInput("--n takes integers and --slowdowns numbers, comma-separated", where=f"{ns} / {slowdowns}") \
-            from None
-    if not n_list or min(n_list) < 1 or trials < 1:
-        raise BadInput("--n values and --trials must be >= 1")
-    r = baselines.resolve_run(run, paths.results_dir(results))
-    samples = measured(r.table("samples"))
-    if samples.empty:
-        raise BadInput(f"run {r.run_id} has no measured idle samples")
-    cfg = GateConfig()
-    with RichReporter() as rep:
-        rep.cell("gate trials", len(n_list) * (1 + len(slow)) * trials)
-        table = simulate(samples, ns=n_list, trials=trials, slowdowns=slow, cfg=cfg, on_trial=rep.advance)
-    t = Table(title=f"gate on resampled run {r.run_id} (threshold {cfg.threshold:.0%}, alpha {cfg.alpha})")
-    for col in ("samples per pause per side", "condition", "trials", "gate failed", "refused", "rate"):
-        t.add_column(col, justify="right")
-    for row in table.to_dict("records"):
-        label = "false alarms" if row["condition"] == "A/A" else f"detected {row['condition']}"
-        t.add_row(str(row["n_per_pause"]), label, str(row["trials"]), str(row["gate_failed"]), str(row["refused"]),
-                  f"{row['rate']:.1%}")
-    out.print(t)
-    rec = recommend(table)
-    out.print(f"recommended repetitions: {rec if rec else 'none of those tried'} "
-              "(false alarms <= 5%, +25% detected >= 80%, never refused)", markup=False)
-    out_path = r.dir / "gate-bench.csv"
-    table.to_csv(out_path, index=False)
-    out.print(f"figures saved to {out_path}", markup=False)
-    if aa:
-        r2 = baselines.resolve_run(aa, paths.results_dir(results))
-        res, _ = compare_runs([r], [r2], alpha=cfg.alpha, min_n=cfg.min_n)
-        outcome = decide(res, cfg)
-        out.print(f"real A/A pair {r.run_id} vs {r2.run_id}: gate {outcome.status} "
-                  f"({len(outcome.failures)} failing groups of {len(res)})", markup=False)

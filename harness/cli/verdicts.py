@@ -34,10 +34,15 @@ def warn_fingerprints(a: list[Run], b: list[Run]) -> None:
 
 
 def quality_lines(runs: list[Run], side: str) -> list[str]:
-    lines = []
+    """One line per distinct warning of a side, naming the runs it came from (not one per run)."""
+    by_text: dict[str, list[str]] = {}
     for r in runs:
         for w in (r.manifest.get("quality") or {}).get("warnings", []):
-            lines.append(f"warning ({side} {r.run_id}): {w}")
+            by_text.setdefault(w, []).append(r.run_id)
+    lines = []
+    for w, ids in by_text.items():
+        where = ids[0] if len(ids) == 1 else (f"{len(ids)} of {len(runs)} runs" if len(ids) > 2 else " and ".join(ids))
+        lines.append(f"warning ({side} {where}): {w}")
     return lines
 
 

@@ -8,7 +8,7 @@ meaningless.  ``tiny`` is for tests.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from harness.errors import BadInput
@@ -141,14 +141,38 @@ def synthetic_aliases() -> list[str]:
     return [f"{s}-{q}" for s in SHAPES for q in QUANTS]
 
 
+MAX_EXTRA_LAYERS = 64
+
+
+def deeper(shape: Shape, extra_layers: int) -> Shape:
+    """The shape with ``extra_layers`` more transformer blocks (named ``<shape>+<k>l``): every
+    block has the same tensors, so decode does about k/n_layer more per-layer work.  A slowdown
+    of known mechanism for the gate benchmark; its true size is measured, not assumed."""
+    return replace(shape, name=f"{shape.name}+{extra_layers}l", family=f"{shape.family}, {extra_layers} extra layers",
+                   n_layer=shape.n_layer + extra_layers)
+
+
+def _parse_shape(head: str) -> Shape | None:
+    if head in SHAPES:
+        return SHAPES[head]
+    base, plus, extra = head.rpartition("+")
+    if plus and base in SHAPES and extra.endswith("l") and extra[:-1].isdigit():
+        k = int(extra[:-1])
+        if 1 <= k <= MAX_EXTRA_LAYERS:
+            return deeper(SHAPES[base], k)
+    return None
+
+
 def parse_synthetic_alias(alias: str) -> tuple[Shape, Quant] | None:
-    """``llama3-8b-q8`` -> (shape, quant); None when it is not a synthetic alias."""
+    """``llama3-8b-q8`` -> (shape, quant); ``llama3.2-1b+2l-q4`` -> the 1B shape with 2 more
+    layers; None when it is not a synthetic alias."""
     head, sep, tail = alias.lower().rpartition("-")
     if not sep:
         return None
     quant_key = QUANT_SYNONYMS.get(tail, tail)
-    if head in SHAPES and quant_key in QUANTS:
-        return SHAPES[head], QUANTS[quant_key]
+    shape = _parse_shape(head)
+    if shape is not None and quant_key in QUANTS:
+        return shape, QUANTS[quant_key]
     return None
 
 

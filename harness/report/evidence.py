@@ -156,6 +156,9 @@ def write_evidence(runs: list[Run], out_dir: Path, *, redact: bool = True) -> Pa
         if synthetic:
             parts += ["> Note: synthetic model(s) with random weights in a real family's shape (timing and memory "
                       "follow the shape): " + ", ".join(m["label"] for m in synthetic), ""]
+        quality = (run.manifest.get("quality") or {}).get("warnings", [])
+        if quality:
+            parts += ["> **Run quality** (read the figures with these in mind):"] + [f"> - {w}" for w in quality] + [""]
         parts += ["```sh", run.manifest.get("command", ""), "```", "", section, ""]
         parts += [f"![{f}]({f})" for f in files] + [""]
         env = {"host": run.manifest.get("host", {}), "engine": run.manifest.get("engine", {}),

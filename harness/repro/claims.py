@@ -49,7 +49,7 @@ from harness.errors import BadInput
 
 OPS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq,
        "!=": operator.ne}
-REQUIREMENTS = ("metal", "cuda", "not-metal", "ollama")
+REQUIREMENTS = ("metal", "cuda", "not-metal", "apple-cpu", "cpu", "ollama")
 HOLDS, CONTRADICTED, NOT_CHECKABLE, ERROR = "holds", "contradicted", "not checkable here", "error"
 INCONCLUSIVE = "inconclusive"
 # why a claim is not checkable here
@@ -65,6 +65,7 @@ class Requirement:
     value: object = None
     ref: str | None = None
     says: str | None = None  # what the figure is, in words ("children alive at once")
+    undecided: bool = False  # failing means "the data cannot decide" (inconclusive), not "contradicted"
 
     def describe(self) -> str:
         return f"{self.figure} {self.op} {self.ref if self.ref else repr(self.value)}"
@@ -141,7 +142,8 @@ def load_claim(path: Path) -> ClaimSpec:
     for c in data.get("check", []):
         if c.get("op") not in OPS or "figure" not in c or ("value" not in c and "ref" not in c):
             raise BadInput(f"bad check {c!r}", where=where, hint="figure, op (<= < >= > == !=), and value or ref")
-        checks.append(Requirement(c["figure"], c["op"], c.get("value"), c.get("ref"), c.get("says")))
+        checks.append(Requirement(c["figure"], c["op"], c.get("value"), c.get("ref"), c.get("says"),
+                                  bool(c.get("undecided", False))))
     engine = data.get("engine", "llama-server")
     registry.get(engine, where)
     if engine not in ENGINES:
@@ -193,6 +195,10 @@ def availability(backend: str) -> dict[str, tuple[bool, str]]:
         "metal": (metal, f"needs macOS on Apple Silicon with a Metal build; this host: {where}"),
         "not-metal": (not metal, f"needs a non-Metal backend; this host: {where}"),
         "cuda": (backend == "cuda", f"needs a CUDA build of llama-server; this host: {where}"),
+        "cpu": (backend == "cpu", f"needs a CPU-only build of llama-server; this host: {where}"),
+        "apple-cpu": (platform.system() == "Darwin" and platform.machine() == "arm64" and backend == "cpu",
+                      f"needs Apple Silicon with a CPU-only build (the seed compares Apple's CPU and GPU "
+                      f"backends); this host: {where}"),
         "ollama": (_ollama_reachable(), "needs Ollama: no `ollama` on PATH and nothing answers on 127.0.0.1:11434"),
     }
 
@@ -251,7 +257,8 @@ def judge_repeats(spec: ClaimSpec, reps: list[dict]) -> tuple[str, str]:
     if broken:
         return ERROR, "; ".join(dict.fromkeys(r.sentence for r in broken))
     n = len(reps)
-    failing_always = [i for i in range(len(spec.check)) if all(not rs[i].ok for rs in results)]
+    failing_always = [i for i in range(len(spec.check))
+                      if all(not rs[i].ok for rs in results) and not spec.check[i].undecided]
     failing_some = [i for i in range(len(spec.check)) if any(not rs[i].ok for rs in results)]
     sentences = []
     for i, req in enumerate(spec.check):

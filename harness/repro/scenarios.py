@@ -444,30 +444,6 @@ def ini_models_max(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
-def idle_cpu(ctx: Context, p: dict) -> Evidence:
-    """An idle sweep on the CPU backend: does latency after long pauses exceed short ones?"""
-    model = ctx.resolve(p.get("model", "llama3.2-1b-q4"))
-    short = [float(x) for x in p.get("short_pauses_s", [0.0, 0.1])]
-    long = [float(x) for x in p.get("long_pauses_s", [1.4, 2.0, 3.0])]
-    engine = LlamaServerEngine(ctx.binary)
-    rows: list[dict] = []
-    with engine.start(model.path, Setting(), ctx.claim_dir / "logs" / "server.log") as server:
-        run_idle_sweep(server, short + long, reps=int(p.get("reps", 5)), seed=0, warmup=3, emit=rows.append)
-    frame = pd.DataFrame(rows)
-    frame.to_csv(ctx.claim_dir / "samples.csv", index=False)
-    m = frame[(frame["phase"] == "measure") & frame["error"].isna()]
-    med_short = statistics.median(m[m["pause_requested_s"].isin(short)]["latency_ms"])
-    med_long = statistics.median(m[m["pause_requested_s"].isin(long)]["latency_ms"])
-    ev = Evidence(figures={"model": model.label, "median_short_ms": round(med_short, 2),
-                           "median_long_ms": round(med_long, 2), "ratio_long_to_short": round(med_long / med_short, 3),
-                           "server_prompt_ms_short": round(statistics.median(
-                               m[m["pause_requested_s"].isin(short)]["server_prompt_ms"]), 2),
-                           "server_prompt_ms_long": round(statistics.median(
-                               m[m["pause_requested_s"].isin(long)]["server_prompt_ms"]), 2)})
-    ev.lines = [f"pauses {short} s: median {med_short:.2f} ms; pauses {long} s: median {med_long:.2f} ms"]
-    return ev
-
-
 def default_cap(ctx: Context, p: dict) -> Evidence:
     """No --models-max on the command line, optionally LLAMA_ARG_MODELS_MAX: load every model one
     after the other and count the children from the router log (exact) and /proc."""
@@ -621,10 +597,11 @@ SCENARIOS: dict[str, Callable[[Context, dict], Evidence]] = {
     "limit-reached": limit_reached, "waiter-recheck": waiter_recheck, "startup-exceeds": startup_exceeds,
     "sleeping-slot": sleeping_slot, "unload-while-loading": unload_while_loading, "stop-timeout": stop_timeout,
     "cancel-waiting": cancel_waiting, "env-models-max": env_models_max, "ini-models-max": ini_models_max,
-    "idle-cpu": idle_cpu, "default-cap": default_cap, "fifo-order": fifo_order, "stopping-counts": stopping_counts,
+    "default-cap": default_cap, "fifo-order": fifo_order, "stopping-counts": stopping_counts,
     "loading-counts": loading_counts, "multi-evict": multi_evict,
 }
 
+import harness.repro.idle_scenarios  # noqa: E402,F401  (registers the idle equivalence scenario)
 import harness.repro.ollama_scenarios  # noqa: E402,F401  (registers the Ollama and Metal scenarios)
 
 __all__ = ["SCENARIOS", "Context", "Evidence", "Inconclusive"]

@@ -80,14 +80,26 @@ def assess(before: dict, after: dict, samples: pd.DataFrame, value: str = "laten
     if before.get("governor") != after.get("governor") and after.get("governor"):
         warnings.append(f"CPU governor changed during the run: {before.get('governor')} -> {after.get('governor')}")
     if samples is not None and not samples.empty and value in samples:
-        for (model, setting, pause), g in samples.groupby(["model", "setting", "pause_requested_s"]):
-            x = g[value].dropna().to_numpy(dtype=float)
-            if x.size < MIN_REPS:
-                warnings.append(f"{model} · {setting} · pause {pause:g} s: only {x.size} reps (< {MIN_REPS}): "
-                                "no 95% interval for its median")
-                continue
-            p10, p90 = np.percentile(x, [10, 90])
-            if p10 > 0 and p90 / p10 > WIDE_RATIO:
-                warnings.append(f"{model} · {setting} · pause {pause:g} s: very wide distribution "
-                                f"(p90/p10 = {p90 / p10:.1f}); possibly bimodal")
+        for (model, setting), cell in samples.groupby(["model", "setting"], sort=False):
+            few: dict[int, list[float]] = {}  # reps -> pauses: one sentence per cell, not one per pause
+            wide = []
+            for pause, g in cell.groupby("pause_requested_s"):
+                x = g[value].dropna().to_numpy(dtype=float)
+                if x.size < MIN_REPS:
+                    few.setdefault(int(x.size), []).append(float(pause))
+                    continue
+                p10, p90 = np.percentile(x, [10, 90])
+                if p10 > 0 and p90 / p10 > WIDE_RATIO:
+                    wide.append(f"{pause:g} s (p90/p10 = {p90 / p10:.1f})")
+            for n, pauses in sorted(few.items()):
+                warnings.append(f"{model} · {setting}: only {n} reps (< {MIN_REPS}) at {_pauses_text(pauses)}: "
+                                "no 95% interval for those medians")
+            if wide:
+                warnings.append(f"{model} · {setting}: very wide distribution at {', '.join(wide)}; possibly bimodal")
     return list(dict.fromkeys(warnings))
+
+
+def _pauses_text(pauses: list[float]) -> str:
+    if len(pauses) == 1:
+        return f"pause {pauses[0]:g} s"
+    return f"{len(pauses)} pauses ({', '.join(f'{p:g}' for p in pauses)} s)"

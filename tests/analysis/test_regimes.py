@@ -59,3 +59,21 @@ def test_wake_summary_fits_penalty_per_gb_across_models():
     (fit,) = per_gb
     assert fit["setting"] == "x" and fit["n_models"] == 3
     assert fit["slope_ci"][0] <= 30.0 <= fit["slope_ci"][1]
+
+
+def test_a_richer_shape_must_beat_a_simpler_one_by_the_minimum_bic_gain():
+    from harness.analysis.regimes import MIN_BIC_GAIN, _choose, fit_shape
+
+    # a ramp whose BIC is 0.07 below the step's is a coin toss: the simpler step stays
+    assert _choose({"none": (10.0, ()), "step": (0.0, (1.0,)), "ramp": (-0.07, (0.5, 2.0))}, MIN_BIC_GAIN) == "step"
+    assert _choose({"none": (10.0, ()), "step": (0.0, (1.0,)), "ramp": (-6.5, (0.5, 2.0))}, MIN_BIC_GAIN) == "ramp"
+    assert _choose({"none": (0.0, ()), "step": (-5.9, (1.0,))}, MIN_BIC_GAIN) == "none"
+    assert _choose({"none": (0.0, ()), "step": (-5.9, (1.0,)), "two steps": (-12.0, (1.0, 2.0))},
+                   MIN_BIC_GAIN) == "two steps"
+    # end to end: a clear step is still found, and the chosen shape's BIC is recorded with the others
+    rng = np.random.default_rng(3)
+    pauses = np.repeat([0.0, 0.5, 1.0, 1.5, 2.0], 8)
+    y = np.where(pauses >= 1.5, 200.0, 100.0) * np.exp(rng.normal(0, 0.02, pauses.size))
+    fit = fit_shape(pauses, y)
+    assert fit.shape == "step" and fit.first_woken_s == 1.5
+    assert fit.bic["none"] - fit.bic["step"] >= MIN_BIC_GAIN

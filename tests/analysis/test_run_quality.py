@@ -1,5 +1,7 @@
 """Run-quality warnings from snapshots and samples (harness.runs.quality)."""
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
@@ -25,4 +27,18 @@ def test_assess_warns_on_load_busy_processes_few_reps_and_wide_distributions():
     assert assess(quiet, quiet, samples.iloc[:10]) == []
     w = " | ".join(assess(loaded, loaded, samples))
     assert "load average 3.5" in w and "cc1 (pid 7)" in w and "powersave" in w
-    assert "pause 1 s: only 3 reps" in w and "pause 2 s: very wide distribution" in w
+    assert "m · s: only 3 reps (< 6) at pause 1 s" in w and "very wide distribution at 2 s (p90/p10 = 8.0)" in w
+
+
+def test_few_reps_at_many_pauses_is_one_warning_per_cell_and_gate_names_runs_once():
+    from harness.cli.verdicts import quality_lines as _quality_lines
+    from harness.store import Run
+
+    rows = [{"model": "m", "setting": "s", "pause_requested_s": p, "latency_ms": 10.0 + i}
+            for p in (0.0, 0.3, 0.6, 1.0) for i in range(3)]
+    quiet = {"cpus": 4, "loadavg_1m": 0.1, "busy_processes": [], "governor": "performance"}
+    w = assess(quiet, quiet, pd.DataFrame(rows))
+    assert w == ["m · s: only 3 reps (< 6) at 4 pauses (0, 0.3, 0.6, 1 s): no 95% interval for those medians"]
+    runs = [Run(Path(f"/r/{i}"), {"run_id": f"r{i}", "quality": {"warnings": w}}) for i in range(3)]
+    lines = _quality_lines(runs, "A")
+    assert len(lines) == 1 and lines[0].startswith("warning (A 3 of 3 runs): m · s: only 3 reps")

@@ -37,3 +37,19 @@ def test_user_strings_are_escaped(tmp_path):
     assert "<script>alert(1)</script>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "no Metal &lt;here&gt;" in html
+
+
+def test_run_quality_warnings_reach_the_report_and_the_evidence(tmp_path):
+    import json
+
+    from harness.report.evidence import write_evidence
+
+    run = _run_with(tmp_path, "tiny-q8")
+    manifest = json.loads((run.dir / "manifest.json").read_text())
+    manifest["quality"] = {"warnings": ["load average 3.5 before the run on 2 CPUs: timings are <noisy>"]}
+    (run.dir / "manifest.json").write_text(json.dumps(manifest))
+    run = open_run(run.dir, tmp_path)
+    html = render_report(run).read_text()
+    assert "Run quality:" in html and "timings are &lt;noisy&gt;" in html
+    md = write_evidence([run], tmp_path / "ev", redact=False).read_text()
+    assert "**Run quality**" in md and "> - load average 3.5 before the run" in md

@@ -1,0 +1,81 @@
+"""Idle claims decided as equivalence tests: "a decode after a long pause is as fast as after a
+short one" needs evidence of *no effect*, not the absence of a large one.
+
+Design (the spec fixes it in advance): every model in ``models`` (more than one size and
+quantization), ``starts`` fresh servers per model, each running the short and long pauses
+(up to minutes) in shuffled order with ``reps`` repetitions.  One group per (model, long
+pause): the samples at that pause against the short-pause samples, with each server start
+as the unit (harness.analysis.verdicts: two-level bootstrap, Holm over the groups).  Each
+group is ``no change`` only when its 95% interval lies inside the band [1/(1+margin),
+1+margin]; ``slower`` when it lies above; otherwise ``inconclusive`` (or ``refused`` when
+too few samples).  Figures count the groups; the claim's checks decide from the counts.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from harness.engines.base import Setting
+from harness.engines.llama_server import LlamaServerEngine
+from harness.repro import scenarios as _sc
+from harness.workloads.idle import run_idle_sweep
+
+
+def equivalence_groups(samples: pd.DataFrame, short: list[float], long: list[float]) -> list:
+    """GroupData per (model, long pause): per start, short-pause latencies vs that pause's."""
+    from harness.analysis.verdicts import GroupData
+
+    m = samples[(samples["phase"] == "measure") & samples["error"].isna()]
+    groups = []
+    for model, g in m.groupby("model", sort=False):
+        starts = sorted(g["start"].unique())
+        a = [g[(g["start"] == s) & g["pause_requested_s"].isin(short)]["latency_ms"].to_numpy() for s in starts]
+        for pause in long:
+            b = [g[(g["start"] == s) & (g["pause_requested_s"] == pause)]["latency_ms"].to_numpy() for s in starts]
+            groups.append(GroupData(model, "cpu", f"pause={pause:g}s", "latency_ms", a, b))
+    return groups
+
+
+def equivalence_figures(verdicts: list, *, margin: float, models: list[str], starts: int, long: list[float]) -> dict:
+    counts = {k: sum(v.verdict == k for v in verdicts) for k in ("no change", "slower", "faster", "inconclusive",
+                                                                 "refused")}
+    worst = max(verdicts, key=lambda v: v.ratio_ci[1] if v.ratio_ci[1] == v.ratio_ci[1] else float("inf"))
+    return {"groups": len(verdicts), "groups_no_change": counts["no change"], "groups_slower": counts["slower"],
+            "groups_faster": counts["faster"],
+            "groups_undecided": counts["inconclusive"] + counts["refused"],
+            "margin": margin, "models": ", ".join(models), "starts_per_model": starts, "max_pause_s": max(long),
+            "worst_group": worst.key(), "worst_ratio": round(worst.ratio, 4),
+            "worst_ratio_ci_high": round(worst.ratio_ci[1], 4)}
+
+
+def idle_equivalence(ctx, p: dict):
+    """Fresh servers per model; per (model, long pause) an equivalence verdict against the short pauses."""
+    from harness.analysis.verdicts import VerdictConfig, decide_groups
+
+    refs = list(p.get("models", ["tiny-q8"]))
+    short = [float(x) for x in p.get("short_pauses_s", [0.0, 0.05])]
+    long = [float(x) for x in p.get("long_pauses_s", [1.4, 3.0])]
+    starts, reps, margin = int(p.get("starts", 2)), int(p.get("reps", 5)), float(p.get("margin", 0.10))
+    rows: list[dict] = []
+    labels = []
+    for ref in refs:
+        model = ctx.resolve(ref)
+        labels.append(model.label)
+        engine = LlamaServerEngine(ctx.binary)
+        for start in range(1, starts + 1):
+            log = ctx.claim_dir / "logs" / f"server-{model.label}-{start}.log"
+            with engine.start(model.path, Setting(), log) as server:
+                run_idle_sweep(server, short + long, reps=reps, seed=start, warmup=3,
+                               emit=lambda row, s=start, m=model.label: rows.append({**row, "model": m, "start": s}))
+    frame = pd.DataFrame(rows)
+    frame.to_csv(ctx.claim_dir / "samples.csv", index=False)
+    verdicts = decide_groups(equivalence_groups(frame, short, long), VerdictConfig(margin=margin))
+    ev = _sc.Evidence(figures=equivalence_figures(verdicts, margin=margin, models=labels, starts=starts, long=long))
+    ev.lines = [v.line() for v in verdicts]
+    ev.notes = [f"design fixed in the spec: {len(labels)} models x {starts} server starts, short pauses {short} s, "
+                f"long pauses {long} s, {reps} reps each, margin +/-{margin:.0%}; the unit is the server start"]
+    return ev
+
+
+SCENARIOS = {"idle-equivalence": idle_equivalence}
+_sc.SCENARIOS.update(SCENARIOS)

@@ -1,0 +1,108 @@
+"""The gate benchmark on real runs (``lbench gate-bench``): how often does the gate cry wolf,
+and how often does it catch a slowdown of known mechanism?
+
+Design (docs/statistics.md, "Measured error rates"):
+
+- Three sides run on fresh servers, interleaved in rotated order within every round so a slow
+  drift of the machine hits all of them alike: ``A`` and ``A2`` (the same model, the same
+  binary: any "slower" between them is a false alarm) and ``B`` (a model with the same tensors
+  and a few more transformer blocks: a real slowdown, whose true size is measured from all
+  rounds pooled rather than assumed).
+- One trial = ``runs_per_side`` rounds; it yields two gate decisions with the runs as units,
+  exactly as ``lbench gate`` decides: A vs A2 (the A/A condition) and A vs B (the slowed
+  condition; B's samples are labelled with A's model so the groups pair up).
+- Trials are independent: no run is shared between trials, so the counts over trials are
+  binomial and their Clopper-Pearson intervals are honest.
+
+``execute(prep, reporter, extra_manifest)`` and ``judge(a_runs, b_runs, cfg)`` are injectable
+for tests.  Every decision is handed to ``on_decision`` as soon as it is made, so an interrupted
+benchmark keeps the trials it finished.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+SIDES = ("A", "A2", "B")
+ORDERS = (("A", "A2", "B"), ("B", "A", "A2"), ("A2", "B", "A"))  # rotated: each side in each position
+
+
+class Relabeled:
+    """A run whose samples carry another model label (B's deeper model stands in for A's)."""
+
+    def __init__(self, run, model: str):
+        self._run = run
+        self._model = model
+
+    def table(self, name: str = "samples"):
+        frame = self._run.table(name)
+        if "model" in frame:
+            frame = frame.assign(model=self._model)
+        return frame
+
+    def __getattr__(self, attr):
+        return getattr(self._run, attr)
+
+
+@dataclass
+class Trial:
+    number: int
+    runs: dict[str, list] = field(default_factory=lambda: {s: [] for s in SIDES})
+    wall_s: float = 0.0
+
+
+def decision_row(bench_id: str, trial: Trial, condition: str, a_runs: list, b_runs: list, verdicts, outcome) -> dict:
+    """One gate decision as a tidy row (decisions.csv)."""
+    gating = [v for v in verdicts if v.primary]
+    worst = max(gating, key=lambda v: v.ratio_ci[0], default=None)
+    return {
+        "bench_id": bench_id,
+        "trial": trial.number,
+        "condition": condition,
+        "gate_status": outcome.status,  # pass | fail | inconclusive | refuse
+        "gating_groups": len(gating),
+        "groups_slower": sum(v.verdict == "slower" for v in gating),
+        "groups_inconclusive": sum(v.verdict == "inconclusive" for v in gating),
+        "worst_group": worst.key() if worst else "",
+        "worst_ratio": worst.ratio if worst else float("nan"),
+        "worst_ratio_ci_low": worst.ratio_ci[0] if worst else float("nan"),
+        "worst_ratio_ci_high": worst.ratio_ci[1] if worst else float("nan"),
+        "runs_per_side": len(a_runs),
+        "a_run_ids": " ".join(r.run_id for r in a_runs),
+        "b_run_ids": " ".join(r.run_id for r in b_runs),
+        "trial_wall_s": round(trial.wall_s, 1),
+    }
+
+
+def run_gate_bench(preps: dict, cfg, *, bench_id: str, trials: int, runs_per_side: int, model_label: str,
+                   reporter, on_decision, execute=None, judge=None) -> list[Trial]:
+    """Run ``trials`` trials of ``runs_per_side`` rotated rounds over the sides in ``preps``
+    (keys A, A2, B) and hand every decision row to ``on_decision``."""
+    from harness.analysis.gate import decide, verdict_config
+
+    if execute is None:
+        from harness.runs.idle import execute_idle as execute
+    if judge is None:
+        from harness.analysis.compare import judge_runs as judge
+    vcfg = verdict_config(cfg)
+    done: list[Trial] = []
+    round_no = 0
+    for number in range(1, trials + 1):
+        trial = Trial(number)
+        start = time.monotonic()
+        for _ in range(runs_per_side):
+            for side in ORDERS[round_no % len(ORDERS)]:
+                reporter.message(f"trial {number}/{trials}, round {round_no % runs_per_side + 1}/{runs_per_side}: {side}")
+                run = execute(preps[side], reporter,
+                              extra_manifest={"gate_bench": {"bench_id": bench_id, "trial": number, "side": side}})
+                trial.runs[side].append(run)
+            round_no += 1
+        trial.wall_s = time.monotonic() - start
+        a, a2 = trial.runs["A"], trial.runs["A2"]
+        b = [Relabeled(r, model_label) for r in trial.runs["B"]]
+        for condition, other in (("A/A", a2), ("slowed", b)):
+            verdicts, _ = judge(a, other, vcfg)
+            on_decision(decision_row(bench_id, trial, condition, a, other, verdicts, decide(verdicts, cfg)))
+        done.append(trial)
+    return done

@@ -1,0 +1,125 @@
+"""The real-runs gate benchmark: orchestration (rotation, independent trials, rows kept at once)
+and the error-rate arithmetic, with an injected executor; one small real-engine run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import run_cli
+
+from harness.analysis.gate import GateConfig
+from harness.analysis.gate_bench import _trials_needed, clopper_pearson, error_rates, sentences
+from harness.analysis.verdicts import GroupData, decide_groups
+from harness.cli.gate_bench import slowed_alias
+from harness.errors import BadInput
+from harness.models import presets
+from harness.runs.gate_bench import ORDERS, Relabeled, run_gate_bench
+
+
+class FakeRun:
+    def __init__(self, run_id: str, side: str, samples: np.ndarray):
+        self.run_id, self.side, self.x = run_id, side, samples
+
+    def table(self, name="samples"):
+        return pd.DataFrame({"model": ["b-model"] * len(self.x), "latency_ms": self.x})
+
+
+class Quiet:
+    def message(self, text):
+        pass
+
+
+def fake_world(slowdown: float):
+    rng = np.random.default_rng(7)
+    log: list[tuple[str, dict]] = []
+
+    def execute(prep, reporter, extra_manifest):
+        log.append((prep, extra_manifest["gate_bench"]))
+        level = 100.0 * (1 + slowdown if prep == "slow" else 1.0)
+        return FakeRun(f"run{len(log)}", prep, level * np.exp(rng.normal(0, 0.01, 20)))
+
+    def judge(a, b, cfg):
+        return decide_groups([GroupData("m", "s", "warm", "latency_ms", [r.x for r in a], [r.x for r in b])], cfg), {}
+
+    return execute, judge, log
+
+
+def test_trials_rotate_sides_share_no_runs_and_keep_each_decision_at_once():
+    execute, judge, log = fake_world(0.5)
+    rows = []
+    trials = run_gate_bench({"A": "base", "A2": "base", "B": "slow"}, GateConfig(), bench_id="b1", trials=3,
+                            runs_per_side=2, model_label="m", reporter=Quiet(), on_decision=rows.append,
+                            execute=execute, judge=judge)
+    assert len(log) == 3 * 2 * 3  # trials x rounds x sides
+    sides = [m["side"] for _, m in log]
+    for i in range(6):  # each round runs every side once, in the rotated order
+        assert tuple(sides[3 * i:3 * i + 3]) == ORDERS[i % len(ORDERS)]
+    ids = [r.run_id for t in trials for side in t.runs.values() for r in side]
+    assert len(ids) == len(set(ids)) == 18  # no run serves two trials
+    assert [(r["trial"], r["condition"]) for r in rows] == [(1, "A/A"), (1, "slowed"), (2, "A/A"), (2, "slowed"),
+                                                            (3, "A/A"), (3, "slowed")]
+    assert all(r["condition"] != "slowed" or r["gate_status"] == "fail" for r in rows)  # +50% is caught
+    assert all(r["condition"] != "A/A" or r["gate_status"] != "fail" for r in rows)
+    assert rows[1]["worst_ratio"] == pytest.approx(1.5, rel=0.02)
+    assert rows[0]["a_run_ids"].count("run") == 2
+
+
+def test_relabeled_run_reports_the_stand_in_model():
+    r = Relabeled(FakeRun("x", "slow", np.ones(3)), "tiny-q8")
+    assert set(r.table()["model"]) == {"tiny-q8"} and r.run_id == "x"
+
+
+def test_error_rates_use_exact_binomial_intervals():
+    d = pd.DataFrame({"condition": ["A/A"] * 10 + ["slowed"] * 10,
+                      "gate_status": ["pass"] * 7 + ["fail"] * 3 + ["fail"] * 8 + ["inconclusive"] * 2,
+                      "trial_wall_s": [60.0] * 20})
+    rates = error_rates(d).set_index("condition")
+    assert rates.loc["A/A", "failed"] == 3 and rates.loc["A/A", "rate"] == pytest.approx(0.3)
+    assert rates.loc["A/A", "rate_ci_low"] == pytest.approx(0.0667, abs=1e-3)  # textbook Clopper-Pearson 3/10
+    assert rates.loc["A/A", "rate_ci_high"] == pytest.approx(0.6525, abs=1e-3)
+    assert rates.loc["slowed", "inconclusive"] == 2 and rates.loc["slowed", "minutes_per_decision"] == 1.0
+    text = " ".join(sentences(error_rates(d), []))
+    assert "3 of 10 A/A" in text and "misses the goal of <= 1%" in text
+    assert "can neither show nor rule out the goal of >= 90%" in text  # 8/10: [44%, 97%]
+
+
+def test_zero_failures_in_a_small_benchmark_cannot_show_a_one_percent_rate():
+    low, high = clopper_pearson(0, 10)
+    assert low == 0 and high == pytest.approx(0.3085, abs=1e-3)
+    d = pd.DataFrame({"condition": ["A/A"] * 10, "gate_status": ["pass"] * 10, "trial_wall_s": [1.0] * 10})
+    assert "can neither show nor rule out" in " ".join(sentences(error_rates(d), []))
+    n = _trials_needed(0.01)
+    assert clopper_pearson(0, n)[1] <= 0.01 < clopper_pearson(0, n - 1)[1]
+
+
+def test_deeper_twin_alias():
+    assert slowed_alias("llama3.2-1b-q4", 2) == "llama3.2-1b+2l-q4"
+    shape, quant = presets.parse_synthetic_alias("llama3.2-1b+2l-q4")
+    assert shape.n_layer == 18 and shape.n_embd == 2048 and quant.name == "q4"
+    assert presets.parse_synthetic_alias("tiny+0l-q8") is None and presets.parse_synthetic_alias("nope+2l-q8") is None
+    with pytest.raises(BadInput, match="not a synthetic preset"):
+        slowed_alias("/models/x.gguf", 2)
+    with pytest.raises(BadInput, match="extra-layers"):
+        slowed_alias("tiny-q8", 0)
+
+
+@pytest.mark.engine
+def test_gate_bench_on_real_runs_keeps_every_run_and_decision(engine_env):
+    res = Path(engine_env["LBENCH_RESULTS_DIR"])
+    p = run_cli("gate-bench", "-m", "tiny-q8", "--trials", "1", "--runs-per-side", "1", "--pauses", "0",
+                "--reps", "3", env=engine_env)
+    assert p.returncode == 0, p.stderr[-2000:]
+    (bench,) = (res / "benchmarks").iterdir()
+    summary = json.loads((bench / "summary.json").read_text())
+    decisions = pd.read_csv(bench / "decisions.csv")
+    assert list(decisions["condition"]) == ["A/A", "slowed"]
+    assert summary["design"]["slow_model"] == "tiny+2l-q8"
+    for side in ("A", "A2", "B"):
+        (run_id,) = summary["run_ids"][side]
+        manifest = json.loads((res / run_id / "manifest.json").read_text())
+        assert manifest["gate_bench"] == {"bench_id": bench.name, "trial": 1, "side": side}
+    assert "False alarms: " in p.stdout and "True size of the slowdown" in p.stdout
