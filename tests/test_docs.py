@@ -84,11 +84,16 @@ def test_generator_renders_a_new_option_and_command(monkeypatch):
     def frobnicate(level: int = typer.Option(7, "--level", help="How much to frobnicate.")) -> None:
         """Frobnicate the widgets."""
 
+    @extra.callback()
+    def main(verbose: bool = typer.Option(False, "--verbose", help="Say more.")) -> None:
+        """An app."""
+
     monkeypatch.setattr(cli, "app", extra)
     text = reference.render()
     assert "## `lbench frobnicate`" in text and "## `lbench other`" in text
     assert "Frobnicate the widgets." in text
     assert "| `--level` | integer (option) | `7` | How much to frobnicate. |" in text
+    assert "## Options of `lbench` itself" in text and "| `--verbose` | flag (option) | off | Say more. |" in text
 
 
 # ------------------------------------------------------------------ command lines in the docs
