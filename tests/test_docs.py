@@ -463,3 +463,21 @@ def test_code_points_at_docs_that_exist():
         readme_refs += [f"{path.relative_to(REPO)}" for _ in re.findall(r"see README", text)]
     assert not missing, missing
     assert not readme_refs, f"'see README' in {readme_refs}: point at the docs/ page instead"
+
+
+def test_calibration_block_matches_the_code():
+    import importlib
+
+    for name in ("harness.analysis.calibration", "harness.cli.idle"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        if hasattr(module, "CALIBRATION_PAUSES"):
+            break
+    pauses = module.CALIBRATION_PAUSES
+    back_to_back = sum(1 for p in pauses if p == 0)
+    short = sorted(p for p in pauses if p > 0)
+    text = " ".join((DOCS / "calibration.md").read_text().split())
+    stated = f"a block of {back_to_back} back-to-back requests and {len(short)} short pauses of {short[0]:g}-{short[-1]:g} s"
+    assert stated in text, f"docs/calibration.md should say: {stated}"
