@@ -84,11 +84,16 @@ def test_generator_renders_a_new_option_and_command(monkeypatch):
     def frobnicate(level: int = typer.Option(7, "--level", help="How much to frobnicate.")) -> None:
         """Frobnicate the widgets."""
 
+    @extra.callback()
+    def main(verbose: bool = typer.Option(False, "--verbose", help="Say more.")) -> None:
+        """An app."""
+
     monkeypatch.setattr(cli, "app", extra)
     text = reference.render()
     assert "## `lbench frobnicate`" in text and "## `lbench other`" in text
     assert "Frobnicate the widgets." in text
     assert "| `--level` | integer (option) | `7` | How much to frobnicate. |" in text
+    assert "## Options of `lbench` itself" in text and "| `--verbose` | flag (option) | off | Say more. |" in text
 
 
 # ------------------------------------------------------------------ command lines in the docs
@@ -458,3 +463,21 @@ def test_code_points_at_docs_that_exist():
         readme_refs += [f"{path.relative_to(REPO)}" for _ in re.findall(r"see README", text)]
     assert not missing, missing
     assert not readme_refs, f"'see README' in {readme_refs}: point at the docs/ page instead"
+
+
+def test_calibration_block_matches_the_code():
+    import importlib
+
+    for name in ("harness.analysis.calibration", "harness.cli.idle"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        if hasattr(module, "CALIBRATION_PAUSES"):
+            break
+    pauses = module.CALIBRATION_PAUSES
+    back_to_back = sum(1 for p in pauses if p == 0)
+    short = sorted(p for p in pauses if p > 0)
+    text = " ".join((DOCS / "calibration.md").read_text().split())
+    stated = f"a block of {back_to_back} back-to-back requests and {len(short)} short pauses of {short[0]:g}-{short[-1]:g} s"
+    assert stated in text, f"docs/calibration.md should say: {stated}"

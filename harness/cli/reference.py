@@ -171,6 +171,11 @@ def render() -> str:
         anchor = name.replace(" ", "-")
         parts.append(f"{indent}- [`{name}`](#{anchor}): {summary}")
     parts.append("")
+    root_rows = [r for r in (_param_row(p) for p in entries[0][1].params) if r]
+    if root_rows:  # options of `lbench` itself, e.g. --version
+        parts.append("## Options of `lbench` itself\n")
+        parts.append("| name | type | default | help |\n|---|---|---|---|")
+        parts.append("\n".join(root_rows) + "\n")
     for path, command in entries[1:]:
         name = " ".join(path)
         parts.append(f'<a id="{name.replace(" ", "-")}"></a>\n')
