@@ -392,9 +392,6 @@ def test_readme_first_command_describes_the_default_sweep():
 
 # ------------------------------------------------------------------ names the docs point at
 
-# paths the docs name before they exist on this branch (issue 13 is built by several branches
-# at once); remove an entry once the file is merged
-PENDING_PATHS = {"harness/kinds.py"}
 _TOP = ("harness/", "tests/", "experiments/", "reports/", "scripts/", "docs/", ".ci/")
 
 
@@ -412,8 +409,6 @@ def test_paths_named_in_docs_exist():
     missing = []
     for path in doc_files():
         for name in named_paths(path.read_text()):
-            if name in PENDING_PATHS:
-                continue
             if not (any(REPO.glob(name)) if "*" in name else (REPO / name).exists()):
                 missing.append(f"{path.relative_to(REPO)}: {name}")
     assert not missing, "docs name files that do not exist:\n" + "\n".join(missing)
