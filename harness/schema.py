@@ -117,7 +117,7 @@ VERDICT_COLUMNS: dict[str, tuple[str, str]] = {
     "seed": ("str", "source the claim came from (seed or document)"),
     "statement": ("str", "the source's own statement"),
     "verdict": ("str", "holds, contradicted, inconclusive, not checkable here, or error"),
-    "cause": ("str", "why a claim was not checkable: platform, scenario (missing) or setup (failed); null otherwise"),
+    "cause": ("str", "why a claim was not checkable: platform, scenario (missing) or setup (failed); empty otherwise"),
     "reason": ("str", "the verdict's reason in plain words"),
     "checks": ("str", "JSON list of {check, expected, observed, met, sentence}"),
     "repeats": ("Int64", "repetitions of the scenario"),
