@@ -6,7 +6,6 @@ import typer
 
 from harness.cli.options import LlamaServer
 from harness.cli.ui import console, out
-from harness.engines import provision
 
 app = typer.Typer(help="Build and inspect the llama-server lbench drives.", no_args_is_help=True)
 
@@ -29,6 +28,8 @@ def install(
       lbench engine install --build 10500   # side by side; ccache speeds up nearby builds
     """
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from harness.engines import provision
 
     plan = provision.plan_build(build=build)
     if plan.is_built() and not force:
@@ -55,6 +56,8 @@ def list_builds() -> None:
     Examples:
       lbench engine list
     """
+    from harness.engines import provision
+
     rows = provision.list_builds()
     if not rows:
         out.print("no engine builds in the cache (lbench engine install)", markup=False)
@@ -77,7 +80,7 @@ def info(
       lbench engine info
       lbench engine info --llama-server /opt/homebrew/bin/llama-server
     """
-    from harness.engines import llama_server
+    from harness.engines import llama_server, provision
 
     plan = provision.plan_build()
     for source, path in llama_server.candidates(llama_server_path):
