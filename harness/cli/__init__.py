@@ -57,7 +57,7 @@ def _stop_children() -> None:
     """Stop every child process lbench started (none if no command got as far as importing processes)."""
     processes = sys.modules.get("harness.engines.processes")
     if processes is not None:
-        _stop_children()
+        processes.stop_all()
 
 
 def _sigterm(signum, frame):  # turn SIGTERM into the same clean stop as Ctrl-C
