@@ -22,18 +22,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.analysis.gate_config import GateConfig  # defined there (light), used and re-exported here
 from harness.errors import BadInput
-
-
-@dataclass
-class GateConfig:
-    alpha: float = 0.05
-    min_n: int = 5
-    threshold: float = 0.05  # equivalence margin
-    per_metric: dict[str, float] = field(default_factory=dict)
-
-    def threshold_for(self, metric: str) -> float:
-        return self.per_metric.get(metric, self.threshold)
 
 
 def load_config(path: Path | None, **overrides) -> GateConfig:

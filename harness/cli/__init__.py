@@ -15,7 +15,6 @@ import typer
 from harness.cli import ab, baseline, bisect, compare, engine, evidence, gate, gate_bench, idle, model, repro, runs, swap
 from harness.cli.ui import print_error
 from harness.cli.version import version_callback
-from harness.engines import processes
 from harness.errors import LbenchError
 
 app = typer.Typer(
@@ -54,6 +53,13 @@ app.command("ab")(ab.ab)
 app.command("runs")(runs.runs)
 
 
+def _stop_children() -> None:
+    """Stop every child process lbench started (none if no command got as far as importing processes)."""
+    processes = sys.modules.get("harness.engines.processes")
+    if processes is not None:
+        processes.stop_all()
+
+
 def _sigterm(signum, frame):  # turn SIGTERM into the same clean stop as Ctrl-C
     raise KeyboardInterrupt
 
@@ -66,11 +72,11 @@ def main() -> None:
         print_error(exc, exc.exit_code)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        processes.stop_all()
+        _stop_children()
         print("lbench: interrupted; measured samples were kept", file=sys.stderr)
         sys.exit(130)
     except typer.Abort:
-        processes.stop_all()
+        _stop_children()
         sys.exit(130)
     except SystemExit:
         raise

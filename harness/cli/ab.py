@@ -6,7 +6,7 @@ import copy
 
 import typer
 
-from harness.analysis.gate import GateConfig, load_config
+from harness.analysis.gate_config import GateConfig
 from harness.cli.idle import build_spec
 from harness.cli.options import InconclusiveOk, Margin, ResultsDir, default
 from harness.cli.ui import RichReporter, console, out
@@ -38,6 +38,7 @@ def ab(
       lbench ab -m tiny-q8 --pauses 0,0.5,1 --reps 6 --b-arg --threads --b-arg 1
       lbench ab -m tiny-q8 --a-llama-server /opt/old/llama-server --b-llama-server ./build/bin/llama-server
     """
+    from harness.analysis.gate import load_config
     from harness.cli.verdicts import print_verdicts
     from harness.runs.ab import run_ab
     from harness.runs.idle import prepare_idle

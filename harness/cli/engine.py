@@ -6,7 +6,6 @@ import typer
 
 from harness.cli.options import LlamaServer
 from harness.cli.ui import console, out
-from harness.engines import provision
 
 app = typer.Typer(help="Build and inspect the llama-server lbench drives; list the engines.", no_args_is_help=True)
 
@@ -29,6 +28,8 @@ def install(
       lbench engine install --build 10500   # side by side; ccache speeds up nearby builds
     """
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from harness.engines import provision
 
     plan = provision.plan_build(build=build)
     if plan.is_built() and not force:
@@ -56,7 +57,7 @@ def list_builds() -> None:
     Examples:
       lbench engine list
     """
-    from harness.engines import registry
+    from harness.engines import provision, registry
 
     out.print("engines (--engine):", markup=False)
     for kind in registry.all_kinds():
@@ -86,7 +87,7 @@ def info(
       lbench engine info
       lbench engine info --llama-server /opt/homebrew/bin/llama-server
     """
-    from harness.engines import llama_server
+    from harness.engines import llama_server, provision
 
     plan = provision.plan_build()
     for source, path in llama_server.candidates(llama_server_path):

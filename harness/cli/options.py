@@ -14,7 +14,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from harness.analysis.gate import GateConfig  # a plain dataclass (no numeric libraries)
+from harness.analysis.gate_config import GateConfig
 
 ResultsDir = Annotated[Optional[str], typer.Option(
     "--results", metavar="DIR",

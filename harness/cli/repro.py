@@ -7,7 +7,6 @@ from rich.table import Table
 
 from harness.cli.options import Builds, LlamaServer, Report, ResultsDir
 from harness.cli.ui import RichReporter, out
-from harness.repro.claims import load_claims
 
 COLOURS = {"holds": "green", "contradicted": "red", "not checkable here": "yellow", "error": "magenta",
            "inconclusive": "cyan"}
@@ -32,6 +31,8 @@ def repro(
       lbench repro router-cap router-stop-timeout
       lbench repro router-env-models-max --build 11434 --build 10500
     """
+    from harness.repro.claims import load_claims
+
     specs = load_claims(claims or None)
     if list_only:
         table = Table(title="claims")

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console
-from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress, SpinnerColumn, TaskID,
-                           TextColumn, TimeElapsedColumn, TimeRemainingColumn, TransferSpeedColumn)
+
+if TYPE_CHECKING:
+    from rich.progress import TaskID
 
 console = Console(stderr=True, highlight=False)
 out = Console(highlight=False)  # results go to stdout, chatter to stderr
@@ -20,6 +23,9 @@ class RichReporter:
     """
 
     def __init__(self) -> None:
+        from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress, SpinnerColumn,
+                                   TextColumn, TimeElapsedColumn, TimeRemainingColumn, TransferSpeedColumn)
+
         self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                                  MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("eta"),
                                  TimeRemainingColumn(), console=console, transient=False, auto_refresh=False)
