@@ -23,6 +23,7 @@ CACHE_STATES = ("as-is", "warm", "cold")
 IDLE_ENGINES = ("llama-server", "llama-idle", "mlx", "openai", "ollama")
 SERVER_ENGINES = ("llama-server", "mlx", "openai", "ollama")
 MAX_PAUSE_S = 3600.0
+MAX_TIMEOUT_S = 86400.0
 
 
 def parse_pauses(text: str, where: str = "--pauses") -> list[float]:
@@ -180,6 +181,9 @@ class IdleSpec:
     client_cpus: str | None = None  # os.sched_setaffinity of lbench itself, e.g. "0"
     client_nice: int | None = None  # os.setpriority of lbench itself (negative needs privileges)
     client_spin: bool = False  # busy-poll the socket for the response instead of sleeping in recv
+    # deadlines (docs/reliability.md); None = derived from the cell's warm-up and start-up times
+    request_timeout_s: float | None = None  # one request; past it the cell fails (a frozen server)
+    cell_timeout_s: float | None = None  # one cell's whole sweep, warm-up included
 
     def settings(self) -> list[Setting]:
         import itertools
@@ -225,6 +229,16 @@ class IdleSpec:
                            hint="llama-idle (do llama-idle's per-iteration work through the server)")
         if isinstance(self.self_check, bool) or not isinstance(self.self_check, int) or self.self_check < 0:
             raise BadInput(f"self_check must be an integer >= 0, got {self.self_check!r}", where=f"{where}: --self-check")
+        for key in ("request_timeout_s", "cell_timeout_s"):
+            value = getattr(self, key)
+            option = "--" + key.removesuffix("_s").replace("_", "-")
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                    or not 0 < value <= MAX_TIMEOUT_S:
+                raise BadInput(f"{key} must be seconds in (0, {MAX_TIMEOUT_S:g}], got {value!r}",
+                               where=f"{where}: {option}", hint="or leave it unset: derived from the warm-up")
+            setattr(self, key, float(value))
         if self.client_cpus is not None:
             self.client_cpus = parse_cpu_knob("cpus", self.client_cpus, f"{where}: --client-cpus")
         if self.client_nice is not None and not (-20 <= int(self.client_nice) <= 19):

@@ -26,7 +26,8 @@ from harness.probes.host import host_facts
 from harness.probes.memory import build_probes, combine
 from harness.spec import IdleSpec
 from harness.store import Run, RunWriter, open_run
-from harness.workloads.idle import ServerGone, run_floor_block, run_idle_sweep, run_self_check
+from harness.workloads.idle import (CellFailed, DeadlineExceeded, Deadlines, run_floor_block, run_idle_sweep,
+                                    run_self_check, set_request_timeout)
 
 
 class Reporter(Protocol):
@@ -328,6 +329,9 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
             t_start = time.perf_counter()
             with prep.engine.start(model.path, setting, writer.log_path(log_name)) as server:
                 cell["ready_s"] = round(time.perf_counter() - t_start, 4)
+                deadlines = Deadlines(spec.request_timeout_s, spec.cell_timeout_s, startup_s=cell["ready_s"])
+                cell["deadlines"] = deadlines.as_dict()
+                set_request_timeout(server, deadlines.initial_request_s())  # the self-check runs under it too
                 cell["argv"], cell["port"] = server.argv, server.port
                 if cell["cache"] is not None:
                     after = pagecache.resident_fraction(weights)
@@ -343,9 +347,16 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
                         reporter.message(f"warning: {model.label} / {label}: {warning} (noisy host? see "
                                          "docs/instrument.md)")
                     writer.save_manifest()
-                totals = run_idle_sweep(server, spec.pauses_s, reps=spec.reps, seed=spec.seed, warmup=spec.warmup,
-                                        shuffle=spec.shuffle, emit=emit, on_progress=reporter.advance,
-                                        probe=combine(probes), alive=_death_of(server))
+                try:
+                    totals = run_idle_sweep(server, spec.pauses_s, reps=spec.reps, seed=spec.seed,
+                                            warmup=spec.warmup, shuffle=spec.shuffle, emit=emit,
+                                            on_progress=reporter.advance, probe=combine(probes),
+                                            alive=_death_of(server), deadlines=deadlines)
+                except DeadlineExceeded as exc:  # say what the server was doing, while it still exists
+                    state = _process_state(server)
+                    raise DeadlineExceeded(f"{exc}; server process state: {state}" if state else str(exc)) from None
+                finally:
+                    cell["deadlines"] = deadlines.as_dict()
                 if prep.kind == "calibrate":  # the HTTP floor after the same pauses, for the decomposition
                     run_floor_block(server, sorted(set(spec.pauses_s)), spec.reps, emit)
             cell["sweep_wall_s"] = totals.wall_s
@@ -355,7 +366,7 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
             if totals.n_errors:  # a failed request is not a sample: the cell failed
                 raise EngineError(f"{totals.n_errors} of {totals.n} measured requests failed "
                                   f"(see the error column of the samples)")
-    except ServerGone as exc:
+    except CellFailed as exc:
         cell["error"] = str(exc)
         reporter.message(f"cell failed: {model.label} / {label}: {exc}")
     except EngineError as exc:
@@ -370,6 +381,19 @@ def _death_of(server) -> Callable[[], str | None] | None:
     if proc is None:
         return None
     return lambda: None if proc.poll() is None else f"exit status {proc.returncode}"
+
+
+def _process_state(server) -> str | None:
+    """The server process's scheduler state ("stopped" for a SIGSTOPped one), when it can be read."""
+    proc = getattr(server, "proc", None)
+    if proc is None:
+        return None
+    import psutil
+
+    try:
+        return psutil.Process(proc.pid).status()
+    except psutil.Error:
+        return None
 
 
 def run_idle(spec: IdleSpec, **kwargs) -> Run:
