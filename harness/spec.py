@@ -151,6 +151,46 @@ def parse_cpu_knob(key: str, value: object, where: str) -> object:
 CPU_KNOBS = ("threads", "poll", "cpu_strict", "prio", "cpu_mask", "cpus", "omp_wait", "omp_spincount")
 
 
+def check_types(spec: object, where: str) -> None:
+    """Refuse a value of the wrong type (a spec file can hold anything) before the checks that
+    compare or convert it: scalars against their annotation (an int is a float, a bool is not a
+    number), lists as lists, and lists of strings (``list[str]``) item by item.  Lists whose items
+    have their own parsers (pauses, keep-alive, CPU axes) are left to those."""
+    import typing
+
+    for f in fields(spec):  # type: ignore[arg-type]
+        if f.name in PARSED_FIELDS:
+            continue
+        hint = typing.get_type_hints(type(spec))[f.name]
+        value = getattr(spec, f.name)
+        args = typing.get_args(hint)
+        allowed = tuple(a for a in args if a is not type(None)) if args and typing.get_origin(hint) is not list \
+            else (hint,)
+        if value is None and type(None) in args:
+            continue
+        kind = allowed[0] if len(allowed) == 1 else None
+        origin = typing.get_origin(kind) or kind
+        ok = True
+        if origin is list or kind is list:
+            ok = isinstance(value, list) and (typing.get_args(kind) != (str,) or all(isinstance(v, str) for v in value))
+        elif kind is bool:
+            ok = isinstance(value, bool)
+        elif kind is int:
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        elif kind is float:
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        elif kind is str:
+            ok = isinstance(value, str)
+        if not ok:
+            expected = str(hint) if typing.get_args(hint) else getattr(hint, "__name__", str(hint))
+            raise BadInput(f"{f.name} has the wrong type: {value!r} ({type(value).__name__}), expected {expected}",
+                           where=where, hint="fix the value in the spec (TOML) or on the command line")
+
+
+# fields whose values go through their own parser (which accepts strings such as "off" or "0:4:0.8")
+PARSED_FIELDS = frozenset({"pauses_s", "keep_alive", "sleep_idle_seconds", "cache_state", "engines", *CPU_KNOBS})
+
+
 @dataclass
 class IdleSpec:
     name: str = "idle"
@@ -193,6 +233,7 @@ class IdleSpec:
                 for c in self.cache_state for knobs in itertools.product(*axes)]
 
     def validate(self, where: str = "spec") -> "IdleSpec":
+        check_types(self, where)
         if not self.models:
             raise BadInput("no models given", where=where, hint="--model tiny-q8 (or a .gguf path)")
         self.pauses_s = validate_pauses(list(self.pauses_s), f"{where}: pauses")
@@ -300,6 +341,7 @@ class SwapSpec:
     engine: str = "llama-server"  # or "mlx" (mlx_lm.server reloads when a request names another model)
 
     def validate(self, where: str = "swap options") -> "SwapSpec":
+        check_types(self, where)
         if not self.models:
             raise BadInput("zero models given", where=where, hint="give at least two with --model (e.g. -m tiny-q8 -m tiny-q4)")
         if isinstance(self.models_max, bool) or not isinstance(self.models_max, int) or self.models_max < 0:

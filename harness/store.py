@@ -160,8 +160,8 @@ def open_run(ref: str | Path, results_root: Path) -> Run:
     candidate = Path(ref)
     if not (candidate / "manifest.json").is_file():
         runs = list_runs(results_root)
-        if str(ref) == "latest" and runs:
-            candidate = runs[-1].dir
+        if str(ref) in ("latest", "latest-any") and runs:
+            candidate = latest_run(runs, any_status=str(ref) == "latest-any", where=results_root).dir
         else:
             matches = [r.dir for r in runs if r.dir.name.startswith(str(ref)) or r.dir.name.endswith(str(ref))]
             if len(matches) == 1:
@@ -178,6 +178,26 @@ def open_run(ref: str | Path, results_root: Path) -> Run:
         raise BadInput(f"cannot read the run's manifest: {exc}", where=str(candidate)) from None
     check_manifest(manifest, candidate / "manifest.json")
     return Run(candidate, manifest)
+
+
+def latest_run(runs: list[Run], *, any_status: bool = False, where: Path | None = None) -> Run:
+    """'latest' is the newest *complete* run: a failed, interrupted or still running one is never
+    picked by accident (it is said on stderr); 'latest-any' (or the run's id) picks it anyway."""
+    if any_status:
+        return runs[-1]
+    complete = [r for r in runs if r.manifest.get("status") == "complete"]
+    skipped = runs[runs.index(complete[-1]) + 1:] if complete else runs
+    if not complete:
+        newest = runs[-1]
+        raise BadInput(f"no complete run for 'latest': the newest, {newest.dir.name}, is "
+                       f"{newest.manifest.get('status', 'unknown')}", where=str(where or newest.dir.parent),
+                       hint="name a run by its id, or say latest-any")
+    if skipped:
+        listed = ", ".join(f"{r.dir.name} ({r.manifest.get('status', 'unknown')})" for r in skipped[-3:])
+        more = f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+        print(f"note: 'latest' is {complete[-1].dir.name}, the newest complete run; skipped newer runs that did "
+              f"not complete: {listed}{more} (name one by id, or say latest-any)", file=sys.stderr)
+    return complete[-1]
 
 
 def check_manifest(manifest: object, where: Path) -> None:

@@ -117,6 +117,9 @@ def prepare_idle(spec: IdleSpec, *, llama_server: str | None = None, results: st
         prepared.llama_idle = llama_idle.locate(llama_idle_path, engine.binary.path)  # type: ignore[union-attr]
         reporter.message(f"llama-idle: {prepared.llama_idle}")
     prepared.cells = [(m, s, e) for m in models for s in spec.settings() for e in spec.engines]
+    from harness.runs import preflight
+
+    preflight.check_idle(prepared)  # the last bad-input checks, still before any run directory
     return prepared
 
 

@@ -94,7 +94,11 @@ def prepare_swap(spec: SwapSpec, *, llama_server: str | None = None, results: st
     else:
         reporter.message("engine: mlx_lm.server")
     plan = waves(pattern, names, spec.requests, spec.seed)
-    return PreparedSwap(spec, models, names, binary, paths.results_dir(results), plan)
+    prepared = PreparedSwap(spec, models, names, binary, paths.results_dir(results), plan)
+    from harness.runs import preflight
+
+    preflight.check_swap(prepared)  # names and paths the router preset cannot hold: before any run directory
+    return prepared
 
 
 class ModelStates:
