@@ -22,7 +22,7 @@ import secrets
 import shlex
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -135,6 +135,7 @@ def read_journal(path: Path) -> pd.DataFrame:
 class Run:
     dir: Path
     manifest: dict
+    notes: list[str] = field(default_factory=list)  # how damaged files were read (also said on stderr)
 
     @property
     def run_id(self) -> str:
@@ -146,9 +147,20 @@ class Run:
 
     def table(self, name: str = "samples") -> pd.DataFrame:
         parquet = self.dir / f"{name}.parquet"
-        if parquet.exists():
-            return pd.read_parquet(parquet)
         journal = self.dir / f"{name}.jsonl"
+        if parquet.exists():
+            try:
+                return pd.read_parquet(parquet)
+            except Exception as exc:  # truncated or damaged (pyarrow raises several kinds)
+                if not journal.exists():
+                    raise BadInput(f"the run's {parquet.name} is damaged ({type(exc).__name__}: {exc}) and it "
+                                   "has no journal to fall back on", where=str(parquet),
+                                   hint="the run's data is lost; run it again") from None
+                note = (f"note: {parquet.name} of run {self.run_id} is damaged ({type(exc).__name__}); "
+                        f"read from the journal {journal.name} instead")
+                if note not in self.notes:
+                    self.notes.append(note)
+                    print(note, file=sys.stderr)
         if journal.exists():
             frame = read_journal(journal)
             return apply_sample_schema(frame) if name == "samples" else frame

@@ -103,15 +103,15 @@ def cross_check(samples) -> list[dict]:
 def render_report(run: Run, out: Path | None = None) -> Path:
     kind = run.manifest.get("kind")
     if kind in ("idle", "calibrate"):
-        html = environment().get_template("idle.html.j2").render(**idle_context(run))
+        html = environment().get_template("idle.html.j2").render(**idle_context(run), read_notes=run.notes)
     elif kind == "repro":
         from harness.report.repro import repro_context
 
-        html = environment().get_template("repro.html.j2").render(**repro_context(run))
+        html = environment().get_template("repro.html.j2").render(**repro_context(run), read_notes=run.notes)
     elif kind == "swap":
         from harness.report.swap import swap_context
 
-        html = environment().get_template("swap.html.j2").render(**swap_context(run))
+        html = environment().get_template("swap.html.j2").render(**swap_context(run), read_notes=run.notes)
     else:
         raise BadInput(f"no report template for run kind {kind!r}", where=str(run.dir))
     out = out or run.dir / "report.html"
