@@ -29,7 +29,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness import __version__
-from harness.errors import BadInput
+from harness.errors import BadInput, WriteFailed
 from harness.schema import apply_sample_schema
 
 SCHEMA_VERSION = 1
@@ -48,18 +48,44 @@ def utc_now() -> str:
 
 def _atomic_write_json(path: Path, data: dict) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str))
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(data, indent=2, default=str))
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # a half-written temporary must not hold space a full disk needs
+        raise
+
+
+RESERVE_BYTES = 256 * 1024  # kept free in the run directory so a full disk still gets the final manifest
 
 
 class RunWriter:
-    """Creates one run directory and appends observations to it."""
+    """Creates one run directory and appends observations to it.
+
+    A write that fails (full disk, read-only or unwritable directory) stops the run cleanly:
+    the journal is cut back to its last whole row (nothing journaled before is lost), later rows
+    are dropped, the next append or manifest save in the main thread raises ``WriteFailed``
+    (once; reader and sampler threads never raise), and ``finish`` frees a small reserve file
+    so that the manifest can still say ``failed`` with the cause (docs/reliability.md)."""
 
     def __init__(self, results_root: Path, kind: str, manifest: dict):
         self.run_id = new_run_id(kind)
         self.dir = results_root / self.run_id
-        self.dir.mkdir(parents=True, exist_ok=False)
-        (self.dir / "logs").mkdir()
+        self.write_error: str | None = None  # the first failed write, as said in the manifest
+        self._told = False  # whether WriteFailed was raised for it
+        self.dropped = 0  # rows not journaled after a failed write
+        try:
+            self.dir.mkdir(parents=True, exist_ok=False)
+            (self.dir / "logs").mkdir()
+        except OSError as exc:
+            raise WriteFailed(f"cannot create the run directory ({exc.strerror or exc})", where=str(self.dir),
+                              hint="free space, or make the results directory writable (or pick another with "
+                                   "--results / LBENCH_RESULTS_DIR); nothing was written") from None
+        self._reserve = self.dir / ".reserve"
+        try:
+            self._reserve.write_bytes(bytes(RESERVE_BYTES))
+        except OSError:
+            self._reserve.unlink(missing_ok=True)  # no room even for that: the run will find out soon
         self.manifest = {
             "schema_version": SCHEMA_VERSION,
             "lbench_version": __version__,
@@ -74,47 +100,114 @@ class RunWriter:
             **manifest,
         }
         self._journals: dict[str, object] = {}
+        self._sizes: dict[str, int] = {}
         self.counts: dict[str, int] = {}
         self._lock = threading.Lock()  # samplers and event readers append from their own threads
         self.save_manifest()
 
+    # ---- failed writes ---------------------------------------------------
+    def _failed(self, exc: OSError, what: str) -> None:
+        if self.write_error is None:
+            self.write_error = f"cannot write {what}: {exc.strerror or exc}"
+
+    def _raise_once(self) -> None:
+        """In the main thread, say once that writing failed; elsewhere (readers, samplers) never raise."""
+        if self.write_error and not self._told and threading.current_thread() is threading.main_thread():
+            self._told = True
+            raise WriteFailed(f"the run stopped: {self.write_error}", where=str(self.dir),
+                              hint="free space or make the results directory writable; every row journaled "
+                                   "before the failure is kept (*.jsonl)")
+
     def save_manifest(self) -> None:
-        _atomic_write_json(self.dir / "manifest.json", self.manifest)
+        try:
+            _atomic_write_json(self.dir / "manifest.json", self.manifest)
+        except OSError as exc:
+            self._failed(exc, "manifest.json")
+        self._raise_once()
 
     def log_path(self, name: str) -> Path:
         return self.dir / "logs" / name
 
     def append(self, row: dict, table: str = "samples") -> None:
-        line = json.dumps({"run_id": self.run_id, **row}, default=str) + "\n"
+        line = (json.dumps({"run_id": self.run_id, **row}, default=str) + "\n").encode()
         with self._lock:
-            fh = self._journals.get(table)
+            if self.write_error is None:
+                self._append_line(table, line)
+            else:
+                self.dropped += 1
+        self._raise_once()
+
+    def _append_line(self, table: str, line: bytes) -> None:
+        """One whole row or none: a partial write (a full disk) is cut off again."""
+        fh = self._journals.get(table)
+        try:
             if fh is None:
                 if self.manifest.get("status") != "running":
                     return  # the run has ended; a late reader thread must not reopen it
-                fh = open(self.dir / f"{table}.jsonl", "a", buffering=1)
+                path = self.dir / f"{table}.jsonl"
+                fh = open(path, "ab", buffering=0)  # unbuffered: each row is on disk at once
                 self._journals[table] = fh
-            fh.write(line)  # line-buffered: on disk at once
-            self.counts[table] = self.counts.get(table, 0) + 1
+                self._sizes[table] = path.stat().st_size
+            view = memoryview(line)
+            while view:
+                view = view[fh.write(view):]  # type: ignore[attr-defined]
+        except OSError as exc:
+            self._failed(exc, f"{table}.jsonl")
+            self.dropped += 1
+            if fh is not None:
+                try:
+                    os.ftruncate(fh.fileno(), self._sizes[table])  # type: ignore[attr-defined]
+                except OSError:
+                    pass
+            return
+        self._sizes[table] += len(line)
+        self.counts[table] = self.counts.get(table, 0) + 1
 
     def finish(self, status: str, error: str | None = None) -> None:
+        """End the run: Parquet copies of the journals, then the final manifest.  After a failed
+        write the status is ``failed`` with the cause, the Parquet copies are skipped (readers use
+        the journals) and the reserve makes room for the manifest.  Raises ``WriteFailed`` if
+        the failure was not reported yet."""
         with self._lock:
             for fh in self._journals.values():
-                fh.close()  # type: ignore[attr-defined]
+                try:
+                    fh.close()  # type: ignore[attr-defined]
+                except OSError:
+                    pass
             self._journals.clear()
             self.manifest["status"] = status
-        for table in set(self.counts) | set(TABLES):
-            journal = self.dir / f"{table}.jsonl"
-            if journal.exists():
-                frame = read_journal(journal)
-                if table == "samples":
-                    frame = apply_sample_schema(frame)
-                frame.to_parquet(self.dir / f"{table}.parquet", index=False)
+        if self.write_error is None:
+            for table in set(self.counts) | set(TABLES):
+                journal = self.dir / f"{table}.jsonl"
+                if journal.exists():
+                    frame = read_journal(journal)
+                    if table == "samples":
+                        frame = apply_sample_schema(frame)
+                    out = self.dir / f"{table}.parquet"
+                    tmp = out.with_name(f".{out.name}.tmp")
+                    try:
+                        frame.to_parquet(tmp, index=False)
+                        os.replace(tmp, out)
+                    except OSError as exc:
+                        tmp.unlink(missing_ok=True)
+                        self._failed(exc, out.name)
+                        break
+        self._reserve.unlink(missing_ok=True)
         self.manifest["ended_at"] = utc_now()
         self.manifest["n_samples"] = self.counts.get("samples", 0)
         self.manifest["rows"] = dict(self.counts)  # per table: samples, requests, events, memory, verdicts
+        if self.write_error:
+            self.manifest["status"] = "failed"
+            self.manifest["write_error"] = self.write_error
+            self.manifest["rows_dropped"] = self.dropped
+            error = self.write_error if not error or self.write_error in error else f"{self.write_error}; {error}"
         if error:
             self.manifest["error"] = error
-        self.save_manifest()
+        try:
+            _atomic_write_json(self.dir / "manifest.json", self.manifest)
+        except OSError as exc:
+            self._failed(exc, "manifest.json")
+        self._raise_once()
 
 
 def read_journal(path: Path) -> pd.DataFrame:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import signal
 import sys
 
@@ -38,6 +39,9 @@ app.command("ab")(ab.ab)
 app.command("runs")(runs.runs)
 
 
+WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG}
+
+
 def _sigterm(signum, frame):  # turn SIGTERM into the same clean stop as Ctrl-C
     raise KeyboardInterrupt
 
@@ -58,6 +62,13 @@ def main() -> None:
         sys.exit(130)
     except SystemExit:
         raise
+    except OSError as exc:
+        if exc.errno not in WRITE_ERRNOS:
+            raise
+        processes.stop_all()  # e.g. a report or log that could not be written: one line, not a traceback
+        print(f"lbench: error: cannot write {exc.filename or ''}: {exc.strerror or exc}".replace("write :", "write:"),
+              file=sys.stderr)
+        sys.exit(1)
     except Exception as exc:
         # usage errors from Typer's (vendored) click carry their own message and exit code 2
         if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):
