@@ -24,6 +24,7 @@ IDLE_ENGINES = ("llama-server", "llama-idle", "mlx", "openai", "ollama")
 SERVER_ENGINES = ("llama-server", "mlx", "openai", "ollama")
 MAX_PAUSE_S = 3600.0
 MAX_TIMEOUT_S = 86400.0
+MAX_PAUSES = 10_000  # one grid; a range is checked against it before it is expanded
 
 
 def parse_pauses(text: str, where: str = "--pauses") -> list[float]:
@@ -39,7 +40,11 @@ def parse_pauses(text: str, where: str = "--pauses") -> list[float]:
             start, stop, step = (_number(p, where) for p in parts)
             if step <= 0:
                 raise BadInput(f"pause range step must be > 0 in {item!r}", where=where)
-            n = int(math.floor((stop - start) / step + 1e-9)) + 1
+            span = (stop - start) / step
+            if not math.isfinite(span) or len(out) + span + 1 > MAX_PAUSES:  # checked before it is expanded
+                raise BadInput(f"pause range {item!r} makes more than {MAX_PAUSES} pauses", where=where,
+                               hint="use a larger step, e.g. 0:4:0.1")
+            n = int(math.floor(span + 1e-9)) + 1
             out += [round(start + i * step, 6) for i in range(max(n, 0))]
         else:
             out.append(_number(item, where))
