@@ -42,3 +42,7 @@ class RunFailed(LbenchError):
 
 class EngineError(RunFailed):
     """The engine failed to build, start or answer."""
+
+
+class WriteFailed(RunFailed):
+    """lbench could not write the run's results (full disk, read-only or unwritable directory)."""

@@ -22,6 +22,8 @@ DEFAULT_PAUSES_S = [0.0, 0.2, 0.4, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 
 DEFAULT_MODEL = "llama3.2-1b-q8"
 CACHE_STATES = ("as-is", "warm", "cold")
 MAX_PAUSE_S = 3600.0
+MAX_TIMEOUT_S = 86400.0
+MAX_PAUSES = 10_000  # one grid; a range is checked against it before it is expanded
 
 
 def parse_pauses(text: str, where: str = "--pauses") -> list[float]:
@@ -37,7 +39,11 @@ def parse_pauses(text: str, where: str = "--pauses") -> list[float]:
             start, stop, step = (_number(p, where) for p in parts)
             if step <= 0:
                 raise BadInput(f"pause range step must be > 0 in {item!r}", where=where)
-            n = int(math.floor((stop - start) / step + 1e-9)) + 1
+            span = (stop - start) / step
+            if not math.isfinite(span) or len(out) + span + 1 > MAX_PAUSES:  # checked before it is expanded
+                raise BadInput(f"pause range {item!r} makes more than {MAX_PAUSES} pauses", where=where,
+                               hint="use a larger step, e.g. 0:4:0.1")
+            n = int(math.floor(span + 1e-9)) + 1
             out += [round(start + i * step, 6) for i in range(max(n, 0))]
         else:
             out.append(_number(item, where))
@@ -167,6 +173,46 @@ def check_idle_engines(engines: list[str], cache_states: list[str], where: str) 
                              hint="drop --cache-state, or use an engine that loads a local model file")
 
 
+def check_types(spec: object, where: str) -> None:
+    """Refuse a value of the wrong type (a spec file can hold anything) before the checks that
+    compare or convert it: scalars against their annotation (an int is a float, a bool is not a
+    number), lists as lists, and lists of strings (``list[str]``) item by item.  Lists whose items
+    have their own parsers (pauses, keep-alive, CPU axes) are left to those."""
+    import typing
+
+    for f in fields(spec):  # type: ignore[arg-type]
+        if f.name in PARSED_FIELDS:
+            continue
+        hint = typing.get_type_hints(type(spec))[f.name]
+        value = getattr(spec, f.name)
+        args = typing.get_args(hint)
+        allowed = tuple(a for a in args if a is not type(None)) if args and typing.get_origin(hint) is not list \
+            else (hint,)
+        if value is None and type(None) in args:
+            continue
+        kind = allowed[0] if len(allowed) == 1 else None
+        origin = typing.get_origin(kind) or kind
+        ok = True
+        if origin is list or kind is list:
+            ok = isinstance(value, list) and (typing.get_args(kind) != (str,) or all(isinstance(v, str) for v in value))
+        elif kind is bool:
+            ok = isinstance(value, bool)
+        elif kind is int:
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        elif kind is float:
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        elif kind is str:
+            ok = isinstance(value, str)
+        if not ok:
+            expected = str(hint) if typing.get_args(hint) else getattr(hint, "__name__", str(hint))
+            raise BadInput(f"{f.name} has the wrong type: {value!r} ({type(value).__name__}), expected {expected}",
+                           where=where, hint="fix the value in the spec (TOML) or on the command line")
+
+
+# fields whose values go through their own parser (which accepts strings such as "off" or "0:4:0.8")
+PARSED_FIELDS = frozenset({"pauses_s", "keep_alive", "sleep_idle_seconds", "cache_state", "engines", *CPU_KNOBS})
+
+
 @dataclass
 class IdleSpec:
     name: str = "idle"
@@ -197,6 +243,9 @@ class IdleSpec:
     client_cpus: str | None = None  # os.sched_setaffinity of lbench itself, e.g. "0"
     client_nice: int | None = None  # os.setpriority of lbench itself (negative needs privileges)
     client_spin: bool = False  # busy-poll the socket for the response instead of sleeping in recv
+    # deadlines (docs/reliability.md); None = derived from the cell's warm-up and start-up times
+    request_timeout_s: float | None = None  # one request; past it the cell fails (a frozen server)
+    cell_timeout_s: float | None = None  # one cell's whole sweep, warm-up included
 
     def settings(self) -> list[Setting]:
         import itertools
@@ -206,6 +255,7 @@ class IdleSpec:
                 for c in self.cache_state for knobs in itertools.product(*axes)]
 
     def validate(self, where: str = "spec") -> "IdleSpec":
+        check_types(self, where)
         if not self.models:
             raise BadInput("no models given", where=where, hint="--model tiny-q8 (or a .gguf path)")
         self.pauses_s = validate_pauses(list(self.pauses_s), f"{where}: pauses")
@@ -232,6 +282,16 @@ class IdleSpec:
                            hint="llama-idle (do llama-idle's per-iteration work through the server)")
         if isinstance(self.self_check, bool) or not isinstance(self.self_check, int) or self.self_check < 0:
             raise BadInput(f"self_check must be an integer >= 0, got {self.self_check!r}", where=f"{where}: --self-check")
+        for key in ("request_timeout_s", "cell_timeout_s"):
+            value = getattr(self, key)
+            option = "--" + key.removesuffix("_s").replace("_", "-")
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                    or not 0 < value <= MAX_TIMEOUT_S:
+                raise BadInput(f"{key} must be seconds in (0, {MAX_TIMEOUT_S:g}], got {value!r}",
+                               where=f"{where}: {option}", hint="or leave it unset: derived from the warm-up")
+            setattr(self, key, float(value))
         if self.client_cpus is not None:
             self.client_cpus = parse_cpu_knob("cpus", self.client_cpus, f"{where}: --client-cpus")
         if self.client_nice is not None and not (-20 <= int(self.client_nice) <= 19):
@@ -316,6 +376,7 @@ class SwapSpec:
     engine: str = "llama-server"  # or "mlx" (mlx_lm.server reloads when a request names another model)
 
     def validate(self, where: str = "swap options") -> "SwapSpec":
+        check_types(self, where)
         if not self.models:
             raise BadInput("zero models given", where=where, hint="give at least two with --model (e.g. -m tiny-q8 -m tiny-q4)")
         if isinstance(self.models_max, bool) or not isinstance(self.models_max, int) or self.models_max < 0:

@@ -17,11 +17,12 @@ as incomplete and read the journal.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import shlex
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -29,7 +30,7 @@ import pandas as pd
 
 from harness import __version__
 from harness.atomic import atomic_write_json
-from harness.errors import BadInput
+from harness.errors import BadInput, WriteFailed
 from harness.schema import apply_schema, table_schema
 
 SCHEMA_VERSION = 1
@@ -46,14 +47,36 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
+RESERVE_BYTES = 256 * 1024  # kept free in the run directory so a full disk still gets the final manifest
+
+
 class RunWriter:
-    """Creates one run directory and appends observations to it."""
+    """Creates one run directory and appends observations to it.
+
+    A write that fails (full disk, read-only or unwritable directory) stops the run cleanly:
+    the journal is cut back to its last whole row (nothing journaled before is lost), later rows
+    are dropped, the next append or manifest save in the main thread raises ``WriteFailed``
+    (once; reader and sampler threads never raise), and ``finish`` frees a small reserve file
+    so that the manifest can still say ``failed`` with the cause (docs/reliability.md)."""
 
     def __init__(self, results_root: Path, kind: str, manifest: dict):
         self.run_id = new_run_id(kind)
         self.dir = results_root / self.run_id
-        self.dir.mkdir(parents=True, exist_ok=False)
-        (self.dir / "logs").mkdir()
+        self.write_error: str | None = None  # the first failed write, as said in the manifest
+        self._told = False  # whether WriteFailed was raised for it
+        self.dropped = 0  # rows not journaled after a failed write
+        try:
+            self.dir.mkdir(parents=True, exist_ok=False)
+            (self.dir / "logs").mkdir()
+        except OSError as exc:
+            raise WriteFailed(f"cannot create the run directory ({exc.strerror or exc})", where=str(self.dir),
+                              hint="free space, or make the results directory writable (or pick another with "
+                                   "--results / LBENCH_RESULTS_DIR); nothing was written") from None
+        self._reserve = self.dir / ".reserve"
+        try:
+            self._reserve.write_bytes(bytes(RESERVE_BYTES))
+        except OSError:
+            self._reserve.unlink(missing_ok=True)  # no room even for that: the run will find out soon
         self.manifest = {
             "schema_version": SCHEMA_VERSION,
             "lbench_version": __version__,
@@ -68,45 +91,112 @@ class RunWriter:
             **manifest,
         }
         self._journals: dict[str, object] = {}
+        self._sizes: dict[str, int] = {}
         self.counts: dict[str, int] = {}
         self._lock = threading.Lock()  # samplers and event readers append from their own threads
         self.save_manifest()
 
+    # ---- failed writes ---------------------------------------------------
+    def _failed(self, exc: OSError, what: str) -> None:
+        if self.write_error is None:
+            self.write_error = f"cannot write {what}: {exc.strerror or exc}"
+
+    def _raise_once(self) -> None:
+        """In the main thread, say once that writing failed; elsewhere (readers, samplers) never raise."""
+        if self.write_error and not self._told and threading.current_thread() is threading.main_thread():
+            self._told = True
+            raise WriteFailed(f"the run stopped: {self.write_error}", where=str(self.dir),
+                              hint="free space or make the results directory writable; every row journaled "
+                                   "before the failure is kept (*.jsonl)")
+
     def save_manifest(self) -> None:
-        atomic_write_json(self.dir / "manifest.json", self.manifest)
+        try:
+            atomic_write_json(self.dir / "manifest.json", self.manifest)
+        except OSError as exc:
+            self._failed(exc, "manifest.json")
+        self._raise_once()
 
     def log_path(self, name: str) -> Path:
         return self.dir / "logs" / name
 
     def append(self, row: dict, table: str = "samples") -> None:
-        line = json.dumps({"run_id": self.run_id, **row}, default=str) + "\n"
+        line = (json.dumps({"run_id": self.run_id, **row}, default=str) + "\n").encode()
         with self._lock:
-            fh = self._journals.get(table)
+            if self.write_error is None:
+                self._append_line(table, line)
+            else:
+                self.dropped += 1
+        self._raise_once()
+
+    def _append_line(self, table: str, line: bytes) -> None:
+        """One whole row or none: a partial write (a full disk) is cut off again."""
+        fh = self._journals.get(table)
+        try:
             if fh is None:
                 if self.manifest.get("status") != "running":
                     return  # the run has ended; a late reader thread must not reopen it
-                fh = open(self.dir / f"{table}.jsonl", "a", buffering=1)
+                path = self.dir / f"{table}.jsonl"
+                fh = open(path, "ab", buffering=0)  # unbuffered: each row is on disk at once
                 self._journals[table] = fh
-            fh.write(line)  # line-buffered: on disk at once
-            self.counts[table] = self.counts.get(table, 0) + 1
+                self._sizes[table] = path.stat().st_size
+            view = memoryview(line)
+            while view:
+                view = view[fh.write(view):]  # type: ignore[attr-defined]
+        except OSError as exc:
+            self._failed(exc, f"{table}.jsonl")
+            self.dropped += 1
+            if fh is not None:
+                try:
+                    os.ftruncate(fh.fileno(), self._sizes[table])  # type: ignore[attr-defined]
+                except OSError:
+                    pass
+            return
+        self._sizes[table] += len(line)
+        self.counts[table] = self.counts.get(table, 0) + 1
 
     def finish(self, status: str, error: str | None = None) -> None:
+        """End the run: Parquet copies of the journals, then the final manifest.  After a failed
+        write the status is ``failed`` with the cause, the Parquet copies are skipped (readers use
+        the journals) and the reserve makes room for the manifest.  Raises ``WriteFailed`` if
+        the failure was not reported yet."""
         with self._lock:
             for fh in self._journals.values():
-                fh.close()  # type: ignore[attr-defined]
+                try:
+                    fh.close()  # type: ignore[attr-defined]
+                except OSError:
+                    pass
             self._journals.clear()
             self.manifest["status"] = status
-        for table in set(self.counts) | set(TABLES):
-            journal = self.dir / f"{table}.jsonl"
-            if journal.exists():
-                frame = apply_schema(read_journal(journal), table)
-                frame.to_parquet(self.dir / f"{table}.parquet", index=False)
+        if self.write_error is None:
+            for table in set(self.counts) | set(TABLES):
+                journal = self.dir / f"{table}.jsonl"
+                if journal.exists():
+                    frame = apply_schema(read_journal(journal), table)
+                    out = self.dir / f"{table}.parquet"
+                    tmp = out.with_name(f".{out.name}.tmp")
+                    try:
+                        frame.to_parquet(tmp, index=False)
+                        os.replace(tmp, out)
+                    except OSError as exc:
+                        tmp.unlink(missing_ok=True)
+                        self._failed(exc, out.name)
+                        break
+        self._reserve.unlink(missing_ok=True)
         self.manifest["ended_at"] = utc_now()
         self.manifest["n_samples"] = self.counts.get("samples", 0)
         self.manifest["rows"] = dict(self.counts)  # per table: samples, requests, events, memory, verdicts
+        if self.write_error:
+            self.manifest["status"] = "failed"
+            self.manifest["write_error"] = self.write_error
+            self.manifest["rows_dropped"] = self.dropped
+            error = self.write_error if not error or self.write_error in error else f"{self.write_error}; {error}"
         if error:
             self.manifest["error"] = error
-        self.save_manifest()
+        try:
+            _atomic_write_json(self.dir / "manifest.json", self.manifest)
+        except OSError as exc:
+            self._failed(exc, "manifest.json")
+        self._raise_once()
 
 
 def read_journal(path: Path) -> pd.DataFrame:
@@ -127,6 +217,7 @@ def read_journal(path: Path) -> pd.DataFrame:
 class Run:
     dir: Path
     manifest: dict
+    notes: list[str] = field(default_factory=list)  # how damaged files were read (also said on stderr)
 
     @property
     def run_id(self) -> str:
@@ -143,8 +234,19 @@ class Run:
         parquet = self.dir / f"{name}.parquet"
         journal = self.dir / f"{name}.jsonl"
         if parquet.exists():
-            frame = pd.read_parquet(parquet)
-        elif journal.exists():
+            try:
+                return apply_schema(pd.read_parquet(parquet), name)
+            except Exception as exc:  # truncated or damaged (pyarrow raises several kinds)
+                if not journal.exists():
+                    raise BadInput(f"the run's {parquet.name} is damaged ({type(exc).__name__}: {exc}) and it "
+                                   "has no journal to fall back on", where=str(parquet),
+                                   hint="the run's data is lost; run it again") from None
+                note = (f"note: {parquet.name} of run {self.run_id} is damaged ({type(exc).__name__}); "
+                        f"read from the journal {journal.name} instead")
+                if note not in self.notes:
+                    self.notes.append(note)
+                    print(note, file=sys.stderr)
+        if journal.exists():
             frame = read_journal(journal)
         else:
             schema = table_schema(name)
@@ -157,8 +259,8 @@ def open_run(ref: str | Path, results_root: Path) -> Run:
     candidate = Path(ref)
     if not (candidate / "manifest.json").is_file():
         runs = list_runs(results_root)
-        if str(ref) == "latest" and runs:
-            candidate = runs[-1].dir
+        if str(ref) in ("latest", "latest-any") and runs:
+            candidate = latest_run(runs, any_status=str(ref) == "latest-any", where=results_root).dir
         else:
             matches = [r.dir for r in runs if r.dir.name.startswith(str(ref)) or r.dir.name.endswith(str(ref))]
             if len(matches) == 1:
@@ -175,6 +277,26 @@ def open_run(ref: str | Path, results_root: Path) -> Run:
         raise BadInput(f"cannot read the run's manifest: {exc}", where=str(candidate)) from None
     check_manifest(manifest, candidate / "manifest.json")
     return Run(candidate, manifest)
+
+
+def latest_run(runs: list[Run], *, any_status: bool = False, where: Path | None = None) -> Run:
+    """'latest' is the newest *complete* run: a failed, interrupted or still running one is never
+    picked by accident (it is said on stderr); 'latest-any' (or the run's id) picks it anyway."""
+    if any_status:
+        return runs[-1]
+    complete = [r for r in runs if r.manifest.get("status") == "complete"]
+    skipped = runs[runs.index(complete[-1]) + 1:] if complete else runs
+    if not complete:
+        newest = runs[-1]
+        raise BadInput(f"no complete run for 'latest': the newest, {newest.dir.name}, is "
+                       f"{newest.manifest.get('status', 'unknown')}", where=str(where or newest.dir.parent),
+                       hint="name a run by its id, or say latest-any")
+    if skipped:
+        listed = ", ".join(f"{r.dir.name} ({r.manifest.get('status', 'unknown')})" for r in skipped[-3:])
+        more = f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+        print(f"note: 'latest' is {complete[-1].dir.name}, the newest complete run; skipped newer runs that did "
+              f"not complete: {listed}{more} (name one by id, or say latest-any)", file=sys.stderr)
+    return complete[-1]
 
 
 def check_manifest(manifest: object, where: Path) -> None:

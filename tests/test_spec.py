@@ -82,3 +82,12 @@ def test_swap_spec_validation():
     with pytest.raises(BadInput, match="unknown pattern"):
         SwapSpec(pattern="nope").validate()
     assert SwapSpec(sleep_idle_seconds="3").validate().sleep_idle_seconds == 3
+
+
+@pytest.mark.parametrize("text", ["0:3600:1e-9", "0:1:1e-320", "0:1:0.0001,0:1:0.0001"])
+def test_pause_range_is_bounded_before_it_is_expanded(text):
+    """Issue 12, class 2: a range of 3.6e12 pauses (or an infinite count) is refused, not expanded."""
+    from harness.spec import MAX_PAUSES
+
+    with pytest.raises(BadInput, match=f"more than {MAX_PAUSES} pauses"):
+        parse_pauses(text)

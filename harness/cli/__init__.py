@@ -7,6 +7,7 @@ numeric libraries, HTTP clients and templates are imported inside the commands, 
 
 from __future__ import annotations
 
+import errno
 import signal
 import sys
 
@@ -53,6 +54,9 @@ app.command("ab")(ab.ab)
 app.command("runs")(runs.runs)
 
 
+WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG}
+
+
 def _stop_children() -> None:
     """Stop every child process lbench started (none if no command got as far as importing processes)."""
     processes = sys.modules.get("harness.engines.processes")
@@ -80,6 +84,13 @@ def main() -> None:
         sys.exit(130)
     except SystemExit:
         raise
+    except OSError as exc:
+        if exc.errno not in WRITE_ERRNOS:
+            raise
+        _stop_children()  # e.g. a report or log that could not be written: one line, not a traceback
+        print(f"lbench: error: cannot write {exc.filename or ''}: {exc.strerror or exc}".replace("write :", "write:"),
+              file=sys.stderr)
+        sys.exit(1)
     except Exception as exc:
         # usage errors from Typer's (vendored) click carry their own message and exit code 2
         if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):

@@ -25,6 +25,8 @@ def gate(
     md_path: Path = typer.Option(None, "--markdown", help="Write the Markdown summary here (also appended to "
                                                           "$GITHUB_STEP_SUMMARY when set)."),
     results: ResultsDir = None,
+    redact: bool = typer.Option(True, "--redact/--no-redact", help="Replace home paths, user and host names in "
+                                                                   "the Markdown, JSON and JUnit written."),
 ) -> None:
     """Regression gate for CI on latency_ms (the primary metric; others are reported, not voting).
 
@@ -46,16 +48,19 @@ def gate(
     res, info = judge_runs(ra, rb, verdict_config(cfg))
     outcome = decide(res, cfg, inconclusive_ok=inconclusive_ok)
     names_a, names_b = [r.run_id for r in ra], [r.run_id for r in rb]
-    md = markdown(outcome, ", ".join(names_a), ", ".join(names_b))
+    from harness.report.redact import Redactor
+
+    red, red_xml = Redactor(redact, runs=ra + rb), Redactor(redact, runs=ra + rb, xml=True)
+    md = red(markdown(outcome, ", ".join(names_a), ", ".join(names_b)))
     if md_path:
         md_path.write_text(md)
     if os.environ.get("GITHUB_STEP_SUMMARY"):
         with open(os.environ["GITHUB_STEP_SUMMARY"], "a") as fh:
             fh.write(md)
     if junit_path:
-        junit_path.write_text(junit(outcome))
+        junit_path.write_text(red_xml(junit(outcome)))
     if json_path:
-        json_path.write_text(verdict_json(outcome, names_a, names_b, info))
+        json_path.write_text(red(verdict_json(outcome, names_a, names_b, info)))
     print_verdicts(res, info, ra, rb)
     for r in outcome.missing:
         console.print(f"not enough data: {r.key()}: n={r.n_a} baseline / {r.n_b} candidate, need "

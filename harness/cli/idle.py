@@ -148,6 +148,12 @@ def idle(
     client_nice: int = typer.Option(None, "--client-nice", help="Opt-in: nice value for lbench itself (recorded)."),
     client_spin: bool = typer.Option(None, "--client-spin/--no-client-spin",
                                      help="Opt-in: busy-poll the socket for each response (recorded)."),
+    request_timeout: float = typer.Option(None, "--request-timeout",
+                                          help="Seconds one request may take before its cell fails (default: "
+                                               "derived from the warm-up, at least 30 s)."),
+    cell_timeout: float = typer.Option(None, "--cell-timeout",
+                                       help="Seconds one cell's sweep may take (default: derived from the grid "
+                                            "and the warm-up)."),
 ) -> None:
     """Idle-wake sweep: pause, then decode one token with the prompt cached; repeat over a grid.
 
@@ -180,6 +186,7 @@ def idle(
         cpu_mask=_split(cpu_mask), cpus=_split(cpus), omp_wait=_split(omp_wait),
         omp_spincount=_split(omp_spincount), match=match,
         self_check=self_check, client_cpus=client_cpus, client_nice=client_nice, client_spin=client_spin,
+        request_timeout_s=request_timeout, cell_timeout_s=cell_timeout,
     )
     from harness.engines.builds import binaries
 

@@ -210,6 +210,12 @@ class OpenAIEngine:
     def __init__(self, url: str):
         self.base = check_loopback(url, "--url")
 
+    def preflight(self) -> None:
+        """Before any run directory: something must answer at --url."""
+        from harness.runs.preflight import check_url_answers
+
+        check_url_answers(self.base, "--url")
+
     def facts(self) -> dict:
         return {"engine": self.name, "url": self.base, "timing": "client-side only"}
 
@@ -262,6 +268,13 @@ class OllamaEngine:
     def __init__(self, url: str = "http://127.0.0.1:11434", env: dict[str, str] | None = None):
         self.base = check_loopback(url, "--ollama-url")
         self.env = {k: v for k, v in (env or {}).items() if k in OLLAMA_ENV}
+
+    def preflight(self) -> None:
+        """Before any run directory: Ollama answers at --ollama-url, or lbench can start `ollama serve`."""
+        found = find_ollama(self.base)
+        if not found["live"] and not found["binary"]:
+            raise BadInput(f"no Ollama answers at {self.base} and `ollama` is not on PATH",
+                           where="--ollama-url", hint="start Ollama, or pass --ollama-url")
 
     def facts(self) -> dict:
         return {"engine": self.name, **find_ollama(self.base), "env": self.env}

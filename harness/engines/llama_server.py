@@ -371,6 +371,14 @@ class OneTokenClient:
 
     spin = False  # busy-poll the socket for the response (opt-in: burns the client's CPU while waiting)
 
+    def set_timeout(self, timeout_s: float) -> None:
+        """The per-request deadline: no socket operation (connect, send, each read) waits longer."""
+        self.timeout_s = timeout_s
+        if self.conn is not None:
+            self.conn.timeout = timeout_s
+            if self.conn.sock is not None:
+                self.conn.sock.settimeout(timeout_s)
+
     def set_body(self, body: dict) -> None:
         self.body = json.dumps(body).encode()
         self.headers = {"Content-Type": "application/json", "Content-Length": str(len(self.body))}
@@ -420,8 +428,10 @@ class OneTokenClient:
         try:
             conn.request(method, path, body, headers)
             if self.spin:
+                give_up = t_send + self.timeout_s
                 while not select.select([sock], [], [], 0)[0]:
-                    pass
+                    if time.perf_counter() > give_up:
+                        raise TimeoutError("timed out")
             resp = conn.getresponse()
             data = resp.read()
             t_done = time.perf_counter()

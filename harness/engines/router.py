@@ -87,6 +87,13 @@ def preset_ini(models: list[RouterModel], *, ctx_size: int, parallel: int,
     return "\n".join(lines)
 
 
+def _close_quietly(fh) -> None:
+    try:
+        fh.close()
+    except OSError:
+        pass
+
+
 @dataclass
 class TimelineEvent:
     t: float  # perf_counter at receipt
@@ -152,13 +159,24 @@ class RouterProcess:
 
     # ---- readers -------------------------------------------------------
     def _read(self, stream, source: str) -> None:
-        with open(self.log_paths[source], "a") as log:
-            for raw in iter(stream.readline, b""):
-                t = time.perf_counter()
-                text = raw.decode(errors="replace").rstrip("\n")
-                log.write(f"{t - self.t_start:12.6f} {text}\n")
-                log.flush()
-                self._dispatch_line(t, source, text)
+        """Log and dispatch every line.  A log that cannot be written (full or read-only disk) is
+        given up, never the reading: the router would block on a full pipe."""
+        try:
+            log = open(self.log_paths[source], "a")
+        except OSError:
+            log = None
+        for raw in iter(stream.readline, b""):
+            t = time.perf_counter()
+            text = raw.decode(errors="replace").rstrip("\n")
+            if log is not None:
+                try:
+                    log.write(f"{t - self.t_start:12.6f} {text}\n")
+                    log.flush()
+                except OSError:
+                    log = _close_quietly(log)
+            self._dispatch_line(t, source, text)
+        if log is not None:
+            _close_quietly(log)
 
     def _dispatch_line(self, t: float, source: str, text: str) -> None:
         if source == "router":

@@ -7,10 +7,8 @@ host names are redacted by default.
 
 from __future__ import annotations
 
-import getpass
 import json
 import re
-import socket
 from pathlib import Path
 
 from harness.analysis import stats
@@ -18,32 +16,8 @@ from harness.analysis.persisted import load_analysis
 from harness.atomic import atomic_write_text
 from harness import schema
 from harness.kinds import find_kind
+from harness.report.redact import Redactor
 from harness.store import Run
-
-
-class Redactor:
-    def __init__(self, enabled: bool = True, extra_hosts: list[str] | None = None):
-        self.enabled = enabled
-        home = str(Path.home())
-        try:
-            user = getpass.getuser()
-        except (KeyError, OSError):
-            user = ""
-        hosts = {socket.gethostname(), socket.getfqdn(), *(extra_hosts or [])}
-        self.rules: list[tuple[re.Pattern[str], str]] = []
-        if home not in ("/", ""):
-            self.rules.append((re.compile(re.escape(home)), "~"))
-        for h in sorted((h for h in hosts if h and h not in ("localhost",)), key=len, reverse=True):
-            self.rules.append((re.compile(rf"\b{re.escape(h)}\b"), "<host>"))
-        if user and len(user) > 2:
-            self.rules.append((re.compile(rf"\b{re.escape(user)}\b"), "<user>"))
-
-    def __call__(self, text: str) -> str:
-        if not self.enabled:
-            return text
-        for pattern, repl in self.rules:
-            text = pattern.sub(repl, text)
-        return text
 
 
 def idle_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[str]]:
@@ -146,7 +120,7 @@ def _summary_line(run: Run) -> str:
 def write_evidence(runs: list[Run], out_dir: Path, *, redact: bool = True) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     hosts = [r.manifest.get("host", {}).get("hostname") for r in runs]
-    red = Redactor(redact, [h for h in hosts if h])
+    red = Redactor(redact, [h for h in hosts if h], runs=runs)
     parts: list[str] = []
     for run in runs:
         kind = find_kind(run.manifest.get("kind"))

@@ -30,7 +30,8 @@ from harness.probes.host import host_facts
 from harness.probes.memory import build_probes, combine
 from harness.spec import IdleSpec
 from harness.store import Run, RunWriter, open_run
-from harness.workloads.idle import ServerGone, run_floor_block, run_idle_sweep, run_self_check
+from harness.workloads.idle import (CellFailed, DeadlineExceeded, Deadlines, run_floor_block, run_idle_sweep,
+                                    run_self_check, set_request_timeout)
 
 
 class Reporter(Protocol):
@@ -104,6 +105,9 @@ def prepare_idle(spec: IdleSpec, *, llama_server: str | None = None, results: st
         prepared.llama_idle = llama_idle.locate(llama_idle_path, engine.binary.path)  # type: ignore[union-attr]
         reporter.message(f"llama-idle: {prepared.llama_idle}")
     prepared.cells = [(m, s, e) for m in models for s in spec.settings() for e in spec.engines]
+    from harness.runs import preflight
+
+    preflight.check_idle(prepared)  # the last bad-input checks, still before any run directory
     return prepared
 
 
@@ -321,6 +325,9 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
             t_start = time.perf_counter()
             with prep.engine.start(model.path, setting, writer.log_path(log_name)) as server:
                 cell["ready_s"] = round(time.perf_counter() - t_start, 4)
+                deadlines = Deadlines(spec.request_timeout_s, spec.cell_timeout_s, startup_s=cell["ready_s"])
+                cell["deadlines"] = deadlines.as_dict()
+                set_request_timeout(server, deadlines.initial_request_s())  # the self-check runs under it too
                 cell["argv"], cell["port"] = server.argv, server.port
                 if cell["cache"] is not None:
                     after = pagecache.resident_fraction(weights)
@@ -336,9 +343,16 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
                         reporter.message(f"warning: {model.label} / {label}: {warning} (noisy host? see "
                                          "docs/instrument.md)")
                     writer.save_manifest()
-                totals = run_idle_sweep(server, spec.pauses_s, reps=spec.reps, seed=spec.seed, warmup=spec.warmup,
-                                        shuffle=spec.shuffle, emit=emit, on_progress=reporter.advance,
-                                        probe=combine(probes), alive=_death_of(server))
+                try:
+                    totals = run_idle_sweep(server, spec.pauses_s, reps=spec.reps, seed=spec.seed,
+                                            warmup=spec.warmup, shuffle=spec.shuffle, emit=emit,
+                                            on_progress=reporter.advance, probe=combine(probes),
+                                            alive=_death_of(server), deadlines=deadlines)
+                except DeadlineExceeded as exc:  # say what the server was doing, while it still exists
+                    state = _process_state(server)
+                    raise DeadlineExceeded(f"{exc}; server process state: {state}" if state else str(exc)) from None
+                finally:
+                    cell["deadlines"] = deadlines.as_dict()
                 if "http_floor" in get_kind(prep.kind).features:  # the floor after the same pauses (calibrate)
                     run_floor_block(server, sorted(set(spec.pauses_s)), spec.reps, emit)
             cell["sweep_wall_s"] = totals.wall_s
@@ -348,7 +362,7 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
             if totals.n_errors:  # a failed request is not a sample: the cell failed
                 raise EngineError(f"{totals.n_errors} of {totals.n} measured requests failed "
                                   f"(see the error column of the samples)")
-    except ServerGone as exc:
+    except CellFailed as exc:
         cell["error"] = str(exc)
         reporter.message(f"cell failed: {model.label} / {label}: {exc}")
     except EngineError as exc:
@@ -363,6 +377,19 @@ def _death_of(server) -> Callable[[], str | None] | None:
     if proc is None:
         return None
     return lambda: None if proc.poll() is None else f"exit status {proc.returncode}"
+
+
+def _process_state(server) -> str | None:
+    """The server process's scheduler state ("stopped" for a SIGSTOPped one), when it can be read."""
+    proc = getattr(server, "proc", None)
+    if proc is None:
+        return None
+    import psutil
+
+    try:
+        return psutil.Process(proc.pid).status()
+    except psutil.Error:
+        return None
 
 
 def run_idle(spec: IdleSpec, **kwargs) -> Run:

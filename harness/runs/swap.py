@@ -76,7 +76,11 @@ def prepare_swap(spec: SwapSpec, *, llama_server: str | None = None, results: st
     else:
         reporter.message(f"engine: {engine.name} ({engine.summary})")
     plan = waves(pattern, names, spec.requests, spec.seed)
-    return PreparedSwap(spec, models, names, binary, paths.results_dir(results), plan, engine, options)
+    prepared = PreparedSwap(spec, models, names, binary, paths.results_dir(results), plan, engine, options)
+    from harness.runs import preflight
+
+    preflight.check_swap(prepared)  # names and paths the router preset cannot hold: before any run directory
+    return prepared
 
 
 def execute_swap(prep: PreparedSwap, reporter: Reporter = QuietReporter()) -> Run:

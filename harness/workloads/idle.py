@@ -76,8 +76,80 @@ def sample_row(c: Completion, *, phase: str, rep: int | None, seq: int, pause_re
     }
 
 
-class ServerGone(Exception):
+class CellFailed(Exception):
+    """The sweep cannot go on: the cell is failed with this cause (not a result)."""
+
+
+class ServerGone(CellFailed):
     """The server under test exited mid-sweep."""
+
+
+class DeadlineExceeded(CellFailed):
+    """A request or the whole cell ran past its deadline (a frozen or stalled server)."""
+
+
+# Deadlines (docs/reliability.md).  Before the warm-up has shown how fast this server answers, a
+# request may take WARMUP_DEADLINE_S (or 3x the server's start-up time, for a model that reloads).
+# After it: max(REQUEST_DEADLINE_FLOOR_S, 20x the slowest warm-up request, 3x the start-up time).
+# The whole sweep (warm-up included) gets CELL_DEADLINE_FLOOR_S + 2x (the pauses + one request
+# budget per request), the budget being max(1 s, 10x the slowest warm-up request, the start-up time).
+WARMUP_DEADLINE_S = 120.0
+REQUEST_DEADLINE_FLOOR_S = 30.0
+REQUEST_DEADLINE_WARMUP_FACTOR = 20.0
+CELL_DEADLINE_FLOOR_S = 60.0
+
+
+@dataclass
+class Deadlines:
+    """Per-request and per-cell deadlines of one sweep.  ``request_s``/``cell_s`` given = fixed
+    (spec/CLI); None = derived by the sweep from its warm-up (the values used are filled in)."""
+
+    request_s: float | None = None
+    cell_s: float | None = None
+    startup_s: float | None = None  # how long the server took to become ready (a reload costs about this)
+    derived_from: str | None = None
+
+    def initial_request_s(self) -> float:
+        if self.request_s is not None:
+            return self.request_s
+        return max(WARMUP_DEADLINE_S, 3 * (self.startup_s or 0.0))
+
+    def derive(self, warmup_latencies_s: list[float], n_requests: int, sum_pauses_s: float) -> None:
+        slowest = max(warmup_latencies_s, default=0.0)
+        startup = self.startup_s or 0.0
+        how = ["request: given"] if self.request_s is not None else []
+        if self.request_s is None:
+            self.request_s = round(max(REQUEST_DEADLINE_FLOOR_S, REQUEST_DEADLINE_WARMUP_FACTOR * slowest,
+                                       3 * startup), 3)
+            how.append(f"request: max({REQUEST_DEADLINE_FLOOR_S:g} s, {REQUEST_DEADLINE_WARMUP_FACTOR:g}x the "
+                       f"slowest warm-up request {slowest:.3f} s, 3x start-up {startup:.2f} s)")
+        if self.cell_s is None:
+            budget = max(1.0, 10 * slowest, startup)
+            self.cell_s = round(CELL_DEADLINE_FLOOR_S + 2 * (sum_pauses_s + n_requests * budget), 1)
+            how.append(f"cell: {CELL_DEADLINE_FLOOR_S:g} s + 2x (pauses {sum_pauses_s:.1f} s + {n_requests} "
+                       f"requests x {budget:.2f} s)")
+        else:
+            how.append("cell: given")
+        self.derived_from = "; ".join(how)
+
+    def as_dict(self) -> dict:
+        return {"request_s": self.request_s, "cell_s": self.cell_s, "startup_s": self.startup_s,
+                "derived_from": self.derived_from}
+
+
+def set_request_timeout(server: Server, timeout_s: float) -> None:
+    """Bound every request of ``server`` by ``timeout_s`` where its client allows (socket timeout)."""
+    client = getattr(server, "client", None)
+    if client is not None and hasattr(client, "set_timeout"):
+        client.set_timeout(timeout_s)
+
+
+def _past_deadline(c: Completion, deadline_s: float) -> bool:
+    """A request that hit its deadline: the socket timed out, or (a client that cannot be
+    bounded) the answer came after it.  Either way it is not a sample."""
+    if c.error is not None:
+        return "timed out" in c.error.lower()
+    return c.latency_ms / 1000.0 > deadline_s
 
 
 @dataclass
@@ -101,25 +173,47 @@ def run_idle_sweep(
     on_progress: Callable[[], None] = lambda: None,
     probe: Callable[[], dict] | None = None,
     alive: Callable[[], str | None] | None = None,
+    deadlines: Deadlines | None = None,
 ) -> SweepTotals:
     """Measure; every observation goes to ``emit`` the moment it is taken.
 
     ``alive`` (optional) returns None while the server lives, else why it is gone: after a
-    failed request a dead server ends the sweep with ``ServerGone`` (a failed cell, not a result)."""
+    failed request a dead server ends the sweep with ``ServerGone`` (a failed cell, not a result).
+    ``deadlines`` (default: derived) bound each request and the whole sweep: a request past its
+    deadline, or a sweep past the cell's, ends it with ``DeadlineExceeded``; the values used are
+    filled into ``deadlines``."""
+    deadlines = deadlines if deadlines is not None else Deadlines()
+    schedule = pause_schedule(pauses_s, reps, seed, shuffle)
     probe_cost = 0.0
     seq = 0
     last_done = None
+    t_cell = time.perf_counter()
+    request_s = deadlines.initial_request_s()
+    set_request_timeout(server, request_s)
+    warm_latencies: list[float] = []
     for _ in range(warmup):  # loads weights into caches and primes the prompt cache
         c = server.complete_one_token()
         emit(sample_row(c, phase="warmup", rep=None, seq=seq, pause_requested_s=0.0,
                         pause_actual_s=None if last_done is None else c.t_send - last_done))
         last_done = c.t_done
         seq += 1
+        if c.error is None:
+            warm_latencies.append(c.latency_ms / 1000.0)
+        _check_request(c, request_s, alive, deadlines, what=f"warm-up request {seq} of {warmup}")
+    deadlines.derive(warm_latencies, len(schedule), sum(p for _, p in schedule))
+    assert deadlines.request_s is not None and deadlines.cell_s is not None
+    cell_end = t_cell + deadlines.cell_s
 
     totals = SweepTotals()
-    schedule = pause_schedule(pauses_s, reps, seed, shuffle)
     start = time.perf_counter() if last_done is None else last_done
     for i, (rep, pause) in enumerate(schedule):
+        if time.perf_counter() + pause > cell_end:
+            raise DeadlineExceeded(f"the sweep passed its cell deadline of {deadlines.cell_s:g} s "
+                                   f"({deadlines.derived_from}); {totals.n - totals.n_errors} of {len(schedule)} "
+                                   "samples were measured")
+        # a request gets its own deadline, never more than what is left of the cell's
+        this_deadline = max(0.001, min(deadlines.request_s, cell_end - time.perf_counter() - pause))
+        set_request_timeout(server, this_deadline)
         base = last_done if last_done is not None else time.perf_counter()
         before: dict = {}
         next_pause = schedule[i + 1][1] if i + 1 < len(schedule) else math.inf
@@ -135,6 +229,9 @@ def run_idle_sweep(
         row = sample_row(c, phase="measure", rep=rep, seq=seq, pause_requested_s=pause, pause_actual_s=actual)
         row.update({f"{k}_before": v for k, v in before.items()})
         row.update({f"{k}_after": v for k, v in after.items()})
+        late = _past_deadline(c, this_deadline)
+        if late and c.error is None:  # a client that could not be bounded: too late is not a sample
+            row["error"] = f"answered after the request deadline of {this_deadline:g} s"
         emit(row)
         last_done = c.t_done
         seq += 1
@@ -142,16 +239,32 @@ def run_idle_sweep(
         totals.sum_pause_requested_s += pause
         if row["server_ms"] is not None:
             totals.sum_server_ms += row["server_ms"]
-        if c.error:
+        if row["error"]:
             totals.n_errors += 1
-            gone = alive() if alive is not None else None
-            if gone:
-                raise ServerGone(f"the server died during the sweep ({gone}); "
-                                 f"{totals.n - totals.n_errors} of {len(schedule)} samples were measured")
+            _check_request(c, this_deadline, alive, deadlines,
+                           what=f"measured request {totals.n} of {len(schedule)} (pause {pause:g} s)",
+                           measured=f"; {totals.n - totals.n_errors} of {len(schedule)} samples were measured")
         on_progress()
     if last_done is not None:
         totals.wall_s = last_done - start
     return totals
+
+
+def _check_request(c: Completion, deadline_s: float, alive: Callable[[], str | None] | None, deadlines: Deadlines,
+                   *, what: str, measured: str = "") -> None:
+    """After a failed or late request: end the sweep when the server is gone or past a deadline.
+    Other failures (an HTTP error from a live server) are counted and fail the cell at its end."""
+    if c.error is None and not _past_deadline(c, deadline_s):
+        return
+    gone = alive() if alive is not None else None
+    if gone:
+        raise ServerGone(f"the server died during the sweep ({gone}){measured}")
+    if _past_deadline(c, deadline_s):
+        which = "request" if deadlines.request_s is None or deadline_s >= deadlines.request_s else "cell"
+        how = deadlines.derived_from or ("given" if deadlines.request_s is not None else
+                                         f"warm-up: max({WARMUP_DEADLINE_S:g} s, 3x start-up)")
+        raise DeadlineExceeded(f"no answer to {what} within {deadline_s:g} s (the {which} deadline; {how}): "
+                               f"the server is alive but not answering (frozen?){measured}")
 
 
 # --- the harness checking itself at the start of every cell (rows never mix with measured ones) ---

@@ -1,0 +1,103 @@
+"""Checks that need the resolved models and engine, run before any run directory exists.
+
+Exit 2 means nothing was written (issue 12, class 4): everything a run can know to be bad
+input before it starts a server is refused here, by ``prepare_idle`` / ``prepare_swap``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+from urllib.parse import urlsplit
+
+from harness.errors import BadInput
+
+
+def available_cpus() -> set[int]:
+    if hasattr(os, "sched_getaffinity"):
+        return set(os.sched_getaffinity(0))
+    return set(range(os.cpu_count() or 1))
+
+
+def cpu_list(text: str) -> set[int]:
+    """"0-1,3" (or "0+1") -> {0, 1, 3}; the syntax was checked by the spec."""
+    cpus: set[int] = set()
+    for part in str(text).replace("+", ",").split(","):
+        lo, _, hi = part.partition("-")
+        if int(hi or lo) - int(lo) > 4096:
+            raise BadInput(f"CPU range {part!r} is too wide", where=text)
+        cpus |= set(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def check_cpus(text: str | None, where: str) -> None:
+    """A CPU list must name CPUs this process may run on (taskset and sched_setaffinity fail otherwise)."""
+    if text is None:
+        return
+    wanted = cpu_list(text)
+    have = available_cpus()
+    missing = sorted(wanted - have)
+    if not wanted or missing:
+        raise BadInput(f"CPU list {text!r} names CPUs this machine does not offer: "
+                       f"{','.join(map(str, missing)) or '(none given)'}", where=where,
+                       hint=f"available here: {_ranges(sorted(have))}")
+
+
+def _ranges(cpus: list[int]) -> str:
+    out, start = [], None
+    for i, c in enumerate(cpus):
+        if start is None:
+            start = c
+        if i + 1 == len(cpus) or cpus[i + 1] != c + 1:
+            out.append(str(start) if start == c else f"{start}-{c}")
+            start = None
+    return ",".join(out)
+
+
+def check_url_answers(url: str, where: str, timeout_s: float = 3.0) -> None:
+    """Something must accept a connection at ``url`` (loopback, checked before)."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port or 80
+    except ValueError:
+        raise BadInput(f"bad port in {url!r}", where=where, hint="e.g. http://127.0.0.1:8080") from None
+    try:
+        with socket.create_connection((parts.hostname or "127.0.0.1", port), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        raise BadInput(f"nothing answers at {url} ({exc.strerror or exc})", where=where,
+                       hint="start the server first, or fix the URL") from None
+
+
+def check_idle(prep) -> None:
+    """``prep``: a PreparedIdle (models resolved, engine made)."""
+    from harness.models.resolve import local_file
+
+    spec = prep.spec
+    for state in spec.cache_state:
+        if state == "as-is":
+            continue
+        remote = [m.ref for m in prep.models if local_file(m) is None]
+        if remote:
+            raise BadInput(f"--cache-state {state} needs a local model file; {', '.join(remote)} lives on the "
+                           f"server ({prep.engine.name})", where="--cache-state",
+                           hint="use --cache-state as-is with this engine")
+    for value in spec.cpus:
+        check_cpus(value, "--cpus")
+    if any(v is not None for v in spec.cpus) and shutil.which("taskset") is None:
+        raise BadInput("CPU placement (--cpus) needs taskset (util-linux)", where="--cpus",
+                       hint="install util-linux, or use --cpu-mask (compute threads only)")
+    check_cpus(spec.client_cpus, "--client-cpus")
+    if hasattr(prep.engine, "preflight"):  # the engine's own checks (e.g. something answers at --url)
+        prep.engine.preflight()
+
+
+def check_swap(prep) -> None:
+    """``prep``: a PreparedSwap. The router preset must hold every model name and path."""
+    if prep.engine is None or not prep.engine.can("router_events"):  # only the router reads a preset
+        return
+    from harness.engines.router import RouterModel, preset_ini
+
+    preset_ini([RouterModel(n, m.path, prep.spec.stop_timeout_s) for n, m in zip(prep.names, prep.models)],
+               ctx_size=prep.spec.ctx_size, parallel=prep.spec.parallel)
