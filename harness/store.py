@@ -193,7 +193,7 @@ class RunWriter:
         if error:
             self.manifest["error"] = error
         try:
-            _atomic_write_json(self.dir / "manifest.json", self.manifest)
+            atomic_write_json(self.dir / "manifest.json", self.manifest)
         except OSError as exc:
             self._failed(exc, "manifest.json")
         self._raise_once()
