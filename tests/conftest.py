@@ -72,9 +72,14 @@ def llama_server_processes(binary: Path | None = None) -> list[psutil.Process]:
 def wait_gone(pids: list[int], timeout: float = 15.0) -> list[int]:
     deadline = time.monotonic() + timeout
     alive = list(pids)
+    def running(pid: int) -> bool:
+        try:
+            return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:  # gone between the scan and this look
+            return False
+
     while alive and time.monotonic() < deadline:
-        alive = [pid for pid in alive if psutil.pid_exists(pid) and
-                 psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+        alive = [pid for pid in alive if running(pid)]
         if alive:
             time.sleep(0.1)
     return alive
