@@ -84,8 +84,9 @@ def _type_name(param) -> str:
         choices = getattr(param.type, "choices", None)
         if choices:
             return " \\| ".join(f"`{c}`" for c in choices)
-        return {"text": "text", "integer": "integer", "float": "float", "path": "path",
-                "boolean": "boolean"}.get(param.type.name.lower(), param.type.name.lower())
+        return {"text": "text", "str": "text", "integer": "integer", "int": "integer", "float": "float",
+                "path": "path", "boolean": "boolean", "bool": "boolean"}.get(param.type.name.lower(),
+                                                                             param.type.name.lower())
     args = getattr(annotation, "__args__", None)
     if args and getattr(annotation, "__origin__", None) in (list, tuple):
         annotation = args[0]
