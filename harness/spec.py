@@ -377,8 +377,10 @@ class SwapSpec:
 
     def validate(self, where: str = "swap options") -> "SwapSpec":
         check_types(self, where)
-        if not self.models:
-            raise BadInput("zero models given", where=where, hint="give at least two with --model (e.g. -m tiny-q8 -m tiny-q4)")
+        if len(self.models) < 2:
+            raise BadInput(f"a swap storm needs at least two models, got {len(self.models)}", where=f"{where}: --model",
+                           hint="give at least two with --model (e.g. -m tiny-q8 -m tiny-q4); one model never swaps "
+                                "(for its idle behaviour use lbench idle)")
         if isinstance(self.models_max, bool) or not isinstance(self.models_max, int) or self.models_max < 0:
             raise BadInput(f"models_max must be an integer >= 0 (0 = no cap), got {self.models_max!r}",
                            where=f"{where}: --models-max")

@@ -75,8 +75,10 @@ def test_shipped_experiment_specs_load():
 def test_swap_spec_validation():
     from harness.spec import SwapSpec
 
-    with pytest.raises(BadInput, match="zero models"):
+    with pytest.raises(BadInput, match="at least two models, got 0"):
         SwapSpec(models=[]).validate()
+    with pytest.raises(BadInput, match="at least two models, got 1"):  # one model never swaps
+        SwapSpec(models=["tiny-q8"]).validate()
     with pytest.raises(BadInput, match="models_max"):
         SwapSpec(models_max=-1).validate()
     with pytest.raises(BadInput, match="unknown pattern"):

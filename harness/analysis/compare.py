@@ -201,6 +201,13 @@ def judge_runs(baseline: list[Run], candidate: list[Run], cfg=None, *, metrics: 
         raise BadInput("a side has no measured samples", where="baseline" if all(f.empty for f in fa) else "candidate")
     fa, fb = [f for f in fa if not f.empty], [f for f in fb if not f.empty]
     pool_a, pool_b = pd.concat(fa, ignore_index=True), pd.concat(fb, ignore_index=True)
+    cells_a, cells_b = set(zip(pool_a["model"], pool_a["setting"])), set(zip(pool_b["model"], pool_b["setting"]))
+    if not cells_a & cells_b:
+        def names(cells):
+            return "; ".join(f"{m} · {s}" for m, s in sorted(cells))
+        raise BadInput("baseline and candidate have no model and setting in common, so nothing can be compared",
+                       where=f"baseline: {names(cells_a)} | candidate: {names(cells_b)}",
+                       hint="compare runs of the same model and setting (lbench runs lists them)")
     shapes_a, shapes_b = shape_all(pool_a), shape_all(pool_b)
     changes = step_changes(shapes_a, shapes_b)
     thresholds = {k: (s.first_woken_s if s.has_step else None) for k, s in shapes_a.items()}

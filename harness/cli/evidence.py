@@ -27,4 +27,9 @@ def evidence(
     from harness.report.evidence import write_evidence
 
     rs = [baselines.resolve_run(r, paths.results_dir(results)) for r in runs]
-    out.print(f"evidence: {write_evidence(rs, output, redact=redact)}", markup=False)
+    path = write_evidence(rs, output, redact=redact)
+    pngs = sorted(p.name for p in path.parent.glob("*.png"))
+    out.print(f"evidence: {path}", markup=False, soft_wrap=True)
+    out.print("to attach it: paste evidence.md into the GitHub issue, then drag "
+              + (", ".join(pngs) if pngs else "the PNGs") + f" from {path.parent} into the issue's text box "
+              "(GitHub uploads them and rewrites the image links)", markup=False, soft_wrap=True)

@@ -167,7 +167,7 @@ def idle(
       lbench idle --spec llama-idle-classic -m ~/models/my.gguf   # a bundled spec, or a .toml path
       lbench idle -m tiny-q8 --cache-state warm,cold       # page cache as a factor
       lbench idle -m tiny-q8 --engine llama-server --engine llama-idle   # cross-check
-      lbench idle --engine mlx -m tiny-f16                  # mlx_lm.server (pip install -e '.[mlx]')
+      lbench idle --engine mlx -m tiny-f16   # mlx_lm.server: install the mlx extra first
       lbench idle --engine openai --url http://127.0.0.1:1234 -m my-model
       lbench idle --engine ollama -m llama3.1:8b --keep-alive 30
       lbench idle -m tiny-q8 --threads 1,2 --omp-wait-policy default,active   # CPU wake axes

@@ -75,7 +75,7 @@ def list_models() -> None:
 
     Searched: LLAMA_CACHE, the Hugging Face hub cache, LM Studio's folders and Ollama's store;
     aliases come from GGUF metadata (family-size-quant, e.g. llama3-8b-q8).
-    The catalog is a TOML file (docs/models.md):  [models]  my-8b = "/path/to/model.gguf"
+    The catalog is a TOML file (docs/models.md):  \\[models]  my-8b = "/path/to/model.gguf"
 
     Examples:
       lbench model list

@@ -13,35 +13,68 @@ from harness.cli.ui import out
 
 
 def runs(results: ResultsDir = None) -> None:
-    """List runs, oldest first, with their status and sample counts.
+    """List runs, oldest first: status, what was measured (warm-ups apart), duration and the
+    report, if rendered.
 
-    A run that says 'running' but has no live process was killed: its samples.jsonl
+    A run that says 'running' but has no live process was killed: its journal (*.jsonl)
     holds everything measured before that.
 
     Examples:
       lbench runs
       lbench runs --results /data/lbench-results
     """
-    from harness.kinds import find_kind
+    from harness.errors import BadInput
     from harness.store import list_runs
 
     root = paths.results_dir(results)
+    if not root.is_dir():
+        raise BadInput(f"no results directory {root}", where="--results / $LBENCH_RESULTS_DIR / ./results",
+                       hint="run a benchmark first (lbench idle), or point --results at the folder holding runs")
     table = Table(title=f"runs in {root}")
-    for col in ("run id", "kind", "status", "rows", "models", "started"):
-        table.add_column(col, no_wrap=col == "run id")
+    for col in ("run id", "kind", "status", "measured", "duration", "models", "report"):
+        table.add_column(col, no_wrap=col in ("run id", "report"), overflow="fold")
     for run in list_runs(root):
         m = run.manifest
-        kind = find_kind(m.get("kind"))
-        name = kind.primary_table if kind is not None else "samples"
-        n = (m.get("rows") or {}).get(name) or (m.get("n_samples") if name == "samples" else None) \
-            or len(run.table(name))
-        n = f"{n} {name}"
-        models = ", ".join(x.get("label", "?") for x in m.get("models", []))
         status = m.get("status", "?")
         if status == "running":
             status = "running/incomplete"
-        table.add_row(run.run_id, m.get("kind", "?"), status, str(n), models, str(m.get("started_at", "")))
+        models = ", ".join(x.get("label", "?") for x in m.get("models", []))
+        report = run.dir / "report.html"
+        table.add_row(run.run_id, m.get("kind", "?"), status, measured_text(run), duration_text(m), models,
+                      str(report.relative_to(root)) if report.exists() else "-")
     out.print(table)
+
+
+def measured_text(run) -> str:
+    """"40 samples (+12 warm-up)" for sample tables; "N requests" etc. for the others."""
+    from harness.kinds import find_kind
+
+    kind = find_kind(run.manifest.get("kind"))
+    name = kind.primary_table if kind is not None else "samples"
+    if name != "samples":
+        n = (run.manifest.get("rows") or {}).get(name)
+        return f"{n if n is not None else len(run.table(name))} {name}"
+    frame = run.table("samples")
+    if frame.empty or "phase" not in frame:
+        return "0 samples"
+    ok = frame["error"].isna() if "error" in frame else True
+    measure = int(((frame["phase"] == "measure") & ok).sum())
+    warm = int((frame["phase"] == "warmup").sum())
+    failed = int(((frame["phase"] == "measure") & ~ok).sum()) if "error" in frame else 0
+    text = f"{measure} samples" + (f" (+{warm} warm-up)" if warm else "")
+    return text + (f", {failed} failed" if failed else "")
+
+
+def duration_text(manifest: dict) -> str:
+    from datetime import datetime
+
+    try:
+        start = datetime.fromisoformat(manifest["started_at"])
+        end = datetime.fromisoformat(manifest["ended_at"])
+    except (KeyError, TypeError, ValueError):
+        return "-"
+    seconds = (end - start).total_seconds()
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
 def report(

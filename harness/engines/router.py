@@ -104,6 +104,16 @@ class TimelineEvent:
     text: str
 
 
+BIND_ATTEMPTS = 3
+
+
+def port_was_taken(router_log_tail: str) -> bool:
+    """Whether a router that exited while starting failed to bind its port (another process
+    took the port lbench probed as free): then a new port is tried, as for a single server."""
+    text = router_log_tail.lower()
+    return "bind" in text or "address already in use" in text
+
+
 class RouterProcess:
     """A running router.  ``on_event`` is called (from reader threads) for every event."""
 
@@ -115,8 +125,6 @@ class RouterProcess:
         self.models = models
         self.models_max = models_max
         self.on_event = on_event
-        self.port = free_port()
-        self.base_url = f"http://{HOST}:{self.port}"
         self.preset_path = run_dir / "preset.ini"
         self.preset_path.write_text(preset_ini(models, ctx_size=ctx_size, parallel=parallel,
                                                global_extra=preset_global))
@@ -125,33 +133,43 @@ class RouterProcess:
         env, _ = LlamaServerEngine(binary).environment(Setting())
         env["LLAMA_CACHE"] = str(cache)
         env.update(extra_env or {})
-        self.argv = [str(binary.path), "--host", HOST, "--port", str(self.port), "--models-preset",
-                     str(self.preset_path), "--no-webui"]
-        if models_max is not None:  # None: leave it to the env var / preset / default
-            self.argv += ["--models-max", str(models_max)]
-        if sleep_idle_seconds is not None:
-            self.argv += ["--sleep-idle-seconds", str(sleep_idle_seconds)]
-        self.argv += list(extra_args or [])
         self.log_paths = {"router": run_dir / "logs" / "router.stderr.log",
                           "child": run_dir / "logs" / "router.stdout.log"}
         self._port_to_model: dict[int, str] = {}
         self._stop = threading.Event()
         self._sse_ready = threading.Event()
         self.t_start = time.perf_counter()
-        self.proc = processes.spawn(self.argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    stdin=subprocess.PIPE)  # children exit when the router's stdin closes
-        self.pid = self.proc.pid
-        self._threads = [
-            threading.Thread(target=self._read, args=(self.proc.stderr, "router"), daemon=True),
-            threading.Thread(target=self._read, args=(self.proc.stdout, "child"), daemon=True),
-        ]
-        for t in self._threads:
-            t.start()
-        try:
-            self._wait_ready(startup_timeout_s)
-        except BaseException:
-            self.close()
-            raise
+        for attempt in range(1, BIND_ATTEMPTS + 1):  # a free port can be taken between probe and bind
+            self.port = free_port()
+            self.base_url = f"http://{HOST}:{self.port}"
+            self.argv = [str(binary.path), "--host", HOST, "--port", str(self.port), "--models-preset",
+                         str(self.preset_path), "--no-webui"]
+            if models_max is not None:  # None: leave it to the env var / preset / default
+                self.argv += ["--models-max", str(models_max)]
+            if sleep_idle_seconds is not None:
+                self.argv += ["--sleep-idle-seconds", str(sleep_idle_seconds)]
+            self.argv += list(extra_args or [])
+            self.proc = processes.spawn(self.argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        stdin=subprocess.PIPE)  # children exit when the router's stdin closes
+            self.pid = self.proc.pid
+            self._threads = [
+                threading.Thread(target=self._read, args=(self.proc.stderr, "router"), daemon=True),
+                threading.Thread(target=self._read, args=(self.proc.stdout, "child"), daemon=True),
+            ]
+            for t in self._threads:
+                t.start()
+            try:
+                self._wait_ready(startup_timeout_s)
+                break
+            except EngineError:
+                self.close()  # joins the log readers, so the log is complete
+                if attempt == BIND_ATTEMPTS or not port_was_taken(self._log_tail()):
+                    raise
+                self._stop.clear()
+            except BaseException:
+                self.close()
+                raise
+        self.port_attempts = attempt
         sse = threading.Thread(target=self._sse, daemon=True)
         sse.start()
         self._threads.append(sse)
@@ -219,6 +237,10 @@ class RouterProcess:
         except (httpx.HTTPError, OSError):
             self._sse_ready.set()
             return
+
+    def _log_tail(self, n: int = 3000) -> str:
+        path = self.log_paths["router"]
+        return path.read_text(errors="replace")[-n:] if path.exists() else ""
 
     def _wait_ready(self, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s

@@ -20,6 +20,21 @@ from harness.report.redact import Redactor
 from harness.store import Run
 
 
+def md(value: object) -> str:
+    """A user string (model name, setting, note, reason) made inert in Markdown outside code
+    blocks: no HTML, and a pipe cannot split a table cell."""
+    return (str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace("|", "\\|").replace("\n", " "))
+
+
+def _median_text(row) -> str:
+    """"41.2 ms (95% CI 40.1–43.0, n=10)", or "(n=4, too few for a CI)"."""
+    lo, hi = row.get("ci_low"), row.get("ci_high")
+    if lo is None or hi is None or lo != lo or hi != hi:
+        return f"{row['median']:.1f} ms (n={row['n']}, too few for a 95% CI)"
+    return f"{row['median']:.1f} ms (95% CI {lo:.1f}–{hi:.1f}, n={row['n']})"
+
+
 def idle_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[str]]:
     from harness.analysis.persisted import json_frame
     from harness.report.plots import latency_vs_pause
@@ -29,22 +44,22 @@ def idle_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[str
     lines, files = [], []
     for (model, setting), g in summary.groupby(["model", "setting"], sort=False):
         first, last = g.iloc[0], g.iloc[-1]
-        lines.append(f"- **{model}**, {setting}: median {first['median']:.1f} ms after {first['pause_requested_s']:g} s "
-                     f"→ {last['median']:.1f} ms after {last['pause_requested_s']:g} s")
+        lines.append(f"- **{md(model)}**, {md(setting)}: median {_median_text(first)} after {first['pause_requested_s']:g} s "
+                     f"→ {_median_text(last)} after {last['pause_requested_s']:g} s")
     wake, per_gb = analysis["wake"], analysis["per_gb"]
     for w in wake:
         if w["threshold_s"] is not None:
-            lines.append(f"- wake step for {w['model']} / {w['setting']}: from {w['threshold_s']:g} s "
+            lines.append(f"- wake step for {md(w['model'])} / {md(w['setting'])}: from {w['threshold_s']:g} s "
                          f"(95% CI {w['threshold_ci'][0]:g}–{w['threshold_ci'][1]:g} s), penalty "
                          f"{w['penalty_ms']:.1f} ms (95% CI {w['penalty_ci'][0]:.1f}–{w['penalty_ci'][1]:.1f})")
         else:
-            lines.append(f"- no clear wake step for {w['model']} / {w['setting']}")
+            lines.append(f"- no clear wake step for {md(w['model'])} / {md(w['setting'])}")
     for g in per_gb:
-        lines.append(f"- penalty per GB, {g['setting']}: {g['slope_ms_per_gb']:.1f} ms/GB (95% CI "
+        lines.append(f"- penalty per GB, {md(g['setting'])}: {g['slope_ms_per_gb']:.1f} ms/GB (95% CI "
                      f"{g['slope_ci'][0]:.1f}–{g['slope_ci'][1]:.1f}, R² {g['r2']:.2f}, {g['n_models']} models)")
     table = ["| model | setting | pause (s) | n | median (ms) | 95% CI | mean ± sd |", "|---|---|---|---|---|---|---|"]
     for r in summary.to_dict("records"):
-        table.append(f"| {r['model']} | {r['setting']} | {r['pause_requested_s']:g} | {r['n']} | {r['median']:.2f} | "
+        table.append(f"| {md(r['model'])} | {md(r['setting'])} | {r['pause_requested_s']:g} | {r['n']} | {r['median']:.2f} | "
                      f"{r['ci_low']:.2f}–{r['ci_high']:.2f} | {r['mean']:.2f} ± {r['sd']:.2f} |")
     for model in dict.fromkeys(good["model"]) if not good.empty else []:
         name = f"{run.run_id}-{re.sub(r'[^A-Za-z0-9._-]', '_', model)}.png"
@@ -58,7 +73,7 @@ def swap_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[str
     from harness.report.swap import timeline_png
 
     s = summary_from_analysis(analysis)
-    lines = [f"- {f}" for f in s.findings]
+    lines = [f"- {md(f)}" for f in s.findings]
     table = ["| requests | n | p50 (ms) | p90 (ms) | p99 (ms) |", "|---|---|---|---|---|"]
     for r in s.latency.to_dict("records"):
         table.append(f"| {r['class']} | {r['n']} | {r['p50_ms']:.1f} | {r['p90_ms']:.1f} | {r['p99_ms']:.1f} |")
@@ -76,17 +91,17 @@ def repro_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[st
     records = schema.records(v)
     for r in records:
         verdict = r["verdict"] + (f" ({r['cause']})" if r.get("cause") else "")
-        table.append(f"| {r['claim_id']} | {verdict} | {str(r['reason']).replace('|', '/')} |")
+        table.append(f"| {md(r['claim_id'])} | {md(verdict)} | {md(r['reason'])} |")
     engine = run.manifest.get("engine", {})
     parts = ["\n".join(table), ""]
     for r in records:
-        parts += [f"#### {r['claim_id']}: {r['verdict']}", "", f"Claim: {r['claim']}", "",
-                  f"Source ({r.get('seed')}): \"{r.get('statement')}\""
-                  + (f" — code: `{r['source_ref']}`" if r.get("source_ref") else ""), "", f"Why: {r['reason']}", ""]
+        parts += [f"#### {md(r['claim_id'])}: {md(r['verdict'])}", "", f"Claim: {md(r['claim'])}", "",
+                  f"Source ({md(r.get('seed'))}): \"{md(r.get('statement'))}\""
+                  + (f" — code: `{r['source_ref']}`" if r.get("source_ref") else ""), "", f"Why: {md(r['reason'])}", ""]
         checks = json.loads(r.get("checks") or "[]") if isinstance(r.get("checks"), str) else []
         if checks:
             parts += ["| check | expected | observed | met |", "|---|---|---|---|"]
-            parts += [f"| `{c['check']}` | {c['expected']} | {c['observed']} | {c['met']} |" for c in checks]
+            parts += [f"| `{c['check']}` | {md(c['expected'])} | {md(c['observed'])} | {md(c['met'])} |" for c in checks]
             parts.append("")
         models = json.loads(r.get("models") or "[]") if isinstance(r.get("models"), str) else []
         for m in models:
@@ -108,13 +123,21 @@ def repro_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[st
 
 def _summary_line(run: Run) -> str:
     m = run.manifest
-    models = ", ".join(f"{x.get('label')}{' (synthetic)' if x.get('synthetic') else ''}" for x in m.get("models", []))
+    models = ", ".join(f"{md(x.get('label'))}{' (synthetic)' if x.get('synthetic') else ''}" for x in m.get("models", []))
     host = m.get("host", {})
     engine = m.get("engine", {})
-    where = f"{host.get('cpu_model', '?')} · {host.get('os', '?')} · llama-server build {engine.get('build_number')}"
+    where = md(f"{host.get('cpu_model', '?')} · {host.get('os', '?')} · llama-server build {engine.get('build_number')}")
     kind = find_kind(m.get("kind"))
     what = kind.title if kind is not None else m.get("kind")
     return f"**{what}** of {models or 'the engine'} on {where} (run `{run.run_id}`, {m.get('status')})"
+
+
+def _synthetic_text(model: dict) -> str:
+    """``tiny`` is a test shape; the other presets copy a real family's tensor shapes."""
+    if model.get("preset") == "tiny":
+        return f"{model.get('label')} (the tiny test shape: copies no real model, timings say nothing about one)"
+    return f"{model.get('label')} (the tensor shapes of {model.get('family') or model.get('preset') or 'a real family'}: " \
+           "timing and memory follow the shape, outputs are meaningless)"
 
 
 def write_evidence(runs: list[Run], out_dir: Path, *, redact: bool = True) -> Path:
@@ -128,11 +151,15 @@ def write_evidence(runs: list[Run], out_dir: Path, *, redact: bool = True) -> Pa
         synthetic = [m for m in run.manifest.get("models", []) if m.get("synthetic")]
         parts += [_summary_line(run), ""]
         if synthetic:
-            parts += ["> Note: synthetic model(s) with random weights in a real family's shape (timing and memory "
-                      "follow the shape): " + ", ".join(m["label"] for m in synthetic), ""]
+            parts += ["> **Synthetic model(s)**, random weights: " + "; ".join(md(_synthetic_text(m)) for m in synthetic), ""]
+        not_applicable = [f"{c.get('model')} / {c.get('setting')}: {n}" for c in run.manifest.get("cells", [])
+                          for n in c.get("notes") or []]
+        if not_applicable:
+            parts += ["> **Not applicable on this host** (measured anyway, as run):"] + \
+                     [f"> - {md(n)}" for n in dict.fromkeys(not_applicable)] + [""]
         quality = (run.manifest.get("quality") or {}).get("warnings", [])
         if quality:
-            parts += ["> **Run quality** (read the figures with these in mind):"] + [f"> - {w}" for w in quality] + [""]
+            parts += ["> **Run quality** (read the figures with these in mind):"] + [f"> - {md(w)}" for w in quality] + [""]
         parts += ["```sh", run.manifest.get("command", ""), "```", "", section, ""]
         parts += [f"![{f}]({f})" for f in files] + [""]
         env = {"host": run.manifest.get("host", {}), "engine": run.manifest.get("engine", {}),

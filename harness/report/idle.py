@@ -47,4 +47,5 @@ def idle_context(run: Run, analysis: dict) -> dict:
         "virtual_warning": virtual_mac_warning(run.manifest.get("host", {})),
         "wake": analysis["wake"], "per_gb": analysis["per_gb"],
         "cross_check": analysis["cross_check"],
+        "findings": list(analysis.get("findings", [])),  # the headline, in sentences
     }

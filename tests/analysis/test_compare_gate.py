@@ -123,3 +123,14 @@ def test_config_file(tmp_path):
 
     with pytest.raises(BadInput):
         load_config(None, alpha=2.0)
+
+
+def test_runs_with_no_model_and_setting_in_common_are_refused():
+    from harness.analysis.compare import judge_runs
+    from harness.errors import BadInput
+
+    a = [_FakeRun(_idle_frame(lambda p: 20.0), "a")]
+    other = _idle_frame(lambda p: 20.0).assign(model="other-model")
+    with pytest.raises(BadInput, match="no model and setting in common") as exc:
+        judge_runs(a, [_FakeRun(other, "b")])
+    assert "baseline: m · s" in exc.value.where and "candidate: other-model · s" in exc.value.where

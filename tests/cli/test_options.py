@@ -85,6 +85,8 @@ def _flat(text: str) -> str:  # rich wraps long titles
 
 def test_results_dir_comes_from_env_then_option(tmp_path):
     env_dir, opt_dir = tmp_path / "from-env", tmp_path / "from-option"
+    for d in (env_dir, opt_dir, tmp_path / "results"):
+        d.mkdir()
     env = {"LBENCH_RESULTS_DIR": str(env_dir)}
     listed = run_cli("runs", env=env, cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
@@ -97,6 +99,11 @@ def test_results_dir_comes_from_env_then_option(tmp_path):
                           env={**clean, "COLUMNS": "300", "PYTHONPATH": str(REPO)}, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert str(tmp_path / "results") in _flat(proc.stdout)
+
+
+def test_runs_in_a_missing_results_dir_is_an_error_not_an_empty_table(tmp_path):
+    listed = run_cli("runs", "--results", str(tmp_path / "nope"), cwd=tmp_path)
+    assert listed.returncode == 2 and "no results directory" in listed.stderr and "lbench idle" in listed.stderr
 
 
 def test_version_without_engine_says_not_built(tmp_path):

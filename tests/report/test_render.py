@@ -53,3 +53,35 @@ def test_run_quality_warnings_reach_the_report_and_the_evidence(tmp_path):
     assert "Run quality:" in html and "timings are &lt;noisy&gt;" in html
     md = write_evidence([run], tmp_path / "ev", redact=False).read_text()
     assert "**Run quality**" in md and "> - load average 3.5 before the run" in md
+
+
+def test_evidence_carries_synthetic_and_not_applicable_marks_and_intervals(tmp_path):
+    from harness.report.evidence import write_evidence
+
+    run = _run_with(tmp_path, "tiny-q8")
+    md = write_evidence([run], tmp_path / "ev", redact=False).read_text()
+    assert "**Synthetic model(s)**" in md and "tiny test shape: copies no real model" in md
+    assert "**Not applicable on this host**" in md and "no Metal &lt;here&gt;" in md
+    assert "(n=2, too few for a 95% CI)" in md  # two reps per pause: no interval, and the line says so
+
+
+def test_evidence_markdown_makes_user_strings_inert(tmp_path):
+    from harness.report.evidence import write_evidence
+
+    run = _run_with(tmp_path, "a|b<img src=x onerror=alert(1)>")
+    md = write_evidence([run], tmp_path / "ev", redact=False).read_text()
+    outside_code = md.split("<details><summary>Environment")[0].split("```sh")[0] + \
+        md.split("<details><summary>Environment")[0].split("```")[-1]
+    assert "<img" not in outside_code and "a\\|b&lt;img" in md
+    table_rows = [line for line in md.splitlines() if line.startswith("| a")]
+    assert table_rows and all(line.count(" | ") == 6 for line in table_rows)  # 7 cells: the name did not split one
+
+
+def test_idle_report_opens_with_findings_and_folds_reference_tables(tmp_path):
+    run = _run_with(tmp_path, "tiny-q8")
+    html = render_report(run).read_text()
+    assert html.index("<h2>Findings</h2>") < html.index("Synthetic model") < html.index("<h2>Wake step</h2>")
+    assert "tiny-q8 · keep-alive=none" in html.split("<h2>Findings</h2>")[1].split("</ul>")[0]
+    assert html.count("Synthetic model") == 1 and "a test shape that copies no real model" in html
+    for folded in ("Cells", "Environment"):
+        assert f'<summary><h2 style="display:inline">{folded}</h2>' in html
