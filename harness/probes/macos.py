@@ -140,3 +140,54 @@ def read_gpu_memory() -> dict | None:
         return None
     return {"in_use_system_memory_bytes": perf.get("In use system memory"),
             "alloc_system_memory_bytes": perf.get("Alloc system memory")}
+
+
+_THERM_LIMIT = re.compile(r"^\s*(CPU_Speed_Limit|CPU_Scheduler_Limit|CPU_Available_CPUs)\s*=\s*(\d+)", re.M)
+_THERM_LEVEL = re.compile(r"(thermal|performance) warning level (?:set to|is|=)\s*(\d+)", re.I)
+_POWER = re.compile(r"Now drawing from '([^']+)'")
+
+
+def parse_pmset_therm(text: str) -> dict:
+    """``pmset -g therm``: CPU speed/scheduler limits (percent; 100 = not throttled) and the
+    thermal / performance warning levels when recorded ("No ... has been recorded" -> absent)."""
+    out: dict = {k.lower(): int(v) for k, v in _THERM_LIMIT.findall(text)}
+    for kind, level in _THERM_LEVEL.findall(text):
+        out[f"{kind.lower()}_warning_level"] = int(level)
+    return out
+
+
+def parse_pmset_power_source(text: str) -> str | None:
+    """``pmset -g batt``: "AC Power" or "Battery Power"."""
+    m = _POWER.search(text)
+    return m.group(1) if m else None
+
+
+def read_thermal_state() -> dict | None:
+    """Thermal and power state for run quality (macOS only; None elsewhere)."""
+    if not on_macos():
+        return None
+    state = parse_pmset_therm(_run(["pmset", "-g", "therm"]))
+    state["power_source"] = parse_pmset_power_source(_run(["pmset", "-g", "batt"]))
+    return state
+
+
+def thermal_warnings(before: dict | None, after: dict | None) -> list[str]:
+    """Sentences for run quality: throttling, a warning level, battery power, or a change."""
+    warnings: list[str] = []
+    for label, s in (("before", before), ("after", after)):
+        if not s:
+            continue
+        limit = s.get("cpu_speed_limit")
+        if limit is not None and limit < 100:
+            warnings.append(f"CPU speed limited to {limit}% {label} the run (thermal throttling): timings are slower "
+                            "than this Mac's normal")
+        for kind in ("thermal", "performance"):
+            level = s.get(f"{kind}_warning_level")
+            if level:
+                warnings.append(f"macOS {kind} warning level {level} {label} the run")
+    if before and before.get("power_source") == "Battery Power":
+        warnings.append("the Mac ran on battery: power management can slow the CPU and GPU")
+    if before and after and before.get("power_source") != after.get("power_source") and after.get("power_source"):
+        warnings.append(f"power source changed during the run: {before.get('power_source')} -> "
+                        f"{after.get('power_source')}")
+    return warnings

@@ -2,7 +2,8 @@
 warnings in plain sentences stored in the run's manifest under ``quality``.
 
 ``snapshot`` reads load average, the busiest other processes (psutil cpu_percent over a short
-interval) and, where readable under /sys, the CPU frequency governor and current frequency.
+interval), where readable under /sys the CPU frequency governor and current frequency, and on
+macOS the thermal state (``pmset -g therm``: speed limit, warning levels) and power source.
 ``assess`` turns two snapshots and the measured samples into warnings.
 """
 
@@ -58,6 +59,9 @@ def snapshot(interval_s: float = 0.2, top: int = 3) -> dict:
     facts["governor"] = _read(CPUFREQ / "scaling_governor")
     freq = _read(CPUFREQ / "scaling_cur_freq")
     facts["cpu0_mhz"] = round(int(freq) / 1000) if freq and freq.isdigit() else None
+    from harness.probes.macos import read_thermal_state
+
+    facts["thermal"] = read_thermal_state()  # macOS: throttling, warning levels, power source; None elsewhere
     return facts
 
 
@@ -77,6 +81,9 @@ def assess(before: dict, after: dict, samples: pd.DataFrame, value: str = "laten
     if gov and gov not in ("performance",):
         warnings.append(f"CPU frequency governor is {gov!r} (not 'performance'): clock speed can change "
                         "during the run")
+    from harness.probes.macos import thermal_warnings
+
+    warnings += thermal_warnings(before.get("thermal"), after.get("thermal"))
     if before.get("governor") != after.get("governor") and after.get("governor"):
         warnings.append(f"CPU governor changed during the run: {before.get('governor')} -> {after.get('governor')}")
     if samples is not None and not samples.empty and value in samples:

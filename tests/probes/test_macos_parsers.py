@@ -70,3 +70,20 @@ def test_readers_say_not_available_off_macos():
     if not macos.on_macos():
         assert macos.read_wired_bytes() is None and macos.read_gpu_memory() is None
         assert macos.read_macos_facts() is None
+
+
+def test_pmset_thermal_state_and_power_source():
+    # the throttled and battery captures are reconstructed from pmset's documented output format
+    from harness.probes.macos import parse_pmset_power_source, parse_pmset_therm, thermal_warnings
+
+    quiet = parse_pmset_therm(fixture("pmset_therm_quiet.txt"))
+    assert quiet == {}
+    hot = parse_pmset_therm(fixture("pmset_therm_throttled_reconstructed.txt"))
+    assert hot == {"cpu_scheduler_limit": 100, "cpu_available_cpus": 12, "cpu_speed_limit": 72}
+    assert parse_pmset_therm("Thermal warning level set to 2.") == {"thermal_warning_level": 2}
+    assert parse_pmset_power_source(fixture("pmset_batt_reconstructed.txt")) == "Battery Power"
+    assert parse_pmset_power_source("") is None
+    assert thermal_warnings({**quiet, "power_source": "AC Power"}, {**quiet, "power_source": "AC Power"}) == []
+    w = " | ".join(thermal_warnings({"power_source": "AC Power"}, {**hot, "power_source": "Battery Power"}))
+    assert "CPU speed limited to 72% after the run" in w and "AC Power -> Battery Power" in w
+    assert thermal_warnings(None, None) == []
