@@ -325,21 +325,28 @@ class IdleSpec:
         return asdict(self)
 
 
-def load_spec(path: Path) -> IdleSpec:
+def _spec_table(path: Path, section: str, spec_class: type, example_hint: str) -> dict:
+    """The keys of a TOML spec (its ``[section]`` table, or the top level), refused when the file
+    is missing, is not TOML, or names a key ``spec_class`` does not have."""
     where = str(path)
     if not path.is_file():
-        raise BadInput(f"spec file not found: {path}", hint="see experiments/idle/ for examples")
+        raise BadInput(f"spec file not found: {path}", hint=example_hint)
     try:
         data = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as exc:
         raise BadInput(f"spec file is not valid TOML: {exc}", where=where) from None
-    table = data.get("idle", data)
-    known = {f.name for f in fields(IdleSpec)}
+    table = data.get(section, data)
+    known = {f.name for f in fields(spec_class)}
     unknown = sorted(set(table) - known)
     if unknown:
-        raise BadInput(f"unknown keys in spec: {', '.join(unknown)}", where=where,
+        raise BadInput(f"unknown keys in {section} spec: {', '.join(unknown)}", where=where,
                        hint=f"known keys: {', '.join(sorted(known))}")
-    kwargs = dict(table)
+    return dict(table)
+
+
+def load_spec(path: Path) -> IdleSpec:
+    where = str(path)
+    kwargs = _spec_table(path, "idle", IdleSpec, "see experiments/idle/ for examples")
     if "pauses_s" in kwargs and isinstance(kwargs["pauses_s"], str):
         kwargs["pauses_s"] = parse_pauses(kwargs["pauses_s"], where)
     for key in ("models", "keep_alive", "sleep_idle_seconds", "server_args", "pauses_s", "cache_state", "engines",
@@ -419,19 +426,7 @@ class SwapSpec:
 def load_swap_spec(path: Path) -> SwapSpec:
     """A swap spec from TOML (a ``[swap]`` table or top-level keys); keys it omits keep SwapSpec's defaults."""
     where = str(path)
-    if not path.is_file():
-        raise BadInput(f"spec file not found: {path}", hint="see experiments/swap/ for an example (--spec default)")
-    try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"spec file is not valid TOML: {exc}", where=where) from None
-    table = data.get("swap", data)
-    known = {f.name for f in fields(SwapSpec)}
-    unknown = sorted(set(table) - known)
-    if unknown:
-        raise BadInput(f"unknown keys in swap spec: {', '.join(unknown)}", where=where,
-                       hint=f"known keys: {', '.join(sorted(known))}")
-    kwargs = dict(table)
+    kwargs = _spec_table(path, "swap", SwapSpec, "see experiments/swap/ for an example (--spec default)")
     for key in ("models", "server_args"):
         if key in kwargs and not isinstance(kwargs[key], list):
             kwargs[key] = [kwargs[key]]

@@ -56,7 +56,7 @@ def test_load_spec(tmp_path):
     spec = load_spec(f)
     assert spec.models == ["tiny-q8"] and spec.pauses_s == [0.0, 0.5, 1.0] and spec.reps == 2
     f.write_text("[idle]\nbogus = 1\n")
-    with pytest.raises(BadInput, match="unknown keys in spec: bogus"):
+    with pytest.raises(BadInput, match="unknown keys in idle spec: bogus"):
         load_spec(f)
     f.write_text("[idle\n")
     with pytest.raises(BadInput, match="not valid TOML"):
