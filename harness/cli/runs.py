@@ -13,8 +13,8 @@ from harness.cli.ui import out
 
 
 def runs(results: ResultsDir = None) -> None:
-    """List runs, oldest first: status, what was measured (warm-ups apart), duration and the
-    report, if rendered.
+    """List runs, oldest first: status, what was measured (warm-ups apart), duration and whether
+    the report was rendered (report: yes = <run dir>/report.html exists).
 
     A run that says 'running' but has no live process was killed: its journal (*.jsonl)
     holds everything measured before that.
@@ -30,9 +30,12 @@ def runs(results: ResultsDir = None) -> None:
     if not root.is_dir():
         raise BadInput(f"no results directory {root}", where="--results / $LBENCH_RESULTS_DIR / ./results",
                        hint="run a benchmark first (lbench idle), or point --results at the folder holding runs")
-    table = Table(title=f"runs in {root}")
-    for col in ("run id", "kind", "status", "measured", "duration", "models", "report"):
-        table.add_column(col, no_wrap=col in ("run id", "report"), overflow="fold")
+    from rich import box
+
+    table = Table(title=f"runs in {root}", box=box.SIMPLE_HEAD, pad_edge=False)
+    for col in ("run id (time-kind-tag)", "status", "measured", "duration", "models", "report"):
+        table.add_column(col, no_wrap=col.startswith("run id"), overflow="fold",
+                         min_width={"status": 8, "measured": 12, "duration": 8, "report": 6}.get(col))
     for run in list_runs(root):
         m = run.manifest
         status = m.get("status", "?")
@@ -40,8 +43,8 @@ def runs(results: ResultsDir = None) -> None:
             status = "running/incomplete"
         models = ", ".join(x.get("label", "?") for x in m.get("models", []))
         report = run.dir / "report.html"
-        table.add_row(run.run_id, m.get("kind", "?"), status, measured_text(run), duration_text(m), models,
-                      str(report.relative_to(root)) if report.exists() else "-")
+        table.add_row(run.run_id, status, measured_text(run), duration_text(m), models,
+                      "yes" if report.exists() else "-")
     out.print(table)
 
 

@@ -21,5 +21,5 @@ def test_runs_lists_measured_apart_from_warmups_with_duration_and_report(lbench_
     listed = run_cli("runs", env=lbench_env)
     assert listed.returncode == 0, listed.stderr
     row = next(line for line in listed.stdout.splitlines() if w.run_id in line)
-    assert "3 samples (+2 warm-up), 1 failed" in row and f"{w.run_id}/report.html" in row
-    assert " s " in row or " s│" in row  # a duration in seconds
+    assert "3 samples (+2 warm-up), 1 failed" in row and row.rstrip().endswith("yes")
+    assert " s " in row  # a duration in seconds

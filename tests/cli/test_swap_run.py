@@ -86,7 +86,8 @@ def test_sigint_mid_storm_leaves_no_server_and_keeps_requests(engine_env):
 @pytest.mark.parametrize("args,fragment", [
     (["--models-max", "-1"], "models_max must be an integer >= 0"),
     (["--pattern", "storm"], "unknown pattern 'storm'"),
-    (["-m", ""], "empty --model"),
+    (["-m", "", "-m", "tiny-q8"], "empty --model"),
+    (["-m", "tiny-q8"], "at least two models, got 1"),
     (["-m", "/nope/x.gguf", "-m", "tiny-q8"], "model file not found"),
     (["--requests", "0"], "requests must be an integer >= 1"),
 ])
