@@ -16,6 +16,7 @@ import ipaddress
 import os
 import platform
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -204,6 +205,21 @@ class MlxSwapBackend:
         self.handle.close()
 
 
+def check_url_answers(url: str, where: str, timeout_s: float = 3.0) -> None:
+    """Something must accept a connection at ``url`` (loopback, checked before)."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port or 80
+    except ValueError:
+        raise BadInput(f"bad port in {url!r}", where=where, hint="e.g. http://127.0.0.1:8080") from None
+    try:
+        with socket.create_connection((parts.hostname or "127.0.0.1", port), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        raise BadInput(f"nothing answers at {url} ({exc.strerror or exc})", where=where,
+                       hint="start the server first, or fix the URL") from None
+
+
 class OpenAIEngine:
     name = "openai"
 
@@ -212,8 +228,6 @@ class OpenAIEngine:
 
     def preflight(self) -> None:
         """Before any run directory: something must answer at --url."""
-        from harness.runs.preflight import check_url_answers
-
         check_url_answers(self.base, "--url")
 
     def facts(self) -> dict:

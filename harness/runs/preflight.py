@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-from urllib.parse import urlsplit
 
 from harness.errors import BadInput
 
@@ -55,34 +53,10 @@ def _ranges(cpus: list[int]) -> str:
     return ",".join(out)
 
 
-def check_url_answers(url: str, where: str, timeout_s: float = 3.0) -> None:
-    """Something must accept a connection at ``url`` (loopback, checked before)."""
-    parts = urlsplit(url)
-    try:
-        port = parts.port or 80
-    except ValueError:
-        raise BadInput(f"bad port in {url!r}", where=where, hint="e.g. http://127.0.0.1:8080") from None
-    try:
-        with socket.create_connection((parts.hostname or "127.0.0.1", port), timeout=timeout_s):
-            pass
-    except OSError as exc:
-        raise BadInput(f"nothing answers at {url} ({exc.strerror or exc})", where=where,
-                       hint="start the server first, or fix the URL") from None
-
-
 def check_idle(prep) -> None:
     """``prep``: a PreparedIdle (models resolved, engine made)."""
-    from harness.models.resolve import local_file
-
+    # cache states on engines without a local model file are refused by the spec (engine registry)
     spec = prep.spec
-    for state in spec.cache_state:
-        if state == "as-is":
-            continue
-        remote = [m.ref for m in prep.models if local_file(m) is None]
-        if remote:
-            raise BadInput(f"--cache-state {state} needs a local model file; {', '.join(remote)} lives on the "
-                           f"server ({prep.engine.name})", where="--cache-state",
-                           hint="use --cache-state as-is with this engine")
     for value in spec.cpus:
         check_cpus(value, "--cpus")
     if any(v is not None for v in spec.cpus) and shutil.which("taskset") is None:
