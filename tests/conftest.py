@@ -21,6 +21,12 @@ from harness.engines import provision
 
 REPO = Path(__file__).resolve().parents[1]
 
+# Every process this test session starts inherits this token, so the leftover checks below
+# see only our own servers, not those of another run on the same host (a bisect, a second
+# checkout's tests).  lbench passes its environment on to llama-server and router children.
+SESSION_TOKEN = f"{os.getpid()}-{time.time_ns()}"
+os.environ["LBENCH_TEST_SESSION"] = SESSION_TOKEN
+
 
 @pytest.fixture(scope="session")
 def engine_binary() -> Path:
@@ -55,7 +61,15 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 600,
                           env=full_env, timeout=timeout, cwd=cwd or REPO)
 
 
-def llama_server_processes(binary: Path | None = None) -> list[psutil.Process]:
+def _ours(p: psutil.Process) -> bool:
+    try:
+        return p.environ().get("LBENCH_TEST_SESSION") == SESSION_TOKEN
+    except (psutil.AccessDenied, psutil.ZombieProcess):
+        return True  # cannot tell: count it (stricter)
+
+
+def llama_server_processes(binary: Path | None = None, any_session: bool = False) -> list[psutil.Process]:
+    """llama-server processes started by this test session (all of them with ``any_session``)."""
     found = []
     for p in psutil.process_iter(["name", "exe", "cmdline"]):
         try:
@@ -63,7 +77,8 @@ def llama_server_processes(binary: Path | None = None) -> list[psutil.Process]:
             exe = p.info["exe"] or ""
             if name == "llama-server" or exe.endswith("/llama-server"):
                 if binary is None or Path(exe) == Path(binary).resolve():
-                    found.append(p)
+                    if any_session or _ours(p):
+                        found.append(p)
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
     return found
