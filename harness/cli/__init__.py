@@ -25,6 +25,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -71,7 +72,7 @@ def _sigterm(signum, frame):  # turn SIGTERM into the same clean stop as Ctrl-C
 def main() -> None:
     signal.signal(signal.SIGTERM, _sigterm)
     try:
-        code = app(standalone_mode=False)  # returns typer.Exit's code in this mode
+        code = app(standalone_mode=False, prog_name="lbench")  # returns typer.Exit's code in this mode
     except LbenchError as exc:
         print_error(exc, exc.exit_code)
         sys.exit(exc.exit_code)

@@ -34,9 +34,11 @@ def ab(
     is decided or --max-rounds is spent; alpha is split evenly over the looks (Bonferroni), so the
     stated error rates hold whatever the stopping round. Exit codes as for lbench gate.
 
+    \b
     Examples:
       lbench ab -m tiny-q8 --pauses 0,0.5,1 --reps 6 --b-arg --threads --b-arg 1
-      lbench ab -m tiny-q8 --a-llama-server /opt/old/llama-server --b-llama-server ./build/bin/llama-server
+      lbench ab -m tiny-q8 --a-llama-server /opt/old/llama-server \\
+          --b-llama-server ./build/bin/llama-server
     """
     from harness.analysis.gate import load_config
     from harness.cli.verdicts import print_verdicts

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import typer
-from rich.table import Table
 
 from harness.cli.options import ResultsDir
 from harness.cli.ui import out
@@ -19,6 +18,7 @@ def baseline_save(
 ) -> None:
     """Keep a run as a named baseline in the lbench cache.
 
+    \b
     Examples:
       lbench baseline save latest --name main
     """
@@ -34,11 +34,13 @@ def baseline_save(
 def baseline_show() -> None:
     """List baselines with their fingerprints.
 
+    \b
     Examples:
       lbench baseline show
     """
     from harness import baselines
 
+    from rich.table import Table
     t = Table(title=f"baselines in {baselines.root()}")
     for col in ("name", "run", "saved", "fingerprint", "chip", "engine build"):
         t.add_column(col)

@@ -51,9 +51,11 @@ def bisect(
     reads the verdict; undecided verdicts (inconclusive, not checkable, error) are retried,
     then skipped. Prints each step and the final pair of builds with their run ids.
 
+    \b
     Examples:
       lbench bisect router-queue-shared-entry --from 9093 --to 11434
-      lbench bisect router-ini-models-max-ignored --from 9093 --to 11434 --builds 9093,10000,11434
+      lbench bisect router-ini-models-max-ignored --from 9093 --to 11434 \\
+          --builds 9093,10000,11434
     """
     from harness.engines import provision
     from harness.engines.builds import binary_for_build

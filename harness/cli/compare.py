@@ -28,6 +28,7 @@ def compare(
     smallest slowdown the data could detect, and a verdict against the equivalence band
     (slower / no change / faster / inconclusive / refused). See docs/statistics.md.
 
+    \b
     Examples:
       lbench compare 20261130T0101Z-idle-aaaa 20261130T0202Z-idle-bbbb
       lbench compare A1 B1 --baseline A2 --candidate B2

@@ -22,10 +22,12 @@ def install(
     The first build takes several minutes (measured: docs/builds.md); later calls reuse it.
     Extra cmake flags come from CMAKE_ARGS (e.g. CMAKE_ARGS="-DGGML_CUDA=ON").
 
+    \b
     Examples:
       lbench engine install
       CMAKE_ARGS="-DGGML_CUDA=ON" lbench engine install
-      lbench engine install --build 10500   # side by side; ccache speeds up nearby builds
+      # another build, side by side (ccache speeds up nearby builds):
+      lbench engine install --build 10500
     """
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -36,7 +38,7 @@ def install(
         console.print(f"engine already built: {plan.bin_dir}", markup=False)
     else:
         with Progress(TextColumn("building llama.cpp"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-                      TimeElapsedColumn(), console=console) as progress:
+                      TimeElapsedColumn(), console=console.real) as progress:
             task = progress.add_task("build", total=100)
             provision.install(plan, jobs=jobs or None, force=force,
                               log=lambda s: progress.console.print("• " + s, markup=False),
@@ -54,6 +56,7 @@ def list_builds() -> None:
     """List the engines lbench can drive (with their capabilities), then the llama.cpp builds
     in lbench's cache (use them with --build N).  Capabilities: docs/engines.md.
 
+    \b
     Examples:
       lbench engine list
     """
@@ -83,6 +86,7 @@ def info(
 
     Order: --llama-server, $LBENCH_LLAMA_SERVER, llama-server on PATH, lbench's cached build.
 
+    \b
     Examples:
       lbench engine info
       lbench engine info --llama-server /opt/homebrew/bin/llama-server

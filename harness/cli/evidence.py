@@ -19,6 +19,7 @@ def evidence(
     """Write a Markdown bundle for a GitHub issue: summary, exact command, table, key plot (PNG),
     environment in a collapsed block. Home paths, user and host names are redacted by default.
 
+    \b
     Examples:
       lbench evidence latest -o /tmp/ev
       lbench evidence RUN_A RUN_B --no-redact

@@ -19,7 +19,7 @@ def gate(
     alpha: Alpha = None,
     min_n: MinN = None,
     inconclusive_ok: InconclusiveOk = False,
-    config: Path = typer.Option(None, "--config", help="TOML with \\[gate] and per-metric \\[thresholds]."),
+    config: Path = typer.Option(None, "--config", help="TOML with [gate] and per-metric [thresholds]."),
     junit_path: Path = typer.Option(None, "--junit", help="Write JUnit XML here."),
     json_path: Path = typer.Option(None, "--json", help="Write the JSON verdict here."),
     md_path: Path = typer.Option(None, "--markdown", help="Write the Markdown summary here (also appended to "
@@ -35,9 +35,11 @@ def gate(
     input or too few samples (a regression elsewhere still exits 1), 3 inconclusive (an interval
     straddles the band; --inconclusive-ok maps it to 0). See docs/statistics.md.
 
+    \b
     Examples:
       lbench gate --baseline baseline:main --candidate latest
-      lbench gate --baseline A1 --baseline A2 --candidate B1 --candidate B2 --junit gate.xml --json gate.json
+      lbench gate --baseline A1 --baseline A2 --candidate B1 --candidate B2 \\
+          --junit gate.xml --json gate.json
     """
     from harness.analysis.compare import judge_runs
     from harness.analysis.gate import decide, junit, load_config, markdown, verdict_config, verdict_json

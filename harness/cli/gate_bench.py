@@ -49,6 +49,7 @@ def gate_bench(
     (a "slower" is a false alarm) and A vs B (a "slower" is a detection). Trials share no runs,
     so the rates get exact (Clopper-Pearson) 95% intervals. Every run keeps its own run id.
 
+    \b
     Examples:
       lbench gate-bench
       lbench gate-bench -m tiny-q8 --trials 3 --reps 5

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.table import Table
 
 from harness import resources
 from harness.cli.options import Builds, LlamaServer, Report, ResultsDir, default
@@ -15,6 +14,7 @@ from harness.spec import DEFAULT_MODEL, IdleSpec, load_spec, parse_pauses
 
 if TYPE_CHECKING:  # heavy modules are imported where used, so `lbench --help` starts at once
     import pandas as pd
+    from rich.table import Table
 
     from harness.store import Run
 
@@ -41,6 +41,7 @@ def _summary_table(run: Run) -> Table:
     from harness.analysis.persisted import json_frame, load_analysis
 
     summary = json_frame(load_analysis(run)["summary_latency"])
+    from rich.table import Table
     table = Table(title=f"median client latency (ms) · run {run.run_id}")
     table.add_column("pause (s)", justify="right")
     cells = list(dict.fromkeys(zip(summary["model"], summary["setting"])))
@@ -160,18 +161,24 @@ def idle(
     A fresh llama-server is started for every (model, setting) cell. Nothing touches the
     server during a pause. Samples land in results/<run id>/ as they are measured.
 
+    \b
     Examples:
       lbench idle                                   # default model and grid
       lbench idle --model llama3-8b-q8 --keep-alive default,none
       lbench idle -m tiny-q8 --pauses 0:2:0.25 --reps 10
-      lbench idle --spec llama-idle-classic -m ~/models/my.gguf   # a bundled spec, or a .toml path
-      lbench idle -m tiny-q8 --cache-state warm,cold       # page cache as a factor
-      lbench idle -m tiny-q8 --engine llama-server --engine llama-idle   # cross-check
-      lbench idle --engine mlx -m tiny-f16   # mlx_lm.server: install the mlx extra first
+      # a bundled spec, or a .toml path:
+      lbench idle --spec llama-idle-classic -m ~/models/my.gguf
+      lbench idle -m tiny-q8 --cache-state warm,cold   # page cache as a factor
+      # cross-check against llama.cpp's own llama-idle:
+      lbench idle -m tiny-q8 --engine llama-server --engine llama-idle
+      # mlx_lm.server (install the mlx extra first):
+      lbench idle --engine mlx -m tiny-f16
       lbench idle --engine openai --url http://127.0.0.1:1234 -m my-model
       lbench idle --engine ollama -m llama3.1:8b --keep-alive 30
-      lbench idle -m tiny-q8 --threads 1,2 --omp-wait-policy default,active   # CPU wake axes
-      lbench idle -m tiny-q8 --engine llama-server --engine llama-idle --match llama-idle
+      # CPU wake axes:
+      lbench idle -m tiny-q8 --threads 1,2 --omp-wait-policy default,active
+      lbench idle -m tiny-q8 --engine llama-server --engine llama-idle \\
+          --match llama-idle
     """
     spec = build_spec(
         spec_file,
@@ -237,10 +244,12 @@ def calibrate(
     floor (GET /health on the same connection, back to back and after the same pauses).
     Targets: overhead p50 0.5 / p99 2 ms, harness p50 0.2 ms, pause error p99 1 ms, efficiency 1.03.
 
+    \b
     Examples:
       lbench calibrate
       lbench calibrate --reps 100
-      lbench calibrate --client-cpus 0 --cpus 1 --client-spin   # opt-in placement A/B
+      # opt-in placement A/B:
+      lbench calibrate --client-cpus 0 --cpus 1 --client-spin
     """
     from harness.analysis.calibration import CALIBRATION_PAUSES, TARGETS
     from harness.analysis.persisted import load_analysis
@@ -251,6 +260,7 @@ def calibrate(
                       cpus=[cpus] if cpus else None, threads=[threads] if threads else None)
     run = _run(spec, llama_server, results, "calibrate", report=True)
     figures = load_analysis(run)["calibration"]  # kept in analysis.json with the run
+    from rich.table import Table
     table = Table(title=f"harness calibration · run {run.run_id} · {int(figures['n'])} requests")
     table.add_column("figure")
     table.add_column("measured", justify="right")

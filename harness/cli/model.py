@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.table import Table
 
 from harness import paths
 from harness.cli.ui import RichReporter, console, out
@@ -27,6 +26,7 @@ def synth(
     The shape copies a real family's hyperparameters, so timing and memory behave like
     the real model; the file is marked synthetic in its metadata.
 
+    \b
     Examples:
       lbench model synth tiny
       lbench model synth llama3-8b --quant q4 --out /tmp/l8b-q4.gguf
@@ -50,6 +50,7 @@ def synth(
 def info(model: str = typer.Argument(..., help="A .gguf path or an alias.")) -> None:
     """Print arch, parameters, quantization and bytes of a model.
 
+    \b
     Examples:
       lbench model info ~/models/llama-3-8b.Q8_0.gguf
       lbench model info tiny-q8
@@ -61,6 +62,7 @@ def info(model: str = typer.Argument(..., help="A .gguf path or an alias.")) -> 
         info_ = read_model_info(model)
     else:
         info_ = resolve(model, announce=lambda s: console.print("• " + s, markup=False)).info
+    from rich.table import Table
     table = Table(show_header=False)
     for key, value in info_.as_dict().items():
         table.add_row(key, f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value))
@@ -75,14 +77,16 @@ def list_models() -> None:
 
     Searched: LLAMA_CACHE, the Hugging Face hub cache, LM Studio's folders and Ollama's store;
     aliases come from GGUF metadata (family-size-quant, e.g. llama3-8b-q8).
-    The catalog is a TOML file (docs/models.md):  \\[models]  my-8b = "/path/to/model.gguf"
+    The catalog is a TOML file (docs/models.md):  [models]  my-8b = "/path/to/model.gguf"
 
+    \b
     Examples:
       lbench model list
     """
     from harness.models.discover import discover
     from harness.models.resolve import load_catalog, synthetic_path
 
+    from rich.table import Table
     table = Table(title=f"catalog: {paths.catalog_path()}")
     table.add_column("alias")
     table.add_column("source")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import typer
-from rich.table import Table
 
 from harness.cli.options import Builds, LlamaServer, Report, ResultsDir
 from harness.cli.ui import RichReporter, out
@@ -25,6 +24,7 @@ def repro(
     Each claim is a spec in experiments/claims/ (text, source, scenario, check). Evidence
     for each (router logs, events.csv, memory.csv) lands in results/<run>/claims/<id>/.
 
+    \b
     Examples:
       lbench repro --list
       lbench repro                       # every claim checkable here
@@ -35,6 +35,7 @@ def repro(
 
     specs = load_claims(claims or None)
     if list_only:
+        from rich.table import Table
         table = Table(title="claims")
         for col in ("id", "scenario", "requires", "claim"):
             table.add_column(col)
@@ -59,6 +60,7 @@ def _run_one(specs, binary, results, report) -> bool:
         run = execute_repro(specs, binary, results=results, reporter=reporter)
     if report:
         out.print(f"report: {render_report(run)}", markup=False)
+    from rich.table import Table
     table = Table(title=f"claims · run {run.run_id}")
     for col in ("claim", "verdict", "why / measured"):
         table.add_column(col)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.table import Table
 
 from harness import paths
 from harness.cli.options import ResultsDir
@@ -19,6 +18,7 @@ def runs(results: ResultsDir = None) -> None:
     A run that says 'running' but has no live process was killed: its journal (*.jsonl)
     holds everything measured before that.
 
+    \b
     Examples:
       lbench runs
       lbench runs --results /data/lbench-results
@@ -32,6 +32,7 @@ def runs(results: ResultsDir = None) -> None:
                        hint="run a benchmark first (lbench idle), or point --results at the folder holding runs")
     from rich import box
 
+    from rich.table import Table
     table = Table(title=f"runs in {root}", box=box.SIMPLE_HEAD, pad_edge=False)
     for col in ("run id (time-kind-tag)", "status", "measured", "duration", "models", "report"):
         table.add_column(col, no_wrap=col.startswith("run id"), overflow="fold",
@@ -92,6 +93,7 @@ def report(
     Works on incomplete runs too (reads the journal of a killed run). Figures come from the
     run's analysis.json, recomputed when missing or written by an older lbench.
 
+    \b
     Examples:
       lbench report latest
       lbench report 20261130T120000Z-idle-1a2b --out /tmp/idle.html

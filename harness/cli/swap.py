@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import typer
-from rich.table import Table
 
 from harness.cli.options import Builds, LlamaServer, Report, ResultsDir
 from harness.cli.ui import RichReporter, out
@@ -58,13 +57,17 @@ def swap(
     lbench records every request, every /models/sse event and router log line, and the
     router's process tree (children alive, RSS) at --sample-hz.
 
+    \b
     Examples:
-      lbench swap                                        # 3 tiny models, round-robin
-      lbench swap -m llama3.2-1b-q8 -m llama3.2-1b-q4 -m llama3.2-3b-q4 --models-max 1
+      lbench swap                      # 3 tiny models, round-robin
+      lbench swap -m llama3.2-1b-q8 -m llama3.2-1b-q4 -m llama3.2-3b-q4 \\
+          --models-max 1
       lbench swap --pattern burst --burst-k 3 -c 3 -n 60
       lbench swap --pattern zipf --zipf-s 1.3 --duration 120 -n 100000
-      lbench swap --engine mlx -m tiny-f16 -m tiny-f16 -n 20   # mlx_lm.server reloads
-      lbench swap --spec experiments/swap/default.toml --pattern zipf   # a spec, one option overridden
+      # mlx_lm.server reloads:
+      lbench swap --engine mlx -m tiny-f16 -m tiny-f16 -n 20
+      # a spec, one option overridden:
+      lbench swap --spec experiments/swap/default.toml --pattern zipf
     """
     from harness.engines import registry
     from harness.resources import find_spec
@@ -106,6 +109,7 @@ def _one_storm(spec, llama_server, results, report) -> bool:
         out.print(f"report: {render_report(run)}", markup=False)
     out.print(f"run: {run.run_id} ({run.manifest['status']}) in {run.dir}", markup=False)
     summary = summary_from_analysis(load_analysis(run))
+    from rich.table import Table
     table = Table(title=f"swap latency · run {run.run_id}")
     for col in ("class", "n", "p50 ms", "p90 ms", "p99 ms"):
         table.add_column(col, justify="right" if col != "class" else "left")

@@ -4,13 +4,33 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rich.console import Console
-
 if TYPE_CHECKING:
+    from rich.console import Console
     from rich.progress import TaskID
 
-console = Console(stderr=True, highlight=False)
-out = Console(highlight=False)  # results go to stdout, chatter to stderr
+
+class _LazyConsole:
+    """A rich Console made on first use: importing rich.console costs tens of ms that
+    `lbench --help` need not pay (tests/cli/test_lazy_imports.py)."""
+
+    def __init__(self, **options) -> None:
+        self._options = options
+        self._console: Console | None = None
+
+    @property
+    def real(self) -> "Console":
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._options)
+        return self._console
+
+    def __getattr__(self, name: str):
+        return getattr(self.real, name)
+
+
+console = _LazyConsole(stderr=True, highlight=False)
+out = _LazyConsole(highlight=False)  # results go to stdout, chatter to stderr
 
 
 class RichReporter:
@@ -28,9 +48,9 @@ class RichReporter:
 
         self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                                  MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("eta"),
-                                 TimeRemainingColumn(), console=console, transient=False, auto_refresh=False)
+                                 TimeRemainingColumn(), console=console.real, transient=False, auto_refresh=False)
         self.bytes = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
-                              TransferSpeedColumn(), TimeRemainingColumn(), console=console)
+                              TransferSpeedColumn(), TimeRemainingColumn(), console=console.real)
         self._task: TaskID | None = None
         self._bytes_task: TaskID | None = None
 

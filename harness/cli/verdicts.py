@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rich.markup import escape
 
 from harness.cli.ui import console, out
 from harness.errors import BadInput
@@ -53,6 +52,8 @@ def print_verdicts(verdicts, info: dict, ra: list[Run], rb: list[Run]) -> None:
               f"B = {', '.join(r.run_id for r in rb)} ({len(rb)} run(s))", markup=False)
     for v in verdicts:
         c = COLOURS.get(v.verdict, "white")
+        from rich.markup import escape
+
         out.print(f"[{c}]{escape(v.line())}[/{c}]", highlight=False, soft_wrap=True)
     for side, key in (("A", "shapes_a"), ("B", "shapes_b")):
         for cell, shape in info.get(key, {}).items():

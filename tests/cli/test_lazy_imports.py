@@ -9,7 +9,8 @@ import sys
 
 from conftest import REPO
 
-HEAVY = ("pandas", "numpy", "scipy", "matplotlib", "httpx", "gguf", "jinja2")
+HEAVY = ("pandas", "numpy", "scipy", "matplotlib", "httpx", "gguf", "jinja2",
+         "typer.rich_utils", "rich.markdown", "pygments", "rich.console", "rich.table")  # help is plain text
 
 PROBE = r"""
 import json, sys
