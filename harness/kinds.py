@@ -38,6 +38,10 @@ class RunKind:
     def summarizer_fn(self):
         return self.part("summarizer")
 
+    def executor_fn(self):
+        """What runs a run of this kind; the commands (idle, calibrate, swap, repro, bisect) call it."""
+        return self.part("executor")
+
 
 KINDS: dict[str, RunKind] = {k.name: k for k in (
     RunKind("idle", "idle-wake sweep", "harness.spec:IdleSpec", "harness.runs.idle:execute_idle",

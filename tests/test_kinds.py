@@ -68,3 +68,14 @@ def test_the_guard_finds_a_kind_test(tmp_path):
     (pkg / "x.py").write_text('def f(run):\n    if run.manifest.get("kind") in ("idle", "calibrate"):\n'
                               '        return 1\n    return prep.kind == "swap"\n')
     assert len(kind_dispatch_sites(pkg)) == 2
+
+
+def test_commands_run_kinds_through_the_registry():
+    """The commands reach each kind's executor through KINDS, so the table is what runs."""
+    executors = {k.executor.partition(":")[2] for k in KINDS.values()}
+    direct = []
+    for path in sorted((PKG / "cli").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and any(a.name in executors for a in node.names):
+                direct.append(f"{path.name}:{node.lineno}")
+    assert not direct, f"import executors via harness.kinds.get_kind(...).executor_fn(): {direct}"

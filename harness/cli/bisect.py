@@ -61,8 +61,9 @@ def bisect(
     from harness.engines.builds import binary_for_build
     from harness.repro.bisect import bisect_builds
     from harness.repro.claims import load_claims
-    from harness.runs.repro import execute_repro
+    from harness.kinds import get_kind
 
+    execute_repro = get_kind("repro").executor_fn()
     spec = load_claims([claim])[0]
     candidates = parse_builds(builds) if builds else published_builds()
     candidates = [b for b in candidates if first <= b <= last]

@@ -61,12 +61,13 @@ def _summary_table(run: Run) -> Table:
 def _run(spec: IdleSpec, llama_server: str | None, results: str | None, kind: str, report: bool,
          llama_idle_path: str | None = None, engine_options: dict | None = None) -> Run:
     from harness.report.render import render_report
-    from harness.runs.idle import execute_idle, prepare_idle
+    from harness.kinds import get_kind
+    from harness.runs.idle import prepare_idle
 
     with RichReporter() as reporter:
         prep = prepare_idle(spec, llama_server=llama_server, results=results, reporter=reporter, kind=kind,
                             llama_idle_path=llama_idle_path, engine_options=engine_options)
-        run = execute_idle(prep, reporter)
+        run = get_kind(kind).executor_fn()(prep, reporter)
     if report:
         path = render_report(run)
         out.print(f"report: {path}", markup=False)

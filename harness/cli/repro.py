@@ -54,7 +54,9 @@ def repro(
 
 def _run_one(specs, binary, results, report) -> bool:
     from harness.report.render import render_report
-    from harness.runs.repro import execute_repro
+    from harness.kinds import get_kind
+
+    execute_repro = get_kind("repro").executor_fn()
 
     with RichReporter() as reporter:
         run = execute_repro(specs, binary, results=results, reporter=reporter)

@@ -100,11 +100,12 @@ def _one_storm(spec, llama_server, results, report) -> bool:
     from harness.analysis.persisted import load_analysis
     from harness.analysis.swap import summary_from_analysis
     from harness.report.render import render_report
-    from harness.runs.swap import execute_swap, prepare_swap
+    from harness.kinds import get_kind
+    from harness.runs.swap import prepare_swap
 
     with RichReporter() as reporter:
         prep = prepare_swap(spec, llama_server=llama_server, results=results, reporter=reporter)
-        run = execute_swap(prep, reporter)
+        run = get_kind("swap").executor_fn()(prep, reporter)
     if report:
         out.print(f"report: {render_report(run)}", markup=False)
     out.print(f"run: {run.run_id} ({run.manifest['status']}) in {run.dir}", markup=False)
