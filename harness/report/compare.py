@@ -53,6 +53,7 @@ def paired_png(a_runs: list[Run], b_runs: list[Run], results: list[Verdict]) -> 
         ax.grid(alpha=0.3)
     for row in axes:
         row[0].set_ylabel("latency (ms)")
+    fig.tight_layout(rect=(0, 0.03, 1, 1))  # rows of panels: titles clear the row above's ticks
     fig.text(0.99, 0.005, f"A {', '.join(r.run_id for r in a_runs)} · B {', '.join(r.run_id for r in b_runs)}",
              ha="right", va="bottom", fontsize=6, color="0.4")
     return figure_png(fig)
