@@ -19,11 +19,16 @@ fi
 apt_install_if_missing() {  # apt_install_if_missing COMMAND PACKAGE
   command -v "$1" >/dev/null 2>&1 && return 0
   command -v apt-get >/dev/null 2>&1 || return 0
-  if [ "$(id -u)" = 0 ]; then
-    (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null 2>&1 || true)
-  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-    (sudo -n env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null 2>&1 || true)
+  local as=()
+  if [ "$(id -u)" != 0 ]; then
+    command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null || return 0
+    as=(sudo -n)
   fi
+  # stale package lists: update once and try again
+  ("${as[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null 2>&1 \
+    || { "${as[@]}" apt-get update -qq >/dev/null 2>&1 \
+         && "${as[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null 2>&1; } \
+    || true)
   return 0
 }
 # ccache lets builds of nearby llama.cpp versions (lbench engine install --build N) reuse objects.
