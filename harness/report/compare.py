@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,17 @@ from harness.analysis.verdicts import Verdict, summary_counts
 from harness.report.html import data_uri, write_page
 from harness.report.plots import figure_png, plt
 from harness.store import Run
+
+
+def group_mask(frame, regime: str):
+    """The rows of a compare group, from its label (harness.analysis.compare): a regime, ``pause=Xs``,
+    or ``new step pauses>=Xs[,<Ys]``."""
+    pauses = frame["pause_requested_s"] if "pause_requested_s" in frame else None
+    if pauses is not None and (m := re.fullmatch(r"pause=([\d.e+-]+)s", regime)):
+        return np.isclose(pauses, float(m.group(1)))
+    if pauses is not None and (m := re.fullmatch(r"new step pauses>=([\d.e+-]+)s(?:,<([\d.e+-]+)s)?", regime)):
+        return (pauses >= float(m.group(1))) & (pauses < float(m.group(2)) if m.group(2) else True)
+    return frame["regime"] == regime
 
 
 def paired_png(a_runs: list[Run], b_runs: list[Run], results: list[Verdict]) -> bytes:
@@ -37,11 +49,7 @@ def paired_png(a_runs: list[Run], b_runs: list[Run], results: list[Verdict]) -> 
     rng = np.random.default_rng(0)
     for ax, g in zip(axes.flat, groups):
         for i, (frame, colour) in enumerate(((a, "#3a7dc9"), (b, "#c94a3a"))):
-            if g.regime.startswith("pause="):  # a per-pause group (analysis.compare): that pause's samples
-                pause = float(g.regime.removeprefix("pause=").removesuffix("s"))
-                sel = frame[np.isclose(frame["pause_requested_s"], pause) & (frame["setting"] == g.setting)]
-            else:
-                sel = frame[(frame["regime"] == g.regime) & (frame["setting"] == g.setting)]
+            sel = frame[group_mask(frame, g.regime) & (frame["setting"] == g.setting)]
             if idle_like:
                 sel = sel[sel["model"] == g.model]
             x = sel["latency_ms"].dropna().to_numpy(dtype=float)

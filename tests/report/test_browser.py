@@ -29,6 +29,9 @@ pytestmark = pytest.mark.engine
 
 VIEWPORT = (1280, 900)
 KINDS = ("idle", "calibrate", "swap", "repro", "compare")
+HEADLINE = {  # what the first findings of each kind's report talk about
+    "idle": "wake step", "calibrate": "targets met", "swap": "models_max", "repro": "claims checked",
+    "compare": "groups compared"}
 
 
 def chromium() -> str | None:
@@ -175,6 +178,7 @@ def test_report_reads_well_in_a_real_browser(kind, reports, tmp_path):
     assert result["h1"], "no title"
     assert result["headline"], "no Findings section with sentences"
     assert any(len(s) > 20 for s in result["headline"]), result["headline"]  # sentences, not a bare list
+    assert HEADLINE[kind] in " ".join(result["headline"][:2]), result["headline"]
 
     keep = Path(os.environ["LBENCH_SCREENSHOTS"]) if os.environ.get("LBENCH_SCREENSHOTS") else tmp_path
     keep.mkdir(parents=True, exist_ok=True)
