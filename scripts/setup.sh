@@ -14,13 +14,25 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e '.[test]'
-# ccache lets builds of nearby llama.cpp versions (lbench engine install --build N) reuse objects.
-# Installed only when missing and apt-get can run without a password; setup never fails over it.
-if ! command -v ccache >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ]; then
-    (apt-get install -y -qq ccache >/dev/null 2>&1 || true)
-  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-    (sudo -n apt-get install -y -qq ccache >/dev/null 2>&1 || true)
+# System packages lbench can use, each installed only when its command is missing and apt-get can
+# run without a password (root, or sudo -n); setup never fails over them.
+apt_install_if_missing() {  # apt_install_if_missing COMMAND PACKAGE
+  command -v "$1" >/dev/null 2>&1 && return 0
+  command -v apt-get >/dev/null 2>&1 || return 0
+  local as=()
+  if [ "$(id -u)" != 0 ]; then
+    command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null || return 0
+    as=(sudo -n)
   fi
-fi
+  # stale package lists: update once and try again
+  ("${as[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null 2>&1 \
+    || { "${as[@]}" apt-get update -qq >/dev/null 2>&1 \
+         && "${as[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null 2>&1; } \
+    || true)
+  return 0
+}
+# ccache lets builds of nearby llama.cpp versions (lbench engine install --build N) reuse objects.
+apt_install_if_missing ccache ccache
+# Chromium (headless) lets tests/report/test_browser.py open every report in a real browser.
+apt_install_if_missing chromium chromium
 .venv/bin/lbench engine install

@@ -17,6 +17,16 @@ TARGETS = {"overhead_p50_ms": 0.5, "overhead_p99_ms": 2.0, "harness_p50_ms": 0.2
            "efficiency": 1.03}
 
 
+def steady_mask(good: pd.DataFrame) -> pd.Series:
+    """True for back-to-back requests at least STEADY_AFTER requests after the last pause."""
+    since_pause = []
+    count = 0
+    for pause in good["pause_requested_s"]:
+        count = count + 1 if pause == 0 else 0
+        since_pause.append(count)
+    return pd.Series(since_pause, index=good.index, dtype=float) > STEADY_AFTER
+
+
 def calibration_figures(samples: pd.DataFrame, cells: list[dict]) -> dict[str, float]:
     """The harness's own figures.
 
@@ -28,12 +38,7 @@ def calibration_figures(samples: pd.DataFrame, cells: list[dict]) -> dict[str, f
     kernel-tick steps); those are reported separately, as information.
     """
     good = stats.measured(samples).sort_values(["cell", "seq"])
-    since_pause = []
-    count = 0
-    for pause in good["pause_requested_s"]:
-        count = count + 1 if pause == 0 else 0
-        since_pause.append(count)
-    steady = pd.Series(since_pause, index=good.index) > STEADY_AFTER
+    steady = steady_mask(good)
     wall = sum(c.get("sweep_wall_s") or 0 for c in cells)
     denominator = good["pause_requested_s"].sum() + good["server_ms"].sum() / 1000.0
     back_to_back = good[steady]
@@ -80,9 +85,137 @@ def floor_figures(samples: pd.DataFrame, overhead_b2b: pd.Series, overhead_after
     }
 
 
+FIGURE_TEXT = {  # what each target figure measures, for the report and the findings
+    "overhead_p50_ms": "overhead p50 (client latency - server time, steady back to back)",
+    "overhead_p99_ms": "overhead p99 (client latency - server time, steady back to back)",
+    "harness_p50_ms": "harness p50 (overhead - HTTP floor median)",
+    "pause_error_p99_ms": "pause error p99 (|actual - requested pause|)",
+    "efficiency": "sweep efficiency (wall / (pauses + server time))",
+}
+
+
+def quantile_interval(values, q: float, confidence: float = 0.95) -> tuple[float, float]:
+    """Distribution-free interval for the q-quantile from order statistics (binomial, exact coverage
+    >= ``confidence``); (nan, nan) when n is too small for one (e.g. n < 6 for a median, < ~370 for p99)."""
+    from scipy.stats import binom
+
+    x = np.sort(np.asarray(values, dtype=float))
+    x = x[np.isfinite(x)]
+    n = x.size
+    nan = (float("nan"), float("nan"))
+    if n == 0:
+        return nan
+    tail = (1 - confidence) / 2
+    below = int(binom.ppf(tail, n, q))  # largest m with P(B <= m) <= tail is `below` or `below - 1`
+    if binom.cdf(below, n, q) > tail:
+        below -= 1
+    low_rank, high_rank = below + 1, int(binom.ppf(1 - tail, n, q)) + 1  # 1-based ranks
+    if low_rank < 1 or high_rank > n:
+        return nan
+    return float(x[low_rank - 1]), float(x[high_rank - 1])
+
+
+def _check(key: str, value: float, n: int, interval: tuple[float, float]) -> dict:
+    target = TARGETS[key]
+    lo, hi = interval
+    if lo != lo:
+        against = "no interval"
+    else:
+        against = "below" if hi <= target else "above" if lo > target else "straddles"
+    return {"figure": key, "what": FIGURE_TEXT[key], "value": value, "target": target,
+            "ok": bool(value <= target), "n": int(n), "ci_low": lo, "ci_high": hi, "interval_vs_target": against}
+
+
+def target_checks(samples: pd.DataFrame, figures: dict[str, float]) -> list[dict]:
+    """One row per target: measured value, n, 95% interval (order statistics), ok/over.
+
+    Efficiency is one ratio of totals over the run: it has no interval.  The harness figure's
+    interval treats the HTTP floor median as fixed."""
+    good = stats.measured(samples).sort_values(["cell", "seq"])
+    b2b = good[steady_mask(good)]["overhead_ms"].dropna() if not good.empty else pd.Series(dtype=float)
+    pause_err = (good["pause_actual_s"] - good["pause_requested_s"]).abs() * 1e3 if not good.empty else b2b
+    harness = b2b - figures["floor_p50_ms"]
+    nan2 = (float("nan"), float("nan"))
+    return [
+        _check("overhead_p50_ms", figures["overhead_p50_ms"], len(b2b), quantile_interval(b2b, 0.5)),
+        _check("overhead_p99_ms", figures["overhead_p99_ms"], len(b2b), quantile_interval(b2b, 0.99)),
+        _check("harness_p50_ms", figures["harness_p50_ms"], harness.notna().sum(), quantile_interval(harness, 0.5)),
+        _check("pause_error_p99_ms", figures["pause_error_p99_ms"], len(pause_err),
+               quantile_interval(pause_err, 0.99)),
+        _check("efficiency", figures["efficiency"], len(good), nan2),
+    ]
+
+
+def pause_groups(samples: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """Measured requests by pause, back to back split into steady and settling (first STEADY_AFTER)."""
+    good = stats.measured(samples)
+    if good.empty:
+        return []
+    good = good.sort_values(["cell", "seq"])
+    steady = steady_mask(good)
+    groups = [("back to back, steady", good[steady]),
+              (f"back to back, first {STEADY_AFTER} after a pause", good[~steady & good["pause_requested_s"].eq(0)])]
+    groups += [(f"{p:g} s", good[good["pause_requested_s"].eq(p)]) for p in sorted(set(good["pause_requested_s"]) - {0})]
+    return [(label, g) for label, g in groups if not g.empty]
+
+
+def pause_checks(samples: pd.DataFrame) -> list[dict]:
+    """Per pause group: n, overhead median with its interval, pause error p99 against its target,
+    the server's own time."""
+    rows = []
+    for label, g in pause_groups(samples):
+        lo, hi = quantile_interval(g["overhead_ms"], 0.5)
+        err = (g["pause_actual_s"] - g["pause_requested_s"]).abs() * 1e3
+        err_p99 = stats.percentile(err, 99)
+        rows.append({"pause": label, "pause_requested_s": float(g["pause_requested_s"].iloc[0]), "n": int(len(g)),
+                     "overhead_p50_ms": stats.percentile(g["overhead_ms"], 50), "overhead_ci_low": lo,
+                     "overhead_ci_high": hi, "overhead_p99_ms": stats.percentile(g["overhead_ms"], 99),
+                     "pause_error_p99_ms": err_p99, "pause_error_ok": bool(err_p99 <= TARGETS["pause_error_p99_ms"]),
+                     "server_ms_p50": stats.percentile(g["server_ms"], 50)})
+    return rows
+
+
+def _fmt(value: float, key: str) -> str:
+    return "–" if value != value else (f"{value:.3f}" if key == "efficiency" else f"{value:.3f} ms")
+
+
+def calibration_findings(checks: list[dict], pauses: list[dict]) -> list[str]:
+    """The calibrate run's headline in sentences: which targets hold, which are over, with n and intervals."""
+    if not checks or all(c["value"] != c["value"] for c in checks):
+        return ["No measured samples: nothing to check against the targets."]
+    ok = [c for c in checks if c["ok"]]
+    lines = [f"{len(ok)} of {len(checks)} targets met"
+             + (f"; over: {', '.join(c['figure'] for c in checks if not c['ok'])}." if len(ok) < len(checks) else ".")]
+    for c in checks:
+        if c["ci_low"] == c["ci_low"]:
+            ci = f"95% CI {_fmt(c['ci_low'], c['figure'])} – {_fmt(c['ci_high'], c['figure'])}, n={c['n']}"
+            settled = {"below": "the whole interval is within the target",
+                       "above": "the whole interval is over the target",
+                       "straddles": "the interval straddles the target: more --reps would settle it"}[
+                           c["interval_vs_target"]]
+        elif c["figure"] == "efficiency":
+            ci, settled = f"one ratio over the run, n={c['n']} requests", ""
+        else:
+            ci, settled = f"n={c['n']}, too few for a 95% interval", "more --reps would give one"
+        verdict = "within" if c["ok"] else "OVER"
+        lines.append(f"{c['what'][0].upper()}{c['what'][1:]}: {_fmt(c['value'], c['figure'])} ({ci}), {verdict} the "
+                     f"target of {_fmt(c['target'], c['figure'])}" + (f"; {settled}." if settled else "."))
+    over = [p["pause"] for p in pauses if not p["pause_error_ok"]]
+    if pauses:
+        lines.append(f"Pause error p99 is within {TARGETS['pause_error_p99_ms']:g} ms at every pause." if not over
+                     else f"Pause error p99 is over {TARGETS['pause_error_p99_ms']:g} ms at: {', '.join(over)}.")
+    return lines
+
+
 def summarize_run(run) -> dict:
-    """The calibrate part of analysis.json: the idle analysis plus the harness's own figures and targets."""
+    """The calibrate part of analysis.json: the idle analysis plus the harness's own figures, the targets,
+    one check per target and per pause, and findings about them (in place of the idle wake-step findings)."""
     from harness.analysis.idle import summarize_run as summarize_idle
 
-    figures = calibration_figures(run.table("samples"), run.manifest.get("cells", []))
-    return {**summarize_idle(run), "calibration": figures, "calibration_targets": TARGETS}
+    samples = run.table("samples")
+    figures = calibration_figures(samples, run.manifest.get("cells", []))
+    checks = target_checks(samples, figures)
+    pauses = pause_checks(samples)
+    return {**summarize_idle(run), "calibration": figures, "calibration_targets": TARGETS,
+            "calibration_checks": checks, "calibration_pauses": pauses,
+            "findings": calibration_findings(checks, pauses)}

@@ -19,4 +19,16 @@ def summarize_run(run: Run) -> dict:
             figures = {}
         claims.append({"claim_id": r["claim_id"], "verdict": r["verdict"], "cause": r.get("cause"),
                        "reason": r.get("reason"), "figures": figures})
-    return {"counts": counts, "claims": claims}
+    return {"counts": counts, "claims": claims, "findings": findings(claims, counts)}
+
+
+def findings(claims: list[dict], counts: dict[str, int]) -> list[str]:
+    """The headline in sentences: verdicts counted, then each claim's verdict and why."""
+    if not claims:
+        return ["No claim was checked."]
+    lines = [f"{len(claims)} claim{'s' if len(claims) != 1 else ''} checked: "
+             + ", ".join(f"{n} {verdict}" for verdict, n in counts.items()) + "."]
+    for c in claims:
+        cause = f" ({c['cause']})" if c.get("cause") else ""
+        lines.append(f"{c['claim_id']}: {c['verdict']}{cause}" + (f": {c['reason']}" if c.get("reason") else "."))
+    return lines

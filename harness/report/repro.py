@@ -18,4 +18,5 @@ def repro_context(run: Run, analysis: dict) -> dict:
                      "notes": json.loads(r["notes"] or "[]"), "files": files})
     counts = analysis["counts"]
     return {"run": run.manifest, "run_id": run.run_id, "incomplete": not run.complete, "rows": rows,
-            "counts": counts, "host": run.manifest.get("host", {}), "engine": run.manifest.get("engine", {})}
+            "counts": counts, "findings": list(analysis.get("findings", [])),
+            "host": run.manifest.get("host", {}), "engine": run.manifest.get("engine", {})}
