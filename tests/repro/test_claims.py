@@ -112,3 +112,20 @@ def test_bad_specs(tmp_path):
         load_claim(f)
     with pytest.raises(BadInput, match="unknown claim 'zzz'"):
         load_claims(["zzz"])
+
+
+def test_shared_entry_claim_is_contradicted_by_a_second_entry_not_by_late_requests():
+    """router-queue-shared-entry: requests that arrive after B's load began never see the queue, so
+    they must not count against the claim; a second queue entry for B must."""
+    from harness import resources
+
+    s = load_claim(resources.claims_dir() / "router-queue-shared-entry.toml")
+
+    def figures(queued, joined, k=4):
+        return {"k": k, "spawns_b": 1, "ok_b": k, "queued_b": queued, "joined_b": joined,
+                "queue_hits_b": queued + joined, "queue_hits_b_minus_1": queued + joined - 1}
+
+    assert judge(s, figures(1, 1))[0] == HOLDS  # two requests shared the entry, two came during the load
+    assert judge(s, figures(1, 3))[0] == HOLDS
+    verdict, reason = judge(s, figures(2, 1))  # a second entry for the same model
+    assert verdict == CONTRADICTED and "queued_b) was 2, expected 1" in reason
