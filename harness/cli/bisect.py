@@ -98,10 +98,13 @@ def bisect(
     else:
         judge_build, runs = _claim_outcome(claim, results)
     compiled = []
+    failed: dict[int, str] = {}  # builds that did not compile: a retry would fail the same way
     started = time.time()
 
     def outcome(build: int) -> str:
         plan = provision.plan_build(build=build)
+        if build in failed:
+            return "error"
         if not plan.is_built():
             if not install:
                 return "not checkable here"
@@ -110,7 +113,8 @@ def bisect(
             try:
                 provision.install(plan)
             except Exception as exc:  # a build that does not compile decides nothing
-                out.print(f"  build {build} failed: {exc}", markup=False)
+                failed[build] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                out.print(f"  build {build} failed ({failed[build]}); log: {plan.root / 'build.log'}", markup=False)
                 return "error"
             compiled.append((build, round(time.time() - t, 1)))
         return judge_build(build, binary_for_build(build))

