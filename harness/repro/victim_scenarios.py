@@ -1,0 +1,222 @@
+"""Victim rules of the router's LRU scheduler (``server_lru_sched::pick_victim``), each in a
+situation where the rule and its negation lead to different, logged evictions.
+
+- ``wanted-victim``: a model that has just come up while its own request is still queued is
+  "wanted by a queued request" and must not be evicted, even when it is the only idle model
+  and another queued request needs a slot.
+- ``lru-order``: with several idle candidates, the victim is the least recently used one
+  (last use = the last POST proxied to it), never the first by name or the longest resident.
+- ``loading-lru``: a model still loading is skipped even when it is the least recently used.
+
+The figures are computed from the router's timeline by pure functions (``wanted_figures``,
+``lru_round``, ``loading_lru_figures``), which tests run on constructed timelines of the
+negated rule to show that the checks can come out "contradicted".
+"""
+
+from __future__ import annotations
+
+import random
+
+from harness.engines.router import TimelineEvent
+from harness.repro import scenarios as _sc
+from harness.repro.scenarios import Context, Evidence, Inconclusive, _long_request_busy, _save
+
+
+def _first(events: list[TimelineEvent], kind: str, model: str | None = None, after: float | None = None):
+    return next((e for e in events if e.kind == kind and (model is None or e.model == model)
+                 and (after is None or e.t >= after)), None)
+
+
+def _freeze_while_loading(lab, model: str) -> int:
+    """Freeze ``model``'s child (SIGSTOP) during its load; Inconclusive when it came up first."""
+    pid = lab.child_pid(model, timeout=10)
+    if pid is None:
+        raise Inconclusive(f"{model}'s child never appeared")
+    lab.freeze(pid)
+    lab.sleep(0.3)
+    if any(e.kind == "status:loaded" and e.model == model for e in lab.events):
+        lab.thaw(pid)
+        raise Inconclusive(f"{model} finished loading before it could be frozen; use a bigger model")
+    return pid
+
+
+# ---- wanted-victim ---------------------------------------------------------------------
+
+def wanted_figures(events: list[TimelineEvent], a: str, c: str, t_thaw: float) -> dict:
+    """Figures of ``wanted-victim`` from the timeline (times: perf_counter, as the events).
+
+    A came up after ``t_thaw`` with its own request still queued; C was queued and needed a
+    slot.  The rule: A is not evicted before its request has been proxied (the waiter leaves
+    the queue right before the proxy), and A is served by the spawn that was frozen (one spawn
+    of A before its first proxy).  The negation evicts A at the tick of its status change, so
+    the router logs 'evicting idle LRU name=A' before 'proxying request to model A'."""
+    loaded = _first(events, "status:loaded", a, t_thaw)
+    proxy_a = _first(events, "proxy", a, t_thaw)
+    evict_a = _first(events, "evict", a, t_thaw)
+    spawn_c = _first(events, "spawn", c)
+    first = _first(events, "evict", None, t_thaw)
+    spawns_a = [e for e in events if e.kind == "spawn" and e.model == a]
+    before_proxy = [e for e in spawns_a if proxy_a is None or e.t <= proxy_a.t]
+    return {
+        "a_came_up": loaded is not None,
+        "a_evicted_while_wanted": bool(evict_a and (proxy_a is None or evict_a.t < proxy_a.t)),
+        "a_spawns_before_served": len(before_proxy),
+        "a_evicted_after_served": bool(evict_a and proxy_a and evict_a.t > proxy_a.t),
+        "first_victim": first.model if first else None,
+        "c_spawned_after_a_evicted": bool(spawn_c and evict_a and spawn_c.t > evict_a.t),
+    }
+
+
+def wanted_victim(ctx: Context, p: dict) -> Evidence:
+    """models_max 2: B busy with a long request; a request for A spawns A (frozen while loading);
+    a request for C queues (no victim: A loading, B busy).  A is thawed: at the tick of A's
+    status change, A is idle and the only candidate, but its own request is still queued."""
+    models = ctx.router_models(p["models"])
+    a, b, c = (m.name for m in models[:3])
+    ev = Evidence()
+    with ctx.lab(models, models_max=2, ctx_size=int(p.get("ctx_size", 4096))) as lab:
+        lab.request(b)
+        long_b = _long_request_busy(lab, b, int(p.get("n_predict", 6000)))
+        a_thread = lab.request_in_background(a, timeout=180)
+        pid = _freeze_while_loading(lab, a)
+        after = lab.now()
+        c_thread = lab.request_in_background(c, timeout=180)
+        queued_c = lab.wait_for("queued", c, timeout=10, after=after)
+        lab.sleep(0.2)
+        premature = [e for e in lab.events if e.kind in ("evict", "stop_sent", "kill_loading")]
+        t_thaw = lab.t0 + lab.now()
+        lab.thaw(pid)
+        a_thread.join(180)
+        b_busy = long_b.is_alive()
+        long_b.join(180)
+        c_thread.join(180)
+        lab.sleep(0.2)
+        _save(lab, ev)
+    if queued_c is None:
+        raise Inconclusive(f"the request for {c} was never queued")
+    if premature:
+        raise Inconclusive(f"the router evicted or stopped {premature[0].model} before A came up "
+                           f"({premature[0].text.strip()}), so no tick saw A wanted")
+    if not b_busy:
+        raise Inconclusive(f"the long request to {b} ended before A's request was answered; raise n_predict")
+    ev.figures.update(wanted_figures(lab.events, a, c, t_thaw))
+    ev.figures.update(expected_victim=a, b_busy_while_a_served=b_busy,
+                      a_ok=any(r.model == a and r.status == 200 for r in lab.replies),
+                      c_ok=any(r.model == c and r.status == 200 for r in lab.replies))
+    ev.lines = lab.lines("queued", "status:loaded", "proxy", "evict", "stop_sent", "exited", "spawn")[:20]
+    ev.notes = [f"{b} was busy (one long request) from before A was spawned until A's request was answered, "
+                f"so at the tick of A's status change A was the only idle model and {c} was queued for a slot"]
+    return ev
+
+
+# ---- lru-order -------------------------------------------------------------------------
+
+def lru_round(touch_order: list[str], resident_since: dict[str, int], victim: str | None) -> dict:
+    """One round of ``lru-order``: the residents were used in ``touch_order`` (oldest first),
+    ``resident_since`` numbers them by load; what LRU and two wrong rules predict, and the victim."""
+    lru = touch_order[0]
+    by_name = sorted(touch_order)[0]
+    oldest_load = min(touch_order, key=lambda m: resident_since[m])
+    mru = touch_order[-1]
+    return {"expected": lru, "victim": victim, "lru": victim == lru,
+            "distinguishing": lru not in (by_name, oldest_load, mru)}
+
+
+def _touch_order(resident: list[str], since: dict[str, int], rng: random.Random) -> list[str]:
+    """A use order whose least recently used model is neither first by name, nor loaded
+    earliest, nor (being first) the most recent: then only the LRU rule predicts the victim."""
+    firsts = {sorted(resident)[0], min(resident, key=lambda m: since[m])}
+    lru = rng.choice([m for m in resident if m not in firsts] or resident)
+    rest = [m for m in resident if m != lru]
+    rng.shuffle(rest)
+    return [lru, *rest]
+
+
+def lru_order(ctx: Context, p: dict) -> Evidence:
+    """models_max N with N+1 models: each round uses the N residents one after the other in a
+    chosen order, then requests the one outside: the router must evict the first one used."""
+    models = ctx.router_models(p["models"])
+    names = [m.name for m in models]
+    cap = int(p.get("models_max", len(names) - 1))
+    if cap < 3 or len(names) != cap + 1:
+        raise Inconclusive("lru-order needs models_max >= 3 and exactly models_max + 1 models")
+    rng = random.Random(int(p.get("seed", 0)))
+    rounds = []
+    ev = Evidence()
+    with ctx.lab(models, models_max=cap) as lab:
+        resident, outside = names[:cap], names[cap]
+        since = {}
+        for i, n in enumerate(resident):
+            lab.request(n)
+            since[n] = i
+        load_no = cap
+        for _ in range(int(p.get("rounds", 4))):
+            order = _touch_order(resident, since, rng)
+            lab.act(f"# use order (oldest first): {', '.join(order)}")
+            for n in order:
+                lab.request(n)
+            after = lab.now()
+            reply = lab.request(outside)
+            evict = lab.wait_for("evict", timeout=10, after=after)
+            rounds.append(lru_round(order, since, evict.model if evict else None))
+            if evict is None or reply.status != 200:
+                break
+            resident = [m for m in resident if m != evict.model] + [outside]
+            since[outside] = load_no
+            load_no += 1
+            outside = evict.model
+        _save(lab, ev)
+    ev.figures.update(rounds=len(rounds), lru_victims=sum(r["lru"] for r in rounds),
+                      distinguishing_rounds=sum(r["distinguishing"] for r in rounds),
+                      evictions=sum(1 for r in rounds if r["victim"]))
+    ev.figures["non_lru_victims"] = ev.figures["rounds"] - ev.figures["lru_victims"]
+    ev.figures["rounds_wanted"] = int(p.get("rounds", 4))
+    ev.lines = [f"round {i + 1}: least recently used {r['expected']}, evicted {r['victim']}"
+                for i, r in enumerate(rounds)] + lab.lines("evict")[:8]
+    return ev
+
+
+# ---- loading-lru -----------------------------------------------------------------------
+
+def loading_lru_figures(events: list[TimelineEvent], a: str, b: str, t_c: float) -> dict:
+    """A (loading, least recently used: stamped at its spawn) and B (idle, used after A's spawn)
+    are the candidates when C is requested at ``t_c``: the rule evicts B; the negation evicts A
+    (the router logs 'is still loading, force-killing')."""
+    first = _first(events, "evict", None, t_c)
+    killed = _first(events, "kill_loading", a, t_c)
+    return {"victim": first.model if first else None,
+            "a_killed_while_loading": killed is not None,
+            "a_evicted_while_loading": bool(killed or (first and first.model == a))}
+
+
+def loading_lru(ctx: Context, p: dict) -> Evidence:
+    """models_max 2: B loaded; POST /models/load A (no queue entry protects it) and freeze A's
+    child while loading; use B (now A is the least recently used); request C.  A is thawed
+    after ``hold_s``."""
+    models = ctx.router_models(p["models"])
+    a, b, c = (m.name for m in models[:3])
+    hold_s = float(p.get("hold_s", 2))
+    ev = Evidence()
+    with ctx.lab(models, models_max=2) as lab:
+        lab.request(b)
+        lab.post("/models/load", a)
+        pid = _freeze_while_loading(lab, a)
+        lab.request(b)  # B's last use is now later than A's spawn stamp
+        t_c = lab.t0 + lab.now()
+        c_thread = lab.request_in_background(c, timeout=hold_s + 120)
+        lab.sleep(hold_s)
+        still_loading = not any(e.kind == "status:loaded" and e.model == a for e in lab.events)
+        lab.thaw(pid)
+        c_thread.join(hold_s + 120)
+        lab.sleep(0.2)
+        _save(lab, ev)
+    if not still_loading:
+        raise Inconclusive(f"{a} came up while frozen")
+    ev.figures.update(loading_lru_figures(lab.events, a, b, t_c))
+    ev.figures.update(expected_victim=b, c_ok=any(r.model == c and r.status == 200 for r in lab.replies))
+    ev.lines = lab.lines("queued", "evict", "stop_sent", "kill_loading", "exited", "spawn")[:14]
+    return ev
+
+
+SCENARIOS = {"wanted-victim": wanted_victim, "lru-order": lru_order, "loading-lru": loading_lru}
+_sc.SCENARIOS.update(SCENARIOS)
