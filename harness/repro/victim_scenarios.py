@@ -16,6 +16,7 @@ negated rule to show that the checks can come out "contradicted".
 from __future__ import annotations
 
 import random
+import time
 
 from harness.engines.router import TimelineEvent
 from harness.repro import scenarios as _sc
@@ -68,28 +69,36 @@ def wanted_figures(events: list[TimelineEvent], a: str, c: str, t_thaw: float) -
 
 
 def wanted_victim(ctx: Context, p: dict) -> Evidence:
-    """models_max 2: B busy with a long request; a request for A spawns A (frozen while loading);
-    a request for C queues (no victim: A loading, B busy).  A is thawed: at the tick of A's
-    status change, A is idle and the only candidate, but its own request is still queued."""
+    """models_max 2: B busy with a long request whose child is frozen (SIGSTOP), so the request
+    stays in flight; a request for A spawns A (frozen while loading); a request for C queues (no
+    victim: A loading, B busy).  A is thawed: at the tick of A's status change, A is idle and the
+    only candidate, but its own request is still queued.  B is thawed at the end."""
     models = ctx.router_models(p["models"])
     a, b, c = (m.name for m in models[:3])
     ev = Evidence()
     with ctx.lab(models, models_max=2, ctx_size=int(p.get("ctx_size", 4096))) as lab:
         lab.request(b)
-        long_b = _long_request_busy(lab, b, int(p.get("n_predict", 6000)))
-        a_thread = lab.request_in_background(a, timeout=180)
-        pid = _freeze_while_loading(lab, a)
-        after = lab.now()
-        c_thread = lab.request_in_background(c, timeout=180)
-        queued_c = lab.wait_for("queued", c, timeout=10, after=after)
-        lab.sleep(0.2)
-        premature = [e for e in lab.events if e.kind in ("evict", "stop_sent", "kill_loading")]
-        t_thaw = lab.t0 + lab.now()
-        lab.thaw(pid)
-        a_thread.join(180)
-        b_busy = long_b.is_alive()
+        long_b = _long_request_busy(lab, b, int(p.get("n_predict", 4000)))
+        pid_b = lab.child_pid(b)
+        if pid_b is None:
+            raise Inconclusive(f"{b}'s child was not found")
+        lab.freeze(pid_b)  # B's request stays in flight until the end
+        try:
+            a_thread = lab.request_in_background(a, timeout=180)
+            pid = _freeze_while_loading(lab, a)
+            after = lab.now()
+            c_thread = lab.request_in_background(c, timeout=180)
+            queued_c = lab.wait_for("queued", c, timeout=10, after=after)
+            lab.sleep(0.2)
+            premature = [e for e in lab.events if e.kind in ("evict", "stop_sent", "kill_loading")]
+            t_thaw = time.perf_counter()
+            lab.thaw(pid)
+            a_thread.join(180)
+            c_thread.join(60)
+            b_busy = long_b.is_alive()
+        finally:
+            lab.thaw(pid_b)
         long_b.join(180)
-        c_thread.join(180)
         lab.sleep(0.2)
         _save(lab, ev)
     if queued_c is None:
@@ -98,14 +107,15 @@ def wanted_victim(ctx: Context, p: dict) -> Evidence:
         raise Inconclusive(f"the router evicted or stopped {premature[0].model} before A came up "
                            f"({premature[0].text.strip()}), so no tick saw A wanted")
     if not b_busy:
-        raise Inconclusive(f"the long request to {b} ended before A's request was answered; raise n_predict")
+        raise Inconclusive(f"the long request to {b} ended before C's request was answered")
     ev.figures.update(wanted_figures(lab.events, a, c, t_thaw))
-    ev.figures.update(expected_victim=a, b_busy_while_a_served=b_busy,
+    ev.figures.update(expected_victim=a, b_busy_throughout=b_busy,
                       a_ok=any(r.model == a and r.status == 200 for r in lab.replies),
                       c_ok=any(r.model == c and r.status == 200 for r in lab.replies))
     ev.lines = lab.lines("queued", "status:loaded", "proxy", "evict", "stop_sent", "exited", "spawn")[:20]
-    ev.notes = [f"{b} was busy (one long request) from before A was spawned until A's request was answered, "
-                f"so at the tick of A's status change A was the only idle model and {c} was queued for a slot"]
+    ev.notes = [f"{b}'s child was frozen (SIGSTOP) with one request in flight from before A was spawned until "
+                f"C's request was answered, so at the tick of A's status change A was the only idle model and "
+                f"{c} was queued for a slot"]
     return ev
 
 
