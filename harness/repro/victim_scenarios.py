@@ -16,7 +16,11 @@ negated rule to show that the checks can come out "contradicted".
 from __future__ import annotations
 
 import random
+import re
+import shutil
+import threading
 import time
+from pathlib import Path
 
 from harness.engines.router import TimelineEvent
 from harness.repro import scenarios as _sc
@@ -39,6 +43,32 @@ def _freeze_while_loading(lab, model: str) -> int:
         lab.thaw(pid)
         raise Inconclusive(f"{model} finished loading before it could be frozen; use a bigger model")
     return pid
+
+
+def fast_child_pid(lab, model: str, timeout: float = 10.0) -> int | None:
+    """PID of the router child serving ``model``, found within a millisecond of its spawn: reads
+    only the router's ``/proc/<pid>/task/*/children`` lists (``Lab.child_pid`` scans every
+    process, too slow to stop a child before its first status message)."""
+    root = lab.router.pid
+    if not Path(f"/proc/{root}/task").is_dir():
+        return lab.child_pid(model, timeout)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for children in Path(f"/proc/{root}/task").glob("*/children"):
+            try:
+                pids = children.read_text().split()
+            except OSError:
+                continue
+            for pid in pids:
+                try:
+                    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+                except OSError:
+                    continue
+                if b"--alias" in argv[:-1] and argv[argv.index(b"--alias") + 1].decode(errors="replace") == model:
+                    lab.__dict__.setdefault("_pid_model", {})[int(pid)] = model
+                    return int(pid)
+        time.sleep(0.0002)
+    return None
 
 
 # ---- wanted-victim ---------------------------------------------------------------------
@@ -228,5 +258,131 @@ def loading_lru(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
-SCENARIOS = {"wanted-victim": wanted_victim, "lru-order": lru_order, "loading-lru": loading_lru}
+
+
+# ---- multi-evict: several evictions in one tick -----------------------------------------
+
+ROUTER_STAMP = re.compile(r"^(\d+)\.(\d{2})\.(\d{3})\.(\d{3}) ")
+
+
+def router_stamp_s(text: str) -> float | None:
+    """The router's own log time (``M.SS.mmm.uuu`` since its start) in seconds, or None."""
+    m = ROUTER_STAMP.match(text.strip())
+    if not m:
+        return None
+    mins, secs, ms, us = (int(x) for x in m.groups())
+    return mins * 60 + secs + ms / 1e3 + us / 1e6
+
+
+def tick_evictions(events: list[TimelineEvent], after: float, before: float) -> dict:
+    """The 'evicting idle LRU ... for a queued request' lines (``tick()``) received in
+    [``after``, ``before``): while every child is frozen, nothing can exit, so no second tick
+    can find a slot short and a victim: all of them come from the tick of the request sent at
+    ``after``.  The negated rule (one eviction per tick) logs one line there and the next only
+    after the first victim has exited."""
+    window = [e for e in events if e.source == "router" and after <= e.t < before]
+    evicts = [e for e in window if e.kind == "evict" and "for a queued request" in e.text]
+    exits = [e for e in window if e.kind == "exited"]
+    if exits:  # a line after an exit may come from that exit's tick
+        evicts = [e for e in evicts if e.t < exits[0].t]
+    stamps = [router_stamp_s(e.text) for e in evicts]
+    return {"tick_evictions": len(evicts), "tick_victims": ",".join(e.model for e in evicts),
+            "exits_in_window": len(exits),
+            "tick_span_ms": round((stamps[-1] - stamps[0]) * 1000, 3)
+            if len(stamps) > 1 and None not in stamps else None}
+
+
+def _multi_evict_once(ctx: Context, p: dict) -> Evidence:
+    """models_max 4: A and B loaded and idle; H's load (a request) frozen, so H heads the queue;
+    X queues behind H (a slot is free, so no eviction); Z loaded by POST /models/load (no queue
+    entry, no tick) and frozen: now the 4 slots are taken while X still needs one.  A and B are
+    frozen too (idle, but unable to exit).  A request for Y then finds two queued requests short
+    of slots and two idle models: its tick should evict both.  (Two requests sent at once cannot show this: each request's own tick evicts one.)"""
+    models = ctx.router_models(p["models"])
+    a, b, h, z, x, y = (m.name for m in models[:6])
+    ev = Evidence()
+    with ctx.lab(models, models_max=4) as lab:
+        lab.request(a)
+        lab.request(b)
+        threads = [lab.request_in_background(h, timeout=180)]
+        pids = [_freeze_while_loading(lab, h)]
+        try:
+            after = lab.now()
+            threads.append(lab.request_in_background(x, timeout=180))
+            queued_x = lab.wait_for("queued", x, timeout=10, after=after)
+            # Z is frozen within a millisecond of its spawn: its first status message would run a
+            # tick while X is one slot short, and that tick would evict A alone
+            poster = threading.Thread(target=lab.post, args=("/models/load", z), daemon=True)
+            poster.start()
+            pid_z = fast_child_pid(lab, z)
+            if pid_z is None:
+                raise Inconclusive(f"{z}'s child never appeared")
+            lab.freeze(pid_z)
+            pids.append(pid_z)
+            poster.join(30)
+            for m in (a, b):  # idle victims that cannot exit: only Y's own tick can evict them
+                pid = lab.child_pid(m)
+                if pid is None:
+                    raise Inconclusive(f"{m}'s child was not found")
+                lab.freeze(pid)
+                pids.append(pid)
+            early = [e for e in lab.events if e.kind == "evict"]
+            t_y = time.perf_counter()
+            after = lab.now()
+            threads.append(lab.request_in_background(y, timeout=180))
+            queued_y = lab.wait_for("queued", y, timeout=10, after=after)
+            lab.sleep(0.5)
+            t_thaw = time.perf_counter()
+        finally:
+            for pid in pids:
+                lab.thaw(pid)
+        for t in threads:
+            t.join(180)
+        lab.sleep(0.2)
+        _save(lab, ev)
+    if queued_x is None or queued_y is None:
+        raise Inconclusive("the request for X or Y was never queued")
+    if early:
+        raise EarlyEviction(f"the router evicted {early[0].model} before Y was requested (a status message of "
+                            "Z reached the router before Z was frozen, and its tick found X one slot short)")
+    ev.figures.update(tick_evictions(lab.events, t_y, t_thaw))
+    ev.figures.update(expected_victims=f"{a},{b}",
+                      ok=sum(1 for r in lab.replies if r.model in (h, x, y) and r.status == 200))
+    ev.lines = [f"t={lab.rel(e.t):.4f}s {e.source}: {e.text.strip()}" for e in lab.events
+                if e.source == "router" and e.t >= t_y][:12]
+    ev.notes = ["A and B were frozen (SIGSTOP) from before Y was requested until 0.5 s after, so neither could "
+                "exit: every eviction line in that window comes from the tick of Y's request"]
+    return ev
+
+
+class EarlyEviction(Inconclusive):
+    """Z's first status message beat the freeze: the attempt cannot show the situation."""
+
+
+def multi_evict(ctx: Context, p: dict) -> Evidence:
+    """``_multi_evict_once``, tried up to ``attempts`` times (default 3): freezing Z before its
+    first status message is a race.  Failed attempts keep their files in ``failed-attempt-N/``."""
+    attempts = int(p.get("attempts", 3))
+    for n in range(1, attempts + 1):
+        try:
+            ev = _multi_evict_once(ctx, p)
+        except EarlyEviction as exc:
+            keep = ctx.claim_dir / f"failed-attempt-{n}"
+            keep.mkdir(exist_ok=True)
+            for name in ("logs", "events.csv", "memory.csv", "recipe.sh"):
+                if (ctx.claim_dir / name).exists():
+                    shutil.move(str(ctx.claim_dir / name), str(keep / name))
+            if n == attempts:
+                raise Inconclusive(f"{exc}, in all {attempts} attempts") from None
+            continue
+        ev.figures["attempts"] = n
+        if n > 1:
+            ev.notes.append(f"{n - 1} earlier attempt(s) failed to freeze Z before its first status message "
+                            "(files in failed-attempt-N/)")
+        return ev
+    raise AssertionError("unreachable")
+
+
+SCENARIOS = {"wanted-victim": wanted_victim, "lru-order": lru_order, "loading-lru": loading_lru,
+             "multi-evict": multi_evict}
 _sc.SCENARIOS.update(SCENARIOS)

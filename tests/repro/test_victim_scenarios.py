@@ -12,7 +12,8 @@ from harness.engines.router import TimelineEvent
 from harness.models.resolve import resolve
 from harness.repro.claims import CONTRADICTED, HOLDS, judge, load_claims
 from harness.repro.scenarios import SCENARIOS, Context, Inconclusive
-from harness.repro.victim_scenarios import _touch_order, loading_lru_figures, lru_round, wanted_figures
+from harness.repro.victim_scenarios import (_touch_order, loading_lru_figures, lru_round, router_stamp_s, tick_evictions,
+                                            wanted_figures)
 
 SPECS = {c.id: c for c in load_claims()}
 
@@ -77,6 +78,34 @@ def test_loading_lru_rule_and_its_negation():
     assert judge(spec, f)[0] == CONTRADICTED
 
 
+def line(t: float, stamp: str, kind: str, model: str, text: str) -> TimelineEvent:
+    return TimelineEvent(t, "router", kind, model, {}, f"{stamp} I srv  {text}")
+
+
+def test_tick_evictions_rule_and_its_negation():
+    spec = SPECS["router-tick-evicts-several"]
+    assert router_stamp_s("0.01.053.903 I srv   tick: x") == 1.053903
+    assert router_stamp_s("no stamp") is None
+    y = "request for name=Y queued at position 3"
+    rule = [line(1.0, "0.01.000.000", "queued", "Y", y),
+            line(1.0001, "0.01.000.030", "evict", "A", "tick: evicting idle LRU name=A for a queued request"),
+            line(1.0002, "0.01.000.080", "evict", "B", "tick: evicting idle LRU name=B for a queued request"),
+            line(2.0, "0.02.000.000", "exited", "A", "run: instance name=A exited with status 0")]
+    f = tick_evictions(rule, after=0.9, before=1.5) | {"expected_victims": "A,B", "ok": 3}
+    assert f["tick_evictions"] == 2 and f["tick_span_ms"] == 0.05
+    assert judge(spec, f)[0] == HOLDS
+    # the negation: one eviction per tick, the second in the tick of A's exit (after the thaw)
+    negated = [rule[0], rule[1], line(2.0, "0.02.000.000", "evict", "B", rule[2].text.split("I srv  ")[1]),
+               rule[3]]
+    f = tick_evictions(negated, after=0.9, before=1.5) | {"expected_victims": "A,B", "ok": 3}
+    assert f["tick_evictions"] == 1
+    assert judge(spec, f)[0] == CONTRADICTED
+    # a line logged after an exit inside the window may come from that exit's tick: not counted
+    racing = [rule[0], rule[1], line(1.05, "0.01.050.000", "exited", "A", "run: instance name=A exited"),
+              line(1.06, "0.01.060.000", "evict", "B", "tick: evicting idle LRU name=B for a queued request")]
+    assert tick_evictions(racing, after=0.9, before=1.5)["tick_evictions"] == 1
+
+
 # ---- the scenarios on the real router ---------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -85,7 +114,8 @@ def victim_models(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("LBENCH_CACHE_DIR", str(tmp_path_factory.mktemp("victim-cache")))
         mp.setenv("LBENCH_CATALOG", str(tmp_path_factory.mktemp("victim-catalog") / "catalog.toml"))
-        refs = {r for c in ("router-victim-not-wanted", "router-victim-lru", "router-victim-not-loading")
+        refs = {r for c in ("router-victim-not-wanted", "router-victim-lru", "router-victim-not-loading",
+                            "router-tick-evicts-several")
                 for r in SPECS[c].params["models"]}
         return {r: resolve(r) for r in refs}
 
@@ -119,3 +149,10 @@ def test_loading_lru_on_the_real_router(engine_binary, victim_models, tmp_path):
     spec, e = _run("router-victim-not-loading", engine_binary, victim_models, tmp_path)
     assert e.figures["victim"] == e.figures["expected_victim"]
     assert judge(spec, e.figures)[0] == HOLDS, judge(spec, e.figures)[1]
+
+
+def test_multi_evict_on_the_real_router(engine_binary, victim_models, tmp_path):
+    spec, e = _run("router-tick-evicts-several", engine_binary, victim_models, tmp_path)
+    assert e.figures["exits_in_window"] == 0 and e.figures["tick_span_ms"] is not None
+    assert judge(spec, e.figures)[0] == HOLDS, judge(spec, e.figures)[1]
+    assert e.lines[0].endswith("queued at position 3") and "tick: evicting idle LRU" in e.lines[1]
