@@ -573,5 +573,6 @@ SCENARIOS: dict[str, Callable[[Context, dict], Evidence]] = {
 import harness.repro.idle_scenarios  # noqa: E402,F401  (registers the idle equivalence scenario)
 import harness.repro.ollama_scenarios  # noqa: E402,F401  (registers the Ollama and Metal scenarios)
 import harness.repro.victim_scenarios  # noqa: E402,F401  (registers the scheduler's victim-rule scenarios)
+import harness.repro.order_scenarios  # noqa: E402,F401  (registers the exit-before-spawn scenario)
 
 __all__ = ["SCENARIOS", "Context", "Evidence", "Inconclusive"]
