@@ -172,15 +172,26 @@ def _touch_order(resident: list[str], since: dict[str, int], rng: random.Random)
     return [lru, *rest]
 
 
+def _via_load(p: dict) -> bool:
+    """``via = "load"``: the model that needs a slot is loaded by POST /models/load (the
+    router's ``unload_lru()`` picks the victim); default ``"request"`` (its ``tick()`` does)."""
+    via = p.get("via", "request")
+    if via not in ("request", "load"):
+        raise ValueError(f"via must be 'request' or 'load', not {via!r}")
+    return via == "load"
+
+
 def lru_order(ctx: Context, p: dict) -> Evidence:
     """models_max N with N+1 models: each round uses the N residents one after the other in a
-    chosen order, then requests the one outside: the router must evict the first one used."""
+    chosen order, then requests (or POSTs /models/load for) the one outside: the router must
+    evict the first one used."""
     models = ctx.router_models(p["models"])
     names = [m.name for m in models]
     cap = int(p.get("models_max", len(names) - 1))
     if cap < 3 or len(names) != cap + 1:
         raise Inconclusive("lru-order needs models_max >= 3 and exactly models_max + 1 models")
     rng = random.Random(int(p.get("seed", 0)))
+    via_load = _via_load(p)
     rounds = []
     ev = Evidence()
     with ctx.lab(models, models_max=cap) as lab:
@@ -196,7 +207,7 @@ def lru_order(ctx: Context, p: dict) -> Evidence:
             for n in order:
                 lab.request(n)
             after = lab.now()
-            reply = lab.request(outside)
+            reply = lab.post("/models/load", outside) if via_load else lab.request(outside)
             evict = lab.wait_for("evict", timeout=10, after=after)
             rounds.append(lru_round(order, since, evict.model if evict else None))
             if evict is None or reply.status != 200:
@@ -211,6 +222,7 @@ def lru_order(ctx: Context, p: dict) -> Evidence:
                       evictions=sum(1 for r in rounds if r["victim"]))
     ev.figures["non_lru_victims"] = ev.figures["rounds"] - ev.figures["lru_victims"]
     ev.figures["rounds_wanted"] = int(p.get("rounds", 4))
+    ev.figures["path"] = "POST /models/load (unload_lru)" if via_load else "request (tick)"
     ev.lines = [f"round {i + 1}: least recently used {r['expected']}, evicted {r['victim']}"
                 for i, r in enumerate(rounds)] + lab.lines("evict")[:8]
     return ev
@@ -243,7 +255,12 @@ def loading_lru(ctx: Context, p: dict) -> Evidence:
         pid = _freeze_while_loading(lab, a)
         lab.request(b)  # B's last use is now later than A's spawn stamp
         t_c = lab.t0 + lab.now()
-        c_thread = lab.request_in_background(c, timeout=hold_s + 120)
+        load_reply: list = []
+        if _via_load(p):
+            c_thread = threading.Thread(target=lambda: load_reply.append(lab.post("/models/load", c)), daemon=True)
+            c_thread.start()
+        else:
+            c_thread = lab.request_in_background(c, timeout=hold_s + 120)
         lab.sleep(hold_s)
         still_loading = not any(e.kind == "status:loaded" and e.model == a for e in lab.events)
         lab.thaw(pid)
@@ -253,7 +270,10 @@ def loading_lru(ctx: Context, p: dict) -> Evidence:
     if not still_loading:
         raise Inconclusive(f"{a} came up while frozen")
     ev.figures.update(loading_lru_figures(lab.events, a, b, t_c))
-    ev.figures.update(expected_victim=b, c_ok=any(r.model == c and r.status == 200 for r in lab.replies))
+    c_ok = any(r.model == c and r.status == 200 for r in lab.replies)
+    if _via_load(p):  # POST /models/load answers once C is spawned
+        c_ok = bool(load_reply) and load_reply[0].status == 200
+    ev.figures.update(expected_victim=b, c_ok=c_ok)
     ev.lines = lab.lines("queued", "evict", "stop_sent", "kill_loading", "exited", "spawn")[:14]
     return ev
 
@@ -312,6 +332,8 @@ def _multi_evict_once(ctx: Context, p: dict) -> Evidence:
             queued_x = lab.wait_for("queued", x, timeout=10, after=after)
             # Z is frozen within a millisecond of its spawn: its first status message would run a
             # tick while X is one slot short, and that tick would evict A alone
+            lab.act("# lbench sends this POST in the background and stops Z within a millisecond of its spawn; the "
+                    "shell line below is slower: if the router logs an eviction before Y's request, run it again")
             poster = threading.Thread(target=lab.post, args=("/models/load", z), daemon=True)
             poster.start()
             pid_z = fast_child_pid(lab, z)

@@ -156,3 +156,19 @@ def test_multi_evict_on_the_real_router(engine_binary, victim_models, tmp_path):
     assert e.figures["exits_in_window"] == 0 and e.figures["tick_span_ms"] is not None
     assert judge(spec, e.figures)[0] == HOLDS, judge(spec, e.figures)[1]
     assert e.lines[0].endswith("queued at position 3") and "tick: evicting idle LRU" in e.lines[1]
+
+
+@pytest.mark.parametrize("claim_id", ["router-victim-lru-load", "router-victim-not-loading-load"])
+def test_victim_rules_on_the_load_path(claim_id, engine_binary, victim_models, tmp_path):
+    """The same rules when POST /models/load at the cap picks the victim (unload_lru)."""
+    spec, e = _run(claim_id, engine_binary, victim_models, tmp_path)
+    assert judge(spec, e.figures)[0] == HOLDS, judge(spec, e.figures)[1]
+    assert "models_max limit reached, removing LRU" in (tmp_path / "logs" / "router.stderr.log").read_text()
+
+
+def test_via_must_be_request_or_load():
+    from harness.repro.victim_scenarios import _via_load
+
+    assert _via_load({}) is False and _via_load({"via": "load"}) is True
+    with pytest.raises(ValueError, match="via must be 'request' or 'load'"):
+        _via_load({"via": "post"})
