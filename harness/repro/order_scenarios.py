@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from harness.probes.proc_events import ChildEvents, ProcEvent
 from harness.repro import scenarios as _sc
-from harness.repro.scenarios import Context, Evidence, _save
+from harness.repro.scenarios import Context, Evidence, _save, children_from_log, spawns_over_cap
 
 
 def fork_exit_order(events: list[ProcEvent], models_max: int) -> dict:
@@ -71,11 +71,18 @@ def exit_before_spawn(ctx: Context, p: dict) -> Evidence:
     ev.figures.update(models_max=cap, lost_messages=listener.lost,
                       router_spawn_lines=sum(1 for e in lab.events if e.kind == "spawn"),
                       ok=sum(1 for r in lab.replies if r.status == 200), requests=len(lab.replies))
+    log = children_from_log(lab.events)
+    ev.figures.update(peak_children_log=log["peak_children_log"],
+                      spawn_lines_before_victim_exit_line=spawns_over_cap(log["log_order"], cap))
     t0 = events[0].t_ns if events else 0
     ev.lines = [f"+{(e.t_ns - t0) / 1e6:.3f} ms kernel: {e.kind} pid {e.pid}" for e in events][:24]
     ev.notes = ["times are the kernel's own stamps (CLOCK_MONOTONIC) of fork() and exit() of the router's children; "
                 "an exited child counts as gone even before the router reaps it, and the router reaps the victim "
-                "before it marks it unloaded, so 'exit before spawn' is the weakest order the seed's claim implies"]
+                "before it marks it unloaded, so 'exit before spawn' is the weakest order the seed's claim implies",
+                f"the router log's line order (spawn +1, exited -1) put {ev.figures['spawn_lines_before_victim_exit_line']} "
+                "spawn line(s) before the victim's 'exited' line (peak "
+                f"{ev.figures['peak_children_log']}): that line is written after the status change that wakes the "
+                "next load, so the log cannot order the two; the kernel's events can"]
     return ev
 
 
