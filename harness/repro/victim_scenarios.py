@@ -7,10 +7,13 @@ situation where the rule and its negation lead to different, logged evictions.
 - ``lru-order``: with several idle candidates, the victim is the least recently used one
   (last use = the last POST proxied to it), never the first by name or the longest resident.
 - ``loading-lru``: a model still loading is skipped even when it is the least recently used.
+- ``multi-evict``: one ``tick()`` evicts as many idle models as the queue is short of slots.
 
+``lru-order`` and ``loading-lru`` take ``via = "load"`` to need the slot through
+POST /models/load (``unload_lru()`` picks the victim) instead of a request (``tick()``).
 The figures are computed from the router's timeline by pure functions (``wanted_figures``,
-``lru_round``, ``loading_lru_figures``), which tests run on constructed timelines of the
-negated rule to show that the checks can come out "contradicted".
+``lru_round``, ``loading_lru_figures``, ``tick_evictions``), which tests run on constructed
+timelines of the negated rule to show that the checks can come out "contradicted".
 """
 
 from __future__ import annotations
