@@ -11,7 +11,8 @@ A spec (``experiments/claims/*.toml``)::
     tested = "..."                   # what the scenario exercises, and
     not_tested = "..."               # what it cannot (shown with the verdict)
     engine = "llama-server"          # or "ollama"
-    requires = []                    # any of: "metal", "cuda", "not-metal", "ollama"
+    requires = []                    # any of: "metal", "cuda", "not-metal", "apple-cpu", "cpu",
+                                     # "ollama", "proc-events" (the kernel's fork/exit events)
     scenario = "storm"               # a name from harness.repro.scenarios.SCENARIOS
     [params]                         # handed to the scenario
     models = ["tiny-q8", "tiny-q4", "tiny-f16"]
@@ -41,6 +42,7 @@ import shutil
 import socket
 import tomllib
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from harness import resources
@@ -49,7 +51,7 @@ from harness.errors import BadInput
 
 OPS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq,
        "!=": operator.ne}
-REQUIREMENTS = ("metal", "cuda", "not-metal", "apple-cpu", "cpu", "ollama")
+REQUIREMENTS = ("metal", "cuda", "not-metal", "apple-cpu", "cpu", "ollama", "proc-events")
 HOLDS, CONTRADICTED, NOT_CHECKABLE, ERROR = "holds", "contradicted", "not checkable here", "error"
 INCONCLUSIVE = "inconclusive"
 # why a claim is not checkable here
@@ -187,11 +189,32 @@ def _ollama_reachable() -> bool:
         return False
 
 
+@lru_cache(maxsize=1)
+def _proc_events() -> tuple[bool, str]:
+    from harness.probes.proc_events import available
+
+    return available()
+
+
+class _Lazy(dict):
+    """A dict whose values are computed on first access (a probe that forks a process runs
+    only for a claim that needs it)."""
+
+    def __init__(self, makers: dict) -> None:
+        super().__init__()
+        self.makers = makers
+
+    def __missing__(self, key):
+        self[key] = value = self.makers[key]()
+        return value
+
+
 def availability(backend: str) -> dict[str, tuple[bool, str]]:
-    """Which requirements this host and engine meet, with the reason when not."""
+    """Which requirements this host and engine meet, with the reason when not.  Probes that
+    touch the host (Ollama's port, the kernel's process events) run on first access only."""
     metal = platform.system() == "Darwin" and platform.machine() == "arm64" and backend == "metal"
     where = f"{platform.system()} {platform.machine()}, engine backend {backend}"
-    return {
+    eager = {
         "metal": (metal, f"needs macOS on Apple Silicon with a Metal build; this host: {where}"),
         "not-metal": (not metal, f"needs a non-Metal backend; this host: {where}"),
         "cuda": (backend == "cuda", f"needs a CUDA build of llama-server; this host: {where}"),
@@ -199,8 +222,13 @@ def availability(backend: str) -> dict[str, tuple[bool, str]]:
         "apple-cpu": (platform.system() == "Darwin" and platform.machine() == "arm64" and backend == "cpu",
                       f"needs Apple Silicon with a CPU-only build (the seed compares Apple's CPU and GPU "
                       f"backends); this host: {where}"),
-        "ollama": (_ollama_reachable(), "needs Ollama: no `ollama` on PATH and nothing answers on 127.0.0.1:11434"),
     }
+    return _Lazy({
+        **{k: (lambda v=v: v) for k, v in eager.items()},
+        "ollama": lambda: (_ollama_reachable(),
+                           "needs Ollama: no `ollama` on PATH and nothing answers on 127.0.0.1:11434"),
+        "proc-events": lambda: (_proc_events()[0], f"needs the kernel's process events: {_proc_events()[1]}"),
+    })
 
 
 def gate_cause(spec: ClaimSpec, backend: str) -> tuple[str, str] | None:

@@ -568,47 +568,18 @@ def loading_counts(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
-def multi_evict(ctx: Context, p: dict) -> Evidence:
-    """models_max 2, A and B loaded and idle; requests for C and D arrive together: does one tick
-    evict both (two 'evicting idle LRU' lines before the first spawn)?"""
-    models = ctx.router_models(p["models"])
-    a, b, c, d = (m.name for m in models[:4])
-    ev = Evidence()
-    with ctx.lab(models, models_max=2) as lab:
-        lab.request(a)
-        lab.request(b)
-        t_cd = lab.now()
-        threads = [lab.request_in_background(c), lab.request_in_background(d)]
-        for t in threads:
-            t.join(120)
-        _save(lab, ev)
-    after = [e for e in lab.events if lab.rel(e.t) >= t_cd and e.source == "router"]
-    first_spawn = next((i for i, e in enumerate(after) if e.kind == "spawn"), len(after))
-    evicts = [e for e in after[:first_spawn] if e.kind == "evict"]
-    joins = [e for e in after if e.kind in ("queued", "joined") and e.model in (c, d)]
-    first_evict = next((e for e in after if e.kind == "evict"), None)
-    if len(joins) == 2 and first_evict is not None and joins[1].t > first_evict.t:
-        raise Inconclusive(f"the request for {joins[1].model} reached the queue "
-                           f"{(joins[1].t - first_evict.t) * 1000:.1f} ms after the first eviction, so no tick "
-                           "saw both queued; the client cannot send them closer together")
-    ev.figures.update(evictions_before_first_spawn=len(evicts),
-                      evict_gap_ms=round((evicts[1].t - evicts[0].t) * 1000, 3) if len(evicts) >= 2 else None,
-                      ok=sum(1 for r in lab.replies if r.model in (c, d) and r.status == 200),
-                      peak_children_log=children_from_log(lab.events)["peak_children_log"])
-    ev.lines = [x for x in lab.lines("queued", "evict", "exited", "spawn")][-12:]
-    return ev
-
-
 SCENARIOS: dict[str, Callable[[Context, dict], Evidence]] = {
     "storm": storm, "same-model-burst": same_model_burst, "busy-victim": busy_victim,
     "limit-reached": limit_reached, "waiter-recheck": waiter_recheck, "startup-exceeds": startup_exceeds,
     "sleeping-slot": sleeping_slot, "unload-while-loading": unload_while_loading, "stop-timeout": stop_timeout,
     "cancel-waiting": cancel_waiting, "env-models-max": env_models_max, "ini-models-max": ini_models_max,
     "default-cap": default_cap, "fifo-order": fifo_order, "stopping-counts": stopping_counts,
-    "loading-counts": loading_counts, "multi-evict": multi_evict,
+    "loading-counts": loading_counts,
 }
 
 import harness.repro.idle_scenarios  # noqa: E402,F401  (registers the idle equivalence scenario)
 import harness.repro.ollama_scenarios  # noqa: E402,F401  (registers the Ollama and Metal scenarios)
+import harness.repro.victim_scenarios  # noqa: E402,F401  (registers the scheduler's victim-rule scenarios)
+import harness.repro.order_scenarios  # noqa: E402,F401  (registers the exit-before-spawn scenario)
 
 __all__ = ["SCENARIOS", "Context", "Evidence", "Inconclusive"]

@@ -78,6 +78,16 @@ def test_gate_by_platform_and_engine(monkeypatch):
     assert gate_cause(ollama, "cpu")[1].startswith("platform lacks ollama")
 
 
+def test_proc_events_requirement_probes_only_when_needed(monkeypatch):
+    import harness.repro.claims as claims_mod
+
+    calls = []
+    monkeypatch.setattr(claims_mod, "_proc_events", lambda: calls.append(1) or (False, "no events arrived"))
+    assert gate(spec(), "cpu") is None and calls == []  # a claim without the requirement never probes
+    assert gate(spec(requires=["proc-events"]), "cpu") == (
+        "platform lacks proc-events: needs the kernel's process events: no events arrived")
+
+
 def test_quote_must_really_appear():
     doc = "The router   sends the stop command\nand the monitor force-kills after `stop_timeout` (default 10 s)."
     assert quote_found("the monitor force-kills after stop_timeout (default 10 s).", doc)

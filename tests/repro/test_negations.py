@@ -1,0 +1,49 @@
+"""Specs whose scenarios report plain figures: the figures the negated rule would produce
+make each spec say "contradicted" (the checks can fail), and the rule's own figures "holds"."""
+
+import pytest
+
+from harness.repro.claims import CONTRADICTED, HOLDS, judge, load_claims
+
+SPECS = {c.id: c for c in load_claims()}
+
+CASES = {
+    # the default cap is 4: five models loaded one after the other keep 4 children, evicting once
+    "router-default-cap-4": (
+        {"peak_children": 4, "evictions": 1, "ok": 5, "n_models": 5},
+        [{"peak_children": 5, "evictions": 0, "ok": 5, "n_models": 5},  # no default cap
+         {"peak_children": 3, "evictions": 2, "ok": 5, "n_models": 5}]),  # a default of 3
+    # LLAMA_ARG_MODELS_MAX=0 means unlimited, not "no model" nor "the default"
+    "router-env-zero-unlimited": (
+        {"peak_children": 5, "evictions": 0, "n_models": 5},
+        [{"peak_children": 4, "evictions": 1, "n_models": 5}]),  # 0 read as "unset": the default 4
+    # a LOADING model counts as running and is no victim
+    "router-loading-counts": (
+        {"b_spawned_while_a_loading": False, "a_evicted_while_loading": False, "b_spawned_after_thaw": True,
+         "b_ok": True},
+        [{"b_spawned_while_a_loading": True, "a_evicted_while_loading": False, "b_spawned_after_thaw": False,
+          "b_ok": True},  # LOADING not counted: B spawned next to it
+         {"b_spawned_while_a_loading": True, "a_evicted_while_loading": True, "b_spawned_after_thaw": False,
+          "b_ok": True}]),  # a loading model taken as victim
+}
+
+
+@pytest.mark.parametrize("claim_id", sorted(CASES))
+def test_rule_holds_and_negation_is_contradicted(claim_id):
+    rule, negations = CASES[claim_id]
+    spec = SPECS[claim_id]
+    assert judge(spec, rule)[0] == HOLDS, judge(spec, rule)[1]
+    for figures in negations:
+        assert judge(spec, figures)[0] == CONTRADICTED, figures
+
+
+def test_stopping_counts_negation_over_repetitions():
+    """A stopping model not counted: B spawns at once, before the hung A is killed (3 repetitions)."""
+    from harness.repro.claims import judge_repeats
+
+    spec = SPECS["router-stopping-counts"]
+    rule = {"b_spawn_after_a_exit": True, "b_wait_s": 3.05, "kill_timeout_logged": True, "b_ok": True}
+    negation = {"b_spawn_after_a_exit": False, "b_wait_s": 0.02, "kill_timeout_logged": True, "b_ok": True}
+    assert judge_repeats(spec, [rule] * 3)[0] == HOLDS
+    verdict, reason = judge_repeats(spec, [negation] * 3)
+    assert verdict == CONTRADICTED and "met in 0 of 3 repetitions" in reason

@@ -1,0 +1,174 @@
+"""Victim-rule scenarios: the checks on constructed timelines of the rule and of its negation
+(so each spec is shown able to say "contradicted"), and each scenario on the real router."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from harness.engines.llama_server import locate
+from harness.engines.router import TimelineEvent
+from harness.models.resolve import resolve
+from harness.repro.claims import CONTRADICTED, HOLDS, judge, load_claims
+from harness.repro.scenarios import SCENARIOS, Context, Inconclusive
+from harness.repro.victim_scenarios import (_touch_order, loading_lru_figures, lru_round, router_stamp_s, tick_evictions,
+                                            wanted_figures)
+
+SPECS = {c.id: c for c in load_claims()}
+
+
+def ev(t: float, kind: str, model: str, source: str = "router") -> TimelineEvent:
+    return TimelineEvent(t, source, kind, model, {}, f"{kind} {model}")
+
+
+# ---- the checks on constructed timelines ------------------------------------------------
+
+def test_wanted_victim_rule_and_its_negation():
+    spec = SPECS["router-victim-not-wanted"]
+    # as build 11434 logs it: A comes up, its request is proxied, then A is evicted for C
+    rule = [ev(1, "spawn", "A"), ev(5, "status:loaded", "A", "sse"), ev(5.001, "proxy", "A"),
+            ev(6, "evict", "A"), ev(6.1, "exited", "A"), ev(6.2, "spawn", "C"), ev(7, "proxy", "C")]
+    f = wanted_figures(rule, "A", "C", t_thaw=2) | {"c_ok": True}
+    assert f["a_evicted_while_wanted"] is False and f["a_spawns_before_served"] == 1
+    assert judge(spec, f)[0] == HOLDS
+    # the negation: A evicted at the tick of its status change, then loaded again for its request
+    negated = [ev(1, "spawn", "A"), ev(5, "status:loaded", "A", "sse"), ev(5.0001, "evict", "A"),
+               ev(5.1, "exited", "A"), ev(5.2, "spawn", "C"), ev(6, "proxy", "C"), ev(6.5, "evict", "C"),
+               ev(6.6, "spawn", "A"), ev(8, "proxy", "A")]
+    f = wanted_figures(negated, "A", "C", t_thaw=2) | {"c_ok": True}
+    assert f["a_evicted_while_wanted"] is True and f["a_spawns_before_served"] == 2
+    verdict, reason = judge(spec, f)
+    assert verdict == CONTRADICTED
+    assert "A was evicted before its own queued request was proxied (a_evicted_while_wanted) was yes" in reason
+
+
+def test_lru_round_tells_lru_from_the_wrong_rules():
+    since = {"a": 0, "b": 1, "c": 2}
+    r = lru_round(["b", "c", "a"], since, victim="b")
+    assert r == {"expected": "b", "victim": "b", "lru": True, "distinguishing": True}
+    assert lru_round(["b", "c", "a"], since, victim="a")["lru"] is False  # first by name, longest resident
+    assert lru_round(["a", "b", "c"], since, victim="a")["distinguishing"] is False
+    rng = random.Random(0)
+    for _ in range(50):  # the chosen orders always distinguish LRU from the wrong rules
+        order = _touch_order(["a", "b", "c"], since, rng)
+        assert sorted(order) == ["a", "b", "c"] and lru_round(order, since, None)["distinguishing"]
+
+
+def test_lru_spec_contradicted_by_a_non_lru_victim():
+    spec = SPECS["router-victim-lru"]
+    since = {"a": 0, "b": 1, "c": 2}
+    rounds = [lru_round(["b", "c", "a"], since, v) for v in ("b", "a", "b", "b")]  # one wrong victim
+    f = {"rounds": 4, "rounds_wanted": 4, "lru_victims": sum(r["lru"] for r in rounds),
+         "distinguishing_rounds": sum(r["distinguishing"] for r in rounds)}
+    f["non_lru_victims"] = f["rounds"] - f["lru_victims"]
+    verdict, reason = judge(spec, f)
+    assert verdict == CONTRADICTED and "(non_lru_victims) was 1, expected 0: NOT met" in reason
+
+
+def test_loading_lru_rule_and_its_negation():
+    spec = SPECS["router-victim-not-loading"]
+    rule = [ev(1, "queued", "C"), ev(1.001, "evict", "B"), ev(1.1, "exited", "B"), ev(1.2, "spawn", "C")]
+    f = loading_lru_figures(rule, "A", "B", t_c=0.5) | {"expected_victim": "B", "c_ok": True}
+    assert judge(spec, f)[0] == HOLDS
+    negated = [ev(1, "queued", "C"), ev(1.001, "evict", "A"), ev(1.002, "stop_sent", "A"),
+               ev(1.003, "kill_loading", "A"), ev(1.1, "exited", "A"), ev(1.2, "spawn", "C")]
+    f = loading_lru_figures(negated, "A", "B", t_c=0.5) | {"expected_victim": "B", "c_ok": True}
+    assert f["a_killed_while_loading"] and f["victim"] == "A"
+    assert judge(spec, f)[0] == CONTRADICTED
+
+
+def line(t: float, stamp: str, kind: str, model: str, text: str) -> TimelineEvent:
+    return TimelineEvent(t, "router", kind, model, {}, f"{stamp} I srv  {text}")
+
+
+def test_tick_evictions_rule_and_its_negation():
+    spec = SPECS["router-tick-evicts-several"]
+    assert router_stamp_s("0.01.053.903 I srv   tick: x") == 1.053903
+    assert router_stamp_s("no stamp") is None
+    y = "request for name=Y queued at position 3"
+    rule = [line(1.0, "0.01.000.000", "queued", "Y", y),
+            line(1.0001, "0.01.000.030", "evict", "A", "tick: evicting idle LRU name=A for a queued request"),
+            line(1.0002, "0.01.000.080", "evict", "B", "tick: evicting idle LRU name=B for a queued request"),
+            line(2.0, "0.02.000.000", "exited", "A", "run: instance name=A exited with status 0")]
+    f = tick_evictions(rule, after=0.9, before=1.5) | {"expected_victims": "A,B", "ok": 3}
+    assert f["tick_evictions"] == 2 and f["tick_span_ms"] == 0.05
+    assert judge(spec, f)[0] == HOLDS
+    # the negation: one eviction per tick, the second in the tick of A's exit (after the thaw)
+    negated = [rule[0], rule[1], line(2.0, "0.02.000.000", "evict", "B", rule[2].text.split("I srv  ")[1]),
+               rule[3]]
+    f = tick_evictions(negated, after=0.9, before=1.5) | {"expected_victims": "A,B", "ok": 3}
+    assert f["tick_evictions"] == 1
+    assert judge(spec, f)[0] == CONTRADICTED
+    # a line logged after an exit inside the window may come from that exit's tick: not counted
+    racing = [rule[0], rule[1], line(1.05, "0.01.050.000", "exited", "A", "run: instance name=A exited"),
+              line(1.06, "0.01.060.000", "evict", "B", "tick: evicting idle LRU name=B for a queued request")]
+    assert tick_evictions(racing, after=0.9, before=1.5)["tick_evictions"] == 1
+
+
+# ---- the scenarios on the real router ---------------------------------------------------
+
+@pytest.fixture(scope="module")
+def victim_models(tmp_path_factory):
+    """The models these scenarios use, generated once for the module (the 1B one takes seconds)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("LBENCH_CACHE_DIR", str(tmp_path_factory.mktemp("victim-cache")))
+        mp.setenv("LBENCH_CATALOG", str(tmp_path_factory.mktemp("victim-catalog") / "catalog.toml"))
+        refs = {r for c in ("router-victim-not-wanted", "router-victim-lru", "router-victim-not-loading",
+                            "router-tick-evicts-several")
+                for r in SPECS[c].params["models"]}
+        return {r: resolve(r) for r in refs}
+
+
+def _run(claim_id: str, engine_binary, victim_models, tmp_path):
+    spec = SPECS[claim_id]
+    ctx = Context(locate(str(engine_binary)), tmp_path, lambda r: victim_models[r])
+    try:
+        evidence = SCENARIOS[spec.scenario](ctx, spec.params)
+    except Inconclusive as exc:  # the machine was too slow to set the situation up: say so, do not pass
+        pytest.fail(f"setup failed on this machine: {exc}")
+    return spec, evidence
+
+
+def test_wanted_victim_on_the_real_router(engine_binary, victim_models, tmp_path):
+    spec, e = _run("router-victim-not-wanted", engine_binary, victim_models, tmp_path)
+    assert e.figures["a_came_up"] and e.figures["b_busy_throughout"]
+    assert e.figures["first_victim"] == e.figures["expected_victim"]
+    assert judge(spec, e.figures)[0] == HOLDS, judge(spec, e.figures)[1]
+    assert (tmp_path / "recipe.sh").read_text().count("kill -STOP") == 2
+
+
+def test_lru_order_on_the_real_router(engine_binary, victim_models, tmp_path):
+    spec, e = _run("router-victim-lru", engine_binary, victim_models, tmp_path)
+    assert e.figures["rounds"] == 4 and e.figures["evictions"] == 4
+    assert judge(spec, e.figures)[0] == HOLDS, judge(spec, e.figures)[1]
+    assert any(line.startswith("round 1: least recently used") for line in e.lines)
+
+
+def test_loading_lru_on_the_real_router(engine_binary, victim_models, tmp_path):
+    spec, e = _run("router-victim-not-loading", engine_binary, victim_models, tmp_path)
+    assert e.figures["victim"] == e.figures["expected_victim"]
+    assert judge(spec, e.figures)[0] == HOLDS, judge(spec, e.figures)[1]
+
+
+def test_multi_evict_on_the_real_router(engine_binary, victim_models, tmp_path):
+    spec, e = _run("router-tick-evicts-several", engine_binary, victim_models, tmp_path)
+    assert e.figures["exits_in_window"] == 0 and e.figures["tick_span_ms"] is not None
+    assert judge(spec, e.figures)[0] == HOLDS, judge(spec, e.figures)[1]
+    assert e.lines[0].endswith("queued at position 3") and "tick: evicting idle LRU" in e.lines[1]
+
+
+@pytest.mark.parametrize("claim_id", ["router-victim-lru-load", "router-victim-not-loading-load"])
+def test_victim_rules_on_the_load_path(claim_id, engine_binary, victim_models, tmp_path):
+    """The same rules when POST /models/load at the cap picks the victim (unload_lru)."""
+    spec, e = _run(claim_id, engine_binary, victim_models, tmp_path)
+    assert judge(spec, e.figures)[0] == HOLDS, judge(spec, e.figures)[1]
+    assert "models_max limit reached, removing LRU" in (tmp_path / "logs" / "router.stderr.log").read_text()
+
+
+def test_via_must_be_request_or_load():
+    from harness.repro.victim_scenarios import _via_load
+
+    assert _via_load({}) is False and _via_load({"via": "load"}) is True
+    with pytest.raises(ValueError, match="via must be 'request' or 'load'"):
+        _via_load({"via": "post"})
