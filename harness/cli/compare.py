@@ -47,4 +47,4 @@ def compare(
     if html:
         from harness.report.compare import write_compare_html
 
-        out.print(f"html: {write_compare_html(ra, rb, res, html)}", markup=False)
+        out.print(f"html: {write_compare_html(ra, rb, res, html)}", markup=False, soft_wrap=True)  # a path: never cut

@@ -8,8 +8,8 @@ from pathlib import Path
 import typer
 
 from harness.cli.options import Alpha, InconclusiveOk, Margin, MinN, ResultsDir
-from harness.cli.ui import console, out
-from harness.cli.verdicts import print_verdicts, resolve_runs, warn_fingerprints
+from harness.cli.ui import console, out, print_wrapped
+from harness.cli.verdicts import group_name, print_verdicts, resolve_runs, warn_fingerprints
 
 
 def gate(
@@ -63,16 +63,15 @@ def gate(
         json_path.write_text(red(verdict_json(outcome, names_a, names_b, info)))
     print_verdicts(res, info, ra, rb)
     for r in outcome.missing:
-        console.print(f"not enough data: {r.key()}: n={r.n_a} baseline / {r.n_b} candidate, need "
-                      f"{cfg.min_n} each; run more repetitions (--reps)", markup=False)
+        print_wrapped(console, f"not enough data for {group_name(r)}: n {r.n_a} vs {r.n_b} samples, need {cfg.min_n} "
+                               "each; run more repetitions (--reps) or add runs")
     for r in outcome.failures:
-        console.print(f"REGRESSION {r.key()}: {r.ratio:.3f}x [{r.ratio_ci[0]:.3f}, {r.ratio_ci[1]:.3f}], "
-                      f"Holm p={r.p_value:.3g}", markup=False)
+        print_wrapped(console, f"REGRESSION {group_name(r)}: B is {r.ratio:.3g}x [{r.ratio_ci[0]:.3g}, "
+                               f"{r.ratio_ci[1]:.3g}] slower than A, Holm p={r.p_value:.3g}")
     if outcome.status == "inconclusive":
-        console.print(f"inconclusive: {len(outcome.inconclusive)} group(s) straddle the ±{cfg.threshold:.0%} band; "
-                      "add runs (--baseline/--candidate) or reps" + (" (--inconclusive-ok: exit 0)"
-                                                                      if inconclusive_ok else " (exit 3)"),
-                      markup=False)
+        print_wrapped(console, f"inconclusive: {len(outcome.inconclusive)} group(s) straddle the "
+                               f"±{cfg.threshold:.0%} band; add runs (--baseline/--candidate) or reps"
+                      + (" (--inconclusive-ok: exit 0)" if inconclusive_ok else " (exit 3)"))
     out.print(f"gate: {outcome.status}", markup=False)
     raise typer.Exit(outcome.exit_code)
 
