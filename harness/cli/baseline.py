@@ -13,7 +13,8 @@ app = typer.Typer(help="Save and list baselines (keyed by machine fingerprint)."
 
 @app.command("save")
 def baseline_save(
-    run: str = typer.Argument("latest", help="Run to keep as the baseline."),
+    run: str = typer.Argument("latest", metavar="RUN", help="Run to keep as the baseline ('latest': the newest "
+                                                            "idle or swap run, the kinds compare and gate take)."),
     name: str = typer.Option("main", "--name", help="Baseline name (use as baseline:NAME)."),
     results: ResultsDir = None,
 ) -> None:
@@ -23,11 +24,12 @@ def baseline_save(
       lbench baseline save latest --name main
     """
     from harness import baselines, paths
+    from harness.kinds import latest_kinds_to_compare
 
-    r = baselines.resolve_run(run, paths.results_dir(results))
+    r = baselines.resolve_run(run, paths.results_dir(results), kinds=latest_kinds_to_compare())
     dest = baselines.save(r, name)
     fp = baselines.fingerprint(r.manifest)
-    out.print(f"baseline {name!r} = run {r.run_id} -> {dest} (fingerprint {fp['id']})", markup=False)
+    out.print(f"baseline {name!r} = run {r.run_id} -> {dest} (fingerprint {fp['id']})", markup=False, soft_wrap=True)
 
 
 @app.command("show")

@@ -8,7 +8,7 @@ import typer
 
 from harness.cli.options import Alpha, Margin, MinN, ResultsDir
 from harness.cli.ui import out
-from harness.cli.verdicts import print_verdicts, resolve_runs, warn_fingerprints
+from harness.cli.verdicts import print_verdicts, resolve_sides, warn_fingerprints
 from harness.errors import BadInput
 
 
@@ -39,8 +39,7 @@ def compare(
     if len(a) != 2:
         raise BadInput(f"compare takes two runs (A B), got {len(a)}", hint="pool more with --baseline/--candidate")
     cfg = load_config(None, alpha=alpha, min_n=min_n, threshold=margin)
-    ra = resolve_runs([a[0], *(baseline or [])], results, "baseline")
-    rb = resolve_runs([a[1], *(candidate or [])], results, "candidate")
+    ra, rb = resolve_sides([a[0], *(baseline or [])], [a[1], *(candidate or [])], results)
     warn_fingerprints(ra, rb)
     res, info = judge_runs(ra, rb, verdict_config(cfg))
     print_verdicts(res, info, ra, rb)

@@ -9,7 +9,7 @@ import typer
 
 from harness.cli.options import Alpha, InconclusiveOk, Margin, MinN, ResultsDir
 from harness.cli.ui import console, out, print_wrapped
-from harness.cli.verdicts import group_name, print_verdicts, resolve_runs, warn_fingerprints
+from harness.cli.verdicts import group_name, print_verdicts, resolve_sides, warn_fingerprints
 
 
 def gate(
@@ -43,7 +43,7 @@ def gate(
     from harness.analysis.gate import decide, junit, load_config, markdown, verdict_config, verdict_json
 
     cfg = load_config(config, alpha=alpha, min_n=min_n, threshold=threshold)
-    ra, rb = resolve_runs(baseline, results, "baseline"), resolve_runs(candidate, results, "candidate")
+    ra, rb = resolve_sides(baseline, candidate, results)
     warn_fingerprints(ra, rb)
     res, info = judge_runs(ra, rb, verdict_config(cfg))
     outcome = decide(res, cfg, inconclusive_ok=inconclusive_ok)

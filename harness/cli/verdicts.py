@@ -15,12 +15,29 @@ COLOURS = {"slower": "red", "faster": "green", "no change": "white", "not enough
            "refused": "yellow", "inconclusive": "yellow"}
 
 
-def resolve_runs(refs: list[str] | None, results: str | None, side: str) -> list[Run]:
+def resolve_sides(a_refs: list[str] | None, b_refs: list[str] | None, results: str | None
+                  ) -> tuple[list[Run], list[Run]]:
+    """Both sides of compare/gate.  Named runs first; then 'latest' means the newest run of the kind
+    the other side holds (an idle baseline: the newest idle run, not a later calibrate run)."""
     from harness import baselines, paths
+    from harness.kinds import latest_kinds_to_compare
+    from harness.store import LATEST
 
-    if not refs:
-        raise BadInput(f"no {side} run given", hint="give run ids, directories, 'latest' or baseline:NAME")
-    return [baselines.resolve_run(r, paths.results_dir(results)) for r in refs]
+    root = paths.results_dir(results)
+    sides = {"baseline": list(a_refs or []), "candidate": list(b_refs or [])}
+    for side, refs in sides.items():
+        if not refs:
+            raise BadInput(f"no {side} run given", hint="give run ids, directories, 'latest' or baseline:NAME")
+    named = {side: {i: baselines.resolve_run(ref, root) for i, ref in enumerate(refs) if ref not in LATEST}
+             for side, refs in sides.items()}
+    resolved = {}
+    for side, refs in sides.items():
+        other = "candidate" if side == "baseline" else "baseline"
+        kinds = latest_kinds_to_compare({r.manifest.get("kind") for r in [*named[side].values(),
+                                                                          *named[other].values()]})
+        resolved[side] = [named[side][i] if i in named[side] else baselines.resolve_run(ref, root, kinds=kinds)
+                          for i, ref in enumerate(refs)]
+    return resolved["baseline"], resolved["candidate"]
 
 
 def warn_fingerprints(a: list[Run], b: list[Run]) -> None:
