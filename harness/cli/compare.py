@@ -13,13 +13,13 @@ from harness.errors import BadInput
 
 
 def compare(
-    a: list[str] = typer.Argument(..., help="Baseline then candidate: A B. Use --baseline/--candidate to pool "
+    a: list[str] = typer.Argument(..., metavar="A B", help="Baseline then candidate: A B. Use --baseline/--candidate to pool "
                                             "several runs per side."),
     margin: Margin = None,
     alpha: Alpha = None,
     min_n: MinN = None,
-    baseline: list[str] = typer.Option(None, "--baseline", help="More baseline runs (pooled as runs)."),
-    candidate: list[str] = typer.Option(None, "--candidate", help="More candidate runs (pooled as runs)."),
+    baseline: list[str] = typer.Option(None, "--baseline", metavar="RUN", help="More baseline runs (pooled as runs)."),
+    candidate: list[str] = typer.Option(None, "--candidate", metavar="RUN", help="More candidate runs (pooled as runs)."),
     results: ResultsDir = None,
     html: Path = typer.Option(None, "--html", help="Also write an HTML section with paired plots here."),
 ) -> None:

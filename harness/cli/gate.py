@@ -13,8 +13,8 @@ from harness.cli.verdicts import group_name, print_verdicts, resolve_sides, warn
 
 
 def gate(
-    baseline: list[str] = typer.Option(None, "--baseline", help="Baseline run(s); repeat: pooled as runs."),
-    candidate: list[str] = typer.Option(None, "--candidate", help="Candidate run(s); repeat: pooled as runs."),
+    baseline: list[str] = typer.Option(None, "--baseline", metavar="RUN", help="Baseline run(s); repeat: pooled as runs."),
+    candidate: list[str] = typer.Option(None, "--candidate", metavar="RUN", help="Candidate run(s); repeat: pooled as runs."),
     threshold: Margin = None,
     alpha: Alpha = None,
     min_n: MinN = None,

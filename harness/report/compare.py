@@ -20,8 +20,9 @@ from harness.store import Run
 
 COLOURS = {"A": "#3a7dc9", "B": "#c94a3a"}
 # manifest sections whose differing keys the report lists (nested dicts are flattened a.b.c)
-ENV_SECTIONS = ("host", "engine", "config", "server_args", "models")
-SKIPPED_KEYS = ("started_at", "finished_at", "run_id", "seed")  # differ between any two runs
+ENV_SECTIONS = ("host", "engine", "config", "client", "models")
+# readings that differ between any two runs, not part of the environment (load is in the quality warnings)
+SKIPPED_KEYS = ("started_at", "ended_at", "run_id", "load_avg_1m")
 
 
 def _flat(value, prefix: str) -> dict[str, str]:
@@ -90,7 +91,7 @@ def metric_png(a_runs: list[Run], b_runs: list[Run], metric: str) -> bytes | Non
                 x = x[x > 0]
                 pos = i * 3 + j
                 ax.scatter(pos + rng.uniform(-0.2, 0.2, x.size), x, s=8, alpha=0.5, color=COLOURS[side],
-                           linewidths=0, label=side if i == 0 else None)
+                           linewidths=0)
                 if x.size:
                     ax.hlines(np.median(x), pos - 0.35, pos + 0.35, color="k", lw=2)
         ax.set_xticks([0, 1, 3, 4], ["warm A", "warm B", "cold A", "cold B"])
@@ -127,13 +128,16 @@ def metric_png(a_runs: list[Run], b_runs: list[Run], metric: str) -> bytes | Non
         row[0].set_ylabel(plain(metric) + " (log scale)")
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles[:2], ["A (baseline)", "B (candidate)"][:len(handles[:2])], loc="upper center",
-               ncol=2, frameon=False, bbox_to_anchor=(0.5, 1.04))
+               ncol=2, frameon=False, bbox_to_anchor=(0.5, 1.04), markerscale=3)
     fig.tight_layout()
     return figure_png(fig)
 
 
 def _row(v) -> dict:
+    from harness.cli.verdicts import regime_label
+
     d = v.as_dict()
+    d["group"] = regime_label(v.regime)
     lo, hi = v.ratio_ci
     d["centres"] = both_sides(v.median_a, v.median_b, v.metric)
     d["ratio_text"] = "–" if not math.isfinite(v.ratio) else (
