@@ -29,7 +29,7 @@ def compare(
     (slower / no change / faster / inconclusive / refused). See docs/statistics.md.
 
     Examples:
-      lbench compare 20261130T0101Z-idle-aaaa 20261130T0202Z-idle-bbbb
+      lbench compare 20261201T054030Z-idle-3f9c 20261201T061512Z-idle-a07e
       lbench compare A1 B1 --baseline A2 --candidate B2
       lbench compare baseline:main latest --html /tmp/compare.html
     """
