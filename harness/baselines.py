@@ -34,7 +34,7 @@ def fingerprint(manifest: dict) -> dict:
 
 
 def differences(a: dict, b: dict) -> list[str]:
-    return [f"{k}: {a.get(k)!r} vs {b.get(k)!r}" for k in sorted(set(a) | set(b)) - {"id"} if a.get(k) != b.get(k)]
+    return [f"{k}: {a.get(k)!r} vs {b.get(k)!r}" for k in sorted((set(a) | set(b)) - {"id"}) if a.get(k) != b.get(k)]
 
 
 def root() -> Path:

@@ -127,6 +127,11 @@ def quantity(value: float, metric: str) -> str:
     return f"{text} {unit}" if unit in ("ms", "s", "us") else text
 
 
+def factor(x: float) -> str:
+    """A ratio in 3 significant digits, never in e-notation (``1190`` not ``1.19e+03``)."""
+    return f"{x:.3g}" if abs(x) < 1000 else f"{x:.0f}"
+
+
 def both_sides(a: float, b: float, metric: str) -> str:
     """``12.1 vs 20.0 ms`` when both sides have a value, ``A 1.0 s, B none`` when one lacks it."""
     qa, qb = quantity(a, metric), quantity(b, metric)

@@ -80,7 +80,7 @@ def group_name(v) -> str:
 def summary_atoms(v) -> list[str]:
     """One group's verdict as phrases, hyperfine style: ``pause 1 s: B is 1.65x [0.19, 28.9] slower
     than A (p50 latency_ms 12.1 vs 20.0 ms): inconclusive; ...``, phrases kept whole by ``wrap``."""
-    from harness.analysis.verdicts import both_sides
+    from harness.analysis.verdicts import both_sides, factor
 
     atoms = [f"{regime_label(v.regime)}:"]
     p50 = f"(p50 {v.metric} {both_sides(v.median_a, v.median_b, v.metric)})"
@@ -90,9 +90,9 @@ def summary_atoms(v) -> list[str]:
     else:
         lo, hi = v.ratio_ci
         if v.ratio >= 1:
-            head = [f"B is {v.ratio:.3g}x [{lo:.3g}, {hi:.3g}]", "slower than A"]
+            head = [f"B is {factor(v.ratio)}x [{factor(lo)}, {factor(hi)}]", "slower than A"]
         else:
-            head = [f"B is {1 / v.ratio:.3g}x [{1 / hi:.3g}, {1 / lo:.3g}]", "faster than A"]
+            head = [f"B is {factor(1 / v.ratio)}x [{factor(1 / hi)}, {factor(1 / lo)}]", "faster than A"]
         det = "detects nothing" if not math.isfinite(v.detectable) else f"detects >= +{v.detectable:.0%}"
         atoms += [*head, p50 + ":", f"{v.verdict};", f"n {v.n_a} vs {v.n_b} samples{runs};", det]
         if v.note:

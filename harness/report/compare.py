@@ -13,7 +13,7 @@ import pandas as pd
 from harness.analysis.compare import SWAP_FAMILY, compare_family
 from harness.analysis.stats import measured
 from harness.analysis.swap import warm_mask
-from harness.analysis.verdicts import both_sides
+from harness.analysis.verdicts import both_sides, factor
 from harness.report.html import data_uri, write_page
 from harness.report.plots import figure_png, plain, plt
 from harness.store import Run
@@ -71,6 +71,11 @@ def _idle_frames(runs: list[Run]) -> pd.DataFrame:
 
 
 def metric_png(a_runs: list[Run], b_runs: list[Run], metric: str) -> bytes | None:
+    fig = metric_figure(a_runs, b_runs, metric)
+    return None if fig is None else figure_png(fig)
+
+
+def metric_figure(a_runs: list[Run], b_runs: list[Run], metric: str):
     """Idle: per (model, setting) a panel of the metric against pause, A and B, log y axis.
     Swap: warm and cold requests, A and B, log y axis.  None when neither side has the metric."""
     rng = np.random.default_rng(0)
@@ -98,7 +103,7 @@ def metric_png(a_runs: list[Run], b_runs: list[Run], metric: str) -> bytes | Non
         ax.set_yscale("log")
         ax.set_ylabel(plain(metric) + " (log scale)")
         ax.grid(alpha=0.3, which="both")
-        return figure_png(fig)
+        return fig
     a, b = _idle_frames(a_runs), _idle_frames(b_runs)
     if (a.empty or metric not in a) and (b.empty or metric not in b):
         return None
@@ -130,7 +135,7 @@ def metric_png(a_runs: list[Run], b_runs: list[Run], metric: str) -> bytes | Non
     fig.legend(handles[:2], ["A (baseline)", "B (candidate)"][:len(handles[:2])], loc="upper center",
                ncol=2, frameon=False, bbox_to_anchor=(0.5, 1.04), markerscale=3)
     fig.tight_layout()
-    return figure_png(fig)
+    return fig
 
 
 def _row(v) -> dict:
@@ -141,7 +146,7 @@ def _row(v) -> dict:
     lo, hi = v.ratio_ci
     d["centres"] = both_sides(v.median_a, v.median_b, v.metric)
     d["ratio_text"] = "–" if not math.isfinite(v.ratio) else (
-        f"{v.ratio:.3f}" + (f" [{lo:.3f}, {hi:.3f}]" if math.isfinite(lo) else ""))
+        factor(v.ratio) + (f" [{factor(lo)}, {factor(hi)}]" if math.isfinite(lo) else ""))
     d["detects"] = f"+{v.detectable:.0%}" if math.isfinite(getattr(v, "detectable", math.nan)) else "–"
     return d
 

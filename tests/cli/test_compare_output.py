@@ -14,12 +14,13 @@ MODEL = "llama3.2-1b-q8-synthetic-checkpoint"
 SETTINGS = ("keep-alive=default", "keep-alive=none")
 
 
-def make_run(root: Path, *, scale: float = 1.0, seed: int = 0, pauses=(0.0, 0.5, 1.5, 2.0), reps: int = 8) -> str:
+def make_run(root: Path, *, scale: float = 1.0, seed: int = 0, pauses=(0.0, 0.5, 1.5, 2.0), reps: int = 8,
+             build: int = 11434, ctx_size: int = 2048) -> str:
     rng = np.random.default_rng(seed)
     w = RunWriter(root, "idle", {
-        "config": {"seed": seed}, "models": [{"label": MODEL, "synthetic": True}],
-        "host": {"cpu_model": "TestCPU", "os": "Linux", "hostname": socket.gethostname()},
-        "engine": {"build_number": 11434, "sha256": "ab" * 32}, "cells": []})
+        "config": {"seed": seed, "ctx_size": ctx_size}, "models": [{"label": MODEL, "synthetic": True}],
+        "host": {"cpu_model": "TestCPU", "os": "Linux", "hostname": socket.gethostname(), "load_avg_1m": 0.1 + seed},
+        "engine": {"build_number": build, "sha256": "ab" * 32 if build == 11434 else "cd" * 32}, "cells": []})
     for setting in SETTINGS:
         for pause in pauses:
             for rep in range(reps):
