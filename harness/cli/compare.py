@@ -23,10 +23,12 @@ def compare(
     results: ResultsDir = None,
     html: Path = typer.Option(None, "--html", help="Also write an HTML section with paired plots here."),
 ) -> None:
-    """Compare runs per (model, setting, regime or pause, metric): one line per group, hyperfine style,
-    with the ratio B/A, its 95% interval (two-level bootstrap, runs then samples), n per side, the
-    smallest slowdown the data could detect, and a verdict against the equivalence band
-    (slower / no change / faster / inconclusive / refused). See docs/statistics.md.
+    """Compare runs per (model, setting, regime or pause, metric): one sentence per group, hyperfine
+    style, with the ratio B/A, its 95% interval (two-level bootstrap, runs then samples), both p50s
+    with units, n per side, the smallest slowdown the data could detect, and a verdict against the
+    equivalence band (slower / no change / faster / inconclusive / refused). 'latest' is the newest
+    run of the other side's kind. --html adds the environment differences and log-scale plots.
+    See docs/compare.md and docs/statistics.md.
 
     Examples:
       lbench compare 20261201T054030Z-idle-3f9c 20261201T061512Z-idle-a07e
