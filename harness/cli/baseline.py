@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import typer
-from rich.table import Table
 
 from harness.cli.options import ResultsDir
-from harness.cli.ui import out
+from harness.cli.ui import out, print_wrapped
 
 app = typer.Typer(help="Save and list baselines (keyed by machine fingerprint).", no_args_is_help=True)
 
@@ -29,7 +28,7 @@ def baseline_save(
     r = baselines.resolve_run(run, paths.results_dir(results), kinds=latest_kinds_to_compare())
     dest = baselines.save(r, name)
     fp = baselines.fingerprint(r.manifest)
-    out.print(f"baseline {name!r} = run {r.run_id} -> {dest} (fingerprint {fp['id']})", markup=False, soft_wrap=True)
+    print_wrapped(out, f"baseline {name!r} = run {r.run_id} (fingerprint {fp['id']}), kept in {dest}")
 
 
 @app.command("show")
@@ -41,10 +40,11 @@ def baseline_show() -> None:
     """
     from harness import baselines
 
-    t = Table(title=f"baselines in {baselines.root()}")
-    for col in ("name", "run", "saved", "fingerprint", "chip", "engine build"):
-        t.add_column(col)
-    for b in baselines.list_baselines():
+    # a block per baseline, not a table: names and run ids are never cut at 80 columns
+    found = baselines.list_baselines()
+    print_wrapped(out, f"{len(found)} baseline(s) in {baselines.root()}")
+    for b in found:
         fp = b["fingerprint"]
-        t.add_row(b["name"], b["run_id"], b["saved_at"], fp["id"], str(fp.get("chip")), str(fp.get("engine_build")))
-    out.print(t)
+        print_wrapped(out, f"{b['name']}: run {b['run_id']}, saved {b['saved_at']}", first="  ", rest="      ")
+        print_wrapped(out, f"fingerprint {fp['id']}: chip {fp.get('chip')}, engine build {fp.get('engine_build')}",
+                      first="    ", rest="      ")

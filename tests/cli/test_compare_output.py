@@ -74,3 +74,18 @@ def test_gate_lines_fit_80_columns_on_both_streams(lbench_env):
     err = " ".join(r.stderr.split())
     assert f"REGRESSION {MODEL} · keep-alive=none · pause 0.5 s · latency_ms: B is 1." in err
     assert f"not enough data for {MODEL} · keep-alive=default · pause 2 s · latency_ms: n 8 vs 0 samples" in err
+
+
+def test_baseline_save_and_show_keep_names_and_run_ids_whole_at_80_columns(lbench_env):
+    root = Path(lbench_env["LBENCH_RESULTS_DIR"])
+    a = make_run(root)
+    name = "main-branch-nightly-keep-alive-none"
+    saved = run_cli("baseline", "save", a, "--name", name, env=lbench_env, columns=80)
+    shown = run_cli("baseline", "show", env=lbench_env, columns=80)
+    assert saved.returncode == 0 and shown.returncode == 0, saved.stderr + shown.stderr
+    for r in (saved, shown):
+        # a line is longer than 80 only when it is one unbreakable word (a long temporary path)
+        assert all(len(line) <= 80 or len(line.split()) == 1 for line in r.stdout.splitlines()), r.stdout
+    words = shown.stdout.split()
+    assert f"{name}:" in words and f"{a}," in words  # whole, not 'main-branch-…' or '2026…'
+    assert "…" not in shown.stdout
