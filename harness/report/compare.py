@@ -86,7 +86,7 @@ def metric_figure(a_runs: list[Run], b_runs: list[Run], metric: str):
             f = pd.concat([x for x in frames if not x.empty], ignore_index=True) if any(
                 not x.empty for x in frames) else pd.DataFrame()
             sides[side] = f[f["error"].isna()] if not f.empty else f
-        fig, ax = plt.subplots(figsize=(5.5, 3.6))
+        fig, ax = plt.subplots(figsize=(8, 3.6))
         for i, cls in enumerate(("warm", "cold")):
             for j, side in enumerate(("A", "B")):
                 f = sides[side]
@@ -153,13 +153,16 @@ def _row(v) -> dict:
 
 def write_compare_html(a_runs: list[Run], b_runs: list[Run], results: list, out: Path) -> Path:
     metrics = list(dict.fromkeys(v.metric for v in results))
+    caption = ("Dots are requests, bars the p50 of warm and cold requests." if compare_family(a_runs) == SWAP_FAMILY
+               else "Dots are samples, lines the p50 per pause; one panel per model and setting.")
     plots = []
     for metric in metrics:
         png = metric_png(a_runs, b_runs, metric)
         if png is not None:
-            plots.append({"metric": metric, "src": data_uri(png)})
+            plots.append({"metric": metric, "src": data_uri(png), "caption": caption})
     return write_page("compare.html.j2", dict(
         run_id=f"{a_runs[0].run_id} vs {b_runs[0].run_id}", a=[r.run_id for r in a_runs],
         b=[r.run_id for r in b_runs], results=[_row(v) for v in results], plots=plots,
+        any_secondary=any(not v.primary for v in results),
         differences=environment_differences(a_runs, b_runs), run=b_runs[0].manifest,
         host=b_runs[0].manifest.get("host", {}), engine=b_runs[0].manifest.get("engine", {})), out)

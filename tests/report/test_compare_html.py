@@ -46,3 +46,35 @@ def test_metric_plots_use_a_log_axis_and_one_panel_per_cell(lbench_env):
     assert len(panels) == len(SETTINGS) and all(ax.get_yscale() == "log" for ax in panels)
     assert [ax.get_title().split("\n")[1] for ax in panels] == list(SETTINGS)
     assert environment_differences([a], [b]) == [{"key": "config.seed", "a": "0", "b": "1"}]  # all else equal
+
+
+def _swap_run(root: Path, scale: float, seed: int) -> str:
+    import numpy as np
+
+    from harness.store import RunWriter
+
+    rng = np.random.default_rng(seed)
+    w = RunWriter(root, "swap", {"config": {"seed": seed}, "host": {"os": "Linux"},
+                                 "engine": {"build_number": 11434}, "models": []})
+    for i in range(30):
+        warm = i % 3 != 0
+        w.append({"request_id": i, "model": ("tiny-q8", "tiny-q4")[i % 2], "resident_at_send": warm,
+                  "latency_ms": (5.0 if warm else 400.0) * scale * rng.lognormal(0, 0.05), "error": None,
+                  "http_status": 200}, table="requests")
+    w.finish("complete")
+    return w.run_id
+
+
+def test_swap_runs_compare_warm_and_cold_on_a_log_axis(lbench_env, tmp_path):
+    root = Path(lbench_env["LBENCH_RESULTS_DIR"])
+    a, b = _swap_run(root, 1.0, 0), _swap_run(root, 1.4, 1)
+    out = tmp_path / "swap.html"
+    r = run_cli("compare", a, "latest", "--html", str(out), env=lbench_env, columns=80)
+    assert r.returncode == 0, r.stderr
+    text = " ".join(r.stdout.split())
+    assert f"B: {b} (1 run)" in text and "tiny-q4,tiny-q8 · router" in text
+    assert re.search(r"warm: B is 1\.\d+x \[[\d.]+, [\d.]+\] slower than A \(p50 latency_ms [\d.]+ vs [\d.]+ ms\)", text)
+    html = out.read_text()
+    assert "bars the p50 of warm and cold requests" in html and "a secondary metric" not in html
+    fig = metric_figure([open_run(a, root)], [open_run(b, root)], "latency_ms")
+    assert fig.axes[0].get_yscale() == "log"
