@@ -67,9 +67,22 @@ class RichReporter:
 
 
 def print_error(exc: Exception, code: int) -> None:
-    label = "error (bad input)" if code == 2 else "error"
-    console.print(f"[bold red]lbench: {label}:[/bold red] ", end="")
-    console.print(str(exc), markup=False, highlight=False)
+    """``lbench: error (bad input): what`` then its ``where:`` and ``what to do:`` lines, wrapped
+    between words at the console's width: a path or run id in them is never cut."""
+    from rich.text import Text
+
+    prefix = f"lbench: {'error (bad input)' if code == 2 else 'error'}:"
+    width = console.width
+    for i, para in enumerate(str(exc).split("\n")):
+        if i == 0:
+            lines = wrap_words(f"{prefix} {para}", width, rest="    ")
+            head = lines[0][len(prefix):] if lines[0].startswith(prefix) else lines[0]
+            console.print(Text.assemble((prefix, "bold red"), head), soft_wrap=True, highlight=False)
+            lines = lines[1:]
+        else:
+            lines = wrap_words(para.strip(), width, first="  " if para.startswith("  ") else "", rest="    ")
+        for line in lines:
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def wrap(atoms: list[str], width: int, *, first: str = "", rest: str = "    ") -> list[str]:

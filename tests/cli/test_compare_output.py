@@ -89,3 +89,12 @@ def test_baseline_save_and_show_keep_names_and_run_ids_whole_at_80_columns(lbenc
     words = shown.stdout.split()
     assert f"{name}:" in words and f"{a}," in words  # whole, not 'main-branch-…' or '2026…'
     assert "…" not in shown.stdout
+
+
+def test_an_error_naming_a_long_path_keeps_it_whole_at_80_columns(lbench_env, tmp_path):
+    results = tmp_path / ("results-directory-with-a-name-long-enough-to-pass-eighty-columns" * 2)
+    r = run_cli("compare", "no-such-run", "latest", "--results", str(results), env=lbench_env, columns=80)
+    assert r.returncode == 2
+    assert str(results) in r.stderr.split()  # on a line of its own rather than cut mid-word
+    assert r.stderr.startswith("lbench: error (bad input): no run 'no-such-run'")
+    assert all(len(line) <= 80 or len(line.split()) == 1 for line in r.stderr.splitlines()), r.stderr
