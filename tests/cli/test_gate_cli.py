@@ -52,6 +52,7 @@ def test_gate_exit_codes_and_ci_outputs(lbench_env, tmp_path):
                      flat(r.stdout)), r.stdout
     assert json.loads((tmp_path / "g.json").read_text())["status"] == "fail"
     assert "❌ regression" in summary.read_text() and "✅ pass" in summary.read_text()
+    assert re.search(r"\| [\d.]+ ms \| [\d.]+ ms \|", summary.read_text())  # centres carry their unit
     # data that cannot rule out a large slowdown is inconclusive (3), never a pass
     r = run_cli("gate", "--baseline", a, "--candidate", noisy, env=env)
     assert r.returncode == 3 and "inconclusive" in r.stdout
