@@ -13,6 +13,7 @@ import hashlib
 import json
 import shutil
 import time
+from collections.abc import Collection
 from pathlib import Path
 
 from harness import paths
@@ -33,7 +34,7 @@ def fingerprint(manifest: dict) -> dict:
 
 
 def differences(a: dict, b: dict) -> list[str]:
-    return [f"{k}: {a.get(k)!r} vs {b.get(k)!r}" for k in sorted(set(a) | set(b)) - {"id"} if a.get(k) != b.get(k)]
+    return [f"{k}: {a.get(k)!r} vs {b.get(k)!r}" for k in sorted((set(a) | set(b)) - {"id"}) if a.get(k) != b.get(k)]
 
 
 def root() -> Path:
@@ -75,8 +76,8 @@ def load(name: str) -> Run:
     return open_run(meta.parent / info["run_id"], meta.parent)
 
 
-def resolve_run(ref: str, results_root: Path) -> Run:
-    """A run id / directory / 'latest', or ``baseline:NAME``."""
+def resolve_run(ref: str, results_root: Path, *, kinds: Collection[str] | None = None) -> Run:
+    """A run id / directory / 'latest' (of ``kinds`` when given), or ``baseline:NAME``."""
     if ref.startswith(PREFIX):
         return load(ref[len(PREFIX):])
-    return open_run(ref, results_root)
+    return open_run(ref, results_root, kinds=kinds)

@@ -12,6 +12,7 @@ report context, template) plus one ``RunKind`` entry below.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from harness.errors import BadInput
@@ -30,6 +31,7 @@ class RunKind:
     evidence_section: str  # "module:function(run, analysis, out_dir) -> (markdown, files)"
     compare_as: str | None = None  # runs of kinds with the same value can be compared (None: not comparable)
     features: frozenset[str] = frozenset()  # what the executor adds for this kind, e.g. the HTTP floor
+    latest_compares: bool = False  # 'latest' in compare/gate may pick it (calibrate runs compare as idle, by id only)
 
     def part(self, attr: str):
         module, _, name = getattr(self, attr).partition(":")
@@ -46,7 +48,7 @@ class RunKind:
 KINDS: dict[str, RunKind] = {k.name: k for k in (
     RunKind("idle", "idle-wake sweep", "harness.spec:IdleSpec", "harness.runs.idle:execute_idle",
             "harness.analysis.idle:summarize_run", "harness.report.idle:idle_context", "idle.html.j2", "samples",
-            "harness.report.evidence:idle_section", compare_as="idle"),
+            "harness.report.evidence:idle_section", compare_as="idle", latest_compares=True),
     RunKind("calibrate", "harness calibration", "harness.spec:IdleSpec", "harness.runs.idle:execute_idle",
             "harness.analysis.calibration:summarize_run", "harness.report.calibrate:calibrate_context",
             "calibrate.html.j2",
@@ -54,7 +56,7 @@ KINDS: dict[str, RunKind] = {k.name: k for k in (
             features=frozenset({"http_floor"})),
     RunKind("swap", "router swap storm", "harness.spec:SwapSpec", "harness.runs.swap:execute_swap",
             "harness.analysis.swap:summarize_run", "harness.report.swap:swap_context", "swap.html.j2", "requests",
-            "harness.report.evidence:swap_section", compare_as="swap"),
+            "harness.report.evidence:swap_section", compare_as="swap", latest_compares=True),
     RunKind("repro", "claim reproductions", "harness.repro.claims:ClaimSpec", "harness.runs.repro:execute_repro",
             "harness.analysis.repro:summarize_run", "harness.report.repro:repro_context", "repro.html.j2",
             "verdicts", "harness.report.evidence:repro_section"),
@@ -71,3 +73,12 @@ def get_kind(name: str | None, where: str = "") -> RunKind:
         raise BadInput(f"unknown run kind {name!r}", where=where or None,
                        hint=f"lbench knows: {', '.join(KINDS)}")
     return kind
+
+
+def latest_kinds_to_compare(other_side: Collection[str] = ()) -> frozenset[str]:
+    """The kinds 'latest' may pick on one side of compare or gate: those of the runs the other side
+    names (compare an idle baseline with the newest idle run, a swap one with the newest swap
+    run), else every kind marked ``latest_compares`` (never a calibrate run by accident)."""
+    if other_side:
+        return frozenset(other_side)
+    return frozenset(k.name for k in KINDS.values() if k.latest_compares)

@@ -22,6 +22,7 @@ import secrets
 import shlex
 import sys
 import threading
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -254,13 +255,19 @@ class Run:
         return apply_schema(frame, name)
 
 
-def open_run(ref: str | Path, results_root: Path) -> Run:
-    """A run by directory path, by id, or by unique id prefix/suffix; 'latest' works too."""
+LATEST = ("latest", "latest-any")
+
+
+def open_run(ref: str | Path, results_root: Path, *, kinds: Collection[str] | None = None) -> Run:
+    """A run by directory path, by id, or by unique id prefix/suffix; 'latest' works too.
+
+    ``kinds``: what 'latest' may pick (the kinds the command needs, e.g. compare after a calibrate
+    run wants the newest idle run); None: any kind.  Ids and paths are taken as given."""
     candidate = Path(ref)
     if not (candidate / "manifest.json").is_file():
         runs = list_runs(results_root)
-        if str(ref) in ("latest", "latest-any") and runs:
-            candidate = latest_run(runs, any_status=str(ref) == "latest-any", where=results_root).dir
+        if str(ref) in LATEST and runs:
+            candidate = latest_run(runs, any_status=str(ref) == "latest-any", where=results_root, kinds=kinds).dir
         else:
             matches = [r.dir for r in runs if r.dir.name.startswith(str(ref)) or r.dir.name.endswith(str(ref))]
             if len(matches) == 1:
@@ -279,9 +286,22 @@ def open_run(ref: str | Path, results_root: Path) -> Run:
     return Run(candidate, manifest)
 
 
-def latest_run(runs: list[Run], *, any_status: bool = False, where: Path | None = None) -> Run:
+def latest_run(runs: list[Run], *, any_status: bool = False, where: Path | None = None,
+               kinds: Collection[str] | None = None) -> Run:
     """'latest' is the newest *complete* run: a failed, interrupted or still running one is never
-    picked by accident (it is said on stderr); 'latest-any' (or the run's id) picks it anyway."""
+    picked by accident (it is said on stderr); 'latest-any' (or the run's id) picks it anyway.
+    With ``kinds``, only runs of those kinds count; newer runs of other kinds are named on stderr."""
+    every = runs
+    if kinds is not None:
+        runs = [r for r in runs if r.manifest.get("kind") in kinds]
+        if not runs:
+            raise BadInput(f"no {' or '.join(sorted(kinds))} run for 'latest'", where=str(where or "results"),
+                           hint="run one first, or name a run by its id (lbench runs lists them)")
+        other = every[every.index(runs[-1]) + 1:]
+        if other:
+            listed = ", ".join(f"{r.dir.name} ({r.manifest.get('kind', 'unknown')})" for r in other[-3:])
+            print(f"note: 'latest' is the newest {' or '.join(sorted(kinds))} run; newer runs of another kind "
+                  f"were passed over: {listed}", file=sys.stderr)
     if any_status:
         return runs[-1]
     complete = [r for r in runs if r.manifest.get("status") == "complete"]
@@ -323,4 +343,7 @@ def list_runs(results_root: Path) -> list[Run]:
                 runs.append(Run(d, json.loads(m.read_text())))
             except ValueError:
                 continue
-    return runs
+    # oldest first: by the id's second, then the manifest's start (ms), since two runs started in the
+    # same second have random suffixes that do not sort by time
+    return sorted(runs, key=lambda r: (r.dir.name[:16], str(r.manifest.get("started_at") or ""), r.dir.name)
+                  if isinstance(r.manifest, dict) else (r.dir.name[:16], "", r.dir.name))

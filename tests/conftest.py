@@ -55,8 +55,9 @@ def engine_env(lbench_env, engine_binary, monkeypatch) -> dict[str, str]:
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 600,
-            cwd: Path | None = None) -> subprocess.CompletedProcess:
-    full_env = {**os.environ, **(env or {}), "COLUMNS": "200", "PYTHONUNBUFFERED": "1"}
+            cwd: Path | None = None, columns: int = 200) -> subprocess.CompletedProcess:
+    """``lbench ARGS`` in a subprocess, output piped (no TTY), ``$COLUMNS`` wide."""
+    full_env = {**os.environ, **(env or {}), "COLUMNS": str(columns), "PYTHONUNBUFFERED": "1"}
     return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True,
                           env=full_env, timeout=timeout, cwd=cwd or REPO)
 

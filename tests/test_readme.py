@@ -15,3 +15,26 @@ def test_ci_runs_the_readme_test_command():
     ci = (REPO / ".ci" / "run").read_text()
     assert "```sh\nbash scripts/test.sh\n```" in readme
     assert "exec bash scripts/test.sh" in ci
+
+
+def test_readme_saves_a_baseline_before_using_it():
+    readme = (REPO / "README.md").read_text()
+    assert "baseline save" in readme
+    assert readme.index("baseline save") < readme.index("baseline:"), "README uses baseline:NAME before saving one"
+
+
+def test_run_ids_in_the_docs_have_the_format_lbench_writes():
+    """An example id like 20261130T0101Z-idle-aaaa (no seconds, no hex) is one lbench never writes."""
+    import re
+
+    from harness.cli.reference import render
+    from harness.kinds import KINDS
+    from harness.store import new_run_id
+
+    written = re.compile(r"\d{8}T\d{6}Z-(%s)-[0-9a-f]{4}" % "|".join([*KINDS, "gate-bench"]))
+    assert written.fullmatch(new_run_id("idle"))
+    texts = {"README.md": (REPO / "README.md").read_text(), "--help (docs/cli.md)": render()}
+    texts.update({f"docs/{p.name}": p.read_text() for p in (REPO / "docs").glob("*.md")})
+    bad = [f"{where}: {m}" for where, text in texts.items()
+           for m in re.findall(r"\b\d{8}T\w*Z-[\w-]+", text) if not written.fullmatch(m)]
+    assert not bad, "\n".join(bad)

@@ -95,6 +95,8 @@ def _fmt(x: float, spec: str = ".2f") -> str:
 
 
 def markdown(outcome: GateOutcome, baseline: str, candidate: str) -> str:
+    from harness.analysis.verdicts import quantity
+
     icon = {"pass": "✅ pass", "fail": "❌ regression", "refuse": "⚠️ not enough data",
             "inconclusive": "❔ inconclusive"}[outcome.status]
     lines = [f"## lbench gate: {icon}", "",
@@ -110,7 +112,7 @@ def markdown(outcome: GateOutcome, baseline: str, candidate: str) -> str:
     for r in outcome.results:
         flag = " **FAIL**" if r in outcome.failures else "" if _gates(r) else " (secondary)"
         lines.append(f"| {r.key()} | {getattr(r, 'n_runs_a', 1)}/{getattr(r, 'n_runs_b', 1)} | {r.n_a}/{r.n_b} | "
-                     f"{_fmt(r.median_a)} | {_fmt(r.median_b)} | "
+                     f"{quantity(r.median_a, r.metric)} | {quantity(r.median_b, r.metric)} | "
                      f"{_fmt(r.ratio, '.3f')} [{_fmt(r.ratio_ci[0], '.3f')}, {_fmt(r.ratio_ci[1], '.3f')}] | "
                      f"{_fmt(getattr(r, 'detectable', float('nan')), '.0%')} | {_fmt(r.p_value, '.3g')} | "
                      f"{r.verdict}{flag} |")

@@ -115,6 +115,32 @@ def boot_log_ratio(a_runs, b_runs, *, n_boot: int = N_BOOT, seed: int = 0) -> np
 
 # --------------------------------------------------------------------------- verdicts
 
+def quantity(value: float, metric: str) -> str:
+    """``12.1 ms``, ``1.65 s``, or ``none`` when there is no value: the unit comes from the column
+    name (``latency_ms`` -> ms), a value of 1000 ms or more is shown in seconds."""
+    if value is None or not math.isfinite(value):
+        return "none"
+    unit = metric.rsplit("_", 1)[-1] if "_" in metric else ""
+    if unit == "ms" and abs(value) >= 1000:
+        value, unit = value / 1000, "s"
+    text = f"{value:#.3g}" if abs(value) < 100 else f"{value:.0f}"
+    return f"{text} {unit}" if unit in ("ms", "s", "us") else text
+
+
+def factor(x: float) -> str:
+    """A ratio in 3 significant digits, never in e-notation (``1190`` not ``1.19e+03``)."""
+    return f"{x:.3g}" if abs(x) < 1000 else f"{x:.0f}"
+
+
+def both_sides(a: float, b: float, metric: str) -> str:
+    """``12.1 vs 20.0 ms`` when both sides have a value, ``A 1.0 s, B none`` when one lacks it."""
+    qa, qb = quantity(a, metric), quantity(b, metric)
+    ua, ub = qa.partition(" ")[2], qb.partition(" ")[2]
+    if "none" not in (qa, qb) and ua == ub:
+        return f"{qa.partition(' ')[0]} vs {qb}"
+    return f"A {qa}, B {qb}"
+
+
 class GroupRow:
     """What every per-group result row shares: its key and a JSON-ready dict."""
 

@@ -8,25 +8,27 @@ import typer
 
 from harness.analysis.gate_config import GateConfig
 from harness.cli.idle import build_spec
-from harness.cli.options import InconclusiveOk, Margin, ResultsDir, default
+from harness.cli.options import InconclusiveOk, Margin, ResultsDir, default, shown
 from harness.cli.ui import RichReporter, console, out
 from harness.errors import BadInput
 from harness.spec import IdleSpec, parse_pauses
 
 
 def ab(
-    model: list[str] = typer.Option(None, "--model", "-m", help="GGUF path or alias (both sides)."),
+    model: list[str] = typer.Option(None, "--model", "-m", metavar="MODEL", help="GGUF path or alias (both sides)."),
     pauses: str = typer.Option(None, "--pauses", help="Pause grid, as for lbench idle."),
-    reps: int = typer.Option(None, "--reps", help=f"Repetitions per run (default {default(IdleSpec, 'reps')})."),
-    a_server: str = typer.Option(None, "--a-llama-server", help="llama-server binary of side A (default: cached)."),
-    b_server: str = typer.Option(None, "--b-llama-server", help="llama-server binary of side B (default: cached)."),
-    a_arg: list[str] = typer.Option(None, "--a-arg", help="Extra llama-server argument for A; repeat."),
-    b_arg: list[str] = typer.Option(None, "--b-arg", help="Extra llama-server argument for B; repeat."),
+    reps: int = typer.Option(None, "--reps", help=f"Repetitions per run. {shown(default(IdleSpec, 'reps'))}"),
+    a_server: str = typer.Option(None, "--a-llama-server", help="llama-server binary of side A. "
+                                                                               + shown("as --llama-server")),
+    b_server: str = typer.Option(None, "--b-llama-server", help="llama-server binary of side B. "
+                                                                               + shown("as --llama-server")),
+    a_arg: list[str] = typer.Option(None, "--a-arg", metavar="ARG", help="Extra llama-server argument for A; repeat."),
+    b_arg: list[str] = typer.Option(None, "--b-arg", metavar="ARG", help="Extra llama-server argument for B; repeat."),
     min_rounds: int = typer.Option(3, "--min-rounds", help="Rounds before the first look."),
     max_rounds: int = typer.Option(10, "--max-rounds", help="Round budget."),
     margin: Margin = None,
-    alpha: float = typer.Option(None, "--alpha", help="Overall two-sided level, split over the looks "
-                                                      f"(default {default(GateConfig, 'alpha')})."),
+    alpha: float = typer.Option(None, "--alpha", help="Overall two-sided level, split over the looks. "
+                                                      f"{shown(default(GateConfig, 'alpha'))}"),
     inconclusive_ok: InconclusiveOk = False,
     results: ResultsDir = None,
 ) -> None:

@@ -5,14 +5,15 @@ from __future__ import annotations
 import typer
 
 from harness.cli.options import ResultsDir
-from harness.cli.ui import out
+from harness.cli.ui import out, print_wrapped
 
 app = typer.Typer(help="Save and list baselines (keyed by machine fingerprint).", no_args_is_help=True)
 
 
 @app.command("save")
 def baseline_save(
-    run: str = typer.Argument("latest", help="Run to keep as the baseline."),
+    run: str = typer.Argument("latest", metavar="RUN", help="Run to keep as the baseline ('latest': the newest "
+                                                            "idle or swap run, the kinds compare and gate take)."),
     name: str = typer.Option("main", "--name", help="Baseline name (use as baseline:NAME)."),
     results: ResultsDir = None,
 ) -> None:
@@ -23,11 +24,12 @@ def baseline_save(
       lbench baseline save latest --name main
     """
     from harness import baselines, paths
+    from harness.kinds import latest_kinds_to_compare
 
-    r = baselines.resolve_run(run, paths.results_dir(results))
+    r = baselines.resolve_run(run, paths.results_dir(results), kinds=latest_kinds_to_compare())
     dest = baselines.save(r, name)
     fp = baselines.fingerprint(r.manifest)
-    out.print(f"baseline {name!r} = run {r.run_id} -> {dest} (fingerprint {fp['id']})", markup=False)
+    print_wrapped(out, f"baseline {name!r} = run {r.run_id} (fingerprint {fp['id']}), kept in {dest}")
 
 
 @app.command("show")
@@ -40,11 +42,11 @@ def baseline_show() -> None:
     """
     from harness import baselines
 
-    from rich.table import Table
-    t = Table(title=f"baselines in {baselines.root()}")
-    for col in ("name", "run", "saved", "fingerprint", "chip", "engine build"):
-        t.add_column(col)
-    for b in baselines.list_baselines():
+    # a block per baseline, not a table: names and run ids are never cut at 80 columns
+    found = baselines.list_baselines()
+    print_wrapped(out, f"{len(found)} baseline(s) in {baselines.root()}")
+    for b in found:
         fp = b["fingerprint"]
-        t.add_row(b["name"], b["run_id"], b["saved_at"], fp["id"], str(fp.get("chip")), str(fp.get("engine_build")))
-    out.print(t)
+        print_wrapped(out, f"{b['name']}: run {b['run_id']}, saved {b['saved_at']}", first="  ", rest="      ")
+        print_wrapped(out, f"fingerprint {fp['id']}: chip {fp.get('chip')}, engine build {fp.get('engine_build')}",
+                      first="    ", rest="      ")

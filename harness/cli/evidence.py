@@ -11,7 +11,7 @@ from harness.cli.ui import out
 
 
 def evidence(
-    runs: list[str] = typer.Argument(..., help="Runs to bundle."),
+    runs: list[str] = typer.Argument(..., metavar="RUN...", help="Runs to bundle."),
     output: Path = typer.Option(Path("evidence"), "--out", "-o", help="Directory for evidence.md and PNGs."),
     redact: bool = typer.Option(True, "--redact/--no-redact", help="Replace home path, user and host names."),
     results: ResultsDir = None,

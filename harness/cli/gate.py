@@ -8,13 +8,13 @@ from pathlib import Path
 import typer
 
 from harness.cli.options import Alpha, InconclusiveOk, Margin, MinN, ResultsDir
-from harness.cli.ui import console, out
-from harness.cli.verdicts import print_verdicts, resolve_runs, warn_fingerprints
+from harness.cli.ui import console, out, print_wrapped
+from harness.cli.verdicts import group_name, print_verdicts, resolve_sides, warn_fingerprints
 
 
 def gate(
-    baseline: list[str] = typer.Option(None, "--baseline", help="Baseline run(s); repeat: pooled as runs."),
-    candidate: list[str] = typer.Option(None, "--candidate", help="Candidate run(s); repeat: pooled as runs."),
+    baseline: list[str] = typer.Option(None, "--baseline", metavar="RUN", help="Baseline run(s); repeat: pooled as runs."),
+    candidate: list[str] = typer.Option(None, "--candidate", metavar="RUN", help="Candidate run(s); repeat: pooled as runs."),
     threshold: Margin = None,
     alpha: Alpha = None,
     min_n: MinN = None,
@@ -45,7 +45,7 @@ def gate(
     from harness.analysis.gate import decide, junit, load_config, markdown, verdict_config, verdict_json
 
     cfg = load_config(config, alpha=alpha, min_n=min_n, threshold=threshold)
-    ra, rb = resolve_runs(baseline, results, "baseline"), resolve_runs(candidate, results, "candidate")
+    ra, rb = resolve_sides(baseline, candidate, results)
     warn_fingerprints(ra, rb)
     res, info = judge_runs(ra, rb, verdict_config(cfg))
     outcome = decide(res, cfg, inconclusive_ok=inconclusive_ok)
@@ -65,16 +65,15 @@ def gate(
         json_path.write_text(red(verdict_json(outcome, names_a, names_b, info)))
     print_verdicts(res, info, ra, rb)
     for r in outcome.missing:
-        console.print(f"not enough data: {r.key()}: n={r.n_a} baseline / {r.n_b} candidate, need "
-                      f"{cfg.min_n} each; run more repetitions (--reps)", markup=False)
+        print_wrapped(console, f"not enough data for {group_name(r)}: n {r.n_a} vs {r.n_b} samples, need {cfg.min_n} "
+                               "each; run more repetitions (--reps) or add runs")
     for r in outcome.failures:
-        console.print(f"REGRESSION {r.key()}: {r.ratio:.3f}x [{r.ratio_ci[0]:.3f}, {r.ratio_ci[1]:.3f}], "
-                      f"Holm p={r.p_value:.3g}", markup=False)
+        print_wrapped(console, f"REGRESSION {group_name(r)}: B is {r.ratio:.3g}x [{r.ratio_ci[0]:.3g}, "
+                               f"{r.ratio_ci[1]:.3g}] slower than A, Holm p={r.p_value:.3g}")
     if outcome.status == "inconclusive":
-        console.print(f"inconclusive: {len(outcome.inconclusive)} group(s) straddle the ±{cfg.threshold:.0%} band; "
-                      "add runs (--baseline/--candidate) or reps" + (" (--inconclusive-ok: exit 0)"
-                                                                      if inconclusive_ok else " (exit 3)"),
-                      markup=False)
+        print_wrapped(console, f"inconclusive: {len(outcome.inconclusive)} group(s) straddle the "
+                               f"±{cfg.threshold:.0%} band; add runs (--baseline/--candidate) or reps"
+                      + (" (--inconclusive-ok: exit 0)" if inconclusive_ok else " (exit 3)"))
     out.print(f"gate: {outcome.status}", markup=False)
     raise typer.Exit(outcome.exit_code)
 

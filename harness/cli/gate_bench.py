@@ -7,7 +7,7 @@ import json
 
 import typer
 
-from harness.cli.options import Alpha, LlamaServer, Margin, ResultsDir
+from harness.cli.options import Alpha, LlamaServer, Margin, ResultsDir, shown
 from harness.cli.ui import RichReporter, console, out
 from harness.errors import BadInput
 
@@ -31,9 +31,9 @@ def slowed_alias(model: str, extra_layers: int) -> str:
 
 def gate_bench(
     model: str = typer.Option(DEFAULT_MODEL, "--model", "-m", help="Model of sides A and A2 (GGUF path or alias)."),
-    slow_model: str = typer.Option(None, "--slow-model", help="Model of side B (default: --model with "
-                                                               "--extra-layers more transformer blocks)."),
-    extra_layers: int = typer.Option(2, "--extra-layers", help="Blocks added for the default slowed model."),
+    slow_model: str = typer.Option(None, "--slow-model", help="Model of side B. "
+                                   + shown("--model with --extra-layers more transformer blocks")),
+    extra_layers: int = typer.Option(2, "--extra-layers", help="Blocks added to --model for side B when --slow-model is not given."),
     trials: int = typer.Option(10, "--trials", help="Independent trials; each gives one A/A and one slowed decision."),
     runs_per_side: int = typer.Option(2, "--runs-per-side", help="Runs per side in each decision (the gate's design)."),
     pauses: str = typer.Option("0,1.5", "--pauses", help="Pause grid of every run, seconds."),

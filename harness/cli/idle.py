@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from harness import resources
-from harness.cli.options import Builds, LlamaServer, Report, ResultsDir, default
+from harness.cli.options import Builds, LlamaServer, Report, ResultsDir, default, shown
 from harness.cli.ui import RichReporter, console, out
 from harness.spec import DEFAULT_MODEL, IdleSpec, load_spec, parse_pauses
 
@@ -88,47 +88,48 @@ def findings(run: Run) -> list[str]:
 
 def idle(
     model: list[str] = typer.Option(None, "--model", "-m",
-                                    help=f"GGUF path or alias; repeat for a matrix. Default: {DEFAULT_MODEL} "
-                                         "(synthetic, generated on first use)."),
+                                    help="GGUF path or alias; repeat for a matrix. The default is synthetic, "
+                                         f"generated on first use. {shown(DEFAULT_MODEL)}"),
     pauses: str = typer.Option(None, "--pauses", help="Seconds: '0,0.5,1.2' or 'start:stop:step'. "
-                                                     "Default: 0-4 s, dense around 0.6-1.6 s."),
+                                                     f"{shown('0-4 s, dense around 0.6-1.6 s')}"),
     reps: int = typer.Option(None, "--reps",
-                                    help=f"Repetitions of the pause grid (default {default(IdleSpec, 'reps')})."),
+                                    help=f"Repetitions of the pause grid. {shown(default(IdleSpec, 'reps'))}"),
     warmup: int = typer.Option(None, "--warmup",
-                                    help=f"Unmeasured warm-up requests (default {default(IdleSpec, 'warmup')})."),
+                                    help=f"Unmeasured warm-up requests. {shown(default(IdleSpec, 'warmup'))}"),
     seed: int = typer.Option(None, "--seed",
-                                    help=f"Seed for the pause order (default {default(IdleSpec, 'seed')})."),
+                                    help=f"Seed for the pause order. {shown(default(IdleSpec, 'seed'))}"),
     keep_alive: list[str] = typer.Option(None, "--keep-alive",
                                          help="Metal residency: default, none (GGML_METAL_NO_RESIDENCY=1), or "
-                                              "seconds (GGML_METAL_RESIDENCY_KEEP_ALIVE_S). Repeat or comma-list."),
+                                              "seconds (GGML_METAL_RESIDENCY_KEEP_ALIVE_S). Repeat or comma-list. "
+                                              f"{shown('default')}"),
     sleep_idle_seconds: list[str] = typer.Option(None, "--sleep-idle-seconds",
                                                  help="llama-server --sleep-idle-seconds (>= 1, or off). Repeat "
-                                                      "for a matrix. Default off."),
+                                                      f"for a matrix. {shown('off')}"),
     cache_state: list[str] = typer.Option(None, "--cache-state",
-                                          help="Page-cache state of the model file at server start: as-is "
-                                               "(default), warm (read in first) or cold (evicted first, Linux "
-                                               "posix_fadvise). Repeat or comma-list for a matrix."),
-    engine: list[str] = typer.Option(None, "--engine", help="llama-server (default), mlx, openai or ollama; add "
+                                          help="Page-cache state of the model file at server start: as-is, "
+                                               "warm (read in first) or cold (evicted first, Linux "
+                                               f"posix_fadvise). Repeat or comma-list for a matrix. {shown('as-is')}"),
+    engine: list[str] = typer.Option(None, "--engine", help="llama-server, mlx, openai or ollama; add "
                                                             "llama-idle (in-process reference) to llama-server "
-                                                            "for a cross-check."),
+                                                            f"for a cross-check. {shown('llama-server')}"),
     url: str = typer.Option(None, "--url", help="OpenAI-compatible server for --engine openai (loopback only)."),
-    ollama_url: str = typer.Option(None, "--ollama-url", help="Ollama for --engine ollama (default "
-                                                               "http://127.0.0.1:11434; loopback only)."),
+    ollama_url: str = typer.Option(None, "--ollama-url", help="Ollama for --engine ollama (loopback only). "
+                                                               f"{shown('http://127.0.0.1:11434')}"),
     prompt_cache_size: int = typer.Option(None, "--prompt-cache-size", help="mlx_lm.server --prompt-cache-size "
                                                                             "(0 turns its prefix cache off)."),
     llama_idle_path: str = typer.Option(None, "--llama-idle", help="Use this llama-idle binary."),
     ctx_size: int = typer.Option(None, "--ctx-size",
-                                    help=f"Server context size (default {default(IdleSpec, 'ctx_size')})."),
+                                    help=f"Server context size. {shown(default(IdleSpec, 'ctx_size'))}"),
     server_arg: list[str] = typer.Option(None, "--server-arg", help="Extra llama-server argument; repeat."),
-    spec_file: Path = typer.Option(None, "--spec", help="Experiment spec: a TOML file, or a bundled spec by name ("
+    spec_file: Path = typer.Option(None, "--spec", help="Experiment spec: a TOML file, or a bundled spec by name: "
                                                        + ", ".join(resources.bundled_idle_specs())
-                                                       + "); options given here override it."),
+                                                       + ". Options given here override it."),
     results: ResultsDir = None,
     llama_server: LlamaServer = None,
     report: Report = True,
     build: Builds = None,
-    threads: list[str] = typer.Option(None, "--threads", help="CPU wake axis: llama-server -t/-tb (or default). "
-                                                           "Repeat or comma-list."),
+    threads: list[str] = typer.Option(None, "--threads", help="CPU wake axis: llama-server -t/-tb (a number, or "
+                                                           "'default': not passed). Repeat or comma-list."),
     poll: list[str] = typer.Option(None, "--poll", help="CPU wake axis: llama-server --poll 0-100 (no effect in "
                                                      "OpenMP builds)."),
     cpu_strict: list[str] = typer.Option(None, "--cpu-strict", help="CPU wake axis: llama-server --cpu-strict 0/1."),
@@ -137,25 +138,25 @@ def idle(
     cpus: list[str] = typer.Option(None, "--cpus", help="CPU wake axis: the whole server under taskset -c "
                                                      "(1, 0-1, 0+1)."),
     omp_wait: list[str] = typer.Option(None, "--omp-wait-policy", help="CPU wake axis: OMP_WAIT_POLICY of the "
-                                                                    "server (active, passive, default)."),
+                                                                    "server: active, passive or default."),
     omp_spincount: list[str] = typer.Option(None, "--omp-spincount", help="CPU wake axis: GOMP_SPINCOUNT of the "
                                                                          "server (spins before a futex sleep)."),
     match: str = typer.Option(None, "--match", help="llama-idle: the server does llama-idle's work (4 threads, "
                                                    "n_ctx 512, BOS at position 0, greedy)."),
     self_check: int = typer.Option(None, "--self-check", help="Back-to-back calibration requests at the start "
-                                                             f"of every cell (default {default(IdleSpec, 'self_check')}; "
-                                                             "0 = off)."),
+                                                             "of every cell (0 = off). "
+                                                             f"{shown(default(IdleSpec, 'self_check'))}"),
     client_cpus: str = typer.Option(None, "--client-cpus", help="Opt-in: pin lbench itself to these CPUs "
                                                                "(recorded)."),
     client_nice: int = typer.Option(None, "--client-nice", help="Opt-in: nice value for lbench itself (recorded)."),
     client_spin: bool = typer.Option(None, "--client-spin/--no-client-spin",
                                      help="Opt-in: busy-poll the socket for each response (recorded)."),
     request_timeout: float = typer.Option(None, "--request-timeout",
-                                          help="Seconds one request may take before its cell fails (default: "
-                                               "derived from the warm-up, at least 30 s)."),
+                                          help="Seconds one request may take before its cell fails. "
+                                               f"{shown('derived from the warm-up, at least 30 s')}"),
     cell_timeout: float = typer.Option(None, "--cell-timeout",
-                                       help="Seconds one cell's sweep may take (default: derived from the grid "
-                                            "and the warm-up)."),
+                                       help="Seconds one cell's sweep may take. "
+                                            f"{shown('derived from the grid and the warm-up')}"),
 ) -> None:
     """Idle-wake sweep: pause, then decode one token with the prompt cached; repeat over a grid.
 
@@ -172,7 +173,7 @@ def idle(
       lbench idle -m tiny-q8 --cache-state warm,cold   # page cache as a factor
       # cross-check against llama.cpp's own llama-idle:
       lbench idle -m tiny-q8 --engine llama-server --engine llama-idle
-      # mlx_lm.server (install the mlx extra first):
+      # mlx_lm.server (needs: pip install 'lbench[mlx]'):
       lbench idle --engine mlx -m tiny-f16
       lbench idle --engine openai --url http://127.0.0.1:1234 -m my-model
       lbench idle --engine ollama -m llama3.1:8b --keep-alive 30

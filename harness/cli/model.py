@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from harness import paths
+from harness.cli.options import shown
 from harness.cli.ui import RichReporter, console, out
 from harness.errors import BadInput
 from harness.models import presets  # shapes and quants only; gguf is imported when a quant is used
@@ -16,10 +17,10 @@ app = typer.Typer(help="Generate and inspect GGUF models.", no_args_is_help=True
 
 @app.command()
 def synth(
-    shape: str = typer.Argument("tiny", help=f"Shape preset: {', '.join(presets.SHAPES)}."),
+    shape: str = typer.Argument("tiny", metavar="SHAPE", help=f"Shape preset: {', '.join(presets.SHAPES)}."),
     quant: str = typer.Option("q8", "--quant", "-q", help="f16, q8 (Q8_0) or q4 (Q4_0)."),
     seed: int = typer.Option(0, "--seed", help="Random seed; same seed, same bytes."),
-    output: Path = typer.Option(None, "--out", "-o", help="Output file (default: the lbench model cache)."),
+    output: Path = typer.Option(None, "--out", "-o", help="Output file. " + shown("the lbench model cache")),
 ) -> None:
     """Write a loadable Llama-architecture GGUF with random weights.
 
@@ -47,7 +48,7 @@ def synth(
 
 
 @app.command()
-def info(model: str = typer.Argument(..., help="A .gguf path or an alias.")) -> None:
+def info(model: str = typer.Argument(..., metavar="MODEL", help="A .gguf path or an alias.")) -> None:
     """Print arch, parameters, quantization and bytes of a model.
 
     \b

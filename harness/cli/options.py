@@ -16,20 +16,27 @@ import typer
 
 from harness.analysis.gate_config import GateConfig
 
+def shown(value: Any) -> str:
+    """A default shown the way Typer shows its own (``[default: 5]``), for options whose value is
+    None on the command line because it comes from the spec or the environment.  The one style for
+    defaults in help texts; tests/cli/test_help_markup.py rejects hand-written "(default 5)"."""
+    return f"[default: {value}]"
+
+
 ResultsDir = Annotated[Optional[str], typer.Option(
     "--results", metavar="DIR",
-    help="Results directory (default: $LBENCH_RESULTS_DIR, else ./results).")]
+    help=f"Results directory. {shown('$LBENCH_RESULTS_DIR, else ./results')}")]
 
 LlamaServer = Annotated[Optional[str], typer.Option(
     "--llama-server", metavar="PATH",
-    help="llama-server binary to use (default: $LBENCH_LLAMA_SERVER, then PATH, then lbench's cached build; "
-         "see lbench engine info).")]
+    help="llama-server binary to use (see lbench engine info). "
+         + shown("$LBENCH_LLAMA_SERVER, then PATH, then lbench's cached build"))]
 
 Report = Annotated[bool, typer.Option(
     "--report/--no-report", help="Render the HTML report at the end.")]
 
 Builds = Annotated[Optional[list[int]], typer.Option(
-    "--build", help="llama.cpp build from the cache; repeat for one run per build (see lbench engine list).")]
+    "--build", metavar="N", help="llama.cpp build from the cache; repeat for one run per build (see lbench engine list).")]
 
 InconclusiveOk = Annotated[bool, typer.Option(
     "--inconclusive-ok", help="Exit 0 instead of 3 when inconclusive.")]
@@ -50,10 +57,10 @@ def default(spec_class: type, name: str) -> Any:
 # verdict settings (compare, gate, ab): None = the gate config's value, whose default is GateConfig's
 Margin = Annotated[Optional[float], typer.Option(
     "--margin", "--threshold",
-    help=f"Equivalence margin m (default {default(GateConfig, 'threshold')}): band [1/(1+m), 1+m].")]
+    help=f"Equivalence margin m: band [1/(1+m), 1+m]. {shown(default(GateConfig, 'threshold'))}")]
 
 Alpha = Annotated[Optional[float], typer.Option(
-    "--alpha", help=f"Two-sided level (default {default(GateConfig, 'alpha')}); Holm across groups.")]
+    "--alpha", help=f"Two-sided level; Holm across groups. {shown(default(GateConfig, 'alpha'))}")]
 
 MinN = Annotated[Optional[int], typer.Option(
-    "--min-n", help=f"Fewest samples per side and group for a verdict (default {default(GateConfig, 'min_n')}).")]
+    "--min-n", help=f"Fewest samples per side and group for a verdict. {shown(default(GateConfig, 'min_n'))}")]

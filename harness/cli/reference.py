@@ -14,12 +14,14 @@ Not imported by ``lbench`` itself.
 from __future__ import annotations
 
 import inspect
+import re
 import sys
 from pathlib import Path
 from typing import Any, Iterator
 
 REGENERATE = "python -m harness.cli.reference --write"
 DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
+SHOWN_DEFAULT = re.compile(r"\s*\[default: (.*)\]\s*$")
 
 _HEADER = f"""# Command reference
 
@@ -27,8 +29,9 @@ Every `lbench` command with all its arguments and options. **Generated** from th
 Typer app by `{REGENERATE}` (from the repository root); do not edit by hand:
 `tests/test_docs.py` fails when this file differs from the code.
 
-A default of `–` means the option has no command-line default: the value comes from
-`--spec` when given, else from the spec's own default (named in the help text).
+The default column is what `--help` shows as `[default: ...]`. For options of `idle` and
+`swap` it is the spec's own default: a value given in `--spec` wins over it, an option given
+on the command line over both. `–` means no default (the option is off unless given).
 Options marked *repeatable* may be given several times; many also take a comma list.
 Exit codes: 0 success, 1 the run failed (or, for `gate`/`ab`, a regression), 2 bad input
 (nothing is written to `results/`), 3 inconclusive (`gate`, `ab`), 130 interrupted
@@ -136,11 +139,17 @@ def _param_row(param) -> str | None:
         if param.multiple:
             kind += ", repeatable"
     help_text = getattr(param, "help", None) or ""
+    default = _default(param)
+    shown = SHOWN_DEFAULT.search(help_text)  # harness.cli.options.shown: a default that is None here
+    if shown:
+        help_text = help_text[:shown.start()].rstrip()
+        value = shown.group(1)
+        default = f"`{value}`" if " " not in value else value
     envvar = param.envvar
     if envvar:
         envs = envvar if isinstance(envvar, (list, tuple)) else [envvar]
         help_text += " (env: " + ", ".join(f"`${e}`" for e in envs) + ")"
-    return f"| {name} | {_type_name(param)} ({kind}) | {_default(param)} | {_cell(help_text)} |"
+    return f"| {name} | {_type_name(param)} ({kind}) | {_cell(default)} | {_cell(help_text)} |"
 
 
 def _help_markdown(text: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from harness.cli.options import Builds, LlamaServer, Report, ResultsDir
+from harness.cli.options import Builds, LlamaServer, Report, ResultsDir, shown
 from harness.cli.ui import RichReporter, out
 
 COLOURS = {"holds": "green", "contradicted": "red", "not checkable here": "yellow", "error": "magenta",
@@ -12,7 +12,8 @@ COLOURS = {"holds": "green", "contradicted": "red", "not checkable here": "yello
 
 
 def repro(
-    claims: list[str] = typer.Argument(None, help="Claim ids (or prefixes); default: all bundled claims (experiments/claims/, or $LBENCH_CLAIMS)."),
+    claims: list[str] = typer.Argument(None, metavar="CLAIM...", help="Claim ids (or prefixes). "
+                                       + shown("all bundled claims (experiments/claims/, or $LBENCH_CLAIMS)")),
     list_only: bool = typer.Option(False, "--list", help="List the claims and exit."),
     results: ResultsDir = None,
     llama_server: LlamaServer = None,

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from harness import paths
-from harness.cli.options import ResultsDir
+from harness.cli.options import ResultsDir, shown
 from harness.cli.ui import out
 
 
@@ -82,8 +82,9 @@ def duration_text(manifest: dict) -> str:
 
 
 def report(
-    run: str = typer.Argument("latest", help="Run id (or unique prefix/suffix), run directory, or 'latest'."),
-    output: Path = typer.Option(None, "--out", "-o", help="Where to write the HTML (default: <run>/report.html)."),
+    run: str = typer.Argument("latest", metavar="RUN", help="Run id (or unique prefix/suffix), run directory, or 'latest'."),
+    output: Path = typer.Option(None, "--out", "-o", help="Where to write the HTML. "
+                                                                 + shown("<run>/report.html")),
     results: ResultsDir = None,
     reanalyze: bool = typer.Option(False, "--reanalyze", help="Recompute the run's analysis.json from its tables "
                                                              "first (otherwise it is reused when current)."),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from harness.cli.options import Builds, LlamaServer, Report, ResultsDir
+from harness.cli.options import Builds, LlamaServer, Report, ResultsDir, shown
 from harness.cli.ui import RichReporter, out
 from harness.spec import SWAP_PATTERNS, SwapSpec
 
@@ -13,39 +13,41 @@ _D = SwapSpec()  # the defaults live in SwapSpec; the options below only overrid
 
 def swap(
     model: list[str] = typer.Option(None, "--model", "-m", help="GGUF path or alias; repeat (>= 2). "
-                                                                f"Default: {', '.join(_D.models)}."),
-    models_max: int = typer.Option(None, "--models-max", help="Router cap on models loaded at once (0 = no cap; "
-                                                              f"default {_D.models_max})."),
-    pattern: str = typer.Option(None, "--pattern", help=f"One of: {', '.join(SWAP_PATTERNS)} "
-                                                        f"(default {_D.pattern})."),
-    requests: int = typer.Option(None, "--requests", "-n", help=f"Request budget (default {_D.requests})."),
+                                                                f"{shown(', '.join(_D.models))}"),
+    models_max: int = typer.Option(None, "--models-max", help="Router cap on models loaded at once (0 = no cap). "
+                                                              f"{shown(_D.models_max)}"),
+    pattern: str = typer.Option(None, "--pattern", help=f"One of: {', '.join(SWAP_PATTERNS)}. "
+                                                        f"{shown(_D.pattern)}"),
+    requests: int = typer.Option(None, "--requests", "-n", help=f"Request budget. {shown(_D.requests)}"),
     duration: float = typer.Option(None, "--duration", help="Stop sending after this many seconds."),
-    concurrency: int = typer.Option(None, "--concurrency", "-c", help="Requests in flight at once "
-                                                                      f"(default {_D.concurrency})."),
-    seed: int = typer.Option(None, "--seed", help=f"Seed for random patterns (default {_D.seed})."),
-    zipf_s: float = typer.Option(None, "--zipf-s", help=f"Skew of the zipf pattern (default {_D.zipf_s})."),
-    burst_k: int = typer.Option(None, "--burst-k", help="Distinct models per burst (burst pattern; default "
-                                                        f"{_D.burst_k})."),
-    n_predict: int = typer.Option(None, "--n-predict", help=f"Tokens decoded per request (default {_D.n_predict})."),
+    concurrency: int = typer.Option(None, "--concurrency", "-c", help="Requests in flight at once. "
+                                                                      f"{shown(_D.concurrency)}"),
+    seed: int = typer.Option(None, "--seed", help=f"Seed for random patterns. {shown(_D.seed)}"),
+    zipf_s: float = typer.Option(None, "--zipf-s", help=f"Skew of the zipf pattern. {shown(_D.zipf_s)}"),
+    burst_k: int = typer.Option(None, "--burst-k", help="Distinct models per burst (burst pattern). "
+                                                        f"{shown(_D.burst_k)}"),
+    n_predict: int = typer.Option(None, "--n-predict", help=f"Tokens decoded per request. {shown(_D.n_predict)}"),
     sleep_idle_seconds: str = typer.Option(None, "--sleep-idle-seconds", help="Router --sleep-idle-seconds (>= 1)."),
-    stop_timeout: int = typer.Option(None, "--stop-timeout", help="Per-model preset stop-timeout (s; router "
-                                                                   "default 10)."),
-    ctx_size: int = typer.Option(None, "--ctx-size", help=f"Context size of each child (default {_D.ctx_size})."),
+    stop_timeout: int = typer.Option(None, "--stop-timeout", help="Per-model preset stop-timeout, seconds. "
+                                                                   + shown("10, the router's own")),
+    ctx_size: int = typer.Option(None, "--ctx-size", help=f"Context size of each child. {shown(_D.ctx_size)}"),
     server_arg: list[str] = typer.Option(None, "--server-arg", help="Extra router argument; repeat."),
-    sample_hz: float = typer.Option(None, "--sample-hz", help="Process-tree sampling rate "
-                                                              f"(default {_D.sample_hz:g} Hz)."),
-    cache_state: str = typer.Option(None, "--cache-state", help="as-is (default), warm (read every model file in "
+    sample_hz: float = typer.Option(None, "--sample-hz", help="Process-tree sampling rate, Hz. "
+                                                              f"{shown(f'{_D.sample_hz:g}')}"),
+    cache_state: str = typer.Option(None, "--cache-state", help="as-is, warm (read every model file in "
                                                                 "first) or cold (evict a model's file before each "
-                                                                "request that loads it; Linux)."),
+                                                                f"request that loads it; Linux). {shown('as-is')}"),
     reuse_connections: bool = typer.Option(None, "--reuse-connections/--fresh-connections",
                                            help="Reuse keep-alive connections (reproduces the router dropping "
-                                                "them); default: a fresh loopback connection per request."),
+                                                "them), or a fresh loopback connection per request. "
+                                                f"{shown('--fresh-connections')}"),
     engine: str = typer.Option(None, "--engine", help="An engine with the swap capability: "
-                                                      "llama-server (router mode, default) or mlx (mlx_lm.server: "
-                                                      "one model, reloads on demand); see lbench engine list."),
-    spec_file: str = typer.Option(None, "--spec", help="Swap spec (TOML), a path or a bundled name (default = "
-                                                       "experiments/swap/default.toml); options given here "
-                                                       "override it."),
+                                                      "llama-server (router mode) or mlx (mlx_lm.server: "
+                                                      "one model, reloads on demand); see lbench engine list. "
+                                                      f"{shown('llama-server')}"),
+    spec_file: str = typer.Option(None, "--spec", help="Swap spec (TOML), a path or a bundled name; options "
+                                                       "given here override it. "
+                                                       f"{shown('experiments/swap/default.toml')}"),
     results: ResultsDir = None,
     llama_server: LlamaServer = None,
     report: Report = True,

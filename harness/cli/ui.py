@@ -87,6 +87,50 @@ class RichReporter:
 
 
 def print_error(exc: Exception, code: int) -> None:
-    label = "error (bad input)" if code == 2 else "error"
-    console.print(f"[bold red]lbench: {label}:[/bold red] ", end="")
-    console.print(str(exc), markup=False, highlight=False)
+    """``lbench: error (bad input): what`` then its ``where:`` and ``what to do:`` lines, wrapped
+    between words at the console's width: a path or run id in them is never cut."""
+    from rich.text import Text
+
+    prefix = f"lbench: {'error (bad input)' if code == 2 else 'error'}:"
+    width = console.width
+    for i, para in enumerate(str(exc).split("\n")):
+        if i == 0:
+            lines = wrap_words(f"{prefix} {para}", width, rest="    ")
+            head = lines[0][len(prefix):] if lines[0].startswith(prefix) else lines[0]
+            console.print(Text.assemble((prefix, "bold red"), head), soft_wrap=True, highlight=False)
+            lines = lines[1:]
+        else:
+            lines = wrap_words(para.strip(), width, first="  " if para.startswith("  ") else "", rest="    ")
+        for line in lines:
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def wrap(atoms: list[str], width: int, *, first: str = "", rest: str = "    ") -> list[str]:
+    """Lay out phrases that must stay whole (a run id, a path, ``20.0 ms``, a model name) in lines
+    of at most ``width`` characters, breaking only between them; a phrase longer than a line gets
+    a line of its own rather than being cut."""
+    lines: list[str] = []
+    line: str | None = None
+    for atom in (a for a in atoms if a):
+        if line is None:
+            line = first + atom
+        elif len(line) + 1 + len(atom) > width:
+            lines.append(line)
+            line = rest + atom
+        else:
+            line += " " + atom
+    if line is not None:
+        lines.append(line)
+    return lines
+
+
+def wrap_words(text: str, width: int, **kw) -> list[str]:
+    """``wrap`` at spaces: words (paths, run ids) are never broken."""
+    return wrap(text.split(" "), width, **kw)
+
+
+def print_wrapped(console_: Console, text: str | list[str], style: str | None = None, **kw) -> None:
+    """Print at the console's width (80 without a TTY, or $COLUMNS), never cutting a word."""
+    lines = wrap_words(text, console_.width, **kw) if isinstance(text, str) else wrap(text, console_.width, **kw)
+    for line in lines:
+        console_.print(line, style=style, markup=False, highlight=False, soft_wrap=True)

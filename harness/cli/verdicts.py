@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
-
-from harness.cli.ui import console, out
+from harness.cli.ui import console, out, print_wrapped
 from harness.errors import BadInput
 
 if TYPE_CHECKING:
@@ -15,12 +15,29 @@ COLOURS = {"slower": "red", "faster": "green", "no change": "white", "not enough
            "refused": "yellow", "inconclusive": "yellow"}
 
 
-def resolve_runs(refs: list[str] | None, results: str | None, side: str) -> list[Run]:
+def resolve_sides(a_refs: list[str] | None, b_refs: list[str] | None, results: str | None
+                  ) -> tuple[list[Run], list[Run]]:
+    """Both sides of compare/gate.  Named runs first; then 'latest' means the newest run of the kind
+    the other side holds (an idle baseline: the newest idle run, not a later calibrate run)."""
     from harness import baselines, paths
+    from harness.kinds import latest_kinds_to_compare
+    from harness.store import LATEST
 
-    if not refs:
-        raise BadInput(f"no {side} run given", hint="give run ids, directories, 'latest' or baseline:NAME")
-    return [baselines.resolve_run(r, paths.results_dir(results)) for r in refs]
+    root = paths.results_dir(results)
+    sides = {"baseline": list(a_refs or []), "candidate": list(b_refs or [])}
+    for side, refs in sides.items():
+        if not refs:
+            raise BadInput(f"no {side} run given", hint="give run ids, directories, 'latest' or baseline:NAME")
+    named = {side: {i: baselines.resolve_run(ref, root) for i, ref in enumerate(refs) if ref not in LATEST}
+             for side, refs in sides.items()}
+    resolved = {}
+    for side, refs in sides.items():
+        other = "candidate" if side == "baseline" else "baseline"
+        kinds = latest_kinds_to_compare({r.manifest.get("kind") for r in [*named[side].values(),
+                                                                          *named[other].values()]})
+        resolved[side] = [named[side][i] if i in named[side] else baselines.resolve_run(ref, root, kinds=kinds)
+                          for i, ref in enumerate(refs)]
+    return resolved["baseline"], resolved["candidate"]
 
 
 def warn_fingerprints(a: list[Run], b: list[Run]) -> None:
@@ -28,8 +45,8 @@ def warn_fingerprints(a: list[Run], b: list[Run]) -> None:
 
     fa, fb = baselines.fingerprint(a[0].manifest), baselines.fingerprint(b[0].manifest)
     if fa["id"] != fb["id"]:
-        console.print("[yellow]warning: baseline and candidate come from different machines or engines:[/yellow] "
-                      + "; ".join(baselines.differences(fa, fb)), highlight=False)
+        print_wrapped(console, "warning: baseline and candidate come from different machines or engines: "
+                      + "; ".join(baselines.differences(fa, fb)), style="yellow")
 
 
 def quality_lines(runs: list[Run], side: str) -> list[str]:
@@ -45,20 +62,81 @@ def quality_lines(runs: list[Run], side: str) -> list[str]:
     return lines
 
 
-def print_verdicts(verdicts, info: dict, ra: list[Run], rb: list[Run]) -> None:
-    for line in quality_lines(ra, "A") + quality_lines(rb, "B"):
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
-    out.print(f"A = {', '.join(r.run_id for r in ra)} ({len(ra)} run(s)); "
-              f"B = {', '.join(r.run_id for r in rb)} ({len(rb)} run(s))", markup=False)
-    for v in verdicts:
-        c = COLOURS.get(v.verdict, "white")
-        from rich.markup import escape
+def regime_label(regime: str) -> str:
+    """``pause=0.5s`` -> ``pause 0.5 s``; regimes (warm, woken, new step ...) as they are."""
+    if regime.startswith("pause=") and regime.endswith("s"):
+        return f"pause {regime[len('pause='):-1]} s"
+    return regime
 
-        out.print(f"[{c}]{escape(v.line())}[/{c}]", highlight=False, soft_wrap=True)
+
+def _runs(n: int) -> str:
+    return f"{n} run" + ("" if n == 1 else "s")
+
+
+def group_name(v) -> str:
+    return f"{v.model} · {v.setting} · {regime_label(v.regime)} · {v.metric}"
+
+
+def summary_atoms(v) -> list[str]:
+    """One group's verdict as phrases, hyperfine style: ``pause 1 s: B is 1.65x [0.19, 28.9] slower
+    than A (p50 latency_ms 12.1 vs 20.0 ms): inconclusive; ...``, phrases kept whole by ``wrap``."""
+    from harness.analysis.verdicts import both_sides, factor
+
+    atoms = [f"{regime_label(v.regime)}:"]
+    p50 = f"(p50 {v.metric} {both_sides(v.median_a, v.median_b, v.metric)})"
+    runs = "" if v.n_runs_a == v.n_runs_b == 1 else f" in {v.n_runs_a} vs {v.n_runs_b} runs"
+    if v.verdict == "refused":
+        atoms += ["refused, too few samples", f"(n {v.n_a} vs {v.n_b}{runs})", p50 + ";", *v.note.split(" ")]
+    else:
+        lo, hi = v.ratio_ci
+        if v.ratio >= 1:
+            head = [f"B is {factor(v.ratio)}x [{factor(lo)}, {factor(hi)}]", "slower than A"]
+        else:
+            head = [f"B is {factor(1 / v.ratio)}x [{factor(1 / hi)}, {factor(1 / lo)}]", "faster than A"]
+        det = "detects nothing" if not math.isfinite(v.detectable) else f"detects >= +{v.detectable:.0%}"
+        atoms += [*head, p50 + ":", f"{v.verdict};", f"n {v.n_a} vs {v.n_b} samples{runs};", det]
+        if v.note:
+            atoms[-1] += ";"
+            atoms += v.note.split(" ")
+    return atoms
+
+
+def print_verdicts(verdicts, info: dict, ra: list[Run], rb: list[Run]) -> None:
+    """Per (model, setting) a heading, then one sentence per group, each at most the console's
+    width (80 columns without a TTY) and broken only between whole phrases."""
+    width = out.width
+    for line in quality_lines(ra, "A") + quality_lines(rb, "B"):
+        print_wrapped(console, line)
+    for side, runs in (("A", ra), ("B", rb)):
+        ids = [r.run_id + "," for r in runs]
+        ids[-1] = ids[-1].rstrip(",")
+        print_wrapped(out, [f"{side}:", *ids, f"({_runs(len(runs))})"])
+    margins = {v.metric: v.margin for v in verdicts}
+    band = (f"±{next(iter(margins.values())):.0%}" if len(set(margins.values())) == 1
+            else ", ".join(f"{m} ±{x:.0%}" for m, x in margins.items()))
+    voting = sorted({v.metric for v in verdicts if v.primary})
+    units = sorted({v.unit for v in verdicts if v.verdict != "refused"})  # a refused group has no interval
+    print_wrapped(out, f"Ratio B/A of p50s with its 95% interval; equivalence band {band}; "
+                       f"{', '.join(voting) or 'no metric'} votes, other metrics are shown, not voting.")
+    if len(units) == 1:
+        print_wrapped(out, f"Unit: {units[0]}.")
+    heading = None
+    for v in verdicts:
+        if (v.model, v.setting, v.primary) != heading:
+            heading = (v.model, v.setting, v.primary)
+            out.print("")
+            role = [] if v.primary else ["(secondary,", "does not vote)"]
+            print_wrapped(out, [v.model, "·", v.setting, *role], style="bold")
+        atoms = summary_atoms(v)
+        if len(units) > 1 and v.verdict != "refused":
+            atoms += ["(unit:", *v.unit.split(" ")]
+            atoms[-1] += ")"
+        print_wrapped(out, atoms, style=COLOURS.get(v.verdict), first="  ", rest="      ")
+    if info.get("shapes_a") or info.get("step_changes"):
+        out.print("")
     for side, key in (("A", "shapes_a"), ("B", "shapes_b")):
         for cell, shape in info.get(key, {}).items():
-            out.print(f"shape {side} {cell}: {shape.shape} ({shape.threshold_text()}; BIC {shape.bic})",
-                      markup=False, highlight=False, soft_wrap=True)
+            print_wrapped(out, f"{side}'s shape for {cell}: {shape.shape}, {shape.threshold_text()}.")
     for ch in info.get("step_changes", []):
-        out.print(f"wake step {ch['change']} in B for {ch['model']} · {ch['setting']}: A has {ch['a']}, "
-                  f"B has {ch['b']}", markup=False, highlight=False, soft_wrap=True)
+        print_wrapped(out, f"B has a {ch['change']} wake step for {ch['model']} · {ch['setting']}: "
+                           f"A has {ch['a']}, B has {ch['b']}.")

@@ -120,7 +120,8 @@ class MlxServerEngine:
             import mlx_lm  # noqa: F401
         except ImportError:
             raise BadInput("the mlx engine needs mlx and mlx-lm", where="--engine mlx",
-                           hint="pip install -e '.[mlx]'  (on Linux this installs mlx[cpu])") from None
+                           hint="pip install 'lbench[mlx]' (from a checkout: pip install '.[mlx]'); on Linux "
+                                "this installs mlx[cpu]") from None
         self.prompt_cache_size = prompt_cache_size
         self.extra_args = list(extra_args or [])
         self.startup_timeout_s = startup_timeout_s

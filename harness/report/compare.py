@@ -1,74 +1,145 @@
-"""HTML section for ``lbench compare --html``: the table and paired plots per group."""
+"""``lbench compare --html``: the verdicts, what differs between A's and B's environment, and one
+log-scale plot per metric (A and B side by side)."""
 
 from __future__ import annotations
 
-import re
+import json
+import math
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
-from harness.analysis.compare import SWAP_FAMILY, compare_family, pooled
-from harness.analysis.regimes import classify, fit_all
+from harness.analysis.compare import SWAP_FAMILY, compare_family
 from harness.analysis.stats import measured
 from harness.analysis.swap import warm_mask
-from harness.analysis.verdicts import Verdict, summary_counts
+from harness.analysis.verdicts import Verdict, both_sides, factor, summary_counts
 from harness.report.html import data_uri, write_page
-from harness.report.plots import figure_png, plt
+from harness.report.plots import figure_png, plain, plt
 from harness.store import Run
 
-
-def group_mask(frame, regime: str):
-    """The rows of a compare group, from its label (harness.analysis.compare): a regime, ``pause=Xs``,
-    or ``new step pauses>=Xs[,<Ys]``."""
-    pauses = frame["pause_requested_s"] if "pause_requested_s" in frame else None
-    if pauses is not None and (m := re.fullmatch(r"pause=([\d.e+-]+)s", regime)):
-        return np.isclose(pauses, float(m.group(1)))
-    if pauses is not None and (m := re.fullmatch(r"new step pauses>=([\d.e+-]+)s(?:,<([\d.e+-]+)s)?", regime)):
-        return (pauses >= float(m.group(1))) & (pauses < float(m.group(2)) if m.group(2) else True)
-    return frame["regime"] == regime
+COLOURS = {"A": "#3a7dc9", "B": "#c94a3a"}
+# manifest sections whose differing keys the report lists (nested dicts are flattened a.b.c)
+ENV_SECTIONS = ("host", "engine", "config", "client", "models")
+# readings that differ between any two runs, not part of the environment (load is in the quality warnings)
+SKIPPED_KEYS = ("started_at", "ended_at", "run_id", "load_avg_1m")
 
 
-def paired_png(a_runs: list[Run], b_runs: list[Run], results: list[Verdict]) -> bytes:
-    groups = [r for r in results if r.metric == "latency_ms"]
-    idle_like = compare_family(a_runs) != SWAP_FAMILY
-    ncols = min(max(len(groups), 1), 4)  # at most 4 panels a row: each stays readable at the page's width
-    nrows = -(-max(len(groups), 1) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(2.6 * ncols + 1, 3.2 * nrows), squeeze=False)
-    for ax in axes.flat[len(groups):]:
-        ax.set_visible(False)
-    if idle_like:
-        a, b = measured(pooled(a_runs, "samples")), measured(pooled(b_runs, "samples"))
-        thresholds = {k: f.threshold_s for k, f in fit_all(a, n_boot=200).items()}
-        a, b = a.assign(regime=classify(a, thresholds)), b.assign(regime=classify(b, thresholds))
-    else:
-        a, b = pooled(a_runs, "requests"), pooled(b_runs, "requests")
-        for f in (a, b):
-            f["regime"] = np.where(warm_mask(f), "warm", "cold")
-            f["setting"] = "router"
-            f["model"] = groups[0].model if groups else ""
+def _flat(value, prefix: str) -> dict[str, str]:
+    if isinstance(value, dict):
+        out: dict[str, str] = {}
+        for k, v in value.items():
+            out.update(_flat(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        out = {}
+        for i, v in enumerate(value):
+            out.update(_flat(v, f"{prefix}[{i}]"))
+        return out
+    return {prefix: value if isinstance(value, str) else json.dumps(value, default=str)}
+
+
+def _side_values(runs: list[Run]) -> dict[str, str]:
+    """key -> value for a side; keys whose value differs between the side's own runs show all values."""
+    seen: dict[str, list[str]] = {}
+    for r in runs:
+        flat: dict[str, str] = {}
+        for section in ENV_SECTIONS:
+            if section in r.manifest:
+                flat.update(_flat(r.manifest[section], section))
+        for k, v in flat.items():
+            if v not in seen.setdefault(k, []):
+                seen[k].append(v)
+    return {k: " | ".join(v) for k, v in seen.items()}
+
+
+def environment_differences(a_runs: list[Run], b_runs: list[Run]) -> list[dict]:
+    """Only the keys whose value differs between A and B (missing on one side counts), sorted."""
+    a, b = _side_values(a_runs), _side_values(b_runs)
+    rows = []
+    for key in sorted(set(a) | set(b)):
+        if key.rsplit(".", 1)[-1] in SKIPPED_KEYS or a.get(key) == b.get(key):
+            continue
+        rows.append({"key": key, "a": a.get(key, "none"), "b": b.get(key, "none")})
+    return rows
+
+
+def _idle_frames(runs: list[Run]) -> pd.DataFrame:
+    frames = [measured(r.table("samples")) for r in runs]
+    frames = [f for f in frames if not f.empty]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def metric_png(a_runs: list[Run], b_runs: list[Run], metric: str) -> bytes | None:
+    fig = metric_figure(a_runs, b_runs, metric)
+    return None if fig is None else figure_png(fig)
+
+
+def metric_figure(a_runs: list[Run], b_runs: list[Run], metric: str):
+    """Idle: per (model, setting) a panel of the metric against pause, A and B, log y axis.
+    Swap: warm and cold requests, A and B, log y axis.  None when neither side has the metric."""
     rng = np.random.default_rng(0)
-    for ax, g in zip(axes.flat, groups):
-        for i, (frame, colour) in enumerate(((a, "#3a7dc9"), (b, "#c94a3a"))):
-            sel = frame[group_mask(frame, g.regime) & (frame["setting"] == g.setting)]
-            if idle_like:
-                sel = sel[sel["model"] == g.model]
-            x = sel["latency_ms"].dropna().to_numpy(dtype=float)
-            ax.scatter(i + rng.uniform(-0.15, 0.15, x.size), x, s=8, alpha=0.5, color=colour, linewidths=0)
-            if x.size:
-                ax.hlines(np.median(x), i - 0.3, i + 0.3, color="k", lw=2)
-        ax.set_xticks([0, 1], ["A", "B"])
-        ax.set_title(f"{g.model}\n{g.setting} · {g.regime}\n{g.ratio:.3f}x · {g.verdict}", fontsize=8)
-        ax.grid(alpha=0.3)
+    if compare_family(a_runs) == SWAP_FAMILY:
+        sides = {}
+        for side, runs in (("A", a_runs), ("B", b_runs)):
+            frames = [r.table("requests") for r in runs]
+            f = pd.concat([x for x in frames if not x.empty], ignore_index=True) if any(
+                not x.empty for x in frames) else pd.DataFrame()
+            sides[side] = f[f["error"].isna()] if not f.empty else f
+        fig, ax = plt.subplots(figsize=(8, 3.6))
+        for i, cls in enumerate(("warm", "cold")):
+            for j, side in enumerate(("A", "B")):
+                f = sides[side]
+                if f.empty or metric not in f:
+                    continue
+                x = f.loc[warm_mask(f) == (cls == "warm"), metric].dropna().to_numpy(dtype=float)
+                x = x[x > 0]
+                pos = i * 3 + j
+                ax.scatter(pos + rng.uniform(-0.2, 0.2, x.size), x, s=8, alpha=0.5, color=COLOURS[side],
+                           linewidths=0)
+                if x.size:
+                    ax.hlines(np.median(x), pos - 0.35, pos + 0.35, color="k", lw=2)
+        ax.set_xticks([0, 1, 3, 4], ["warm A", "warm B", "cold A", "cold B"])
+        ax.set_yscale("log")
+        ax.set_ylabel(plain(metric) + " (log scale)")
+        ax.grid(alpha=0.3, which="both")
+        return fig
+    a, b = _idle_frames(a_runs), _idle_frames(b_runs)
+    if (a.empty or metric not in a) and (b.empty or metric not in b):
+        return None
+    cells = sorted({(m, s) for f in (a, b) if not f.empty for m, s in zip(f["model"], f["setting"])})
+    ncol = min(len(cells), 3)
+    nrow = math.ceil(len(cells) / ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(3.6 * ncol + 0.6, 3.0 * nrow + 0.4), squeeze=False, sharey=True)
+    for ax, (model, setting) in zip(axes.flat, cells):
+        for k, (side, f) in enumerate((("A", a), ("B", b))):
+            if f.empty or metric not in f:
+                continue
+            sel = f[(f["model"] == model) & (f["setting"] == setting)]
+            x = sel["pause_requested_s"].to_numpy(dtype=float)
+            y = sel[metric].to_numpy(dtype=float)
+            ok = np.isfinite(y) & (y > 0)
+            offset = (k - 0.5) * 0.03 * max(float(np.nanmax(x)) if x.size else 1.0, 1.0)
+            ax.scatter(x[ok] + offset, y[ok], s=7, alpha=0.45, color=COLOURS[side], linewidths=0, label=side)
+            med = sel[ok].groupby("pause_requested_s")[metric].median()
+            ax.plot(med.index + offset, med.to_numpy(), color=COLOURS[side], lw=1.5)
+        ax.set_yscale("log")
+        ax.set_title(plain(f"{model}\n{setting}"), fontsize=8)
+        ax.set_xlabel("pause (s)")
+        ax.grid(alpha=0.3, which="both")
+    for ax in axes.flat[len(cells):]:
+        ax.set_visible(False)
     for row in axes:
-        row[0].set_ylabel("latency (ms)")
-    fig.tight_layout(rect=(0, 0.03, 1, 1))  # rows of panels: titles clear the row above's ticks
-    fig.text(0.99, 0.005, f"A {', '.join(r.run_id for r in a_runs)} · B {', '.join(r.run_id for r in b_runs)}",
-             ha="right", va="bottom", fontsize=6, color="0.4")
-    return figure_png(fig)
+        row[0].set_ylabel(plain(metric) + " (log scale)")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles[:2], ["A (baseline)", "B (candidate)"][:len(handles[:2])], loc="upper center",
+               ncol=2, frameon=False, bbox_to_anchor=(0.5, 1.04), markerscale=3)
+    fig.tight_layout()
+    return fig
 
 
 def compare_findings(results: list[Verdict]) -> list[str]:
-    """The headline in sentences: verdicts counted, then one hyperfine-style line per primary group."""
+    """The headline in sentences: verdicts counted, then one line per primary group."""
     primary = [r for r in results if r.primary]
     counts = summary_counts(primary)
     lines = [f"{len(primary)} primary group{'s' if len(primary) != 1 else ''} compared: "
@@ -80,10 +151,31 @@ def compare_findings(results: list[Verdict]) -> list[str]:
     return lines
 
 
-def write_compare_html(a_runs: list[Run], b_runs: list[Run], results: list[Verdict], out: Path) -> Path:
+def _row(v) -> dict:
+    from harness.cli.verdicts import regime_label
+
+    d = v.as_dict()
+    d["group"] = regime_label(v.regime)
+    lo, hi = v.ratio_ci
+    d["centres"] = both_sides(v.median_a, v.median_b, v.metric)
+    d["ratio_text"] = "–" if not math.isfinite(v.ratio) else (
+        factor(v.ratio) + (f" [{factor(lo)}, {factor(hi)}]" if math.isfinite(lo) else ""))
+    d["detects"] = f"+{v.detectable:.0%}" if math.isfinite(getattr(v, "detectable", math.nan)) else "–"
+    return d
+
+
+def write_compare_html(a_runs: list[Run], b_runs: list[Run], results: list, out: Path) -> Path:
+    metrics = list(dict.fromkeys(v.metric for v in results))
+    caption = ("Dots are requests, bars the p50 of warm and cold requests." if compare_family(a_runs) == SWAP_FAMILY
+               else "Dots are samples, lines the p50 per pause; one panel per model and setting.")
+    plots = []
+    for metric in metrics:
+        png = metric_png(a_runs, b_runs, metric)
+        if png is not None:
+            plots.append({"metric": metric, "src": data_uri(png), "caption": caption})
     return write_page("compare.html.j2", dict(
         run_id=f"{a_runs[0].run_id} vs {b_runs[0].run_id}", a=[r.run_id for r in a_runs],
-        b=[r.run_id for r in b_runs], findings=compare_findings(results),
-        results=[{**r.as_dict(), "hl_shift": r.hl_shift, "p_value": r.p_value} for r in results],
-        plot=data_uri(paired_png(a_runs, b_runs, results)), run=b_runs[0].manifest,
+        b=[r.run_id for r in b_runs], findings=compare_findings(results), results=[_row(v) for v in results], plots=plots,
+        any_secondary=any(not v.primary for v in results),
+        differences=environment_differences(a_runs, b_runs), run=b_runs[0].manifest,
         host=b_runs[0].manifest.get("host", {}), engine=b_runs[0].manifest.get("engine", {})), out)

@@ -1,6 +1,7 @@
 """lbench gate / compare / baseline / evidence on run directories written by the store."""
 
 import json
+import re
 import socket
 from pathlib import Path
 
@@ -8,6 +9,11 @@ import numpy as np
 from conftest import run_cli
 
 from harness.store import RunWriter
+
+
+def flat(text: str) -> str:
+    """Output with its line breaks and indents undone (the summary wraps at the console width)."""
+    return " ".join(text.split())
 
 
 def make_idle_run(root: Path, scale=1.0, reps=8, seed=0, host=None, sd=0.05, slow_pauses=()):
@@ -38,20 +44,22 @@ def test_gate_exit_codes_and_ci_outputs(lbench_env, tmp_path):
     env = {**lbench_env, "GITHUB_STEP_SUMMARY": str(summary)}
     r = run_cli("gate", "--baseline", a, "--candidate", b, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "no change" in r.stdout and "one run per side: between-run variance is not in the interval" in r.stdout
+    assert "no change" in r.stdout and "one run per side: between-run variance is not in the interval" in flat(r.stdout)
     r = run_cli("gate", "--baseline", a, "--candidate", slow, "--junit", str(tmp_path / "g.xml"),
                 "--json", str(tmp_path / "g.json"), env=env)
     assert r.returncode == 1 and "REGRESSION" in r.stderr
-    assert "B is 1.3x [" in r.stdout and "slower than A: slower" in r.stdout
+    assert re.search(r"B is 1.3x \[[\d.]+, [\d.]+\] slower than A \(p50 latency_ms [\d.]+ vs [\d.]+ ms\): slower;",
+                     flat(r.stdout)), r.stdout
     assert json.loads((tmp_path / "g.json").read_text())["status"] == "fail"
     assert "❌ regression" in summary.read_text() and "✅ pass" in summary.read_text()
+    assert re.search(r"\| [\d.]+ ms \| [\d.]+ ms \|", summary.read_text())  # centres carry their unit
     # data that cannot rule out a large slowdown is inconclusive (3), never a pass
     r = run_cli("gate", "--baseline", a, "--candidate", noisy, env=env)
     assert r.returncode == 3 and "inconclusive" in r.stdout
     assert run_cli("gate", "--baseline", a, "--candidate", noisy, "--inconclusive-ok", env=env).returncode == 0
     # several runs per side are pooled as runs
     r = run_cli("gate", "--baseline", a, "--baseline", b, "--candidate", slow, "--candidate", slow, env=env)
-    assert r.returncode == 1 and "n=2 vs 2 runs" in r.stdout
+    assert r.returncode == 1 and "samples in 2 vs 2 runs" in flat(r.stdout)
 
 
 def test_refused_group_does_not_hide_a_regression(lbench_env):

@@ -5,10 +5,13 @@ no markup escapes shown raw, example blocks kept line by line, every line within
 
 from __future__ import annotations
 
+import re
+
+import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.cli.reference import walk
+from harness.cli.reference import SHOWN_DEFAULT, command_paths, walk
 
 RUNNER = CliRunner()
 
@@ -50,3 +53,53 @@ def test_example_blocks_keep_their_lines():
     idle = HELPS["lbench idle"]
     assert "\n    lbench idle --model llama3-8b-q8 --keep-alive default,none\n" in idle
     assert "\n    lbench idle -m tiny-q8 --pauses 0:2:0.25 --reps 10\n" in idle
+
+
+# ---------------------------------------------------------------- one style for defaults, readable metavars
+
+
+HAND_WRITTEN_DEFAULT = re.compile(r"\(default\b|\bdefault[:=]|\bDefault\b|;\s*default\b|\bdefault\)|\bby default\)")
+
+
+def _option_texts():
+    for path, command in walk():
+        for param in command.params:
+            yield f"{' '.join(path)} {param.opts[0] if param.opts else param.name}", getattr(param, "help", None) or ""
+
+
+def test_option_help_shows_defaults_only_the_typer_way():
+    """'[default: 5]' (Typer's own, or harness.cli.options.shown at the end), never '(default 5)',
+    'Default: x' or '; default x' written into the sentence, and never two defaults."""
+    bad = []
+    for where, text in _option_texts():
+        shown = SHOWN_DEFAULT.search(text)
+        rest = text[:shown.start()] if shown else text
+        if HAND_WRITTEN_DEFAULT.search(rest) or "[default:" in rest:
+            bad.append(f"{where}: {text!r}")
+    assert not bad, "use harness.cli.options.shown(value) at the end of the help text:\n" + "\n".join(bad)
+
+
+def test_the_default_check_catches_hand_written_defaults():
+    for text in ("Request budget (default 30).", "Default: tiny-q8.", "as-is (default), warm", "(0 = no cap; default 2)"):
+        assert HAND_WRITTEN_DEFAULT.search(text), text
+    for text in ("Metal residency: default, none or seconds.", "active, passive or default.", "redacted by default."):
+        assert not HAND_WRITTEN_DEFAULT.search(text), text
+
+
+def _rendered_help(path: str) -> str:
+    r = CliRunner().invoke(app, [*path.split()[1:], "--help"], env={"COLUMNS": "80", "NO_COLOR": "1"},
+                           prog_name="lbench")
+    assert r.exit_code == 0, r.output
+    return r.output
+
+
+@pytest.mark.parametrize("path", command_paths())
+def test_every_help_page_renders_without_raw_metavars_or_stale_defaults(path):
+    text = _rendered_help(path)
+    flat = " ".join(text.replace("│", " ").split())
+    assert "list[" not in text and "<list" not in text, text  # Python types leaking into metavars
+    usage = next(line for line in text.splitlines() if "Usage:" in line)
+    raw = re.findall(r"[\[{]([a-z_]+)[\]}]", usage.split("[OPTIONS]", 1)[-1])
+    assert not raw, f"{path}: arguments shown by their Python names {raw}; give them a metavar: {usage}"
+    assert "[default: (" not in flat and "(default " not in flat, text
+    assert "pip install -e" not in flat  # what a user of an installed lbench types is in the hint itself
