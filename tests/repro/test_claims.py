@@ -139,3 +139,5 @@ def test_shared_entry_claim_is_contradicted_by_a_second_entry_not_by_late_reques
     assert judge(s, figures(1, 3))[0] == HOLDS
     verdict, reason = judge(s, figures(2, 1))  # a second entry for the same model
     assert verdict == CONTRADICTED and "queued_b) was 2, expected 1" in reason
+    verdict, reason = judge(s, figures(0, 0))  # no queue at all (build 9093: every request evicted A itself)
+    assert verdict == CONTRADICTED and "queued_b) was 0, expected 1" in reason
