@@ -41,6 +41,11 @@ def swap(
     reuse_connections: bool = typer.Option(None, "--reuse-connections/--fresh-connections",
                                            help="Reuse keep-alive connections (reproduces the router dropping "
                                                 "them); default: a fresh loopback connection per request."),
+    request_timeout: float = typer.Option(None, "--request-timeout",
+                                          help="Seconds one request may take, send to last byte, before it "
+                                               "fails with cause deadline and the storm stops (default: "
+                                               "derived from the model sizes and the concurrency, at least "
+                                               "121 s; docs/reliability.md)."),
     engine: str = typer.Option(None, "--engine", help="An engine with the swap capability: "
                                                       "llama-server (router mode, default) or mlx (mlx_lm.server: "
                                                       "one model, reloads on demand); see lbench engine list."),
@@ -78,7 +83,8 @@ def swap(
                      duration_s=duration, concurrency=concurrency, seed=seed, zipf_s=zipf_s, burst_k=burst_k,
                      n_predict=n_predict, sleep_idle_seconds=sleep_idle_seconds, stop_timeout_s=stop_timeout,
                      ctx_size=ctx_size, server_args=server_arg or None, sample_hz=sample_hz,
-                     reuse_connections=reuse_connections, cache_state=cache_state)
+                     reuse_connections=reuse_connections, cache_state=cache_state,
+                     request_timeout_s=request_timeout)
     for key, value in overrides.items():
         if value is not None:
             setattr(spec, key, value)
