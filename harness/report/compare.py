@@ -12,6 +12,7 @@ from harness.analysis.stats import measured
 from harness.analysis.swap import warm_mask
 from harness.report.html import data_uri, write_page
 from harness.report.plots import figure_png, plt
+from harness.report.redact import Redactor, redact_html
 from harness.store import Run
 
 
@@ -48,9 +49,15 @@ def paired_png(a_runs: list[Run], b_runs: list[Run], results: list[GroupResult])
     return figure_png(fig)
 
 
-def write_compare_html(a_runs: list[Run], b_runs: list[Run], results: list[GroupResult], out: Path) -> Path:
+def write_compare_html(a_runs: list[Run], b_runs: list[Run], results: list[GroupResult], out: Path, *,
+                       redact: bool = True) -> Path:
+    """The compare page; home paths, user and host names redacted as in evidence and gate output
+    (it is made to be shared), unless ``redact`` is False."""
+    red = Redactor(redact, runs=[*a_runs, *b_runs], xml=True)
     return write_page("compare.html.j2", dict(
         run_id=f"{a_runs[0].run_id} vs {b_runs[0].run_id}", a=[r.run_id for r in a_runs],
-        b=[r.run_id for r in b_runs], results=[r.as_dict() for r in results],
+        b=[r.run_id for r in b_runs],
+        results=[{**r.as_dict(), "hl_shift": r.hl_shift, "p_value": r.p_value} for r in results],  # properties
         plot=data_uri(paired_png(a_runs, b_runs, results)), run=b_runs[0].manifest,
-        host=b_runs[0].manifest.get("host", {}), engine=b_runs[0].manifest.get("engine", {})), out)
+        host=b_runs[0].manifest.get("host", {}), engine=b_runs[0].manifest.get("engine", {})), out,
+        post=lambda html: redact_html(red, html))
