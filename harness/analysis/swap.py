@@ -130,7 +130,7 @@ def death_findings(deaths: pd.DataFrame) -> list[str]:
     out = []
     for d in deaths.to_dict("records"):
         status = "exit status unknown" if d["exit_status"] is None or pd.isna(d["exit_status"]) else \
-            f"exit status {int(d['exit_status'])} as the router reported it (a signal is reported as 1)"
+            f"exit status {int(d['exit_status'])} as the router logged it; a signal shows as 1"
         out.append(f"CHILD DIED: the router child of model {d['model']} died while {d['state']} at "
                    f"t={d['t_s']:.3f} s ({status}); {d['failed_requests']} request(s) failed with it")
     return out
