@@ -130,3 +130,24 @@ def test_frozen_child_hits_the_request_deadline_and_stops_the_storm(engine_env):
     assert "DEADLINE" in out
     assert m["findings"][-1].startswith("the run ended failed")
     assert not wait_gone([child.pid])
+
+
+def test_frozen_router_hits_the_request_deadline(engine_env):
+    proc = _start(engine_env, "-n", "500", "--request-timeout", "3", "--no-report")
+    try:
+        _child_of(proc, engine_env, "tiny-q8")  # the storm is under way
+        (router,) = [p for p in psutil.Process(proc.pid).children() if p.name() == "llama-server"]
+        tree = [router.pid, *(c.pid for c in router.children())]
+        router.send_signal(signal.SIGSTOP)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 1, err + out
+    run_dir, m = _manifest(engine_env)
+    assert m["status"] == "failed" and "1 request(s) past the request deadline" in m["error"]
+    assert f"server pid {router.pid} stopped" in m["error"]
+    requests = pd.read_parquet(run_dir / "requests.parquet")
+    assert (requests["error_kind"] == "deadline").sum() == 1 and len(requests) < 500
+    assert not wait_gone(tree)
