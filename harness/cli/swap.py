@@ -31,8 +31,10 @@ def swap(
     sleep_idle_seconds: str = typer.Option(None, "--sleep-idle-seconds", help="Router --sleep-idle-seconds (>= 1)."),
     stop_timeout: int = typer.Option(None, "--stop-timeout", help="Per-model preset stop-timeout (s; router "
                                                                    "default 10)."),
-    ctx_size: int = typer.Option(None, "--ctx-size", help=f"Context size of each child (default {_D.ctx_size})."),
-    server_arg: list[str] = typer.Option(None, "--server-arg", help="Extra router argument; repeat."),
+    ctx_size: int = typer.Option(None, "--ctx-size", help=f"Context size of each child (default {_D.ctx_size}; "
+                                                          "at most each model's trained context)."),
+    server_arg: list[str] = typer.Option(None, "--server-arg", help="Extra router argument; repeat (flags are "
+                                                                    "checked against llama-server --help)."),
     sample_hz: float = typer.Option(None, "--sample-hz", help="Process-tree sampling rate "
                                                               f"(default {_D.sample_hz:g} Hz)."),
     cache_state: str = typer.Option(None, "--cache-state", help="as-is (default), warm (read every model file in "
