@@ -52,7 +52,7 @@ def _child_of(proc, env, model: str, timeout: float = 90) -> psutil.Process:
     raise AssertionError(f"no router child for {model}")
 
 
-def _wait_stalled(env, settle: float = 1.5, timeout: float = 60) -> int:
+def _wait_stalled(env, settle: float = 3.0, timeout: float = 60) -> int:
     """Wait until no request finished for ``settle`` s (one is hanging on the stopped child)."""
     deadline = time.monotonic() + timeout
     last, since = _rows(env), time.monotonic()
@@ -86,14 +86,15 @@ def test_child_killed_mid_request_is_a_finding_and_fails_the_run(engine_env):
             proc.communicate()
     assert proc.returncode == 1, err + out
     run_dir, m = _manifest(engine_env)
-    assert m["status"] == "failed"
-    assert "1 router child death(s) (tiny-q8; 1 request(s) failed with them)" in m["error"]
-    death = m["findings"][0]
-    assert death.startswith("CHILD DIED: the router child of model tiny-q8 died while loaded")
-    assert "exit status 1" in death and "1 request(s) failed with it" in death
     requests = pd.read_parquet(run_dir / "requests.parquet")
     failed = requests[requests["error"].notna()]
-    assert list(failed["model"]) == ["tiny-q8"]
+    # the request waiting on the child fails with it (one more may, sent before the router saw the exit)
+    assert 1 <= len(failed) <= 2 and set(failed["model"]) == {"tiny-q8"}
+    assert m["status"] == "failed"
+    assert f"1 router child death(s) (tiny-q8; {len(failed)} request(s) failed with them)" in m["error"]
+    death = m["findings"][0]
+    assert death.startswith("CHILD DIED: the router child of model tiny-q8 died while loaded")
+    assert "exit status 1" in death and f"{len(failed)} request(s) failed with it" in death
     assert len(requests) == 30  # the router respawned the child; the storm went on
     assert requests[requests["index"] > failed["index"].max()]["error"].isna().all()
     assert "CHILD DIED" in out
