@@ -82,8 +82,9 @@ REQUEST_COLUMNS: dict[str, tuple[str, str]] = {
     "ttfb_ms": ("float64", "send -> first response byte"),
     "http_status": ("Int64", "HTTP status, null when the connection failed"),
     "error": ("str", "error text (transport error or non-200 body), null when ok"),
-    "error_kind": ("str", "error class: disconnected, timeout, connect, limit_reached, load_failed, "
-                             "cancelled, http_<status>"),
+    "error_kind": ("str", "error class: deadline (no full answer within the request deadline), truncated "
+                             "(a 200 whose answer stopped short), disconnected, timeout, connect, limit_reached, "
+                             "load_failed, cancelled, http_<status>"),
     "server_prompt_ms": ("float64", "server timings.prompt_ms of the response, when the engine reports it"),
     "file_resident_pct_at_send": ("float64", "cold cache state: percent of the model file in the page cache "
                                              "just before send (null when the model was already running)"),

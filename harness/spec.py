@@ -283,15 +283,7 @@ class IdleSpec:
         if isinstance(self.self_check, bool) or not isinstance(self.self_check, int) or self.self_check < 0:
             raise BadInput(f"self_check must be an integer >= 0, got {self.self_check!r}", where=f"{where}: --self-check")
         for key in ("request_timeout_s", "cell_timeout_s"):
-            value = getattr(self, key)
-            option = "--" + key.removesuffix("_s").replace("_", "-")
-            if value is None:
-                continue
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-                    or not 0 < value <= MAX_TIMEOUT_S:
-                raise BadInput(f"{key} must be seconds in (0, {MAX_TIMEOUT_S:g}], got {value!r}",
-                               where=f"{where}: {option}", hint="or leave it unset: derived from the warm-up")
-            setattr(self, key, float(value))
+            check_timeout(self, key, where, "derived from the warm-up")
         if self.client_cpus is not None:
             self.client_cpus = parse_cpu_knob("cpus", self.client_cpus, f"{where}: --client-cpus")
         if self.client_nice is not None and not (-20 <= int(self.client_nice) <= 19):
@@ -359,6 +351,19 @@ def load_spec(path: Path) -> IdleSpec:
 SWAP_PATTERNS = ("round-robin", "uniform", "zipf", "ping-pong", "burst")
 
 
+def check_timeout(spec: object, key: str, where: str, default: str) -> None:
+    """A deadline in seconds: unset (None, derived) or a finite number in (0, MAX_TIMEOUT_S]."""
+    value = getattr(spec, key)
+    if value is None:
+        return
+    option = "--" + key.removesuffix("_s").replace("_", "-")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not 0 < value <= MAX_TIMEOUT_S:
+        raise BadInput(f"{key} must be seconds in (0, {MAX_TIMEOUT_S:g}], got {value!r}",
+                       where=f"{where}: {option}", hint=f"or leave it unset: {default}")
+    setattr(spec, key, float(value))
+
+
 @dataclass
 class SwapSpec:
     name: str = "swap"
@@ -381,9 +386,12 @@ class SwapSpec:
     reuse_connections: bool = False
     cache_state: str = "as-is"  # cold: evict a model's file from the page cache before each swap-in
     engine: str = "llama-server"  # or "mlx" (mlx_lm.server reloads when a request names another model)
+    # one request's deadline (docs/reliability.md); None = derived from the model sizes and the concurrency
+    request_timeout_s: float | None = None
 
     def validate(self, where: str = "swap options") -> "SwapSpec":
         check_types(self, where)
+        check_timeout(self, "request_timeout_s", where, "derived from the models and the concurrency")
         if len(self.models) < 2:
             raise BadInput(f"a swap storm needs at least two models, got {len(self.models)}", where=f"{where}: --model",
                            hint="give at least two with --model (e.g. -m tiny-q8 -m tiny-q4); one model never swaps "

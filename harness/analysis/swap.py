@@ -70,6 +70,97 @@ def stop_steps(events: pd.DataFrame, window_s: float = 0.5) -> pd.DataFrame:
     return steps.loc[keep]
 
 
+# what the router logs when it ends a child itself; an exit after none of these since the
+# child's spawn is a death (killed, crashed, failed to load)
+ORDERED_EXIT_KINDS = ["evict", "stop_sent", "kill_loading", "kill_timeout"]
+DEATH_COLUMNS = ["model", "t_s", "exit_status", "t_spawn_s", "state", "failed_requests"]
+DEATH_GRACE_S = 1.0  # a request cut by the death ends before the router logs the exit, or just after
+
+
+def child_deaths(requests: pd.DataFrame, events: pd.DataFrame, until_s: float | None = None) -> pd.DataFrame:
+    """Router children that exited without being told to (``instance name=X exited with status N``
+    with no stop, eviction or force-kill of X since its spawn), up to ``until_s`` (the storm's end:
+    the router stops every child when it shuts down).  ``failed_requests``: requests for that model
+    that failed between the child's spawn and ``DEATH_GRACE_S`` after its exit was logged.  The
+    router reaps its children, so a signal is not known: it reports a child killed by one as 1."""
+    if events.empty:
+        return pd.DataFrame(columns=DEATH_COLUMNS)
+    events = events.sort_values("t_s", kind="stable")
+    if until_s is not None:
+        events = events[events["t_s"] <= until_s]
+    rows = []
+    spawned: dict[str, float] = {}
+    loaded: set[str] = set()
+    ordered: set[str] = set()
+    for _, e in events.iterrows():
+        model, kind = e["model"], e["kind"]
+        if not isinstance(model, str):
+            continue
+        if kind == "spawn":
+            spawned[model] = e["t_s"]
+            ordered.discard(model)
+            loaded.discard(model)
+        elif kind in ("status:loaded", "child_loaded"):
+            loaded.add(model)
+        elif kind in ORDERED_EXIT_KINDS:
+            ordered.add(model)
+        elif kind == "exited":
+            if model not in ordered:
+                try:
+                    status = int(json.loads(e["detail"]).get("status"))
+                except (TypeError, ValueError, AttributeError):
+                    status = None
+                rows.append({"model": model, "t_s": float(e["t_s"]), "exit_status": status,
+                             "t_spawn_s": spawned.get(model, math.nan),
+                             "state": "loaded" if model in loaded else "loading"})
+            ordered.discard(model)
+            loaded.discard(model)
+    for row in rows:
+        failed = requests[requests["error"].notna() & (requests["model"] == row["model"])] \
+            if not requests.empty else requests
+        if not failed.empty:
+            start = row["t_spawn_s"] if math.isfinite(row["t_spawn_s"]) else -math.inf
+            done = failed["t_done_s"].fillna(math.inf)
+            failed = failed[(done >= start) & (done <= row["t_s"] + DEATH_GRACE_S)]
+        row["failed_requests"] = int(len(failed))
+    return pd.DataFrame(rows, columns=DEATH_COLUMNS)
+
+
+def death_findings(deaths: pd.DataFrame) -> list[str]:
+    out = []
+    for d in deaths.to_dict("records"):
+        status = "exit status unknown" if d["exit_status"] is None or pd.isna(d["exit_status"]) else \
+            f"exit status {int(d['exit_status'])} as the router logged it; a signal shows as 1"
+        out.append(f"CHILD DIED: the router child of model {d['model']} died while {d['state']} at "
+                   f"t={d['t_s']:.3f} s ({status}); {d['failed_requests']} request(s) failed with it")
+    return out
+
+
+def deadline_findings(requests: pd.DataFrame) -> list[str]:
+    late = requests[requests["error_kind"] == "deadline"] if not requests.empty else requests
+    if late.empty:
+        return []
+    by_model = ", ".join(f"{m} x{n}" for m, n in late["model"].value_counts().items())
+    first = late.sort_values("t_send_s").iloc[0]
+    return [f"DEADLINE: {len(late)} request(s) got no full answer within the request deadline ({by_model}); "
+            f"the first, #{int(first['index'])}, sent at t={first['t_send_s']:.3f} s: {first['error']}"]
+
+
+def failure_reason(requests: pd.DataFrame, events: pd.DataFrame, until_s: float | None) -> str | None:
+    """Why a storm whose router lived is still a failed run: children that died, requests past their
+    deadline.  None when neither happened (other request errors are findings, not failures)."""
+    parts = []
+    deaths = child_deaths(requests, events, until_s)
+    if not deaths.empty:
+        models = ", ".join(dict.fromkeys(deaths["model"]))
+        parts.append(f"{len(deaths)} router child death(s) ({models}; {int(deaths['failed_requests'].sum())} "
+                     f"request(s) failed with them)")
+    late = int((requests["error_kind"] == "deadline").sum()) if not requests.empty else 0
+    if late:
+        parts.append(f"{late} request(s) past the request deadline")
+    return "; ".join(parts) or None
+
+
 def _first(events: pd.DataFrame, after: float, before: float = math.inf, **match) -> pd.Series | None:
     sel = events[(events["t_s"] >= after) & (events["t_s"] <= before)]
     for key, value in match.items():
@@ -195,12 +286,14 @@ def summarize_swap(run: Run) -> SwapSummary:
                             model_sizes=[m.get("bytes", 0) for m in run.manifest.get("models", [])],
                             client=run.manifest.get("client") or {}, sampler=run.manifest.get("sampler") or {},
                             status=run.manifest.get("status"), error=run.manifest.get("error", ""),
-                            engine=cfg.get("engine", "llama-server"))
+                            engine=cfg.get("engine", "llama-server"),
+                            storm_end_s=(run.manifest.get("client") or {}).get("storm_end_t_s"))
 
 
 def summarize_frames(requests: pd.DataFrame, events: pd.DataFrame, memory: pd.DataFrame, *, models_max: int,
                      model_sizes: list[int], client: dict | None = None, sampler: dict | None = None,
-                     status: str | None = "complete", error: str = "", engine: str = "llama-server") -> SwapSummary:
+                     status: str | None = "complete", error: str = "", engine: str = "llama-server",
+                     storm_end_s: float | None = None) -> SwapSummary:
     requests, events, memory = (apply_schema(requests, "requests"), apply_schema(events, "events"),
                                 apply_schema(memory, "memory"))  # frames built outside the store too
     if not registry.get(engine).can("router_events"):  # no load/unload timeline: reloads from latency alone
@@ -260,6 +353,9 @@ def summarize_frames(requests: pd.DataFrame, events: pd.DataFrame, memory: pd.Da
         findings.append(f"cold requests: p50 {cold['p50_ms']:.1f} ms, p99 {cold['p99_ms']:.1f} ms (n={cold['n']}); "
                         + warm_text)
 
+    deaths = child_deaths(requests, events, storm_end_s)
+    figures["child_deaths"] = len(deaths)
+    findings[:0] = death_findings(deaths) + deadline_findings(requests)  # faults first
     findings += closing_findings(requests, client or {}, sampler or {}, status, error)
     figures["phases_median_ms"] = {p: _pct(swaps[p], 50) for p in PHASES} if not swaps.empty else {}
     return SwapSummary(latency, swaps, lru, findings, json.loads(json.dumps(figures, default=float)))
@@ -286,7 +382,7 @@ def _summarize_mlx(requests: pd.DataFrame, memory: pd.DataFrame, model_sizes: li
                    sampler: dict, status: str | None, error: str) -> SwapSummary:
     """mlx_lm.server holds one model; a request naming another one reloads it."""
     latency = latency_table(requests)
-    findings: list[str] = []
+    findings: list[str] = deadline_findings(requests)
     ok = requests[requests["error"].isna()].sort_values("t_done_s") if not requests.empty else requests
     previous = ok["model"].shift(1)
     reloads = int((ok["model"] != previous).sum()) if not ok.empty else 0

@@ -22,6 +22,8 @@ def compare(
     candidate: list[str] = typer.Option(None, "--candidate", metavar="RUN", help="More candidate runs (pooled as runs)."),
     results: ResultsDir = None,
     html: Path = typer.Option(None, "--html", help="Also write an HTML section with paired plots here."),
+    redact: bool = typer.Option(True, "--redact/--no-redact", help="Replace home paths, user and host names in "
+                                                                   "the --html page."),
 ) -> None:
     """Compare runs per (model, setting, regime or pause, metric): one sentence per group, hyperfine
     style, with the ratio B/A, its 95% interval (two-level bootstrap, runs then samples), both p50s
@@ -49,4 +51,5 @@ def compare(
     if html:
         from harness.report.compare import write_compare_html
 
-        out.print(f"html: {write_compare_html(ra, rb, res, html)}", markup=False, soft_wrap=True)  # a path: never cut
+        out.print(f"html: {write_compare_html(ra, rb, res, html, redact=redact)}", markup=False,
+                  soft_wrap=True)  # a path: never cut

@@ -119,8 +119,10 @@ def idle(
                                                                             "(0 turns its prefix cache off)."),
     llama_idle_path: str = typer.Option(None, "--llama-idle", help="Use this llama-idle binary."),
     ctx_size: int = typer.Option(None, "--ctx-size",
-                                    help=f"Server context size. {shown(default(IdleSpec, 'ctx_size'))}"),
-    server_arg: list[str] = typer.Option(None, "--server-arg", help="Extra llama-server argument; repeat."),
+                                    help="Server context size, at most the model's trained context. "
+                                         f"{shown(default(IdleSpec, 'ctx_size'))}"),
+    server_arg: list[str] = typer.Option(None, "--server-arg", help="Extra llama-server argument; repeat (flags "
+                                                                    "are checked against its --help)."),
     spec_file: Path = typer.Option(None, "--spec", help="Experiment spec: a TOML file, or a bundled spec by name: "
                                                        + ", ".join(resources.bundled_idle_specs())
                                                        + ". Options given here override it."),

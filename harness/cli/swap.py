@@ -30,8 +30,10 @@ def swap(
     sleep_idle_seconds: str = typer.Option(None, "--sleep-idle-seconds", help="Router --sleep-idle-seconds (>= 1)."),
     stop_timeout: int = typer.Option(None, "--stop-timeout", help="Per-model preset stop-timeout, seconds. "
                                                                    + shown("10, the router's own")),
-    ctx_size: int = typer.Option(None, "--ctx-size", help=f"Context size of each child. {shown(_D.ctx_size)}"),
-    server_arg: list[str] = typer.Option(None, "--server-arg", help="Extra router argument; repeat."),
+    ctx_size: int = typer.Option(None, "--ctx-size", help="Context size of each child, at most each model's "
+                                                          f"trained context. {shown(_D.ctx_size)}"),
+    server_arg: list[str] = typer.Option(None, "--server-arg", help="Extra router argument; repeat (flags are "
+                                                                    "checked against llama-server --help)."),
     sample_hz: float = typer.Option(None, "--sample-hz", help="Process-tree sampling rate, Hz. "
                                                               f"{shown(f'{_D.sample_hz:g}')}"),
     cache_state: str = typer.Option(None, "--cache-state", help="as-is, warm (read every model file in "
@@ -41,6 +43,12 @@ def swap(
                                            help="Reuse keep-alive connections (reproduces the router dropping "
                                                 "them), or a fresh loopback connection per request. "
                                                 f"{shown('--fresh-connections')}"),
+    request_timeout: float = typer.Option(None, "--request-timeout",
+                                          help="Seconds one request may take, send to last byte, before it "
+                                               "fails with cause deadline and the storm stops "
+                                               "(docs/reliability.md). "
+                                               + shown("derived from the model sizes and the concurrency, "
+                                                       "at least 121 s")),
     engine: str = typer.Option(None, "--engine", help="An engine with the swap capability: "
                                                       "llama-server (router mode) or mlx (mlx_lm.server: "
                                                       "one model, reloads on demand); see lbench engine list. "
@@ -83,7 +91,8 @@ def swap(
                      duration_s=duration, concurrency=concurrency, seed=seed, zipf_s=zipf_s, burst_k=burst_k,
                      n_predict=n_predict, sleep_idle_seconds=sleep_idle_seconds, stop_timeout_s=stop_timeout,
                      ctx_size=ctx_size, server_args=server_arg or None, sample_hz=sample_hz,
-                     reuse_connections=reuse_connections, cache_state=cache_state)
+                     reuse_connections=reuse_connections, cache_state=cache_state,
+                     request_timeout_s=request_timeout)
     for key, value in overrides.items():
         if value is not None:
             setattr(spec, key, value)

@@ -141,6 +141,11 @@ class SwapBackend(Protocol):
         """Model states the backend knows after a successful response (empty when it reports them itself)."""
         ...
 
+    def answer_complete(self, body: str) -> bool:
+        """Whether an HTTP 200 answer's body is whole: a router child that dies mid-answer leaves a
+        200 whose stream just stops (the driver records it as failed, ``truncated``)."""
+        ...
+
     def describe(self) -> dict:
         """The manifest's ``router`` entry: argv, pid, port, preset or what stands for it."""
         ...

@@ -13,6 +13,7 @@ Every URL must be loopback: lbench never sends traffic anywhere else.
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import platform
 import shutil
@@ -194,6 +195,13 @@ class MlxSwapBackend:
     def after_response(self, model: str) -> dict[str, str]:
         # mlx_lm.server holds exactly the model it last served
         return {name: "loaded" if name == model else "unloaded" for name in self.paths}
+
+    def answer_complete(self, body: str) -> bool:
+        """One JSON object with its choices (not streamed)."""
+        try:
+            return "choices" in json.loads(body)
+        except ValueError:
+            return False
 
     def describe(self) -> dict:
         return {"argv": self.argv, "pid": self.pid, "port": self.port,

@@ -271,6 +271,10 @@ class RouterProcess:
     def after_response(self, model: str) -> dict[str, str]:
         return {}  # the router reports states itself on /models/sse
 
+    def answer_complete(self, body: str) -> bool:
+        """A streamed completion ends with the event that carries the timings."""
+        return any(line.startswith("data:") and '"timings"' in line for line in body.splitlines()[-4:])
+
     def describe(self) -> dict:
         return {"argv": self.argv, "pid": self.pid, "port": self.port, "preset": self.preset_path.read_text()}
 

@@ -36,6 +36,7 @@ class ModelInfo:
     n_embd: int | None
     synthetic: bool
     preset: str | None
+    n_ctx_train: int | None = None  # <arch>.context_length: the context the model was trained for
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -46,6 +47,14 @@ def _field(reader: gguf.GGUFReader, key: str):
     if field is None:
         return None
     return field.contents()
+
+
+def _positive_int(value) -> int | None:
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        return None
+    return n if n > 0 else None
 
 
 def read_model_info(path: str | os.PathLike[str]) -> ModelInfo:
@@ -64,7 +73,7 @@ def read_model_info(path: str | os.PathLike[str]) -> ModelInfo:
             hint="pass a .gguf model (lbench model synth makes one)",
         )
     cached = MODEL_INFO_CACHE.get(p)
-    if cached is not None:  # same path, size and mtime: the file was read and found good before
+    if cached is not None and "n_ctx_train" in cached:  # same path, size and mtime: read and found good before
         return ModelInfo(**cached)
     try:
         check_header(p)  # bound every count before the reader trusts it
@@ -109,6 +118,7 @@ def read_model_info(path: str | os.PathLike[str]) -> ModelInfo:
         n_embd=_field(reader, f"{arch}.embedding_length"),
         synthetic=synthetic,
         preset=_field(reader, "lbench.preset") if synthetic else None,
+        n_ctx_train=_positive_int(_field(reader, f"{arch}.context_length")),
     )
     MODEL_INFO_CACHE.put(p, info.as_dict())
     return info

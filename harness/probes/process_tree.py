@@ -151,3 +151,22 @@ class TreeSampler:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
+
+
+def tree_states(root_pid: int, label_flag: str = "--alias") -> str:
+    """The scheduler state of a process and of each child ("stopped" for a SIGSTOPped one), in
+    one line; a child is named by the argument after ``label_flag`` (a router child's model)."""
+    try:
+        root = psutil.Process(root_pid)
+        parts = [f"server pid {root_pid} {root.status()}"]
+        children = root.children()
+    except psutil.Error:
+        return f"server pid {root_pid} gone"
+    for child in children:
+        try:
+            argv = child.cmdline()
+            label = argv[argv.index(label_flag) + 1] if label_flag in argv[:-1] else "?"
+            parts.append(f"child {label} (pid {child.pid}) {child.status()}")
+        except psutil.Error:
+            continue
+    return ", ".join(parts)

@@ -16,6 +16,7 @@ from harness.analysis.swap import warm_mask
 from harness.analysis.verdicts import Verdict, both_sides, factor, summary_counts
 from harness.report.html import data_uri, write_page
 from harness.report.plots import figure_png, plain, plt
+from harness.report.redact import Redactor, redact_html
 from harness.store import Run
 
 COLOURS = {"A": "#3a7dc9", "B": "#c94a3a"}
@@ -164,7 +165,11 @@ def _row(v) -> dict:
     return d
 
 
-def write_compare_html(a_runs: list[Run], b_runs: list[Run], results: list, out: Path) -> Path:
+def write_compare_html(a_runs: list[Run], b_runs: list[Run], results: list, out: Path, *,
+                       redact: bool = True) -> Path:
+    """The compare page; home paths, user and host names redacted as in evidence and gate output
+    (it is made to be shared), unless ``redact`` is False."""
+    red = Redactor(redact, runs=[*a_runs, *b_runs], xml=True)
     metrics = list(dict.fromkeys(v.metric for v in results))
     caption = ("Dots are requests, bars the p50 of warm and cold requests." if compare_family(a_runs) == SWAP_FAMILY
                else "Dots are samples, lines the p50 per pause; one panel per model and setting.")
@@ -178,4 +183,5 @@ def write_compare_html(a_runs: list[Run], b_runs: list[Run], results: list, out:
         b=[r.run_id for r in b_runs], findings=compare_findings(results), results=[_row(v) for v in results], plots=plots,
         any_secondary=any(not v.primary for v in results),
         differences=environment_differences(a_runs, b_runs), run=b_runs[0].manifest,
-        host=b_runs[0].manifest.get("host", {}), engine=b_runs[0].manifest.get("engine", {})), out)
+        host=b_runs[0].manifest.get("host", {}), engine=b_runs[0].manifest.get("engine", {})), out,
+        post=lambda html: redact_html(red, html))

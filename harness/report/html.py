@@ -29,6 +29,8 @@ def data_uri(png: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(png).decode()
 
 
-def write_page(template: str, context: dict, out: Path) -> Path:
-    """Render ``template`` with ``context`` into ``out`` (temp file + rename: never half a page)."""
-    return atomic_write_text(out, environment().get_template(template).render(**context))
+def write_page(template: str, context: dict, out: Path, post=None) -> Path:
+    """Render ``template`` with ``context`` into ``out`` (temp file + rename: never half a page);
+    ``post`` rewrites the rendered page first (redaction)."""
+    html = environment().get_template(template).render(**context)
+    return atomic_write_text(out, post(html) if post is not None else html)

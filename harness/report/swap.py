@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from harness.analysis.swap import PHASES, stop_steps, summary_from_analysis, warm_mask
+from harness.analysis.swap import PHASES, child_deaths, stop_steps, summary_from_analysis, warm_mask
 from harness.report.html import data_uri
 from harness.report.plots import figure_png, plt
 from harness.schema import records
@@ -124,6 +124,9 @@ def swap_context(run: Run, analysis: dict) -> dict:
         "lru_mismatches": summary.lru[summary.lru["match"] == False].to_dict("records")  # noqa: E712
         if not summary.lru.empty else [],
         "errors": records(errors.head(50)), "n_errors": int(len(errors)),
+        "deaths": records(child_deaths(requests, events, (run.manifest.get("client") or {}).get("storm_end_t_s"))),
+        "n_past_deadline": int((requests["error_kind"] == "deadline").sum()) if not requests.empty else 0,
+        "deadlines": run.manifest.get("deadlines") or {},
         "cdf": data_uri(cdf_png(run, requests)),
         "timeline": data_uri(timeline_png(run, events, memory, requests, models_max)),
         "host": run.manifest.get("host", {}), "engine": run.manifest.get("engine", {}),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 
+from harness.engines import server_flags
 from harness.errors import BadInput
 
 
@@ -65,10 +66,18 @@ def check_idle(prep) -> None:
     check_cpus(spec.client_cpus, "--client-cpus")
     if hasattr(prep.engine, "preflight"):  # the engine's own checks (e.g. something answers at --url)
         prep.engine.preflight()
+    binary = getattr(prep.engine, "binary", None)  # a llama.cpp server lbench starts: ask it about its flags
+    if binary is not None:
+        server_flags.check_run(binary.path, spec.ctx_size, list(spec.server_args),
+                               [(m.label, m.info.n_ctx_train) for m in prep.models])
 
 
 def check_swap(prep) -> None:
-    """``prep``: a PreparedSwap. The router preset must hold every model name and path."""
+    """``prep``: a PreparedSwap. Server flags and context size as for idle; the router preset must
+    hold every model name and path."""
+    if prep.binary is not None:  # a llama.cpp server lbench starts: ask it about its flags
+        server_flags.check_run(prep.binary.path, prep.spec.ctx_size, list(prep.spec.server_args),
+                               [(n, m.info.n_ctx_train) for n, m in zip(prep.names, prep.models)])
     if prep.engine is None or not prep.engine.can("router_events"):  # only the router reads a preset
         return
     from harness.engines.router import RouterModel, preset_ini

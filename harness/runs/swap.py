@@ -2,8 +2,10 @@
 
 Times in every table are seconds since the run's t0 (``t_s``, harness clock);
 ``manifest.t0_unix`` anchors them to wall time.  Faults are rows, not exceptions:
-the storm ends on the request budget, the duration, the user's stop, or a dead
-router (status ``failed``, reason in the manifest).
+the storm ends on the request budget, the duration, the user's stop, a dead
+router or the first request past its deadline.  A dead router, a router child that
+died without being told to (killed, crashed) or a request past its deadline makes
+the run ``failed`` (reason in the manifest, the faults first among the findings).
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+import pandas as pd
 
 from harness import paths
 from harness.analysis.persisted import analyze_finished, load_analysis
@@ -25,8 +29,13 @@ from harness.probes.host import host_facts
 from harness.runs.idle import QuietReporter, Reporter
 from harness.spec import SwapSpec
 from harness.store import Run, RunWriter, open_run
-from harness.workloads.router_session import RouterSession
-from harness.workloads.swap import Pattern, waves
+from harness.analysis.swap import ORDERED_EXIT_KINDS, failure_reason
+from harness.probes.process_tree import tree_states
+from harness.workloads.router_session import EVENT_COLUMNS, RouterSession
+from harness.workloads.swap import DEADLINE, Pattern, waves
+
+DEATH_EVENT_KINDS = {"spawn", "exited", "status:loaded", "child_loaded", *ORDERED_EXIT_KINDS}
+REQUEST_FAULT_COLUMNS = ["index", "model", "t_send_s", "t_done_s", "error", "error_kind"]
 
 
 @dataclass
@@ -39,6 +48,30 @@ class PreparedSwap:
     plan: list[list[str]]
     engine: EngineKind | None = None
     options: EngineOptions | None = None
+    deadline: dict | None = None  # {"request_s": seconds, "derived_from": how}, see request_deadline
+
+
+PER_LOAD_S = 60.0  # one model load, before its size: spawn, mmap, warm-up, first decode
+PER_LOAD_S_PER_GB = 20.0  # reading the weights from a slow disk (50 MB/s)
+BASE_S = 60.0
+PER_TOKEN_S = 1.0
+
+
+def request_deadline(spec: SwapSpec, model_bytes: list[int]) -> dict:
+    """One request's deadline: the spec's ``request_timeout_s``, else derived.  A request may wait
+    for every distinct model in flight ahead of it to load (the router queues one entry per
+    model), then decodes ``n_predict`` tokens:
+    60 s + min(in flight, models) x (60 s + 20 s per GB of the largest model) + n_predict x 1 s."""
+    if spec.request_timeout_s is not None:
+        return {"request_s": float(spec.request_timeout_s), "derived_from": "--request-timeout"}
+    in_flight = max(spec.concurrency, spec.burst_k if spec.pattern == "burst" else 1)
+    loads = min(in_flight, len(model_bytes) or 1)
+    largest_gb = max(model_bytes or [0]) / 1e9
+    per_load = PER_LOAD_S + PER_LOAD_S_PER_GB * largest_gb
+    seconds = BASE_S + loads * per_load + PER_TOKEN_S * spec.n_predict
+    return {"request_s": round(seconds, 1),
+            "derived_from": f"{BASE_S:g} s + {loads} load(s) x {per_load:.0f} s (largest model "
+                            f"{largest_gb:.2f} GB) + {spec.n_predict} token(s) x {PER_TOKEN_S:g} s"}
 
 
 PROMPT = "Hello world , this is a swap probe ."
@@ -76,7 +109,8 @@ def prepare_swap(spec: SwapSpec, *, llama_server: str | None = None, results: st
     else:
         reporter.message(f"engine: {engine.name} ({engine.summary})")
     plan = waves(pattern, names, spec.requests, spec.seed)
-    prepared = PreparedSwap(spec, models, names, binary, paths.results_dir(results), plan, engine, options)
+    prepared = PreparedSwap(spec, models, names, binary, paths.results_dir(results), plan, engine, options,
+                            request_deadline(spec, [m.info.bytes for m in models]))
     from harness.runs import preflight
 
     preflight.check_swap(prepared)  # names and paths the router preset cannot hold: before any run directory
@@ -97,12 +131,23 @@ def execute_swap(prep: PreparedSwap, reporter: Reporter = QuietReporter()) -> Ru
                     "sha256": file_sha256(m.path) if m.path.is_file() else None,
                     **m.info.as_dict()} for name, m in zip(prep.names, prep.models)],
         "plan_waves": len(prep.plan),
+        "deadlines": prep.deadline,
     })
     reporter.message(f"run {writer.run_id} -> {writer.dir}")
 
+    failed_rows: list[dict] = []  # kept to judge the run at its end (child deaths, deadlines)
+    exit_events: list[dict] = []
+
     def on_request(row: dict) -> None:
         writer.append(row, table="requests")
+        if row.get("error") is not None:
+            failed_rows.append(row)
         reporter.advance()
+
+    def on_event(row: dict) -> None:
+        writer.append(row, table="events")
+        if row["kind"] in DEATH_EVENT_KINDS:
+            exit_events.append(row)
 
     router_models = [RouterModel(n, m.path, spec.stop_timeout_s) for n, m in zip(prep.names, prep.models)]
     weights_of = {n: local_file(m) for n, m in zip(prep.names, prep.models)}
@@ -122,7 +167,7 @@ def execute_swap(prep: PreparedSwap, reporter: Reporter = QuietReporter()) -> Ru
         lambda on_event: prep.engine.make_swap(prep.options, binary=prep.binary, models=router_models, spec=spec,
                                                run_dir=writer.dir, on_event=on_event),
         prep.names, sample_hz=spec.sample_hz, t0=t0, keep=False,
-        on_event=lambda row: writer.append(row, table="events"),
+        on_event=on_event,
         on_sample=lambda row: writer.append(row, table="memory"))
     states = session.states
     ended = "complete"
@@ -138,14 +183,27 @@ def execute_swap(prep: PreparedSwap, reporter: Reporter = QuietReporter()) -> Ru
         cpu0, wall0 = time.process_time(), time.perf_counter()
         sent = session.drive(prep.plan, concurrency=spec.concurrency, n_predict=spec.n_predict, prompt=PROMPT,
                              deadline=deadline, emit=on_request, reuse_connections=spec.reuse_connections,
-                             before_send=cold_swap_in if spec.cache_state == "cold" else None)
+                             before_send=cold_swap_in if spec.cache_state == "cold" else None,
+                             timeout_s=prep.deadline["request_s"], stop_on_deadline=True)
+        storm_end = time.perf_counter()
+        states_now = tree_states(router.pid) if any(r.get("error_kind") == DEADLINE for r in failed_rows) else None
         writer.manifest["requests_sent"] = sent
-        storm_wall = time.perf_counter() - wall0
+        storm_wall = storm_end - wall0
         writer.manifest["client"] = {"storm_wall_s": storm_wall, "cpu_s": time.process_time() - cpu0,
                                      "cpu_share_of_one_core": (time.process_time() - cpu0) / storm_wall,
-                                     "requests_per_s": sent / storm_wall if storm_wall else None}
+                                     "requests_per_s": sent / storm_wall if storm_wall else None,
+                                     "storm_end_t_s": storm_end - t0}
         if not router.alive():
             ended, reason = "failed", f"the server died (exit status {router.proc.returncode})"
+        else:
+            fault = failure_reason(pd.DataFrame(failed_rows, columns=REQUEST_FAULT_COLUMNS),
+                                   pd.DataFrame(exit_events, columns=EVENT_COLUMNS), storm_end - t0)
+            if fault is not None:
+                ended = "failed"
+                reason = fault + (f" (request deadline {prep.deadline['request_s']:g} s, "
+                                  f"{prep.deadline['derived_from']}; at the deadline: {states_now})"
+                                  if states_now else "")
+                reporter.message(f"run failed: {reason}")
     except KeyboardInterrupt:
         ended, reason = "interrupted", "stopped by the user (SIGINT/SIGTERM)"
         raise

@@ -108,6 +108,18 @@ def _error_kind(status: int | None, body: str | None, exc: BaseException | None)
     return f"http_{status}"
 
 
+DEADLINE = "deadline"  # error_kind of a request cut off at its deadline
+TRUNCATED = "truncated"  # error_kind of an HTTP 200 whose body stopped short
+
+
+def mark_past_deadline(rec: RequestRecord, timeout_s: float) -> None:
+    """A request cut off at its deadline: failed, cause ``deadline``, whatever it had received."""
+    rec.t_done = time.perf_counter()
+    got = "no first byte" if rec.t_first_byte is None else "an unfinished answer"
+    rec.error = f"deadline: {got} within the {timeout_s:g} s request deadline"
+    rec.error_kind = DEADLINE
+
+
 class Backend(Protocol):
     """What the driver needs of a swap backend (``engines.base.SwapBackend``)."""
 
@@ -116,8 +128,11 @@ class Backend(Protocol):
 
     def request_body(self, model: str, prompt: str, n_predict: int) -> dict: ...
 
+    def answer_complete(self, body: str) -> bool: ...
 
-async def _one(client: httpx.AsyncClient, rec: RequestRecord, path: str, body: dict) -> None:
+
+async def _one(client: httpx.AsyncClient, rec: RequestRecord, path: str, body: dict,
+               complete: Callable[[str], bool] = lambda text: True) -> None:
     try:
         async with client.stream("POST", path, json=body) as resp:
             rec.http_status = resp.status_code
@@ -131,6 +146,10 @@ async def _one(client: httpx.AsyncClient, rec: RequestRecord, path: str, body: d
             if resp.status_code != 200:
                 rec.error = text[:500]
                 rec.error_kind = _error_kind(resp.status_code, text, None)
+                return
+            if not complete(text):  # e.g. the child serving it died mid-answer
+                rec.error = f"truncated: the answer stopped after {len(text)} bytes: {text[-200:]!r}"[:500]
+                rec.error_kind = TRUNCATED
                 return
             for line in reversed(text.splitlines()):  # a streamed response's last event may carry server timings
                 if line.startswith("data:") and '"timings"' in line:
@@ -159,8 +178,15 @@ async def drive(
     timeout_s: float = 600.0,
     reuse_connections: bool = False,
     before_send: Callable[[str], dict] | None = None,
+    stop_on_deadline: bool = False,
 ) -> int:
     """Send the plan; returns how many requests were sent.  Records go to ``emit`` as they finish.
+
+    ``timeout_s`` is each request's deadline, from send to its last byte (connect, queueing
+    behind swaps, load, decode): a request past it is cut off and recorded as failed with
+    ``error_kind`` ``"deadline"``, never as a slow sample.  With ``stop_on_deadline`` the first
+    such request also stops sending (a frozen router or child would make every later request
+    to it wait out its deadline); requests already in flight finish or hit their own.
 
     Each request goes to ``backend.request_path`` with ``backend.request_body(model, prompt,
     n_predict)``: the backend, not the driver, knows its engine's request format.
@@ -174,19 +200,27 @@ async def drive(
     limits = httpx.Limits(max_connections=max(concurrency, max(map(len, plan), default=1)) + 2,
                           max_keepalive_connections=None if reuse_connections else 0)
     sent = 0
+    past_deadline = 0
+    complete = getattr(backend, "answer_complete", lambda text: True)
     async with httpx.AsyncClient(base_url=backend.base_url, timeout=timeout_s, limits=limits, trust_env=False) as client:
 
         async def send(index: int, wave_no: int, model: str) -> None:
+            nonlocal past_deadline
             status = status_of(model)
             extra = before_send(model) if before_send is not None else None  # e.g. cache control: untimed
             rec = RequestRecord(index, wave_no, model, time.perf_counter(), status_at_send=status, extra=extra)
             try:
-                await _one(client, rec, backend.request_path, backend.request_body(model, prompt, n_predict))
+                await asyncio.wait_for(_one(client, rec, backend.request_path,
+                                            backend.request_body(model, prompt, n_predict), complete), timeout_s)
+            except (asyncio.TimeoutError, TimeoutError):
+                past_deadline += 1
+                mark_past_deadline(rec, timeout_s)
             finally:
                 emit(rec)
 
         def stopping() -> bool:
-            return should_stop() or (deadline is not None and time.perf_counter() >= deadline)
+            return should_stop() or (deadline is not None and time.perf_counter() >= deadline) \
+                or (stop_on_deadline and past_deadline > 0)
 
         if any(len(w) > 1 for w in plan):  # bursts: one wave at a time, all of it at once
             for wave_no, wave in enumerate(plan):

@@ -79,3 +79,68 @@ def test_swap_summary_round_trips_through_analysis_json(tmp_path):
     assert stored.findings == direct.findings and stored.figures == direct.figures
     assert stored.latency.to_dict("records") == direct.latency.to_dict("records")
     assert list(stored.swaps["model"]) == list(direct.swaps["model"])
+
+
+def test_a_child_that_exits_untold_is_a_death_and_an_ordered_exit_is_not():
+    import json
+
+    import pandas as pd
+
+    from harness.analysis.swap import child_deaths, death_findings, failure_reason
+
+    def exited(t, model, status):
+        return {**ev(t, "exited", model), "detail": json.dumps({"model": model, "status": str(status)})}
+
+    events = pd.DataFrame([
+        ev(0.0, "spawn", "a"), ev(0.1, "status:loaded", "a", "sse"),
+        ev(1.0, "evict", "a"), exited(1.2, "a", 0),                      # told to go: not a death
+        ev(1.3, "spawn", "b"), ev(1.4, "status:loaded", "b", "sse"),
+        exited(2.0, "b", 1),                                              # died while loaded
+        ev(2.1, "spawn", "b"), exited(2.2, "b", 1),                       # died while loading
+        ev(3.0, "spawn", "a"), ev(3.1, "status:loaded", "a", "sse"),
+        exited(9.0, "a", 0),                                              # after the storm: shutdown
+    ])
+    requests = pd.DataFrame([
+        req(0, "b", 1.5, 1.6, 1.99, True, error="proxy error", kind="http_500"),
+        req(1, "b", 2.05, None, 2.25, False, error="truncated", kind="truncated"),
+        req(2, "b", 0.5, None, 0.9, False, error="limit", kind="limit_reached"),  # before the child: not its
+        req(3, "a", 1.5, 1.6, 1.7, True),
+    ])
+    deaths = child_deaths(requests, events, until_s=5.0)
+    assert deaths[["model", "t_s", "exit_status", "state"]].values.tolist() == [
+        ["b", 2.0, 1, "loaded"], ["b", 2.2, 1, "loading"]]
+    # each death counts the failed requests for its model from its spawn to 1 s after its exit
+    assert deaths["failed_requests"].tolist() == [2, 1]
+    text = death_findings(deaths)[0]
+    assert text.startswith("CHILD DIED: the router child of model b died while loaded at t=2.000 s")
+    assert "exit status 1" in text and "2 request(s) failed with it" in text
+    assert failure_reason(requests, events, 5.0) == "2 router child death(s) (b; 3 request(s) failed with them)"
+    assert len(child_deaths(requests, events, until_s=None)) == 3  # without the storm's end, the shutdown counts
+    ok = pd.DataFrame([ev(0.0, "spawn", "a"), ev(1.0, "stop_sent", "a"), {**exited(1.1, "a", 0)}])
+    assert child_deaths(requests.iloc[:0], ok).empty and failure_reason(requests.iloc[3:], ok, None) is None
+
+
+def test_requests_past_their_deadline_fail_the_run():
+    import pandas as pd
+
+    from harness.analysis.swap import deadline_findings, failure_reason
+
+    requests = pd.DataFrame([req(0, "a", 0.0, None, 3.0, False, error="deadline: no first byte within the 3 s "
+                                 "request deadline", kind="deadline"), req(1, "b", 0.0, 0.1, 0.2, True)])
+    assert failure_reason(requests, pd.DataFrame(columns=["t_s", "kind", "model", "detail"]), None) == \
+        "1 request(s) past the request deadline"
+    assert deadline_findings(requests)[0].startswith("DEADLINE: 1 request(s) got no full answer within the "
+                                                     "request deadline (a x1); the first, #0, sent at t=0.000 s")
+
+
+def test_the_request_deadline_is_derived_from_sizes_and_concurrency_unless_given():
+    from harness.runs.swap import request_deadline
+    from harness.spec import SwapSpec
+
+    tiny = request_deadline(SwapSpec(), [66_000] * 3)
+    assert tiny["request_s"] == pytest.approx(121.0, abs=0.1)  # 60 + 1 load x 60 + 1 token
+    big = request_deadline(SwapSpec(concurrency=8, n_predict=10), [16e9, 2e9, 1e9])
+    assert big["request_s"] == pytest.approx(60 + 3 * (60 + 20 * 16) + 10)  # 3 models can queue ahead
+    assert "3 load(s)" in big["derived_from"] and "16.00 GB" in big["derived_from"]
+    assert request_deadline(SwapSpec(request_timeout_s=5.0), [1]) == {"request_s": 5.0,
+                                                                       "derived_from": "--request-timeout"}

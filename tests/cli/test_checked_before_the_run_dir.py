@@ -82,3 +82,40 @@ def test_cpu_range_is_bounded_before_it_is_expanded():
         preflight.check_cpus("0-100000000000", "--cpus")
     if shutil.which("taskset"):
         preflight.check_cpus("0", "--cpus")  # CPU 0 is always there
+
+
+@pytest.mark.engine
+@pytest.mark.parametrize("command,args,fragments", [
+    ("idle", ["--server-arg", "--no-such-flag"], ["llama-server does not know --no-such-flag", "--server-arg"]),
+    ("swap", ["--server-arg", "--ctx-sise", "--server-arg", "256"],
+     ["llama-server does not know --ctx-sise", "did you mean --ctx-size"]),
+    ("swap", ["--server-arg=--threads=1", "--server-arg", "-zz"], ["llama-server does not know -zz"]),
+    ("idle", ["--ctx-size", "100000000"], ["context size must be an integer from 1 to 16777216", "--ctx-size"]),
+    ("idle", ["--ctx-size", "4096"], ["larger than the 2048 tokens model tiny-q8 was trained for",
+                                      "--ctx-size 2048 or less"]),
+    ("swap", ["--server-arg", "-c", "--server-arg", "99999999999"], ["context size must be an integer",
+                                                                     "--server-arg -c/--ctx-size"]),
+    ("swap", ["--server-arg", "--ctx-size=lots"], ["context size must be an integer from 1", "'lots'"]),
+])
+def test_unknown_server_flags_and_absurd_context_sizes(engine_env, command, args, fragments):
+    """The real binary's --help decides which flags exist; the GGUF's context_length bounds the context."""
+    base = ["-m", "tiny-q8", "--reps", "1", "--pauses", "0"] if command == "idle" else \
+        ["-m", "tiny-q8", "-m", "tiny-q4", "-n", "2"]
+    r = run_cli(command, *base, *args, "--no-report", env=engine_env)
+    assert r.returncode == 2, r.stderr + r.stdout
+    text = " ".join(r.stderr.split())  # the message may wrap at 80 columns
+    for fragment in fragments:
+        assert fragment in text, r.stderr
+    assert "Traceback" not in r.stderr and _nothing_written(engine_env)
+
+
+@pytest.mark.engine
+def test_known_server_flags_and_a_trained_context_pass(engine_env, engine_binary):
+    from harness.engines import server_flags
+
+    flags = server_flags.known_flags(engine_binary)  # parsed from the real --help, then cached
+    assert {"-c", "--ctx-size", "--threads", "--no-webui", "--models-max", "-lv"} <= flags
+    assert server_flags.HELP_CACHE.get(engine_binary) == sorted(flags)
+    server_flags.check_run(engine_binary, 2048, ["--threads", "1", "-lv", "4", "--cpu-range", "0-0", "-t", "-1"],
+                           [("tiny-q8", 2048)])
+    server_flags.check_run(engine_binary, 512, ["-c", "0"], [("tiny-q8", 2048)])  # 0: the model's own

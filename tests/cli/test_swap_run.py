@@ -90,6 +90,7 @@ def test_sigint_mid_storm_leaves_no_server_and_keeps_requests(engine_env):
     (["-m", "tiny-q8"], "at least two models, got 1"),
     (["-m", "/nope/x.gguf", "-m", "tiny-q8"], "model file not found"),
     (["--requests", "0"], "requests must be an integer >= 1"),
+    (["--request-timeout", "0"], "request_timeout_s must be seconds in (0, 86400]"),
 ])
 def test_bad_input(engine_env, args, fragment):
     r = run_cli("swap", *args, env=engine_env)

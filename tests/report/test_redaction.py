@@ -87,3 +87,28 @@ def test_a_home_and_user_seen_only_in_the_text_or_the_runs_manifest():
 def test_disabled_redaction_changes_nothing():
     text = f"{Path.home()}/x on {FOREIGN_HOST}"
     assert Redactor(False)(text) == text
+
+
+def test_compare_html_is_redacted(lbench_env, tmp_path):
+    import base64
+    import getpass
+    import re
+
+    root = Path(lbench_env["LBENCH_RESULTS_DIR"])
+    a, b = foreign_run(root, 0), foreign_run(root, 1)
+    local = json.loads((root / b / "manifest.json").read_text())  # the candidate was made here, by this user
+    local["engine"]["path"] = f"{Path.home()}/.cache/lbench/engines/x/bin/llama-server"
+    local["host"]["user"] = getpass.getuser()
+    (root / b / "manifest.json").write_text(json.dumps(local))
+    page = tmp_path / "compare.html"
+    r = run_cli("compare", a, b, "--html", str(page), env=lbench_env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    html = page.read_text()
+    text = re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "", html)
+    for leak in (FOREIGN_HOME, FOREIGN_HOST, str(Path.home()) + "/", f">{getpass.getuser()}<"):
+        assert leak not in text, f"compare.html leaks {leak!r}"
+    assert "~/.cache/lbench/engines/x/bin/llama-server" in text and "&lt;host&gt;" in text
+    pngs = re.findall(r"data:image/png;base64,([A-Za-z0-9+/=]+)", html)
+    assert pngs and all(base64.b64decode(p).startswith(b"\x89PNG") for p in pngs)  # inline images left whole
+    r = run_cli("compare", a, b, "--html", str(tmp_path / "raw.html"), "--no-redact", env=lbench_env)
+    assert FOREIGN_HOME in (tmp_path / "raw.html").read_text()
