@@ -21,7 +21,7 @@ from harness.errors import LbenchError
 app = typer.Typer(
     name="lbench",
     help="Benchmark idle-wake and model-swap latency of local LLM servers (llama-server).\n\n"
-         "Quick start: lbench engine install && lbench idle --model tiny-q8",
+         "Quick start (as in the README): lbench engine install && lbench idle",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,

@@ -73,10 +73,12 @@ def assess(before: dict, after: dict, samples: pd.DataFrame, value: str = "laten
         if load is not None and load > 0.5 * cpus:
             warnings.append(f"load average {load} {label} the run on {cpus} CPUs: other work competes "
                             "for the CPU; timings are noisy")
-        for b in s.get("busy_processes", []):
-            if b["cpu_pct"] > BUSY_PCT:
-                warnings.append(f"another process was busy {label} the run: {b['name']} (pid {b['pid']}) "
-                                f"at {b['cpu_pct']}% CPU")
+        busy = [b for b in s.get("busy_processes", []) if b["cpu_pct"] > BUSY_PCT]
+        if busy:  # one sentence per moment, busiest first, not one line per process
+            shown = ", ".join(f"{b['name']} (pid {b['pid']}) {b['cpu_pct']}%" for b in busy[:3])
+            more = f" and {len(busy) - 3} more" if len(busy) > 3 else ""
+            warnings.append(f"{len(busy)} other process{'es were' if len(busy) > 1 else ' was'} busy {label} the "
+                            f"run (CPU share of one core): {shown}{more}")
     gov = before.get("governor")
     if gov and gov not in ("performance",):
         warnings.append(f"CPU frequency governor is {gov!r} (not 'performance'): clock speed can change "

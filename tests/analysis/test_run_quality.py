@@ -42,3 +42,12 @@ def test_few_reps_at_many_pauses_is_one_warning_per_cell_and_gate_names_runs_onc
     runs = [Run(Path(f"/r/{i}"), {"run_id": f"r{i}", "quality": {"warnings": w}}) for i in range(3)]
     lines = _quality_lines(runs, "A")
     assert len(lines) == 1 and lines[0].startswith("warning (A 3 of 3 runs): m · s: only 3 reps")
+
+
+def test_many_busy_processes_are_one_warning_per_moment():
+    procs = [{"pid": p, "name": f"cc1plus-{p}", "cpu_pct": 90.0 - p} for p in range(6)]
+    snap = {"cpus": 2, "loadavg_1m": 0.1, "busy_processes": procs, "governor": "performance"}
+    w = [x for x in assess(snap, snap, None) if "busy" in x]
+    assert len(w) == 2  # before and after, not 12 lines
+    assert w[0].startswith("6 other processes were busy before the run") and w[0].endswith("and 3 more")
+    assert "cc1plus-0 (pid 0) 90.0%" in w[0] and "cc1plus-3" not in w[0]
