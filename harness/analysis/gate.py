@@ -95,6 +95,7 @@ def _fmt(x: float, spec: str = ".2f") -> str:
 
 
 def markdown(outcome: GateOutcome, baseline: str, candidate: str) -> str:
+    from harness.analysis.verdict_labels import group_label
     from harness.analysis.verdicts import quantity
 
     icon = {"pass": "✅ pass", "fail": "❌ regression", "refuse": "⚠️ not enough data",
@@ -104,14 +105,14 @@ def markdown(outcome: GateOutcome, baseline: str, candidate: str) -> str:
              f"(per metric: {outcome.config.per_metric or 'none'}) · alpha {outcome.config.alpha}", ""]
     if outcome.missing:
         lines += ["Too few samples (need at least "
-                  f"{outcome.config.min_n} per side): " + "; ".join(f"{r.key()} (n={r.n_a}/{r.n_b})"
+                  f"{outcome.config.min_n} per side): " + "; ".join(f"{group_label(r)} (n={r.n_a}/{r.n_b})"
                                                                      for r in outcome.missing), ""]
     lines += ["| group | runs base/cand | n base/cand | centre base | centre cand | ratio [95% CI] | "
               "detects ≥ | p (Holm) | verdict |",
               "|---|---|---|---|---|---|---|---|---|"]
     for r in outcome.results:
         flag = " **FAIL**" if r in outcome.failures else "" if _gates(r) else " (secondary)"
-        lines.append(f"| {r.key()} | {getattr(r, 'n_runs_a', 1)}/{getattr(r, 'n_runs_b', 1)} | {r.n_a}/{r.n_b} | "
+        lines.append(f"| {group_label(r)} | {getattr(r, 'n_runs_a', 1)}/{getattr(r, 'n_runs_b', 1)} | {r.n_a}/{r.n_b} | "
                      f"{quantity(r.median_a, r.metric)} | {quantity(r.median_b, r.metric)} | "
                      f"{_fmt(r.ratio, '.3f')} [{_fmt(r.ratio_ci[0], '.3f')}, {_fmt(r.ratio_ci[1], '.3f')}] | "
                      f"{_fmt(getattr(r, 'detectable', float('nan')), '.0%')} | {_fmt(r.p_value, '.3g')} | "

@@ -6,6 +6,7 @@ import math
 from typing import TYPE_CHECKING
 
 from harness.cli.ui import console, out, print_wrapped
+from harness.analysis.verdict_labels import regime_label
 from harness.errors import BadInput
 
 if TYPE_CHECKING:
@@ -60,13 +61,6 @@ def quality_lines(runs: list[Run], side: str) -> list[str]:
         where = ids[0] if len(ids) == 1 else (f"{len(ids)} of {len(runs)} runs" if len(ids) > 2 else " and ".join(ids))
         lines.append(f"warning ({side} {where}): {w}")
     return lines
-
-
-def regime_label(regime: str) -> str:
-    """``pause=0.5s`` -> ``pause 0.5 s``; regimes (warm, woken, new step ...) as they are."""
-    if regime.startswith("pause=") and regime.endswith("s"):
-        return f"pause {regime[len('pause='):-1]} s"
-    return regime
 
 
 def _runs(n: int) -> str:

@@ -153,7 +153,7 @@ def compare_findings(results: list[Verdict]) -> list[str]:
 
 
 def _row(v) -> dict:
-    from harness.cli.verdicts import regime_label
+    from harness.analysis.verdict_labels import regime_label
 
     d = v.as_dict()
     d["group"] = regime_label(v.regime)

@@ -111,6 +111,17 @@ def test_outputs_parse():
     assert data["status"] == "fail" and data["exit_code"] == 1 and len(data["groups"]) == 4
     md = markdown(outcome, "a", "b")
     assert md.startswith("## lbench gate: ❌ regression") and "| group |" in md and "**FAIL**" in md
+    assert "| m · s · warm · latency_ms |" in md
+
+
+def test_group_labels_read_as_words():
+    from types import SimpleNamespace
+
+    from harness.analysis.verdict_labels import group_label, regime_label
+
+    assert regime_label("pause=0.5s") == "pause 0.5 s" and regime_label("woken") == "woken"
+    row = SimpleNamespace(model="m", setting="keep-alive=none", regime="pause=2s", metric="latency_ms")
+    assert group_label(row) == "m · keep-alive=none · pause 2 s · latency_ms"
 
 
 def test_config_file(tmp_path):
