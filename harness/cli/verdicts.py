@@ -6,7 +6,7 @@ import math
 from typing import TYPE_CHECKING
 
 from harness.cli.ui import console, out, print_wrapped
-from harness.analysis.verdict_labels import regime_label
+from harness.analysis.verdict_labels import group_label as group_name, regime_label
 from harness.errors import BadInput
 
 if TYPE_CHECKING:
@@ -65,10 +65,6 @@ def quality_lines(runs: list[Run], side: str) -> list[str]:
 
 def _runs(n: int) -> str:
     return f"{n} run" + ("" if n == 1 else "s")
-
-
-def group_name(v) -> str:
-    return f"{v.model} · {v.setting} · {regime_label(v.regime)} · {v.metric}"
 
 
 def summary_atoms(v) -> list[str]:
