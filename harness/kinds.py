@@ -30,6 +30,7 @@ class RunKind:
     evidence_section: str  # "module:function(run, analysis, out_dir) -> (markdown, files)"
     compare_as: str | None = None  # runs of kinds with the same value can be compared (None: not comparable)
     features: frozenset[str] = frozenset()  # what the executor adds for this kind, e.g. the HTTP floor
+    derive: str | None = None  # "module:function(tables) -> tables": columns filled from other tables at the end
 
     def part(self, attr: str):
         module, _, name = getattr(self, attr).partition(":")
@@ -49,7 +50,8 @@ KINDS: dict[str, RunKind] = {k.name: k for k in (
             features=frozenset({"http_floor"})),
     RunKind("swap", "router swap storm", "harness.spec:SwapSpec", "harness.runs.swap:execute_swap",
             "harness.analysis.swap:summarize_run", "harness.report.swap:swap_context", "swap.html.j2", "requests",
-            "harness.report.evidence:swap_section", compare_as="swap"),
+            "harness.report.evidence:swap_section", compare_as="swap",
+            derive="harness.analysis.swap_served:derive_tables"),
     RunKind("repro", "claim reproductions", "harness.repro.claims:ClaimSpec", "harness.runs.repro:execute_repro",
             "harness.analysis.repro:summarize_run", "harness.report.repro:repro_context", "repro.html.j2",
             "verdicts", "harness.report.evidence:repro_section"),

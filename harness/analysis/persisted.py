@@ -23,7 +23,7 @@ from harness.atomic import atomic_write_text
 from harness.store import Run, utc_now
 
 ANALYSIS_FILE = "analysis.json"
-ANALYSIS_VERSION = 1  # bump when the content changes: older files are recomputed on read
+ANALYSIS_VERSION = 2  # bump when the content changes: older files are recomputed on read
 
 
 def jsonable(value):

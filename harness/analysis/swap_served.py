@@ -178,6 +178,15 @@ def with_served_as(requests: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame
     return out.merge(classes, on="index", how="left").fillna({"served_as": "unknown"})
 
 
+def derive_tables(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """A swap run's tables as written when it ends: ``requests.served_as`` filled from ``events``."""
+    if "requests" in tables:
+        events = tables.get("events", pd.DataFrame(columns=["t_s", "source", "kind", "model"]))
+        tables["requests"] = tables["requests"].assign(
+            served_as=with_served_as(tables["requests"], events)["served_as"].to_numpy())
+    return tables
+
+
 def load_accounting(events: pd.DataFrame, models_max: int) -> dict:
     """Loads, evictions and exits from the router log, with the identity that ties them:
     every load goes into a slot that was free (under models_max) or freed by an exit."""
