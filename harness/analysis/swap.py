@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from harness.analysis.swap_served import (SERVED_AS, SERVED_DOC, accounting_sentence, load_accounting,
-                                          model_states, with_served_as)
+from harness.analysis.swap_served import (SERVED_AS, accounting_sentence, aligned_events, load_accounting,
+                                          load_slots, model_states, with_served_as)
 from harness.engines import registry
 from harness.schema import apply_schema
 from harness.store import Run
@@ -102,25 +102,19 @@ def _first(events: pd.DataFrame, after: float, before: float = math.inf, **match
     return None if sel.empty else sel.iloc[0]
 
 
-def _last(events: pd.DataFrame, before: float, after: float = -math.inf, **match) -> pd.Series | None:
-    sel = events[(events["t_s"] <= before) & (events["t_s"] >= after)]
-    for key, value in match.items():
-        sel = sel[sel[key] == value]
-    return None if sel.empty else sel.iloc[-1]
-
-
-def swap_phases(requests: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
-    """One row per spawned child: which request waited for it and how long each phase took."""
+def swap_phases(requests: pd.DataFrame, events: pd.DataFrame, models_max: int = 0) -> pd.DataFrame:
+    """One row per spawned child: which request caused it, how many waited for it, whose slot it
+    took (``load_slots``: each eviction's slot goes to one spawn) and how long each phase took."""
     cols = PHASE_COLUMNS
     if events.empty or requests.empty:
         return pd.DataFrame(columns=cols)
-    events = events.sort_values("t_s")
-    stops = stop_steps(events)
+    events = events.sort_values("t_s", kind="stable")
+    _, slots = load_slots(events, models_max)
     rows = []
     used_requests: set[int] = set()
     classified = "t_spawn_waited_s" in requests and requests["t_spawn_waited_s"].notna().any()
-    for _, spawn in events[events["kind"] == "spawn"].iterrows():
-        model, t_spawn = spawn["model"], spawn["t_s"]
+    for slot in slots:
+        model, t_spawn = slot["model"], slot["t_spawn_s"]
         loaded = _first(events, t_spawn, kind="status:loaded", model=model)
         if classified:  # the requests the router log says waited for this load; the one that caused it first
             waiting = requests[(requests["model"] == model) & (requests["t_spawn_waited_s"] == t_spawn)]
@@ -135,24 +129,21 @@ def swap_phases(requests: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
                                & ((requests["t_done_s"].isna()) | (requests["t_done_s"] >= t_spawn))]
             n_waiters = None
             req = waiting.sort_values("t_send_s").iloc[0] if not waiting.empty else None
-        t_send = req["t_send_s"] if req is not None else None
-        row = {"model": model, "t_spawn_s": t_spawn, "request_index": None, "waiters": n_waiters, "victim": None,
-               **{p: math.nan for p in PHASES}, "total_ms": math.nan}
-        start = t_send if t_send is not None else t_spawn
-        stop = _last(stops, t_spawn, after=start)
-        if stop is not None and stop["model"] != model:
-            row["victim"] = stop["model"]
-            exited = _first(events, stop["t_s"], kind="status:unloaded", model=stop["model"])
-            if exited is not None:
-                row["victim_stop_ms"] = (exited["t_s"] - stop["t_s"]) * 1000
-                row["exit_to_spawn_ms"] = (t_spawn - exited["t_s"]) * 1000
+        row = {"model": model, "t_spawn_s": t_spawn, "request_index": None, "waiters": n_waiters,
+               "victim": slot["victim"], **{p: math.nan for p in PHASES}, "total_ms": math.nan}
+        if slot["victim"] is not None and pd.notna(slot["t_exit_s"]):
+            if pd.notna(slot["t_stop_s"]):
+                row["victim_stop_ms"] = (slot["t_exit_s"] - slot["t_stop_s"]) * 1000
+            row["exit_to_spawn_ms"] = (t_spawn - slot["t_exit_s"]) * 1000  # < 0: exit line logged after the spawn
         if loaded is not None:
             row["spawn_to_loaded_ms"] = (loaded["t_s"] - t_spawn) * 1000
         if req is not None:
             used_requests.add(int(req["index"]))
             row["request_index"] = int(req["index"])
-            first_step = stop["t_s"] if row["victim"] else t_spawn
-            row["queue_wait_ms"] = (first_step - t_send) * 1000
+            t_send = req["t_send_s"]
+            told = slot["t_stop_s"]
+            first_step = told if slot["victim"] is not None and pd.notna(told) and told >= t_send else t_spawn
+            row["queue_wait_ms"] = max(first_step - t_send, 0.0) * 1000
             if loaded is not None and pd.notna(req["t_first_byte_s"]):
                 row["loaded_to_first_byte_ms"] = (req["t_first_byte_s"] - loaded["t_s"]) * 1000
             if pd.notna(req["latency_ms"]):
@@ -161,6 +152,7 @@ def swap_phases(requests: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
+ROUTER_DONE_LEAD_S = 0.025
 LRU_COLUMNS = ["t_s", "victim", "expected", "match", "candidates", "explanation"]
 
 
@@ -172,7 +164,9 @@ def lru_check(requests: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
     ``spawn`` and ``proxy`` log lines.  A candidate is a model whose child is up (loaded or
     sleeping) and not already being stopped, with no request of its own at the router
     (one being served, or one waiting for it): the router skips those.  A request is at the
-    router from its ``wait`` line (or its send, when served at once) to its end.  Every
+    router from its ``wait`` line (or its send, when served at once) to 25 ms before the harness
+    read its end (``ROUTER_DONE_LEAD_S``: the router is done when the answer has passed through
+    it, the client reads it a little later).  Every
     eviction gets a row; ``match`` is null when the replay cannot judge it (the victim was
     not an idle candidate by the replay), and ``explanation`` says why in words.
     """
@@ -182,6 +176,9 @@ def lru_check(requests: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
     states = model_states(events)
     arrival = requests["t_router_s"].fillna(requests["t_send_s"]) if "t_router_s" in requests else \
         requests["t_send_s"]
+    # the router is done with a request when the child's answer has passed through it; the harness stamps
+    # the end when its client has read it, a little later (ms, tens of ms on a busy host): a request that
+    # ended within ROUTER_DONE_LEAD_S of the eviction may or may not still have counted as busy
     done = requests["t_done_s"].fillna(math.inf)
     rows = []
     for e in events[events["kind"] == "evict"].itertuples(index=False):
@@ -190,7 +187,10 @@ def lru_check(requests: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
         state = before.groupby("model")["state"].last().to_dict() if len(before) else {}
         stamps = events[(events["t_s"] <= t) & events["kind"].isin(["spawn", "proxy"])]
         last_used = stamps.groupby("model")["t_s"].max().to_dict()
-        busy = set(requests.loc[(arrival <= t) & (done > t), "model"]) if not requests.empty else set()
+        at_router = (arrival <= t) if not requests.empty else pd.Series(dtype=bool)
+        busy = set(requests.loc[at_router & (done > t + ROUTER_DONE_LEAD_S), "model"]) if len(at_router) else set()
+        unsure = set(requests.loc[at_router & (done > t - ROUTER_DONE_LEAD_S), "model"]) - busy \
+            if len(at_router) else set()
         candidates = sorted(m for m, st in state.items() if st == "ready" and m not in busy)
         used = ", ".join(f"{m} {last_used[m]:.3f} s" for m in candidates if m in last_used)
         row = {"t_s": t, "victim": victim, "expected": None, "match": None, "candidates": ",".join(candidates)}
@@ -198,18 +198,25 @@ def lru_check(requests: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
             why = ("its child was still loading" if state.get(victim) == "loading" else
                    "a request for it was at the router" if victim in busy else
                    f"its child was {state.get(victim, 'not running')}")
-            row["explanation"] = (f"not judged: by the replay {victim} was no idle candidate ({why}); the "
-                                  "harness sees the router's state a little later than the router does")
+            row["explanation"] = f"not judged: by the replay {victim} was no idle candidate ({why})"
+            rows.append(row)
+            continue
+        expected = min(candidates, key=lambda m: last_used.get(m, -math.inf))
+        row["expected"] = expected
+        if expected == victim:
+            row["match"] = True
+            row["explanation"] = (f"{victim} was the idle model used longest ago (last used: {used})"
+                                  if len(candidates) > 1 else f"{victim} was the only idle model")
+        elif expected in unsure:
+            row["explanation"] = (f"not judged: {expected} was used longer ago than {victim}, but its last request "
+                                  f"ended within {ROUTER_DONE_LEAD_S * 1000:.0f} ms of the eviction, so the "
+                                  "router may still have counted it busy")
         else:
-            expected = min(candidates, key=lambda m: last_used.get(m, -math.inf))
-            row.update(expected=expected, match=expected == victim)
-            if expected == victim:
-                row["explanation"] = (f"{victim} was the idle model used longest ago (last used: {used})"
-                                      if len(candidates) > 1 else f"{victim} was the only idle model")
-            else:
-                row["explanation"] = (f"{victim} was last used at {last_used.get(victim, math.nan):.3f} s, but "
-                                      f"{expected} was idle too and used longer ago ({last_used.get(expected, math.nan):.3f} s): "
-                                      f"a least-recently-used rule would have evicted {expected}")
+            row["match"] = False
+            row["explanation"] = (f"{victim} was last used at {last_used.get(victim, math.nan):.3f} s, but "
+                                  f"{expected} was idle too and used longer ago "
+                                  f"({last_used.get(expected, math.nan):.3f} s): a least-recently-used rule "
+                                  f"would have evicted {expected}")
         rows.append(row)
     return pd.DataFrame(rows, columns=LRU_COLUMNS)
 
@@ -257,9 +264,10 @@ def summarize_frames(requests: pd.DataFrame, events: pd.DataFrame, memory: pd.Da
                                 apply_schema(memory, "memory"))  # frames built outside the store too
     if not registry.get(engine).can("router_events"):  # no load/unload timeline: reloads from latency alone
         return _summarize_mlx(requests, memory, model_sizes, client or {}, sampler or {}, status, error)
+    events = aligned_events(events)  # router lines on the router's own clock
     requests = with_served_as(requests, events)  # what the router did for each request, from its log
     latency = latency_table(requests)
-    swaps = swap_phases(requests, events)
+    swaps = swap_phases(requests, events, models_max)
     lru = lru_check(requests, events)
     served = requests[["index", "model", "served_as", "t_router_s", "t_spawn_waited_s"]]
     findings: list[str] = []
@@ -307,8 +315,8 @@ def summarize_frames(requests: pd.DataFrame, events: pd.DataFrame, memory: pd.Da
             text += (f", {len(judged) - matches} did not (first at t={bad['t_s']:.3f} s: evicted {bad['victim']} "
                      f"while {bad['expected']} was idle and used longer ago)")
         if not_judged:
-            text += (f", {not_judged} could not be judged (by the harness's replay the victim was not idle "
-                     "at that moment)")
+            text += (f", {not_judged} could not be judged (the replay could not tell which models the router "
+                     "counted busy at that moment; the report lists each with the reason)")
         findings.append(text)
 
     findings += served_findings(requests, latency)

@@ -44,7 +44,8 @@ SERVED_DOC = {
 }
 STOPPING = ("evict", "stop_sent", "kill_loading", "kill_timeout")
 QUEUE_LINES = {"queued": "own_load", "load_asked": "own_load", "joined": "joined_load"}
-SLACK_S = 0.05  # a log line is stamped when the harness reads it: allow it to land just after the response
+SLACK_S = 0.005  # router lines are on the router's clock (aligned_events): a line lands at most ~1 ms late
+READY_KINDS = ("child_loaded", "status:loaded", "status:sleeping", "proxy")  # the router proxies only to a ready child
 
 
 @dataclass
@@ -53,6 +54,36 @@ class WaitLine:
     model: str
     served_as: str
     t_spawn_s: float | None = None  # the spawn of the load it waited for (None: none seen)
+
+
+ROUTER_CLOCK = r"^(\d+)\.(\d{2})\.(\d{3})\.(\d{3}) "  # llama.cpp's log prefix: minutes.seconds.ms.us since start
+
+
+def aligned_events(events: pd.DataFrame) -> pd.DataFrame:
+    """The events with each router log line's ``t_s`` taken from the router's own timestamp.
+
+    The harness stamps a line when its reader thread reads it; on a busy host lines arrive in
+    bursts, tens of ms late, so a line can look later than the response it preceded.  The
+    router writes its own clock at the start of every line (since its start).  Every line's
+    lag (harness stamp - router clock) is the clock offset plus a reading delay >= 0, so the
+    smallest lag is the best offset: router clock + that offset puts each line on the harness
+    clock, in the router's order, at most that smallest delay late.  ``t_read_s`` keeps the
+    harness's stamp.  Lines without the prefix keep their stamp."""
+    if events.empty or "text" not in events:
+        return events
+    out = events.copy()
+    out["t_read_s"] = out["t_s"]
+    router = out["source"].eq("router") & out["text"].notna()
+    if not router.any():
+        return out
+    parts = out.loc[router, "text"].astype(str).str.extract(ROUTER_CLOCK).astype(float)
+    own = parts[0] * 60 + parts[1] + parts[2] / 1e3 + parts[3] / 1e6
+    own = own.dropna()
+    if own.empty:
+        return out
+    offset = float((out.loc[own.index, "t_s"] - own).min())
+    out.loc[own.index, "t_s"] = own + offset
+    return out.sort_values("t_s", kind="stable")
 
 
 def model_states(events: pd.DataFrame) -> pd.DataFrame:
@@ -66,11 +97,11 @@ def model_states(events: pd.DataFrame) -> pd.DataFrame:
         now = state.get(model, "unloaded")
         if kind == "spawn":
             now = "loading"
-        elif kind in ("child_loaded", "status:loaded", "status:sleeping") and now == "loading":
+        elif kind in READY_KINDS and now == "loading":
             now = "ready"
         elif kind in STOPPING and now != "unloaded":
             now = "stopping"
-        elif kind == "exited" or (kind == "status:unloaded" and now != "loading"):
+        elif kind == "exited":  # the router's line: /models/sse comes on another connection, in its own time
             now = "unloaded"
         state[model] = now
         rows.append({"t_s": e.t_s, "model": model, "kind": kind, "state": now})
@@ -103,11 +134,11 @@ def wait_lines(events: pd.DataFrame) -> list[WaitLine]:
                 w.t_spawn_s = e.t_s
             stop_waiters[model] = 0
             queue_lines[model] = []
-        elif kind in ("child_loaded", "status:loaded", "status:sleeping") and now == "loading":
+        elif kind in READY_KINDS and now == "loading":
             state[model] = "ready"
         elif kind in STOPPING and now != "unloaded":
             state[model] = "stopping"
-        elif kind == "exited" or (kind == "status:unloaded" and now != "loading"):
+        elif kind == "exited":  # the router's line: /models/sse comes on another connection, in its own time
             state[model] = "unloaded"
         elif kind in QUEUE_LINES:
             if stop_waiters.get(model, 0) > 0:  # the queue line of a request that arrived while it stopped
@@ -183,61 +214,75 @@ def derive_tables(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     if "requests" in tables:
         events = tables.get("events", pd.DataFrame(columns=["t_s", "source", "kind", "model"]))
         tables["requests"] = tables["requests"].assign(
-            served_as=with_served_as(tables["requests"], events)["served_as"].to_numpy())
+            served_as=with_served_as(tables["requests"], aligned_events(events))["served_as"].to_numpy())
     return tables
 
 
-def load_accounting(events: pd.DataFrame, models_max: int) -> dict:
-    """Loads, evictions and exits from the router log, with the identity that ties them:
-    every load goes into a slot that was free (under models_max) or freed by an exit."""
-    ev = _ordered(events)
-    if ev.empty:
-        return {"loads": 0, "loads_free_slot": 0, "loads_after_eviction": 0, "loads_after_other_exit": 0,
-                "evictions": 0, "stops": 0, "exits": 0, "exits_evicted": 0, "exits_stopped": 0,
-                "exits_other": 0, "alive_at_end": 0, "evicted_not_reused": 0}
-    reason: dict[str, str] = {}  # model -> why its child is going (evicted / stopped)
+ACCOUNT_KEYS = ["loads", "loads_free_slot", "loads_after_eviction", "loads_after_other_exit", "evictions", "stops",
+                "exits", "exits_evicted", "exits_stopped", "exits_other", "alive_at_end", "evicted_not_reused"]
+
+
+def load_slots(events: pd.DataFrame, models_max: int) -> tuple[dict, list[dict]]:
+    """Replay the router log's spawns, evictions, stops and exits under ``models_max``.
+
+    Returns the counts (``ACCOUNT_KEYS``) and, per spawn, the slot it went into: ``free`` (under
+    the cap) or the slot a child's exit freed (``evicted``, ``stopped``, ``other``), with that
+    child's model, when it was told to go (``t_stop_s``) and when it exited (``t_exit_s``).  Each
+    exit frees one slot and each slot is taken by one spawn, so no eviction is counted twice.
+    The victim's exit line can come after the spawn that takes its slot (the router's monitor
+    thread writes it); such a spawn takes the slot of a child already told to go."""
+    acc = dict.fromkeys(ACCOUNT_KEYS, 0)
+    slots: list[dict] = []
+    going: dict[str, dict] = {}  # model -> its child told to go: why, t_stop_s
+    freed: list[dict] = []  # slots freed by exits, not yet taken (oldest first)
+    owed: dict[str, dict] = {}  # model told to go -> the spawn that took its slot before its exit line
     running = 0
-    freed = {"evicted": 0, "stopped": 0, "other": 0}  # slots freed by exits, not yet taken
-    owed = {"evicted": 0, "stopped": 0, "other": 0}  # slots taken by spawns before the exit that frees them
-    acc = dict.fromkeys(["loads", "loads_free_slot", "loads_after_eviction", "loads_after_other_exit",
-                         "evictions", "stops", "exits", "exits_evicted", "exits_stopped", "exits_other"], 0)
-    for e in ev.itertuples(index=False):
+    for e in _ordered(events).itertuples(index=False):
         if not isinstance(e.model, str) or e.source != "router":
             continue
         if e.kind == "spawn":
             acc["loads"] += 1
-            if models_max <= 0 or running < models_max and not any(freed.values()):
-                acc["loads_free_slot"] += 1
-            elif freed["evicted"]:
-                freed["evicted"] -= 1
-                acc["loads_after_eviction"] += 1
-            elif freed["stopped"] or freed["other"]:
-                freed["stopped" if freed["stopped"] else "other"] -= 1
-                acc["loads_after_other_exit"] += 1
-            else:  # the cap is full by the log's line order: the victim's exit line can follow the spawn
-                why = "evicted" if "evicted" in reason.values() else "stopped" if reason else "other"
-                owed[why] += 1
-                acc["loads_after_eviction" if why == "evicted" else "loads_after_other_exit"] += 1
+            slot = {"model": e.model, "t_spawn_s": e.t_s, "slot": "free", "victim": None, "t_stop_s": math.nan,
+                    "t_exit_s": math.nan}
+            if models_max <= 0 or (running < models_max and not freed):
+                pass
+            elif freed:
+                slot.update(freed.pop(0))
+            else:  # the cap is full by line order: take the slot of a child told to go, its exit still to come
+                waiting = [m for m in going if m not in owed]
+                pick = next((m for m in waiting if going[m]["slot"] == "evicted"), waiting[0] if waiting else None)
+                if pick is not None:
+                    slot.update(slot=going[pick]["slot"], victim=pick, t_stop_s=going[pick]["t_stop_s"])
+                    owed[pick] = slot
+            acc["loads_free_slot" if slot["slot"] == "free" else
+                "loads_after_eviction" if slot["slot"] == "evicted" else "loads_after_other_exit"] += 1
+            slots.append(slot)
             running += 1
-            reason.pop(e.model, None)
         elif e.kind == "evict":
             acc["evictions"] += 1
-            reason[e.model] = "evicted"
-        elif e.kind in ("stop_sent", "kill_loading", "kill_timeout") and e.model not in reason:
+            going[e.model] = {"slot": "evicted", "t_stop_s": e.t_s}
+        elif e.kind in ("stop_sent", "kill_loading", "kill_timeout") and e.model not in going:
             acc["stops"] += 1
-            reason[e.model] = "stopped"
+            going[e.model] = {"slot": "stopped", "t_stop_s": e.t_s}
         elif e.kind == "exited":
             acc["exits"] += 1
-            why = reason.pop(e.model, "other")
-            acc[f"exits_{why}"] += 1
+            told = going.pop(e.model, {"slot": "other", "t_stop_s": math.nan})
+            acc[f"exits_{told['slot']}"] += 1
             running = max(running - 1, 0)
-            if owed[why]:
-                owed[why] -= 1  # its slot was already taken by a spawn logged before this exit
+            if e.model in owed:
+                owed.pop(e.model)["t_exit_s"] = e.t_s  # its slot was taken by a spawn logged before this line
             elif models_max > 0:
-                freed[why] += 1
+                freed.append({"slot": told["slot"], "victim": e.model, "t_stop_s": told["t_stop_s"],
+                              "t_exit_s": e.t_s})
     acc["alive_at_end"] = acc["loads"] - acc["exits"]
-    acc["evicted_not_reused"] = freed["evicted"]
-    return acc
+    acc["evicted_not_reused"] = sum(1 for f in freed if f["slot"] == "evicted")
+    return acc, slots
+
+
+def load_accounting(events: pd.DataFrame, models_max: int) -> dict:
+    """Loads, evictions and exits from the router log (see ``load_slots``): loads = loads into a free
+    slot + loads into a slot an eviction freed + loads into a slot another exit freed."""
+    return load_slots(events, models_max)[0]
 
 
 def accounting_sentence(acc: dict, models_max: int, n_requests: int) -> str:

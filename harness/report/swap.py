@@ -11,7 +11,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
 from harness.analysis.swap import PHASES, SERVED_LABELS, stop_steps, summary_from_analysis
-from harness.analysis.swap_served import SERVED_DOC, with_served_as
+from harness.analysis.swap_served import SERVED_DOC, aligned_events, with_served_as
 from harness.report.html import data_uri
 from harness.report.plots import figure_png, plain, plt
 from harness.schema import records
@@ -94,8 +94,9 @@ def timeline_png(run: Run, events: pd.DataFrame, memory: pd.DataFrame, requests:
                         else 0, requests["t_done_s"].max() if not requests.empty else 0) if pd.notna(x)]
     end = max([0.0] + ends)
     rows_h = max(len(names), 1) * 0.7 + 0.4
-    fig, (ax, ax_mem) = plt.subplots(2, 1, figsize=(TIMELINE_WIDTH_IN, rows_h + 2.6), sharex=True,
-                                     gridspec_kw={"height_ratios": [rows_h, 2.2], "hspace": 0.12})
+    fig, (ax, ax_kids, ax_rss) = plt.subplots(
+        3, 1, figsize=(TIMELINE_WIDTH_IN, rows_h + 4.2), sharex=True,
+        gridspec_kw={"height_ratios": [rows_h, 1.3, 1.3], "hspace": 0.15})
     row_of = {n: i for i, n in enumerate(names)}
     for span in model_spans(events, end):
         y = row_of.get(span["model"])
@@ -112,49 +113,49 @@ def timeline_png(run: Run, events: pd.DataFrame, memory: pd.DataFrame, requests:
         step = 0.8 / n_lanes
         for (r, lane, t1) in zip(group.itertuples(index=False), lanes, t_end):
             y = y0 - 0.4 + step * (lane + 0.5)
-            ax.plot([r.t_send_s, t1], [y, y], color=SERVED_COLOURS.get(r.served_as, "#888888"),
-                    lw=max(0.8, min(2.5, 10 * step)), solid_capstyle="butt", zorder=3)
+            colour = SERVED_COLOURS.get(r.served_as, "#888888")
+            ax.plot([r.t_send_s, t1], [y, y], color=colour, lw=max(1.0, min(2.5, 10 * step)),
+                    solid_capstyle="butt", zorder=3)
+            ax.plot([r.t_send_s], [y], marker="|", color=colour, ms=5, mew=1, zorder=3)  # where it starts
             if isinstance(r.error, str):
                 ax.plot([t1], [y], marker="x", color="k", ms=4, mew=1, zorder=4)
     ax.set_yticks(range(len(names)), [plain(n) for n in names], fontsize=8)
     ax.set_ylim(len(names) - 0.5, -0.5)
     ax.set_xlim(0, max(end, 1e-3) * 1.01)
-    ax.set_title("each request from send to done, coloured by what the router did; model state behind it",
+    ax.set_title("requests (a line from send to done, coloured by what the router did) over each model's state",
                  fontsize=10, loc="left")
+
+    peak = int(memory["children_alive"].max()) if not memory.empty else 0
+    if not memory.empty:
+        m = memory.sort_values("t_s")
+        ax_kids.step(m["t_s"], m["children_alive"], where="post", color=CHILDREN_COLOUR, lw=1.2)
+        ax_rss.plot(m["t_s"], m["rss_total_bytes"] / 1e6, lw=1.0, color="#444")
+        ax_rss.set_ylim(0, max(float(m["rss_total_bytes"].max()) / 1e6, 1.0) * 1.15)
+    if models_max > 0:
+        ax_kids.axhline(models_max, color="#b03060", ls="--", lw=1.0)
+        ax_kids.annotate(f"models_max = {models_max}", xy=(1.0, models_max), xycoords=("axes fraction", "data"),
+                         xytext=(-4, 3), textcoords="offset points", ha="right", va="bottom", fontsize=7.5,
+                         color="#b03060")
+    ax_kids.set_ylim(0, max(peak, models_max, 1) + 1)
+    ax_kids.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax_kids.set_ylabel("children\nalive", fontsize=8)
+    ax_rss.set_ylabel("tree RSS\n(MB)", fontsize=8)
+    for a in (ax_kids, ax_rss):
+        a.grid(alpha=0.3)
+    ax_rss.set_xlabel("time since run start (s)")
+
     handles = [Line2D([], [], color=c, lw=2.5) for c in SERVED_COLOURS.values()]
     labels = [f"request: {SERVED_DOC[k]}" for k in SERVED_COLOURS]
     handles += [Line2D([], [], marker="x", color="k", lw=0, ms=5)]
     labels += ["request failed (at its end)"]
     handles += [plt.Rectangle((0, 0), 1, 1, color=c) for c in STATE_TINTS.values()]
     labels += [f"model {state}" for state in STATE_TINTS]
-    ax.legend(handles, labels, fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-
-    peak = int(memory["children_alive"].max()) if not memory.empty else 0
-    top = max(peak, models_max, 1) + 1
-    if not memory.empty:
-        m = memory.sort_values("t_s")
-        ax_mem.step(m["t_s"], m["children_alive"], where="post", color=CHILDREN_COLOUR, lw=1.2,
-                    label="children alive (left axis)")
-    if models_max > 0:
-        ax_mem.axhline(models_max, color=CHILDREN_COLOUR, ls="--", lw=0.9, label=f"models_max = {models_max}")
-        ax_mem.annotate(f"cap: models_max = {models_max}", xy=(0, models_max), xytext=(2, 3),
-                        textcoords="offset points", fontsize=7.5, color=CHILDREN_COLOUR, va="bottom")
-    ax_mem.set_ylim(0, top)
-    ax_mem.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax_mem.set_ylabel("children alive", fontsize=8, color=CHILDREN_COLOUR)
-    ax_mem.grid(axis="x", alpha=0.3)
-    handles_mem, labels_mem = ax_mem.get_legend_handles_labels()
-    if not memory.empty:
-        ax2 = ax_mem.twinx()
-        ax2.plot(m["t_s"], m["rss_total_bytes"] / 1e6, lw=0.9, color="#444", label="tree RSS, MB (right axis)")
-        ax2.set_ylim(0, max(float(m["rss_total_bytes"].max()) / 1e6, 1.0) * 1.1)
-        ax2.set_ylabel("tree RSS (MB)", fontsize=8)
-        h2, l2 = ax2.get_legend_handles_labels()
-        handles_mem, labels_mem = handles_mem + h2, labels_mem + l2
-    ax_mem.legend(handles_mem, labels_mem, fontsize=7.5, loc="upper left", bbox_to_anchor=(1.07, 1.0),
-                  frameon=False)
-    ax_mem.set_xlabel("time since run start (s)")
-    fig.text(0.01, 0.005, f"run {plain(run.run_id)}", ha="left", va="bottom", fontsize=7, color="0.4")
+    handles += [Line2D([], [], color=CHILDREN_COLOUR, lw=1.2), Line2D([], [], color="#b03060", ls="--", lw=1.0),
+                Line2D([], [], color="#444", lw=1.0)]
+    labels += ["children alive (process count)", "the cap (models_max)", "RSS of router + children"]
+    fig.legend(handles, labels, fontsize=7.5, loc="upper left", bbox_to_anchor=(0.06, 0.0), ncol=3,
+               frameon=False)
+    ax.set_title(f"run {plain(run.run_id)}", fontsize=7, color="0.4", loc="right")
     return figure_png(fig)
 
 
@@ -185,8 +186,8 @@ def cdf_png(run: Run, requests: pd.DataFrame, events: pd.DataFrame | None = None
 
 PHASE_COUNTED = {
     "queue_wait_ms": "loads a request of the run waited for (its send to the victim's stop, or to the spawn)",
-    "victim_stop_ms": "loads that followed an eviction whose exit was seen",
-    "exit_to_spawn_ms": "the same loads: victim exited to this spawn",
+    "victim_stop_ms": "loads into a slot a child's exit freed (the victim told to go -> its exit line)",
+    "exit_to_spawn_ms": "the same loads: the victim's exit line -> this spawn (< 0: the exit line came later)",
     "spawn_to_loaded_ms": "loads whose child reported loaded",
     "loaded_to_first_byte_ms": "loads whose waiting request got a first byte",
     "total_ms": "loads whose waiting request was answered: its whole latency",
@@ -195,7 +196,7 @@ PHASE_COUNTED = {
 
 def swap_context(run: Run, analysis: dict) -> dict:
     summary = summary_from_analysis(analysis)
-    requests, events, memory = run.table("requests"), run.table("events"), run.table("memory")
+    requests, events, memory = run.table("requests"), aligned_events(run.table("events")), run.table("memory")
     models_max = int(run.manifest.get("config", {}).get("models_max", 0))
     phases = []
     if not summary.swaps.empty:

@@ -117,3 +117,24 @@ def test_load_accounting_without_a_full_cap_counts_free_slots(cap):
     events = [ev(0.0, "spawn", "a"), ev(0.1, "spawn", "b"), ev(0.2, "spawn", "c")]
     acc = load_accounting(pd.DataFrame(events), models_max=cap)
     assert acc["loads"] == acc["loads_free_slot"] == 3 and acc["alive_at_end"] == 3
+
+
+def test_router_lines_are_put_on_the_router_clock():
+    """A burst of lines read late (harness stamps 40-60 ms after the router wrote them) goes back to
+    the router's own times, shifted by the smallest lag; other sources keep their stamps."""
+    from harness.analysis.swap_served import aligned_events
+
+    def line(t_read, own, kind, model):
+        m, s = divmod(own, 60)
+        text = f"{int(m)}.{int(s):02d}.{int(own * 1000) % 1000:03d}.{int(round(own * 1e6)) % 1000:03d} I srv  x"
+        return {"t_s": t_read, "source": "router", "kind": kind, "model": model, "detail": "{}", "text": text}
+
+    events = pd.DataFrame([line(0.110, 0.100, "queued", "a"), line(0.111, 0.1005, "wait", "a"),
+                           line(0.560, 0.500, "spawn", "a"),  # read in a burst with the next one, 60 ms late
+                           line(0.5601, 0.520, "proxy", "a"),
+                           {"t_s": 0.525, "source": "sse", "kind": "status:loaded", "model": "a", "detail": "{}",
+                            "text": "{}"}])
+    out = aligned_events(events)
+    assert list(out["kind"]) == ["queued", "wait", "spawn", "status:loaded", "proxy"]
+    assert out["t_s"].tolist() == pytest.approx([0.110, 0.1105, 0.510, 0.525, 0.530])
+    assert out["t_read_s"].tolist() == pytest.approx([0.110, 0.111, 0.560, 0.525, 0.5601])
