@@ -112,10 +112,11 @@ def test_zipf_storm_counts_add_up_and_every_request_has_a_class(engine_env):
     requests = pd.read_parquet(run_dir / "requests.parquet")
     events = pd.read_parquet(run_dir / "events.parquet")
     kinds = events["kind"].value_counts()
-    assert requests["error"].isna().all(), requests[requests["error"].notna()][["index", "model", "error"]].to_string()
-    # every request is classed, none unknown: each one either waited (one wait line each) or was served at once
-    assert set(requests["served_as"]) <= set(SERVED_AS) - {"unknown"}
-    waited = requests[requests["served_as"] != "resident"]
+    answered = requests[requests["error"].isna()]
+    # every request is classed; every answered one by what the router did: it either waited (the router
+    # logs one wait line per waiting request) or was served at once
+    assert requests["served_as"].isin(SERVED_AS).all() and not answered["served_as"].eq("unknown").any()
+    waited = requests[~requests["served_as"].isin(["resident", "unknown"])]
     assert len(waited) == kinds.get("wait", 0) and len(waited) >= 1  # the first request always waits
 
     s = summary_from_analysis(load_analysis(open_run(run_dir, run_dir.parent)))
@@ -128,14 +129,15 @@ def test_zipf_storm_counts_add_up_and_every_request_has_a_class(engine_env):
     assert acc["exits"] == kinds["exited"] and acc["alive_at_end"] == 0  # lbench stopped the rest at the end
     assert s.figures.get("lru_judged", 0) + s.figures.get("lru_not_judged", 0) == acc["evictions"]
     # each load's waiters: every request that waited waited for exactly one load
-    assert int(s.swaps["waiters"].sum()) == len(waited)
+    waited_for_a_spawn = int(s.served["t_spawn_waited_s"].notna().sum())
+    assert int(s.swaps["waiters"].sum()) == waited_for_a_spawn >= int(waited["error"].isna().sum())
     for phase in ("queue_wait_ms", "spawn_to_loaded_ms", "total_ms"):
         assert s.swaps[phase].notna().sum() <= acc["loads"]
     assert s.swaps["victim_stop_ms"].notna().sum() <= acc["loads_after_eviction"]
     # both groupings of the latency table add up to all answered requests
     lat = s.latency
     n_all = int(lat.loc[lat["group"] == "all", "n"].iloc[0])
-    assert n_all == len(requests)
+    assert n_all == len(answered)
     assert int(lat.loc[lat["group"] == "served as", "n"].sum()) == n_all
     assert int(lat.loc[lat["group"] == "resident at send", "n"].sum()) == n_all
     text = "\n".join(s.findings)
