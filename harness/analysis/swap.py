@@ -332,7 +332,8 @@ def served_findings(requests: pd.DataFrame, latency: pd.DataFrame) -> list[str]:
     if requests.empty or requests["served_as"].eq("unknown").all():
         cold, warm = _latency_row(latency, SENT_NOT_RESIDENT), _latency_row(latency, SENT_RESIDENT)
         if cold is not None and cold["n"]:
-            out.append(f"the router log does not say how each request was served; by residency at send: "
+            out.append(f"requests are not classed by what the router did (this run's events hold no router "
+                       f"wait lines: another engine, or recorded before lbench kept them); by residency at send: "
                        f"not resident p50 {cold['p50_ms']:.1f} ms (n={cold['n']}), resident "
                        + (f"p50 {warm['p50_ms']:.1f} ms (n={warm['n']})" if warm["n"] else "none"))
         return out
