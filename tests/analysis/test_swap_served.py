@@ -138,3 +138,19 @@ def test_router_lines_are_put_on_the_router_clock():
     assert list(out["kind"]) == ["queued", "wait", "spawn", "status:loaded", "proxy"]
     assert out["t_s"].tolist() == pytest.approx([0.110, 0.1105, 0.510, 0.525, 0.530])
     assert out["t_read_s"].tolist() == pytest.approx([0.110, 0.111, 0.560, 0.525, 0.5601])
+
+
+def test_lru_replay_does_not_judge_an_eviction_it_cannot_tell_apart():
+    """b was used longer ago than a, but b's last request ended 10 ms after the eviction as the client
+    saw it: the router may still have counted b busy, so the eviction of a is not judged either way."""
+    from harness.analysis.swap import lru_check
+
+    events = [ev(0.0, "spawn", "a"), ev(0.1, "status:loaded", "a", "sse"), ev(0.2, "spawn", "b"),
+              ev(0.3, "status:loaded", "b", "sse"), ev(0.31, "proxy", "b"), ev(0.5, "proxy", "a"),
+              ev(1.0, "evict", "a")]
+    for b_done, match in ((1.01, None), (0.9, False)):
+        requests = pd.DataFrame([req(0, "b", 0.305, b_done), req(1, "a", 0.45, 0.6)])
+        (row,) = lru_check(requests, pd.DataFrame(events)).to_dict("records")
+        assert row["victim"] == "a" and row["expected"] == "b" and row["match"] is match
+        assert row["explanation"].startswith("not judged: b was used longer ago" if match is None
+                                             else "a was last used at 0.500 s, but b was idle too")
