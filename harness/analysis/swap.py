@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from harness.analysis.swap_served import (SERVED_AS, accounting_sentence, aligned_events, load_accounting,
-                                          load_slots, model_states, with_served_as)
+                                          load_slots, next_state, with_served_as)
 from harness.engines import registry
 from harness.schema import apply_schema
 from harness.store import Run
@@ -173,24 +173,28 @@ def lru_check(requests: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
     if events.empty:
         return pd.DataFrame(columns=LRU_COLUMNS)
     events = events.sort_values("t_s", kind="stable")
-    states = model_states(events)
-    arrival = requests["t_router_s"].fillna(requests["t_send_s"]) if "t_router_s" in requests else \
-        requests["t_send_s"]
+    arrival = (requests["t_router_s"].fillna(requests["t_send_s"]) if "t_router_s" in requests else
+               requests["t_send_s"]).to_numpy(dtype=float)
     # the router is done with a request when the child's answer has passed through it; the harness stamps
     # the end when its client has read it, a little later (ms, tens of ms on a busy host): a request that
     # ended within ROUTER_DONE_LEAD_S of the eviction may or may not still have counted as busy
-    done = requests["t_done_s"].fillna(math.inf)
+    done = requests["t_done_s"].fillna(math.inf).to_numpy(dtype=float)
+    req_model = requests["model"].to_numpy(dtype=object)
+    state: dict[str, str] = {}
+    last_used: dict[str, float] = {}
     rows = []
-    for e in events[events["kind"] == "evict"].itertuples(index=False):
+    for e in events.itertuples(index=False):  # one pass: the replay's state is the state just before each line
+        if not isinstance(e.model, str):
+            continue
+        if e.kind != "evict":
+            state[e.model] = next_state(state.get(e.model, "unloaded"), e.kind)
+            if e.kind in ("spawn", "proxy"):
+                last_used[e.model] = e.t_s
+            continue
         t, victim = e.t_s, e.model
-        before = states[states["t_s"] < t]  # just before the evict line, which marks the victim stopping
-        state = before.groupby("model")["state"].last().to_dict() if len(before) else {}
-        stamps = events[(events["t_s"] <= t) & events["kind"].isin(["spawn", "proxy"])]
-        last_used = stamps.groupby("model")["t_s"].max().to_dict()
-        at_router = (arrival <= t) if not requests.empty else pd.Series(dtype=bool)
-        busy = set(requests.loc[at_router & (done > t + ROUTER_DONE_LEAD_S), "model"]) if len(at_router) else set()
-        unsure = set(requests.loc[at_router & (done > t - ROUTER_DONE_LEAD_S), "model"]) - busy \
-            if len(at_router) else set()
+        at_router = arrival <= t
+        busy = set(req_model[at_router & (done > t + ROUTER_DONE_LEAD_S)])
+        unsure = set(req_model[at_router & (done > t - ROUTER_DONE_LEAD_S)]) - busy
         candidates = sorted(m for m, st in state.items() if st == "ready" and m not in busy)
         used = ", ".join(f"{m} {last_used[m]:.3f} s" for m in candidates if m in last_used)
         row = {"t_s": t, "victim": victim, "expected": None, "match": None, "candidates": ",".join(candidates)}
@@ -199,25 +203,25 @@ def lru_check(requests: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
                    "a request for it was at the router" if victim in busy else
                    f"its child was {state.get(victim, 'not running')}")
             row["explanation"] = f"not judged: by the replay {victim} was no idle candidate ({why})"
-            rows.append(row)
-            continue
-        expected = min(candidates, key=lambda m: last_used.get(m, -math.inf))
-        row["expected"] = expected
-        if expected == victim:
-            row["match"] = True
-            row["explanation"] = (f"{victim} was the idle model used longest ago (last used: {used})"
-                                  if len(candidates) > 1 else f"{victim} was the only idle model")
-        elif expected in unsure:
-            row["explanation"] = (f"not judged: {expected} was used longer ago than {victim}, but its last request "
-                                  f"ended within {ROUTER_DONE_LEAD_S * 1000:.0f} ms of the eviction, so the "
-                                  "router may still have counted it busy")
         else:
-            row["match"] = False
-            row["explanation"] = (f"{victim} was last used at {last_used.get(victim, math.nan):.3f} s, but "
-                                  f"{expected} was idle too and used longer ago "
-                                  f"({last_used.get(expected, math.nan):.3f} s): a least-recently-used rule "
-                                  f"would have evicted {expected}")
+            expected = min(candidates, key=lambda m: last_used.get(m, -math.inf))
+            row["expected"] = expected
+            if expected == victim:
+                row["match"] = True
+                row["explanation"] = (f"{victim} was the idle model used longest ago (last used: {used})"
+                                      if len(candidates) > 1 else f"{victim} was the only idle model")
+            elif expected in unsure:
+                row["explanation"] = (f"not judged: {expected} was used longer ago than {victim}, but its last "
+                                      f"request ended within {ROUTER_DONE_LEAD_S * 1000:.0f} ms of the eviction, "
+                                      "so the router may still have counted it busy")
+            else:
+                row["match"] = False
+                row["explanation"] = (f"{victim} was last used at {last_used.get(victim, math.nan):.3f} s, but "
+                                      f"{expected} was idle too and used longer ago "
+                                      f"({last_used.get(expected, math.nan):.3f} s): a least-recently-used rule "
+                                      f"would have evicted {expected}")
         rows.append(row)
+        state[victim] = next_state(state.get(victim, "unloaded"), "evict")
     return pd.DataFrame(rows, columns=LRU_COLUMNS)
 
 

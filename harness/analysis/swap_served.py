@@ -30,8 +30,10 @@ and their end; the router's state of the model at that line gives the class.
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 SERVED_AS = ("resident", "own_load", "joined_load", "behind_eviction", "unknown")
@@ -86,26 +88,19 @@ def aligned_events(events: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values("t_s", kind="stable")
 
 
-def model_states(events: pd.DataFrame) -> pd.DataFrame:
-    """Each model's state after every router/child event: unloaded, loading, ready, stopping."""
-    state: dict[str, str] = {}
-    rows = []
-    for e in _ordered(events).itertuples(index=False):
-        model, kind = e.model, e.kind
-        if not isinstance(model, str):
-            continue
-        now = state.get(model, "unloaded")
-        if kind == "spawn":
-            now = "loading"
-        elif kind in READY_KINDS and now == "loading":
-            now = "ready"
-        elif kind in STOPPING and now != "unloaded":
-            now = "stopping"
-        elif kind == "exited":  # the router's line: /models/sse comes on another connection, in its own time
-            now = "unloaded"
-        state[model] = now
-        rows.append({"t_s": e.t_s, "model": model, "kind": kind, "state": now})
-    return pd.DataFrame(rows, columns=["t_s", "model", "kind", "state"])
+def next_state(now: str, kind: str) -> str:
+    """A model's state after one event: unloaded -> loading (spawn) -> ready (loaded, or proxied to)
+    -> stopping (evicted, stopped, killed) -> unloaded (the router's exit line; /models/sse comes on
+    another connection, in its own time, so its "unloaded" is not used)."""
+    if kind == "spawn":
+        return "loading"
+    if kind in READY_KINDS and now == "loading":
+        return "ready"
+    if kind in STOPPING and now != "unloaded":
+        return "stopping"
+    if kind == "exited":
+        return "unloaded"
+    return now
 
 
 def _ordered(events: pd.DataFrame) -> pd.DataFrame:
@@ -127,19 +122,13 @@ def wait_lines(events: pd.DataFrame) -> list[WaitLine]:
         if not isinstance(model, str):
             continue
         now = state.get(model, "unloaded")
+        state[model] = next_state(now, kind)
         if kind == "spawn":
-            state[model] = "loading"
             last_spawn[model] = e.t_s
             for w in waiting_for_spawn.pop(model, []):
                 w.t_spawn_s = e.t_s
             stop_waiters[model] = 0
             queue_lines[model] = []
-        elif kind in READY_KINDS and now == "loading":
-            state[model] = "ready"
-        elif kind in STOPPING and now != "unloaded":
-            state[model] = "stopping"
-        elif kind == "exited":  # the router's line: /models/sse comes on another connection, in its own time
-            state[model] = "unloaded"
         elif kind in QUEUE_LINES:
             if stop_waiters.get(model, 0) > 0:  # the queue line of a request that arrived while it stopped
                 stop_waiters[model] -= 1
@@ -178,21 +167,29 @@ def classify_requests(requests: pd.DataFrame, events: pd.DataFrame) -> pd.DataFr
     proxies = events[events["kind"] == "proxy"] if has_log else events
     rows = []
     for model, group in requests.sort_values(["t_send_s", "index"]).groupby("model", sort=False):
-        free = list(by_model.get(model, []))
-        model_proxies = proxies[proxies["model"] == model]["t_s"].to_numpy() if has_log else []
+        # requests in send order take the first free wait line between their send and their end; a line
+        # older than a request's send can serve no later request either, so it is dropped
+        free = deque(by_model.get(model, []))
+        model_proxies = np.sort(proxies.loc[proxies["model"] == model, "t_s"].to_numpy()) if has_log else []
         for r in group.itertuples(index=False):
             end = r.t_done_s if pd.notna(r.t_done_s) else math.inf
-            match = next((w for w in free if r.t_send_s <= w.t_s <= end + SLACK_S), None)
+            while free and free[0].t_s < r.t_send_s:
+                free.popleft()
             row = {"index": int(r.index), "served_as": "unknown", "t_router_s": math.nan,
                    "t_spawn_waited_s": math.nan}
-            if match is not None:
-                free.remove(match)
+            if free and free[0].t_s <= end + SLACK_S:
+                match = free.popleft()
                 row.update(served_as=match.served_as, t_router_s=match.t_s,
                            t_spawn_waited_s=math.nan if match.t_spawn_s is None else match.t_spawn_s)
-            elif has_log and (_answered(r) or any(r.t_send_s <= t <= end + SLACK_S for t in model_proxies)):
+            elif has_log and (_answered(r) or _any_between(model_proxies, r.t_send_s, end + SLACK_S)):
                 row.update(served_as="resident", t_router_s=r.t_send_s)
             rows.append(row)
     return pd.DataFrame(rows, columns=cols).sort_values("index").reset_index(drop=True)
+
+
+def _any_between(sorted_times, lo: float, hi: float) -> bool:
+    i = int(np.searchsorted(sorted_times, lo, side="left"))
+    return i < len(sorted_times) and sorted_times[i] <= hi
 
 
 def _answered(r) -> bool:
