@@ -30,7 +30,6 @@ class RunKind:
     evidence_section: str  # "module:function(run, analysis, out_dir) -> (markdown, files)"
     compare_as: str | None = None  # runs of kinds with the same value can be compared (None: not comparable)
     features: frozenset[str] = frozenset()  # what the executor adds for this kind, e.g. the HTTP floor
-    derive: str | None = None  # "module:function(tables) -> tables": columns filled from other tables at the end
 
     def part(self, attr: str):
         module, _, name = getattr(self, attr).partition(":")
@@ -50,8 +49,7 @@ KINDS: dict[str, RunKind] = {k.name: k for k in (
             features=frozenset({"http_floor"})),
     RunKind("swap", "router swap storm", "harness.spec:SwapSpec", "harness.runs.swap:execute_swap",
             "harness.analysis.swap:summarize_run", "harness.report.swap:swap_context", "swap.html.j2", "requests",
-            "harness.report.evidence:swap_section", compare_as="swap",
-            derive="harness.analysis.swap_served:derive_tables"),
+            "harness.report.evidence:swap_section", compare_as="swap"),
     RunKind("repro", "claim reproductions", "harness.repro.claims:ClaimSpec", "harness.runs.repro:execute_repro",
             "harness.analysis.repro:summarize_run", "harness.report.repro:repro_context", "repro.html.j2",
             "verdicts", "harness.report.evidence:repro_section"),
@@ -60,6 +58,20 @@ KINDS: dict[str, RunKind] = {k.name: k for k in (
 
 def find_kind(name: str | None) -> RunKind | None:
     return KINDS.get(name) if isinstance(name, str) else None
+
+
+# What a kind fills in from its own tables when a run ends, "module:function(tables) -> tables":
+# harness/store.py writes the result (a swap run's requests.served_as comes from its events).
+DERIVED_COLUMNS: dict[str, str] = {"swap": "harness.analysis.swap_served:derive_tables"}
+
+
+def derive_fn(name: str | None):
+    """The kind's derivation of columns from its tables when a run ends, or None."""
+    ref = DERIVED_COLUMNS.get(name) if isinstance(name, str) else None
+    if ref is None:
+        return None
+    module, _, attr = ref.partition(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 def get_kind(name: str | None, where: str = "") -> RunKind:

@@ -202,13 +202,13 @@ def with_derived_columns(kind: str | None, frames: dict[str, pd.DataFrame]) -> d
     """The tables with the columns the kind derives from them when the run ends (e.g. a swap run's
     ``requests.served_as`` from its ``events``); unchanged if the kind derives none or deriving fails
     (the analysis derives them again from the tables, so nothing is lost)."""
-    from harness.kinds import find_kind
+    from harness.kinds import derive_fn
 
-    k = find_kind(kind)
-    if k is None or k.derive is None:
+    derive = derive_fn(kind)
+    if derive is None:
         return frames
     try:
-        derived = k.part("derive")(dict(frames))
+        derived = derive(dict(frames))
         return {table: apply_schema(frame, table) for table, frame in derived.items()}
     except Exception:  # never lose the tables to a bug in a derived column
         return frames
