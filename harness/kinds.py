@@ -67,6 +67,20 @@ def find_kind(name: str | None) -> RunKind | None:
     return KINDS.get(name) if isinstance(name, str) else None
 
 
+# What a kind fills in from its own tables when a run ends, "module:function(tables) -> tables":
+# harness/store.py writes the result (a swap run's requests.served_as comes from its events).
+DERIVED_COLUMNS: dict[str, str] = {"swap": "harness.analysis.swap_served:derive_tables"}
+
+
+def derive_fn(name: str | None):
+    """The kind's derivation of columns from its tables when a run ends, or None."""
+    ref = DERIVED_COLUMNS.get(name) if isinstance(name, str) else None
+    if ref is None:
+        return None
+    module, _, attr = ref.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
 def get_kind(name: str | None, where: str = "") -> RunKind:
     kind = find_kind(name)
     if kind is None:

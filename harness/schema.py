@@ -73,8 +73,14 @@ REQUEST_COLUMNS: dict[str, tuple[str, str]] = {
     "model": ("str", "model name sent in the request's model field"),
     "status_at_send": ("str", "the model's router status when the request was sent (loaded, loading, "
                                  "sleeping, unloaded; null when unknown)"),
-    "resident_at_send": ("boolean", "true when the model was loaded at send (a warm request); null when not "
-                                    "observed, counted as cold"),
+    "resident_at_send": ("boolean", "true when /models/sse last said the model was loaded when the request was "
+                                    "sent; null when not observed. A child being evicted still says loaded: "
+                                    "served_as says what the router did"),
+    "served_as": ("str", "what the router did for the request, from its own log: resident (served at once by a "
+                         "running child), own_load (waited for a load it caused), joined_load (waited for a load "
+                         "another request caused), behind_eviction (its model was being evicted: waited for the "
+                         "exit and a reload), unknown (the log does not say: a failed request, another engine, or "
+                         "a run from before this column); filled when the run ends, see docs/workloads.md"),
     "t_send_s": ("float64", "send time, seconds since the run's start (harness clock)"),
     "t_first_byte_s": ("float64", "first response byte, seconds since the run's start"),
     "t_done_s": ("float64", "response end (or failure), seconds since the run's start"),

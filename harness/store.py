@@ -169,19 +169,18 @@ class RunWriter:
             self._journals.clear()
             self.manifest["status"] = status
         if self.write_error is None:
-            for table in set(self.counts) | set(TABLES):
-                journal = self.dir / f"{table}.jsonl"
-                if journal.exists():
-                    frame = apply_schema(read_journal(journal), table)
-                    out = self.dir / f"{table}.parquet"
-                    tmp = out.with_name(f".{out.name}.tmp")
-                    try:
-                        frame.to_parquet(tmp, index=False)
-                        os.replace(tmp, out)
-                    except OSError as exc:
-                        tmp.unlink(missing_ok=True)
-                        self._failed(exc, out.name)
-                        break
+            frames = {table: apply_schema(read_journal(self.dir / f"{table}.jsonl"), table)
+                      for table in sorted(set(self.counts) | set(TABLES)) if (self.dir / f"{table}.jsonl").exists()}
+            for table, frame in with_derived_columns(self.manifest.get("kind"), frames).items():
+                out = self.dir / f"{table}.parquet"
+                tmp = out.with_name(f".{out.name}.tmp")
+                try:
+                    frame.to_parquet(tmp, index=False)
+                    os.replace(tmp, out)
+                except OSError as exc:
+                    tmp.unlink(missing_ok=True)
+                    self._failed(exc, out.name)
+                    break
         self._reserve.unlink(missing_ok=True)
         self.manifest["ended_at"] = utc_now()
         self.manifest["n_samples"] = self.counts.get("samples", 0)
@@ -198,6 +197,22 @@ class RunWriter:
         except OSError as exc:
             self._failed(exc, "manifest.json")
         self._raise_once()
+
+
+def with_derived_columns(kind: str | None, frames: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """The tables with the columns the kind derives from them when the run ends (e.g. a swap run's
+    ``requests.served_as`` from its ``events``); unchanged if the kind derives none or deriving fails
+    (the analysis derives them again from the tables, so nothing is lost)."""
+    from harness.kinds import derive_fn
+
+    derive = derive_fn(kind)
+    if derive is None:
+        return frames
+    try:
+        derived = derive(dict(frames))
+        return {table: apply_schema(frame, table) for table, frame in derived.items()}
+    except Exception:  # never lose the tables to a bug in a derived column
+        return frames
 
 
 def read_journal(path: Path) -> pd.DataFrame:

@@ -58,6 +58,7 @@ def test_unknown_residency_counts_as_cold():
     req = pd.DataFrame([{"index": 0, "model": "a", "latency_ms": 10.0, "resident_at_send": None, "error": None},
                         {"index": 1, "model": "a", "latency_ms": 1.0, "resident_at_send": True, "error": None}])
     table = latency_table(TABLES["requests"].apply(req)).set_index("class")
-    assert table.loc["cold (not resident)", "n"] == 1 and table.loc["warm (resident at send)", "n"] == 1
+    assert table.loc["sent: not resident", "n"] == 1 and table.loc["sent: resident", "n"] == 1
     s = summarize_frames(req, pd.DataFrame(), pd.DataFrame(), models_max=1, model_sizes=[10])
     assert s.figures["n_requests"] == 2
+    assert s.figures["served_as"]["unknown"] == 2  # no router log: nothing claims what the router did

@@ -15,11 +15,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from harness.analysis.swap_served import (SERVED_AS, accounting_sentence, aligned_events, load_accounting,
+                                          load_slots, next_state, with_served_as)
 from harness.engines import registry
 from harness.schema import apply_schema
 from harness.store import Run
 
 PHASES = ["queue_wait_ms", "victim_stop_ms", "exit_to_spawn_ms", "spawn_to_loaded_ms", "loaded_to_first_byte_ms"]
+PHASE_COLUMNS = ["model", "t_spawn_s", "request_index", "waiters", "victim", *PHASES, "total_ms"]
 
 
 @dataclass
@@ -29,6 +32,7 @@ class SwapSummary:
     lru: pd.DataFrame  # one row per eviction: victim, expected LRU victim, match
     findings: list[str] = field(default_factory=list)
     figures: dict = field(default_factory=dict)
+    served: pd.DataFrame = field(default_factory=pd.DataFrame)  # per request: served_as and the router times
 
 
 def _pct(x, q):
@@ -42,15 +46,36 @@ def warm_mask(requests: pd.DataFrame) -> pd.Series:
     return requests["resident_at_send"].eq(True).fillna(False).astype(bool)
 
 
+SERVED_LABELS = {"resident": "resident child", "own_load": "own load", "joined_load": "joined a load",
+                 "behind_eviction": "behind an eviction", "unknown": "unknown"}
+SENT_RESIDENT, SENT_NOT_RESIDENT = "sent: resident", "sent: not resident"
+
+
 def latency_table(requests: pd.DataFrame) -> pd.DataFrame:
+    """Latency of answered requests: all, by what the router did (``served_as``), and by what
+    /models/sse said at send (``resident_at_send``); each grouping adds up to ``all``."""
     rows = []
     ok = requests[requests["error"].isna()] if not requests.empty else requests
-    for label, sel in (("all", ok), ("warm (resident at send)", ok[warm_mask(ok)]),
-                       ("cold (not resident)", ok[~warm_mask(ok)])):
+
+    def row(group: str, label: str, sel: pd.DataFrame) -> None:
         x = sel["latency_ms"] if not sel.empty else []
-        rows.append({"class": label, "n": int(len(sel)), "p50_ms": _pct(x, 50), "p90_ms": _pct(x, 90),
-                     "p99_ms": _pct(x, 99), "max_ms": _pct(x, 100)})
-    return pd.DataFrame(rows)
+        rows.append({"group": group, "class": label, "n": int(len(sel)), "p50_ms": _pct(x, 50),
+                     "p90_ms": _pct(x, 90), "p99_ms": _pct(x, 99), "max_ms": _pct(x, 100)})
+
+    row("all", "all", ok)
+    if "served_as" in ok and ok["served_as"].notna().any() and not ok["served_as"].eq("unknown").all():
+        for cls in SERVED_AS:
+            sel = ok[ok["served_as"] == cls]
+            if cls != "unknown" or len(sel):
+                row("served as", SERVED_LABELS[cls], sel)
+    row("resident at send", SENT_RESIDENT, ok[warm_mask(ok)])
+    row("resident at send", SENT_NOT_RESIDENT, ok[~warm_mask(ok)])
+    return pd.DataFrame(rows, columns=["group", "class", "n", "p50_ms", "p90_ms", "p99_ms", "max_ms"])
+
+
+def _latency_row(latency: pd.DataFrame, label: str) -> pd.Series | None:
+    sel = latency[latency["class"] == label]
+    return None if sel.empty else sel.iloc[0]
 
 
 STOP_KINDS = ["evict", "stop_sent"]  # the router's scheduler logs "evicting ..."; explicit unloads "stopping ..."
@@ -168,48 +193,48 @@ def _first(events: pd.DataFrame, after: float, before: float = math.inf, **match
     return None if sel.empty else sel.iloc[0]
 
 
-def _last(events: pd.DataFrame, before: float, after: float = -math.inf, **match) -> pd.Series | None:
-    sel = events[(events["t_s"] <= before) & (events["t_s"] >= after)]
-    for key, value in match.items():
-        sel = sel[sel[key] == value]
-    return None if sel.empty else sel.iloc[-1]
-
-
-def swap_phases(requests: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
-    """One row per spawned child: which request waited for it and how long each phase took."""
-    cols = ["model", "t_spawn_s", "request_index", "victim", *PHASES, "total_ms"]
+def swap_phases(requests: pd.DataFrame, events: pd.DataFrame, models_max: int = 0) -> pd.DataFrame:
+    """One row per spawned child: which request caused it, how many waited for it, whose slot it
+    took (``load_slots``: each eviction's slot goes to one spawn) and how long each phase took."""
+    cols = PHASE_COLUMNS
     if events.empty or requests.empty:
         return pd.DataFrame(columns=cols)
-    events = events.sort_values("t_s")
-    stops = stop_steps(events)
+    events = events.sort_values("t_s", kind="stable")
+    _, slots = load_slots(events, models_max)
     rows = []
     used_requests: set[int] = set()
-    for _, spawn in events[events["kind"] == "spawn"].iterrows():
-        model, t_spawn = spawn["model"], spawn["t_s"]
+    classified = "t_spawn_waited_s" in requests and requests["t_spawn_waited_s"].notna().any()
+    for slot in slots:
+        model, t_spawn = slot["model"], slot["t_spawn_s"]
         loaded = _first(events, t_spawn, kind="status:loaded", model=model)
-        waiting = requests[(requests["model"] == model) & (requests["t_send_s"] <= t_spawn)
-                           & ~warm_mask(requests)
-                           & ~requests["index"].isin(used_requests)
-                           & ((requests["t_done_s"].isna()) | (requests["t_done_s"] >= t_spawn))]
-        req = waiting.sort_values("t_send_s").iloc[0] if not waiting.empty else None
-        t_send = req["t_send_s"] if req is not None else None
-        row = {"model": model, "t_spawn_s": t_spawn, "request_index": None, "victim": None,
-               **{p: math.nan for p in PHASES}, "total_ms": math.nan}
-        start = t_send if t_send is not None else t_spawn
-        stop = _last(stops, t_spawn, after=start)
-        if stop is not None and stop["model"] != model:
-            row["victim"] = stop["model"]
-            exited = _first(events, stop["t_s"], kind="status:unloaded", model=stop["model"])
-            if exited is not None:
-                row["victim_stop_ms"] = (exited["t_s"] - stop["t_s"]) * 1000
-                row["exit_to_spawn_ms"] = (t_spawn - exited["t_s"]) * 1000
+        if classified:  # the requests the router log says waited for this load; the one that caused it first
+            waiting = requests[(requests["model"] == model) & (requests["t_spawn_waited_s"] == t_spawn)]
+            n_waiters = len(waiting)
+            causes = waiting[waiting["served_as"].isin(["own_load", "behind_eviction"])]
+            pick = causes if not causes.empty else waiting
+            req = pick.sort_values("t_router_s").iloc[0] if not pick.empty else None
+        else:  # runs logged before the router's wait lines were kept: the first not-resident request sent
+            waiting = requests[(requests["model"] == model) & (requests["t_send_s"] <= t_spawn)
+                               & ~warm_mask(requests)
+                               & ~requests["index"].isin(used_requests)
+                               & ((requests["t_done_s"].isna()) | (requests["t_done_s"] >= t_spawn))]
+            n_waiters = None
+            req = waiting.sort_values("t_send_s").iloc[0] if not waiting.empty else None
+        row = {"model": model, "t_spawn_s": t_spawn, "request_index": None, "waiters": n_waiters,
+               "victim": slot["victim"], **{p: math.nan for p in PHASES}, "total_ms": math.nan}
+        if slot["victim"] is not None and pd.notna(slot["t_exit_s"]):
+            if pd.notna(slot["t_stop_s"]):
+                row["victim_stop_ms"] = (slot["t_exit_s"] - slot["t_stop_s"]) * 1000
+            row["exit_to_spawn_ms"] = (t_spawn - slot["t_exit_s"]) * 1000  # < 0: exit line logged after the spawn
         if loaded is not None:
             row["spawn_to_loaded_ms"] = (loaded["t_s"] - t_spawn) * 1000
         if req is not None:
             used_requests.add(int(req["index"]))
             row["request_index"] = int(req["index"])
-            first_step = stop["t_s"] if row["victim"] else t_spawn
-            row["queue_wait_ms"] = (first_step - t_send) * 1000
+            t_send = req["t_send_s"]
+            told = slot["t_stop_s"]
+            first_step = told if slot["victim"] is not None and pd.notna(told) and told >= t_send else t_spawn
+            row["queue_wait_ms"] = max(first_step - t_send, 0.0) * 1000
             if loaded is not None and pd.notna(req["t_first_byte_s"]):
                 row["loaded_to_first_byte_ms"] = (req["t_first_byte_s"] - loaded["t_s"]) * 1000
             if pd.notna(req["latency_ms"]):
@@ -218,40 +243,77 @@ def swap_phases(requests: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
+ROUTER_DONE_LEAD_S = 0.025
+LRU_COLUMNS = ["t_s", "victim", "expected", "match", "candidates", "explanation"]
+
+
 def lru_check(requests: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
-    """Replay the run: at each eviction, which idle resident model was least recently used?
+    """Replay the run: at each eviction, which idle running model was least recently used?
 
     Recency is what the router itself stamps (server-models.cpp): ``last_used`` is set
     when a child is spawned and when a request starts being proxied to it, i.e. the
-    ``spawn`` and ``proxy`` log lines.  Resident = loaded or sleeping per /models/sse;
-    busy = a request for it in flight (the router skips those).
+    ``spawn`` and ``proxy`` log lines.  A candidate is a model whose child is up (loaded or
+    sleeping) and not already being stopped, with no request of its own at the router
+    (one being served, or one waiting for it): the router skips those.  A request is at the
+    router from its ``wait`` line (or its send, when served at once) to 25 ms before the harness
+    read its end (``ROUTER_DONE_LEAD_S``: the router is done when the answer has passed through
+    it, the client reads it a little later).  Every
+    eviction gets a row; ``match`` is null when the replay cannot judge it (the victim was
+    not an idle candidate by the replay), and ``explanation`` says why in words.
     """
-    cols = ["t_s", "victim", "expected", "match", "candidates"]
     if events.empty:
-        return pd.DataFrame(columns=cols)
-    events = events.sort_values("t_s")
-    # only the scheduler's own choices; "stopping ..." lines are explicit unloads and shutdown
-    stop_index = set(events[events["kind"] == "evict"].index)
-    status: dict[str, str] = {}
+        return pd.DataFrame(columns=LRU_COLUMNS)
+    events = events.sort_values("t_s", kind="stable")
+    arrival = (requests["t_router_s"].fillna(requests["t_send_s"]) if "t_router_s" in requests else
+               requests["t_send_s"]).to_numpy(dtype=float)
+    # the router is done with a request when the child's answer has passed through it; the harness stamps
+    # the end when its client has read it, a little later (ms, tens of ms on a busy host): a request that
+    # ended within ROUTER_DONE_LEAD_S of the eviction may or may not still have counted as busy
+    done = requests["t_done_s"].fillna(math.inf).to_numpy(dtype=float)
+    req_model = requests["model"].to_numpy(dtype=object)
+    state: dict[str, str] = {}
+    last_used: dict[str, float] = {}
     rows = []
-    for idx, e in events.iterrows():
-        if e["source"] == "sse" and isinstance(e["kind"], str) and e["kind"].startswith("status:"):
-            status[e["model"]] = e["kind"].split(":", 1)[1]
-        if idx not in stop_index:
+    for e in events.itertuples(index=False):  # one pass: the replay's state is the state just before each line
+        if not isinstance(e.model, str):
             continue
-        t = e["t_s"]
-        stamps = events[(events["t_s"] <= t) & events["kind"].isin(["spawn", "proxy"])]
-        in_flight = requests[(requests["t_send_s"] <= t) & (requests["t_done_s"].isna() | (requests["t_done_s"] > t))]
-        busy = set(in_flight["model"])
-        candidates = [m for m, s in status.items() if s in ("loaded", "sleeping") and m not in busy]
-        if not candidates:
-            rows.append({"t_s": t, "victim": e["model"], "expected": None, "match": None, "candidates": ""})
+        if e.kind != "evict":
+            state[e.model] = next_state(state.get(e.model, "unloaded"), e.kind)
+            if e.kind in ("spawn", "proxy"):
+                last_used[e.model] = e.t_s
             continue
-        last_used = stamps.groupby("model")["t_s"].max().to_dict()
-        expected = min(candidates, key=lambda m: last_used.get(m, -math.inf))
-        rows.append({"t_s": t, "victim": e["model"], "expected": expected, "match": expected == e["model"],
-                     "candidates": ",".join(sorted(candidates))})
-    return pd.DataFrame(rows, columns=cols)
+        t, victim = e.t_s, e.model
+        at_router = arrival <= t
+        busy = set(req_model[at_router & (done > t + ROUTER_DONE_LEAD_S)])
+        unsure = set(req_model[at_router & (done > t - ROUTER_DONE_LEAD_S)]) - busy
+        candidates = sorted(m for m, st in state.items() if st == "ready" and m not in busy)
+        used = ", ".join(f"{m} {last_used[m]:.3f} s" for m in candidates if m in last_used)
+        row = {"t_s": t, "victim": victim, "expected": None, "match": None, "candidates": ",".join(candidates)}
+        if victim not in candidates:
+            why = ("its child was still loading" if state.get(victim) == "loading" else
+                   "a request for it was at the router" if victim in busy else
+                   f"its child was {state.get(victim, 'not running')}")
+            row["explanation"] = f"not judged: by the replay {victim} was no idle candidate ({why})"
+        else:
+            expected = min(candidates, key=lambda m: last_used.get(m, -math.inf))
+            row["expected"] = expected
+            if expected == victim:
+                row["match"] = True
+                row["explanation"] = (f"{victim} was the idle model used longest ago (last used: {used})"
+                                      if len(candidates) > 1 else f"{victim} was the only idle model")
+            elif expected in unsure:
+                row["explanation"] = (f"not judged: {expected} was used longer ago than {victim}, but its last "
+                                      f"request ended within {ROUTER_DONE_LEAD_S * 1000:.0f} ms of the eviction, "
+                                      "so the router may still have counted it busy")
+            else:
+                row["match"] = False
+                row["explanation"] = (f"{victim} was last used at {last_used.get(victim, math.nan):.3f} s, but "
+                                      f"{expected} was idle too and used longer ago "
+                                      f"({last_used.get(expected, math.nan):.3f} s): a least-recently-used rule "
+                                      f"would have evicted {expected}")
+        rows.append(row)
+        state[victim] = next_state(state.get(victim, "unloaded"), "evict")
+    return pd.DataFrame(rows, columns=LRU_COLUMNS)
 
 
 def time_above_cap_s(memory: pd.DataFrame, models_max: int) -> float:
@@ -268,7 +330,7 @@ def summarize_run(run: Run) -> dict:
 
     s = summarize_swap(run)
     return {"latency": frame_json(s.latency), "swaps": frame_json(s.swaps), "lru": frame_json(s.lru),
-            "findings": s.findings, "figures": s.figures}
+            "served": frame_json(s.served), "findings": s.findings, "figures": s.figures}
 
 
 def summary_from_analysis(analysis: dict) -> SwapSummary:
@@ -276,7 +338,8 @@ def summary_from_analysis(analysis: dict) -> SwapSummary:
     from harness.analysis.persisted import json_frame
 
     return SwapSummary(json_frame(analysis["latency"]), json_frame(analysis["swaps"]), json_frame(analysis["lru"]),
-                       list(analysis.get("findings", [])), dict(analysis.get("figures", {})))
+                       list(analysis.get("findings", [])), dict(analysis.get("figures", {})),
+                       json_frame(analysis.get("served", {})))
 
 
 def summarize_swap(run: Run) -> SwapSummary:
@@ -298,9 +361,12 @@ def summarize_frames(requests: pd.DataFrame, events: pd.DataFrame, memory: pd.Da
                                 apply_schema(memory, "memory"))  # frames built outside the store too
     if not registry.get(engine).can("router_events"):  # no load/unload timeline: reloads from latency alone
         return _summarize_mlx(requests, memory, model_sizes, client or {}, sampler or {}, status, error)
+    events = aligned_events(events)  # router lines on the router's own clock
+    requests = with_served_as(requests, events)  # what the router did for each request, from its log
     latency = latency_table(requests)
-    swaps = swap_phases(requests, events)
+    swaps = swap_phases(requests, events, models_max)
     lru = lru_check(requests, events)
+    served = requests[["index", "model", "served_as", "t_router_s", "t_spawn_waited_s"]]
     findings: list[str] = []
     figures: dict = {}
 
@@ -329,36 +395,64 @@ def summarize_frames(requests: pd.DataFrame, events: pd.DataFrame, memory: pd.Da
         findings.append(f"peak tree RSS {peak_rss / 1e6:.1f} MB; the {min(models_max or len(sizes), len(sizes))} "
                         f"largest model files the cap allows sum to {allowed / 1e6:.1f} MB")
 
-    n_spawn = int((events["kind"] == "spawn").sum()) if not events.empty else 0
-    figures["swaps"] = n_spawn
+    acc = load_accounting(events, models_max)
+    figures["swaps"] = acc["loads"]
+    figures["accounting"] = acc
     if n_req:
-        findings.append(f"{n_spawn} model loads over {n_req} requests ({n_spawn / n_req:.2f} loads per request)")
+        findings.append(accounting_sentence(acc, models_max, n_req))
 
     if not lru.empty:
         judged = lru[lru["match"].notna()]
-        matches = int(judged["match"].sum())
-        figures.update(evictions=len(lru), lru_matches=matches, lru_judged=len(judged))
-        if len(judged) and matches == len(judged):
-            findings.append(f"eviction order matched LRU in all {len(judged)} evictions")
-        elif len(judged):
+        matches = int(judged["match"].astype(bool).sum())
+        not_judged = len(lru) - len(judged)
+        figures.update(evictions=len(lru), lru_matches=matches, lru_judged=len(judged), lru_not_judged=not_judged)
+        text = f"of the {len(lru)} evictions, {matches} took the least recently used idle model"
+        if len(judged) > matches:
             bad = judged[~judged["match"].astype(bool)].iloc[0]
-            findings.append(f"eviction order differed from LRU in {len(judged) - matches} of {len(judged)} "
-                            f"evictions (first at t={bad['t_s']:.3f} s: evicted {bad['victim']}, "
-                            f"LRU was {bad['expected']})")
+            text += (f", {len(judged) - matches} did not (first at t={bad['t_s']:.3f} s: evicted {bad['victim']} "
+                     f"while {bad['expected']} was idle and used longer ago)")
+        if not_judged:
+            text += (f", {not_judged} could not be judged (the replay could not tell which models the router "
+                     "counted busy at that moment; the report lists each with the reason)")
+        findings.append(text)
 
-    cold = latency[latency["class"].str.startswith("cold")].iloc[0]
-    warm = latency[latency["class"].str.startswith("warm")].iloc[0]
-    if cold["n"]:
-        warm_text = f"warm: p50 {warm['p50_ms']:.1f} ms (n={warm['n']})" if warm["n"] else "no warm requests"
-        findings.append(f"cold requests: p50 {cold['p50_ms']:.1f} ms, p99 {cold['p99_ms']:.1f} ms (n={cold['n']}); "
-                        + warm_text)
-
+    findings += served_findings(requests, latency)
+    figures["served_as"] = {c: int((requests["served_as"] == c).sum()) for c in SERVED_AS} if n_req else {}
     deaths = child_deaths(requests, events, storm_end_s)
     figures["child_deaths"] = len(deaths)
     findings[:0] = death_findings(deaths) + deadline_findings(requests)  # faults first
     findings += closing_findings(requests, client or {}, sampler or {}, status, error)
     figures["phases_median_ms"] = {p: _pct(swaps[p], 50) for p in PHASES} if not swaps.empty else {}
-    return SwapSummary(latency, swaps, lru, findings, json.loads(json.dumps(figures, default=float)))
+    return SwapSummary(latency, swaps, lru, findings, json.loads(json.dumps(figures, default=float)), served)
+
+
+def served_findings(requests: pd.DataFrame, latency: pd.DataFrame) -> list[str]:
+    """Latency by what the router did, and how often /models/sse at send told another story."""
+    out: list[str] = []
+    if requests.empty or requests["served_as"].eq("unknown").all():
+        cold, warm = _latency_row(latency, SENT_NOT_RESIDENT), _latency_row(latency, SENT_RESIDENT)
+        if cold is not None and cold["n"]:
+            out.append(f"requests are not classed by what the router did (this run's events hold no router "
+                       f"wait lines: another engine, or recorded before lbench kept them); by residency at send: "
+                       f"not resident p50 {cold['p50_ms']:.1f} ms (n={cold['n']}), resident "
+                       + (f"p50 {warm['p50_ms']:.1f} ms (n={warm['n']})" if warm["n"] else "none"))
+        return out
+    parts = []
+    for cls in SERVED_AS:
+        r = _latency_row(latency, SERVED_LABELS[cls])
+        if r is not None and r["n"]:
+            parts.append(f"{SERVED_LABELS[cls]} p50 {r['p50_ms']:.1f} / p99 {r['p99_ms']:.1f} ms (n={r['n']})")
+    if parts:
+        out.append("answered requests by what the router did: " + "; ".join(parts))
+    sent_warm = requests[warm_mask(requests)]
+    moved = sent_warm[sent_warm["served_as"] != "resident"]
+    if len(moved):
+        counts = moved["served_as"].value_counts()
+        out.append(f"{len(moved)} of {len(sent_warm)} request(s) sent while /models/sse said their model was "
+                   "loaded were not served by a resident child ("
+                   + ", ".join(f"{SERVED_LABELS[c]} x{counts[c]}" for c in SERVED_AS if c in counts)
+                   + "): the router had decided or done an eviction the harness had not seen yet")
+    return out
 
 
 def closing_findings(requests: pd.DataFrame, client: dict, sampler: dict, status: str | None, error: str
@@ -391,13 +485,10 @@ def _summarize_mlx(requests: pd.DataFrame, memory: pd.DataFrame, model_sizes: li
     if not memory.empty:
         findings.append(f"peak server RSS {memory['rss_total_bytes'].max() / 1e6:.1f} MB; largest model "
                         f"{max(model_sizes or [0]) / 1e6:.1f} MB")
-    cold = latency[latency["class"].str.startswith("cold")].iloc[0]
-    warm = latency[latency["class"].str.startswith("warm")].iloc[0]
+    cold, warm = _latency_row(latency, SENT_NOT_RESIDENT), _latency_row(latency, SENT_RESIDENT)
     if cold["n"]:
         findings.append(f"requests for another model: p50 {cold['p50_ms']:.1f} ms (n={cold['n']}); same model: "
                         + (f"p50 {warm['p50_ms']:.1f} ms (n={warm['n']})" if warm["n"] else "none"))
     findings += closing_findings(requests, client, sampler, status, error)
-    return SwapSummary(latency, pd.DataFrame(columns=["model", "t_spawn_s", "request_index", "victim", *PHASES,
-                                                      "total_ms"]),
-                       pd.DataFrame(columns=["t_s", "victim", "expected", "match", "candidates"]), findings,
+    return SwapSummary(latency, pd.DataFrame(columns=PHASE_COLUMNS), pd.DataFrame(columns=LRU_COLUMNS), findings,
                        {"swaps": reloads, "n_requests": len(requests)})

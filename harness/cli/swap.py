@@ -125,8 +125,13 @@ def _one_storm(spec, llama_server, results, report) -> bool:
     table = Table(title=f"swap latency · run {run.run_id}")
     for col in ("class", "n", "p50 ms", "p90 ms", "p99 ms"):
         table.add_column(col, justify="right" if col != "class" else "left")
+    group = None
     for r in summary.latency.to_dict("records"):
-        table.add_row(r["class"], str(r["n"]), f"{r['p50_ms']:.1f}", f"{r['p90_ms']:.1f}", f"{r['p99_ms']:.1f}")
+        if group is not None and r.get("group") != group:
+            table.add_section()  # all | by what the router did | by residency at send
+        group = r.get("group")
+        table.add_row(r["class"], str(r["n"]), *(f"{r[k]:.1f}" if r["n"] else "-" for k in ("p50_ms", "p90_ms",
+                                                                                          "p99_ms")))
     out.print(table)
     for finding in summary.findings:
         out.print(f"• {finding}", markup=False)

@@ -35,6 +35,9 @@ ROUTER_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("joined", re.compile(r"request for name=(?P<model>.+?) joined the queue, (?P<waiting>\d+) waiting")),
     ("evict", re.compile(r"evicting idle LRU name=(?P<model>.+?) for a queued request")),
     ("evict", re.compile(r"models_max limit reached, removing LRU name=(?P<model>.+?)\s*$")),
+    # every request the router cannot serve at once (model not running, loading or being stopped)
+    ("wait", re.compile(r"waiting until model name=(?P<model>.+?) is fully loaded")),
+    ("load_asked", re.compile(r"model name=(?P<model>.+?) is not loaded, loading")),  # builds before the queue
     ("claim", re.compile(r"slot available, loading queued model name=(?P<model>.+?)\s*$")),
     ("spawn", re.compile(r"spawning server instance with name=(?P<model>.+?) on port (?P<port>\d+)")),
     ("stop_sent", re.compile(r"stopping model instance name=(?P<model>.+?)\s*$")),

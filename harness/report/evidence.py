@@ -70,16 +70,19 @@ def idle_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[str
 
 def swap_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[str]]:
     from harness.analysis.swap import summary_from_analysis
+    from harness.analysis.swap_served import aligned_events
     from harness.report.swap import timeline_png
 
     s = summary_from_analysis(analysis)
     lines = [f"- {md(f)}" for f in s.findings]
     table = ["| requests | n | p50 (ms) | p90 (ms) | p99 (ms) |", "|---|---|---|---|---|"]
     for r in s.latency.to_dict("records"):
-        table.append(f"| {r['class']} | {r['n']} | {r['p50_ms']:.1f} | {r['p90_ms']:.1f} | {r['p99_ms']:.1f} |")
+        if r["n"]:
+            table.append(f"| {r['class']} | {r['n']} | {r['p50_ms']:.1f} | {r['p90_ms']:.1f} | {r['p99_ms']:.1f} |")
     name = f"{run.run_id}-timeline.png"
-    (out_dir / name).write_bytes(timeline_png(run, run.table("events"), run.table("memory"), run.table("requests"),
-                                              int(run.manifest.get("config", {}).get("models_max", 0))))
+    (out_dir / name).write_bytes(timeline_png(run, aligned_events(run.table("events")), run.table("memory"),
+                                              run.table("requests"),
+                                              int(run.manifest.get("config", {}).get("models_max", 0)), s.served))
     return "\n".join(lines + [""] + table), [name]
 
 

@@ -160,10 +160,11 @@ def storm(ctx: Context, p: dict) -> Evidence:
         "by the status change, so line order is not proof of spawn order (the router's own timestamps put the "
         "victim's exit line within a millisecond after the spawn line); the /proc sampling (peak_children) "
         "is the process count",
-        f"LRU replay: {ev.figures['lru_mismatches']} of {ev.figures['lru_judged']} evictions did not pick the model "
-        "the harness's replay of last_used stamps expected; the replay stamps a model when the harness sent the "
-        "request, the router when it proxied it, so under concurrency the two orders can differ: this figure "
-        "is not a check of the victim rule (router-busy-not-evicted and router-victim-lru are)"]
+        f"LRU replay: {ev.figures['lru_mismatches']} of {ev.figures['lru_judged']} judged evictions did not pick "
+        "the model the harness's replay of the router's own last_used stamps (its spawn and proxy lines, on the "
+        "router's clock) expected; evictions it cannot judge (a request ending within 25 ms of the eviction) are "
+        "left out. Which models the router counted busy is inferred from client times, so this figure is not a "
+        "check of the victim rule (router-busy-not-evicted and router-victim-lru are)"]
     return ev
 
 

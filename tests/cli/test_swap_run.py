@@ -98,3 +98,51 @@ def test_bad_input(engine_env, args, fragment):
     assert fragment in r.stderr
     results = Path(engine_env["LBENCH_RESULTS_DIR"])
     assert not results.exists() or not any(results.iterdir())
+
+
+def test_zipf_storm_counts_add_up_and_every_request_has_a_class(engine_env):
+    """One accounting for loads, evictions, phases and latency classes, on the router's own log."""
+    from harness.analysis.persisted import load_analysis
+    from harness.analysis.swap import summary_from_analysis
+    from harness.analysis.swap_served import SERVED_AS
+    from harness.store import open_run
+
+    r = run_cli("swap", *THREE, "--models-max", "2", "--pattern", "zipf", "-n", "30", "-c", "4", env=engine_env)
+    assert r.returncode == 0, r.stderr + r.stdout
+    run_dir = only_run(engine_env)
+    requests = pd.read_parquet(run_dir / "requests.parquet")
+    events = pd.read_parquet(run_dir / "events.parquet")
+    kinds = events["kind"].value_counts()
+    answered = requests[requests["error"].isna()]
+    # every request is classed; every answered one by what the router did: it either waited (the router
+    # logs one wait line per waiting request) or was served at once
+    assert requests["served_as"].isin(SERVED_AS).all() and not answered["served_as"].eq("unknown").any()
+    waited = requests[~requests["served_as"].isin(["resident", "unknown"])]
+    assert len(waited) == kinds.get("wait", 0) and len(waited) >= 1  # the first request always waits
+
+    s = summary_from_analysis(load_analysis(open_run(run_dir, run_dir.parent)))
+    assert s.served.set_index("index")["served_as"].to_dict() == requests.set_index("index")["served_as"].to_dict()
+    acc = s.figures["accounting"]
+    assert acc["loads"] == kinds["spawn"] == len(s.swaps) == s.figures["swaps"]
+    assert acc["loads"] == acc["loads_free_slot"] + acc["loads_after_eviction"] + acc["loads_after_other_exit"]
+    assert 1 <= acc["loads_free_slot"] <= 2  # models_max=2 starts empty
+    assert acc["evictions"] == kinds.get("evict", 0) == len(s.lru) == s.figures.get("evictions", 0)
+    assert acc["exits"] == kinds["exited"] and acc["alive_at_end"] == 0  # lbench stopped the rest at the end
+    assert s.figures.get("lru_judged", 0) + s.figures.get("lru_not_judged", 0) == acc["evictions"]
+    # each load's waiters: every request that waited waited for exactly one load
+    waited_for_a_spawn = int(s.served["t_spawn_waited_s"].notna().sum())
+    assert int(s.swaps["waiters"].sum()) == waited_for_a_spawn >= int(waited["error"].isna().sum())
+    for phase in ("queue_wait_ms", "spawn_to_loaded_ms", "total_ms"):
+        assert s.swaps[phase].notna().sum() <= acc["loads"]
+    assert s.swaps["victim_stop_ms"].notna().sum() <= acc["loads_after_eviction"]
+    # both groupings of the latency table add up to all answered requests
+    lat = s.latency
+    n_all = int(lat.loc[lat["group"] == "all", "n"].iloc[0])
+    assert n_all == len(answered)
+    assert int(lat.loc[lat["group"] == "served as", "n"].sum()) == n_all
+    assert int(lat.loc[lat["group"] == "resident at send", "n"].sum()) == n_all
+    text = "\n".join(s.findings)
+    assert f"{acc['loads']} model loads over 30 requests = {acc['loads_free_slot']} into a free slot" in text
+    assert f"the router evicted {acc['evictions']} time(s)" in text
+    html = (run_dir / "report.html").read_text()
+    assert "what the router did for it" in html and "counted over" in html and html.count("data:image/png") == 2

@@ -16,6 +16,8 @@ LINES = {
     "W srv  unload: model name=m is still loading, force-killing": ("kill_loading", {"model": "m"}),
     "W srv  operator(): force-killing model instance name=m after timeout": ("kill_timeout", {"model": "m"}),
     "I srv  operator(): instance name=m exited with status -9": ("exited", {"model": "m", "status": "-9"}),
+    "0.00.371.001 I srv  ensure_model: waiting until model name=tiny-q8 is fully loaded...": ("wait", {"model": "tiny-q8"}),
+    "I srv  ensure_model_ready: model name=my model is not loaded, loading...": ("load_asked", {"model": "my model"}),
     "0.02.517.176 I srv  proxy_reques: proxying request to model a on port 57261": ("proxy", {"model": "a", "port": "57261"}),
 }
 
