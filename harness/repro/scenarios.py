@@ -185,7 +185,15 @@ def same_model_burst(ctx: Context, p: dict) -> Evidence:
     b_events = evs[evs["model"] == b]
     queued_b, joined_b = int((b_events["kind"] == "queued").sum()), int((b_events["kind"] == "joined").sum())
     ev.figures.update(k=k, spawns_b=int((b_events["kind"] == "spawn").sum()), queued_b=queued_b, joined_b=joined_b,
+                      proxied_b=int((b_events["kind"] == "proxy").sum()),
                       ok_b=sum(1 for r in lab.replies if r.model == b and r.status == 200))
+    # "one load for all of them" is about routing: every request reached B's one child (proxied_b == k).
+    # What the child answered is its own business: build 10729's child failed one raw /completion of the
+    # random-weight model with 500 "output does not match the expected Content-only format".
+    failed = [r for r in lab.replies if r.model == b and r.status != 200]
+    if failed:
+        ev.notes.append(f"{len(failed)} of {k} requests for {b} got no 200 (status {failed[0].status}: "
+                        f"{(failed[0].body or failed[0].error or '')[:160]}); not a routing figure")
     ev.figures["entries_for_b"] = queued_b
     # Requests that reach the router after B's load has begun wait for the loading model, not
     # in the queue: only those that found B queued ("queued" or "joined" lines) test the sharing.

@@ -132,7 +132,7 @@ def test_shared_entry_claim_is_contradicted_by_a_second_entry_not_by_late_reques
     s = load_claim(resources.claims_dir() / "router-queue-shared-entry.toml")
 
     def figures(queued, joined, k=4):
-        return {"k": k, "spawns_b": 1, "ok_b": k, "queued_b": queued, "joined_b": joined,
+        return {"k": k, "spawns_b": 1, "proxied_b": k, "ok_b": k, "queued_b": queued, "joined_b": joined,
                 "queue_hits_b": queued + joined, "queue_hits_b_minus_1": queued + joined - 1}
 
     assert judge(s, figures(1, 1))[0] == HOLDS  # two requests shared the entry, two came during the load
