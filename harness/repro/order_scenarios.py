@@ -76,6 +76,7 @@ def exit_before_spawn(ctx: Context, p: dict) -> Evidence:
                       spawn_lines_before_victim_exit_line=spawns_over_cap(log["log_order"], cap))
     t0 = events[0].t_ns if events else 0
     ev.lines = [f"+{(e.t_ns - t0) / 1e6:.3f} ms kernel: {e.kind} pid {e.pid}" for e in events][:24]
+    failed = [r for r in lab.replies if r.status != 200]
     ev.notes = ["times are the kernel's own stamps (CLOCK_MONOTONIC) of fork() and exit() of the router's children; "
                 "an exited child counts as gone even before the router reaps it, and the router reaps the victim "
                 "before it marks it unloaded, so 'exit before spawn' is the weakest order the seed's claim implies",
@@ -83,6 +84,7 @@ def exit_before_spawn(ctx: Context, p: dict) -> Evidence:
                 "spawn line(s) before the victim's 'exited' line (peak "
                 f"{ev.figures['peak_children_log']}): that line is written after the status change that wakes the "
                 "next load, so the log cannot order the two; the kernel's events can"]
+    ev.notes += [f"request for {r.model} got {r.status}: {(r.body or r.error or '')[:200]}" for r in failed[:3]]
     return ev
 
 

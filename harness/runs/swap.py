@@ -196,8 +196,10 @@ def execute_swap(prep: PreparedSwap, reporter: Reporter = QuietReporter()) -> Ru
         if not router.alive():
             ended, reason = "failed", f"the server died (exit status {router.proc.returncode})"
         else:
-            fault = failure_reason(pd.DataFrame(failed_rows, columns=REQUEST_FAULT_COLUMNS),
-                                   pd.DataFrame(exit_events, columns=EVENT_COLUMNS), storm_end - t0)
+            # list(...) snapshots: the router's reader threads still append events (the shutdown's exits),
+            # and a list growing while pandas reads it failed with "Length of values (17) ... (18)"
+            fault = failure_reason(pd.DataFrame(list(failed_rows), columns=REQUEST_FAULT_COLUMNS),
+                                   pd.DataFrame(list(exit_events), columns=EVENT_COLUMNS), storm_end - t0)
             if fault is not None:
                 ended = "failed"
                 reason = fault + (f" (request deadline {prep.deadline['request_s']:g} s, "
