@@ -9,7 +9,7 @@ import typer
 
 from harness import resources
 from harness.cli.options import Builds, LlamaServer, Report, ResultsDir, default, shown
-from harness.cli.ui import RichReporter, console, out
+from harness.cli.ui import RichReporter, console, out, print_wrapped
 from harness.spec import DEFAULT_MODEL, IdleSpec, load_spec, parse_pauses
 
 if TYPE_CHECKING:  # heavy modules are imported where used, so `lbench --help` starts at once
@@ -70,12 +70,12 @@ def _run(spec: IdleSpec, llama_server: str | None, results: str | None, kind: st
         run = get_kind(kind).executor_fn()(prep, reporter)
     if report:
         path = render_report(run)
-        out.print(f"report: {path}", markup=False)
+        print_wrapped(out, f"report: {path}")
     for w in (run.manifest.get("quality") or {}).get("warnings", []):
-        console.print(f"warning: {w}", markup=False, highlight=False, soft_wrap=True)
+        print_wrapped(console, f"warning: {w}", rest="  ")
     for sentence in findings(run):
-        out.print(sentence, markup=False, soft_wrap=True)
-    out.print(f"run: {run.run_id} ({run.manifest['status']}) in {run.dir}", markup=False)
+        print_wrapped(out, sentence, rest="  ")
+    print_wrapped(out, f"run: {run.run_id} ({run.manifest['status']}) in {run.dir}")
     return run
 
 

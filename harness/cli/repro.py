@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from harness.cli.options import Builds, LlamaServer, Report, ResultsDir, shown
-from harness.cli.ui import RichReporter, out
+from harness.cli.ui import RichReporter, out, print_wrapped
 
 COLOURS = {"holds": "green", "contradicted": "red", "not checkable here": "yellow", "error": "magenta",
            "inconclusive": "cyan"}
@@ -62,7 +62,7 @@ def _run_one(specs, binary, results, report) -> bool:
     with RichReporter() as reporter:
         run = execute_repro(specs, binary, results=results, reporter=reporter)
     if report:
-        out.print(f"report: {render_report(run)}", markup=False)
+        print_wrapped(out, f"report: {render_report(run)}")
     from rich.table import Table
     table = Table(title=f"claims · run {run.run_id}")
     for col in ("claim", "verdict", "why / measured"):
@@ -71,6 +71,6 @@ def _run_one(specs, binary, results, report) -> bool:
         colour = COLOURS.get(row["verdict"], "white")
         table.add_row(row["claim_id"], f"[{colour}]{row['verdict']}[/{colour}]", str(row["reason"]))
     out.print(table)
-    out.print(f"run: {run.run_id} in {run.dir} (llama.cpp build {binary.build_number})", markup=False)
+    print_wrapped(out, f"run: {run.run_id} in {run.dir} (llama.cpp build {binary.build_number})")
     verdicts = run.table("verdicts")
     return bool((verdicts["verdict"] == "error").any())

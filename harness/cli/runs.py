@@ -8,7 +8,7 @@ import typer
 
 from harness import paths
 from harness.cli.options import ResultsDir, shown
-from harness.cli.ui import out
+from harness.cli.ui import out, print_wrapped
 
 
 def runs(results: ResultsDir = None) -> None:
@@ -104,4 +104,4 @@ def report(
 
     r = open_run(run, paths.results_dir(results))
     path = render_report(r, output, reanalyze=reanalyze)
-    out.print(f"report: {path}", markup=False)
+    print_wrapped(out, f"report: {path}")

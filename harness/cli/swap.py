@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from harness.cli.options import Builds, LlamaServer, Report, ResultsDir, shown
-from harness.cli.ui import RichReporter, out
+from harness.cli.ui import RichReporter, out, print_wrapped
 from harness.spec import SWAP_PATTERNS, SwapSpec
 
 _D = SwapSpec()  # the defaults live in SwapSpec; the options below only override them (None = not given)
@@ -118,8 +118,8 @@ def _one_storm(spec, llama_server, results, report) -> bool:
         prep = prepare_swap(spec, llama_server=llama_server, results=results, reporter=reporter)
         run = get_kind("swap").executor_fn()(prep, reporter)
     if report:
-        out.print(f"report: {render_report(run)}", markup=False)
-    out.print(f"run: {run.run_id} ({run.manifest['status']}) in {run.dir}", markup=False)
+        print_wrapped(out, f"report: {render_report(run)}")
+    print_wrapped(out, f"run: {run.run_id} ({run.manifest['status']}) in {run.dir}")
     summary = summary_from_analysis(load_analysis(run))
     from rich.table import Table
     table = Table(title=f"swap latency · run {run.run_id}")
@@ -134,5 +134,5 @@ def _one_storm(spec, llama_server, results, report) -> bool:
                                                                                           "p99_ms")))
     out.print(table)
     for finding in summary.findings:
-        out.print(f"• {finding}", markup=False)
+        print_wrapped(out, f"• {finding}", rest="  ")
     return run.manifest["status"] != "complete"

