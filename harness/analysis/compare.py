@@ -22,7 +22,7 @@ from scipy import stats
 from harness.analysis.regimes import classify, fit_all
 from harness.analysis.verdicts import GroupRow
 from harness.analysis.stats import measured
-from harness.analysis.swap import warm_mask
+from harness.analysis.swap import compare_classes, warm_mask
 from harness.errors import BadInput
 from harness.kinds import KINDS, find_kind
 from harness.schema import apply_schema
@@ -189,9 +189,14 @@ def judge_runs(baseline: list[Run], candidate: list[Run], cfg=None, *, metrics: 
         if all(f.empty for f in fa) or all(f.empty for f in fb):
             raise BadInput("a side has no requests")
         label = ",".join(sorted({str(m) for f in fa if "model" in f for m in f["model"].unique()}))
-        for cls, warm in (("warm", True), ("cold", False)):
-            def sel(f, warm=warm):
-                return f["error"].isna() & (warm_mask(f) == warm)
+        # both sides must group alike: served_as only when every run of both sides has it
+        names = {compare_classes(f)[1] for f in fa + fb if not f.empty}
+        by_served = names == {("served resident", "waited for a load")}
+        classes = ("served resident", "waited for a load") if by_served else ("warm", "cold")
+        for cls, first in ((classes[0], True), (classes[1], False)):
+            def sel(f, first=first):
+                mask = compare_classes(f)[0] if by_served else warm_mask(f)
+                return f["error"].isna() & (mask == first)
             groups.append(GroupData(label, "router", cls, "latency_ms", _per_run(fa, sel, "latency_ms"),
                                     _per_run(fb, sel, "latency_ms")))
         return decide_groups(groups, cfg), {"kind": "swap", "shapes_a": {}, "shapes_b": {}, "step_changes": []}

@@ -46,6 +46,17 @@ def warm_mask(requests: pd.DataFrame) -> pd.Series:
     return requests["resident_at_send"].eq(True).fillna(False).astype(bool)
 
 
+def compare_classes(requests: pd.DataFrame) -> tuple[pd.Series, tuple[str, str]]:
+    """The two groups compare and gate judge swap runs by: what the router did (``served_as``:
+    a resident child vs a load the request waited for) when every request of the frame has it, else
+    residency at send (runs recorded before lbench classified requests, or killed before the end).
+    Returns (True where the request is in the first group, the two group names)."""
+    if "served_as" in requests and len(requests) and requests["served_as"].notna().all() \
+            and not requests["served_as"].eq("unknown").all():
+        return requests["served_as"].eq("resident"), ("served resident", "waited for a load")
+    return warm_mask(requests), ("warm", "cold")
+
+
 SERVED_LABELS = {"resident": "resident child", "own_load": "own load", "joined_load": "joined a load",
                  "behind_eviction": "behind an eviction", "unknown": "unknown"}
 SENT_RESIDENT, SENT_NOT_RESIDENT = "sent: resident", "sent: not resident"

@@ -12,7 +12,7 @@ import pandas as pd
 
 from harness.analysis.compare import SWAP_FAMILY, compare_family
 from harness.analysis.stats import measured
-from harness.analysis.swap import warm_mask
+from harness.analysis.swap import compare_classes, warm_mask
 from harness.analysis.verdicts import Verdict, both_sides, factor, summary_counts
 from harness.report.html import data_uri, write_page
 from harness.report.plots import figure_png, plain, plt
@@ -78,7 +78,8 @@ def metric_png(a_runs: list[Run], b_runs: list[Run], metric: str) -> bytes | Non
 
 def metric_figure(a_runs: list[Run], b_runs: list[Run], metric: str):
     """Idle: per (model, setting) a panel of the metric against pause, A and B, log y axis.
-    Swap: warm and cold requests, A and B, log y axis.  None when neither side has the metric."""
+    Swap: the two request groups the verdicts use (served resident / waited for a load, else warm / cold),
+    A and B, log y axis.  None when neither side has the metric."""
     rng = np.random.default_rng(0)
     if compare_family(a_runs) == SWAP_FAMILY:
         sides = {}
@@ -88,19 +89,22 @@ def metric_figure(a_runs: list[Run], b_runs: list[Run], metric: str):
                 not x.empty for x in frames) else pd.DataFrame()
             sides[side] = f[f["error"].isna()] if not f.empty else f
         fig, ax = plt.subplots(figsize=(8, 3.6))
-        for i, cls in enumerate(("warm", "cold")):
+        names = {compare_classes(f)[1] for f in sides.values() if not f.empty}
+        classes = next(iter(names)) if len(names) == 1 else ("warm", "cold")  # as the verdicts group them
+        for i, cls in enumerate(classes):
             for j, side in enumerate(("A", "B")):
                 f = sides[side]
                 if f.empty or metric not in f:
                     continue
-                x = f.loc[warm_mask(f) == (cls == "warm"), metric].dropna().to_numpy(dtype=float)
+                first = compare_classes(f)[0] if len(names) == 1 else warm_mask(f)
+                x = f.loc[first == (i == 0), metric].dropna().to_numpy(dtype=float)
                 x = x[x > 0]
                 pos = i * 3 + j
                 ax.scatter(pos + rng.uniform(-0.2, 0.2, x.size), x, s=8, alpha=0.5, color=COLOURS[side],
                            linewidths=0)
                 if x.size:
                     ax.hlines(np.median(x), pos - 0.35, pos + 0.35, color="k", lw=2)
-        ax.set_xticks([0, 1, 3, 4], ["warm A", "warm B", "cold A", "cold B"])
+        ax.set_xticks([0, 1, 3, 4], [f"{c}\n{side}" for c in classes for side in ("A", "B")])
         ax.set_yscale("log")
         ax.set_ylabel(plain(metric) + " (log scale)")
         ax.grid(alpha=0.3, which="both")
@@ -171,7 +175,7 @@ def write_compare_html(a_runs: list[Run], b_runs: list[Run], results: list, out:
     (it is made to be shared), unless ``redact`` is False."""
     red = Redactor(redact, runs=[*a_runs, *b_runs], xml=True)
     metrics = list(dict.fromkeys(v.metric for v in results))
-    caption = ("Dots are requests, bars the p50 of warm and cold requests." if compare_family(a_runs) == SWAP_FAMILY
+    caption = ("Dots are requests, bars the p50 of each group of requests." if compare_family(a_runs) == SWAP_FAMILY
                else "Dots are samples, lines the p50 per pause; one panel per model and setting.")
     plots = []
     for metric in metrics:

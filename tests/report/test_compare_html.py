@@ -48,7 +48,7 @@ def test_metric_plots_use_a_log_axis_and_one_panel_per_cell(lbench_env):
     assert environment_differences([a], [b]) == [{"key": "config.seed", "a": "0", "b": "1"}]  # all else equal
 
 
-def _swap_run(root: Path, scale: float, seed: int) -> str:
+def _swap_run(root: Path, scale: float, seed: int, served: bool = False) -> str:
     import numpy as np
 
     from harness.store import RunWriter
@@ -58,9 +58,12 @@ def _swap_run(root: Path, scale: float, seed: int) -> str:
                                  "engine": {"build_number": 11434}, "models": []})
     for i in range(30):
         warm = i % 3 != 0
-        w.append({"request_id": i, "model": ("tiny-q8", "tiny-q4")[i % 2], "resident_at_send": warm,
-                  "latency_ms": (5.0 if warm else 400.0) * scale * rng.lognormal(0, 0.05), "error": None,
-                  "http_status": 200}, table="requests")
+        row = {"request_id": i, "model": ("tiny-q8", "tiny-q4")[i % 2], "resident_at_send": warm,
+               "latency_ms": (5.0 if warm else 400.0) * scale * rng.lognormal(0, 0.05), "error": None,
+               "http_status": 200}
+        if served:  # what the router did: every fourth "warm" request really waited behind an eviction
+            row["served_as"] = "behind_eviction" if (warm and i % 4 == 1) or not warm else "resident"
+        w.append(row, table="requests")
     w.finish("complete")
     return w.run_id
 
@@ -75,6 +78,18 @@ def test_swap_runs_compare_warm_and_cold_on_a_log_axis(lbench_env, tmp_path):
     assert f"B: {b} (1 run)" in text and "tiny-q4,tiny-q8 · router" in text
     assert re.search(r"warm: B is 1\.\d+x \[[\d.]+, [\d.]+\] slower than A \(p50 latency_ms [\d.]+ vs [\d.]+ ms\)", text)
     html = out.read_text()
-    assert "bars the p50 of warm and cold requests" in html and "a secondary metric" not in html
+    assert "bars the p50 of each group of requests" in html and "a secondary metric" not in html
     fig = metric_figure([open_run(a, root)], [open_run(b, root)], "latency_ms")
     assert fig.axes[0].get_yscale() == "log"
+
+
+def test_swap_runs_with_served_as_are_compared_by_what_the_router_did(lbench_env):
+    from harness.analysis.compare import judge_runs
+
+    root = Path(lbench_env["LBENCH_RESULTS_DIR"])
+    a, b = _swap_run(root, 1.0, 0, served=True), _swap_run(root, 1.4, 1, served=True)
+    verdicts, _ = judge_runs([open_run(a, root)], [open_run(b, root)])
+    assert {v.regime for v in verdicts} == {"served resident", "waited for a load"}
+    old = _swap_run(root, 1.0, 2)  # recorded before requests were classed: both sides fall back to residency
+    verdicts, _ = judge_runs([open_run(old, root)], [open_run(b, root)])
+    assert {v.regime for v in verdicts} == {"warm", "cold"}
