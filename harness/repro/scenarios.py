@@ -135,7 +135,7 @@ def storm(ctx: Context, p: dict) -> Evidence:
                                model_sizes=[m.path.stat().st_size for m in models])
     f = summary.figures
     ev.figures.update(models_max=int(p.get("models_max", 2)), n_models=len(models), requests=len(rows),
-                      spawns=f.get("swaps", 0), evictions=int((events["kind"] == "evict").sum()),
+                      spawns=f.get("swaps", 0), evictions=scheduler_evictions(events),
                       lru_matches=f.get("lru_matches", 0), lru_judged=f.get("lru_judged", 0),
                       time_above_cap_ms=1000 * f.get("time_above_cap_s", 0.0), samples=len(memory),
                       errors=int(requests["error"].notna().sum()) if not requests.empty else 0)
@@ -166,6 +166,19 @@ def storm(ctx: Context, p: dict) -> Evidence:
         "left out. Which models the router counted busy is inferred from client times, so this figure is not a "
         "check of the victim rule (router-busy-not-evicted and router-victim-lru are)"]
     return ev
+
+
+def scheduler_evictions(events: pd.DataFrame) -> int:
+    """Children the router's scheduler stopped to make room.  Builds log it differently: 11434
+    "evicting idle LRU ..." / "removing LRU ..." (``evict``), 10327 only "unload: stopping model
+    instance" (no reason line), 9093 both.  In a scenario where lbench never unloads a model itself,
+    the larger of the two counts is the number of evictions."""
+    if events.empty:
+        return 0
+    evict_lines = int((events["kind"] == "evict").sum())
+    unload_stops = int(((events["kind"] == "stop_sent")
+                        & events["text"].astype(str).str.contains("unload: stopping model instance")).sum())
+    return max(evict_lines, unload_stops)
 
 
 def same_model_burst(ctx: Context, p: dict) -> Evidence:

@@ -141,3 +141,23 @@ def test_shared_entry_claim_is_contradicted_by_a_second_entry_not_by_late_reques
     assert verdict == CONTRADICTED and "queued_b) was 2, expected 1" in reason
     verdict, reason = judge(s, figures(0, 0))  # no queue at all (build 9093: every request evicted A itself)
     assert verdict == CONTRADICTED and "queued_b) was 0, expected 1" in reason
+
+
+def test_evictions_are_counted_in_every_build_s_log_format():
+    """Build 10327 logs a scheduler eviction only as 'unload: stopping model instance' (no reason
+    line): router-cap once said 'evictions was 0' there and called itself contradicted."""
+    import pandas as pd
+
+    from harness.repro.scenarios import scheduler_evictions
+
+    def frame(rows):
+        return pd.DataFrame(rows, columns=["kind", "text"])
+
+    new = [("evict", "srv  unload_lru: evicting idle LRU name=a for a queued request")] * 3
+    old_10327 = [("stop_sent", "srv        unload: stopping model instance name=a"),
+                 ("stop_sent", "srv    operator(): stopping model instance name=a")] * 4
+    old_9093 = [("evict", "srv unload_lru: models_max limit reached, removing LRU name=a")] + old_10327[:2]
+    assert scheduler_evictions(frame(new)) == 3
+    assert scheduler_evictions(frame(old_10327)) == 4
+    assert scheduler_evictions(frame(old_9093)) == 1
+    assert scheduler_evictions(frame([])) == 0
