@@ -361,13 +361,14 @@ def summarize_swap(run: Run) -> SwapSummary:
                             client=run.manifest.get("client") or {}, sampler=run.manifest.get("sampler") or {},
                             status=run.manifest.get("status"), error=run.manifest.get("error", ""),
                             engine=cfg.get("engine", "llama-server"),
-                            storm_end_s=(run.manifest.get("client") or {}).get("storm_end_t_s"))
+                            storm_end_s=(run.manifest.get("client") or {}).get("storm_end_t_s"),
+                            concurrency=int(cfg.get("concurrency") or 1))
 
 
 def summarize_frames(requests: pd.DataFrame, events: pd.DataFrame, memory: pd.DataFrame, *, models_max: int,
                      model_sizes: list[int], client: dict | None = None, sampler: dict | None = None,
                      status: str | None = "complete", error: str = "", engine: str = "llama-server",
-                     storm_end_s: float | None = None) -> SwapSummary:
+                     storm_end_s: float | None = None, concurrency: int = 1) -> SwapSummary:
     requests, events, memory = (apply_schema(requests, "requests"), apply_schema(events, "events"),
                                 apply_schema(memory, "memory"))  # frames built outside the store too
     if not registry.get(engine).can("router_events"):  # no load/unload timeline: reloads from latency alone
@@ -427,7 +428,7 @@ def summarize_frames(requests: pd.DataFrame, events: pd.DataFrame, memory: pd.Da
                      "counted busy at that moment; the report lists each with the reason)")
         findings.append(text)
 
-    findings += served_findings(requests, latency)
+    findings += served_findings(requests, latency, concurrency)
     figures["served_as"] = {c: int((requests["served_as"] == c).sum()) for c in SERVED_AS} if n_req else {}
     deaths = child_deaths(requests, events, storm_end_s)
     figures["child_deaths"] = len(deaths)
@@ -437,7 +438,7 @@ def summarize_frames(requests: pd.DataFrame, events: pd.DataFrame, memory: pd.Da
     return SwapSummary(latency, swaps, lru, findings, json.loads(json.dumps(figures, default=float)), served)
 
 
-def served_findings(requests: pd.DataFrame, latency: pd.DataFrame) -> list[str]:
+def served_findings(requests: pd.DataFrame, latency: pd.DataFrame, concurrency: int = 1) -> list[str]:
     """Latency by what the router did, and how often /models/sse at send told another story."""
     out: list[str] = []
     if requests.empty or requests["served_as"].eq("unknown").all():
@@ -455,6 +456,14 @@ def served_findings(requests: pd.DataFrame, latency: pd.DataFrame) -> list[str]:
             parts.append(f"{SERVED_LABELS[cls]} p50 {r['p50_ms']:.1f} / p99 {r['p99_ms']:.1f} ms (n={r['n']})")
     if parts:
         out.append("answered requests by what the router did: " + "; ".join(parts))
+    resident = _latency_row(latency, SERVED_LABELS["resident"])
+    loads = [r for c in ("own_load", "joined_load", "behind_eviction")
+             if (r := _latency_row(latency, SERVED_LABELS[c])) is not None and r["n"]]
+    if concurrency > 1 and resident is not None and resident["n"] and loads \
+            and resident["p50_ms"] > min(r["p50_ms"] for r in loads):
+        out.append(f"requests served by a resident child were not the fastest (p50 {resident['p50_ms']:.1f} ms): "
+                   f"with {concurrency} requests in flight and one slot per child (np = 1 in the preset), requests "
+                   "to a loaded model wait for each other; a storm with -c 1 shows the cost of a swap alone")
     sent_warm = requests[warm_mask(requests)]
     moved = sent_warm[sent_warm["served_as"] != "resident"]
     if len(moved):

@@ -160,3 +160,14 @@ def test_the_request_deadline_is_derived_from_sizes_and_concurrency_unless_given
     assert "3 load(s)" in big["derived_from"] and "16.00 GB" in big["derived_from"]
     assert request_deadline(SwapSpec(request_timeout_s=5.0), [1]) == {"request_s": 5.0,
                                                                        "derived_from": "--request-timeout"}
+
+
+def test_a_slow_resident_class_under_concurrency_is_explained_not_left_as_a_puzzle():
+    from harness.analysis.swap import SERVED_LABELS, served_findings
+
+    latency = pd.DataFrame([{"class": SERVED_LABELS["resident"], "n": 16, "p50_ms": 850.0, "p99_ms": 1300.0},
+                            {"class": SERVED_LABELS["own_load"], "n": 11, "p50_ms": 390.0, "p99_ms": 2000.0}])
+    requests = pd.DataFrame({"served_as": ["resident", "own_load"], "resident_at_send": [True, False]})
+    why = [f for f in served_findings(requests, latency, concurrency=4) if "not the fastest" in f]
+    assert len(why) == 1 and "4 requests in flight" in why[0] and "np = 1" in why[0]
+    assert not [f for f in served_findings(requests, latency, concurrency=1) if "not the fastest" in f]
