@@ -163,6 +163,8 @@ def test_the_request_deadline_is_derived_from_sizes_and_concurrency_unless_given
 
 
 def test_a_slow_resident_class_under_concurrency_is_explained_not_left_as_a_puzzle():
+    import pandas as pd
+
     from harness.analysis.swap import SERVED_LABELS, served_findings
 
     latency = pd.DataFrame([{"class": SERVED_LABELS["resident"], "n": 16, "p50_ms": 850.0, "p99_ms": 1300.0},
