@@ -8,7 +8,7 @@ from matplotlib.ticker import FuncFormatter
 
 from harness.analysis.calibration import STEADY_AFTER, TARGETS, pause_groups
 from harness.probes.host import virtual_mac_warning
-from harness.report.html import data_uri
+from harness.report.html import data_uri, run_context
 from harness.report.plots import figure_png, plain, plt
 from harness.store import Run
 
@@ -75,17 +75,9 @@ def calibration_png(run: Run, samples: pd.DataFrame) -> bytes:
 
 def calibrate_context(run: Run, analysis: dict) -> dict:
     samples = run.table("samples")
-    models = run.manifest.get("models", [])
     figures = analysis.get("calibration", {})
     return {
-        "run": run.manifest,
-        "run_id": run.run_id,
-        "incomplete": not run.complete,
-        "models": models,
-        "synthetic": [m for m in models if m.get("synthetic")],
-        "cells": run.manifest.get("cells", []),
-        "host": run.manifest.get("host", {}),
-        "engine": run.manifest.get("engine", {}),
+        **run_context(run),
         "virtual_warning": virtual_mac_warning(run.manifest.get("host", {})),
         "findings": list(analysis.get("findings", [])),
         "checks": analysis.get("calibration_checks", []),

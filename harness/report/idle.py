@@ -6,7 +6,7 @@ from harness.analysis import stats
 from harness.analysis.persisted import json_frame
 from harness.probes.host import virtual_mac_warning
 from harness.report import plots
-from harness.report.html import data_uri
+from harness.report.html import data_uri, run_context
 from harness.store import Run
 
 
@@ -15,7 +15,6 @@ def idle_context(run: Run, analysis: dict) -> dict:
     summary = json_frame(analysis["summary_latency"])
     server_summary = json_frame(analysis["summary_server"])
     good = stats.measured(samples)
-    models = run.manifest.get("models", [])
     figures = []
     for model in dict.fromkeys(good["model"]) if not good.empty else []:
         figures.append({
@@ -30,20 +29,13 @@ def idle_context(run: Run, analysis: dict) -> dict:
         tables.append({"model": model, "setting": setting, "rows": g.to_dict("records")})
     errors = samples[samples["error"].notna()] if not samples.empty else samples.iloc[0:0]
     return {
-        "run": run.manifest,
-        "run_id": run.run_id,
-        "incomplete": not run.complete,
-        "models": models,
-        "synthetic": [m for m in models if m.get("synthetic")],
-        "cells": run.manifest.get("cells", []),
+        **run_context(run),
         "figures": figures,
         "tables": tables,
         "errors": errors.head(50).to_dict("records"),
         "n_errors": int(analysis["n_errors"]),
         "n_measured": int(analysis["n_measured"]),
         "harness": analysis["harness"],
-        "host": run.manifest.get("host", {}),
-        "engine": run.manifest.get("engine", {}),
         "virtual_warning": virtual_mac_warning(run.manifest.get("host", {})),
         "wake": analysis["wake"], "per_gb": analysis["per_gb"],
         "cross_check": analysis["cross_check"],
