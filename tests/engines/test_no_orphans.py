@@ -160,7 +160,8 @@ STATE_DRIVER = textwrap.dedent("""
         events = []
         router = RouterProcess(locate(), [RouterModel("busy", model.path, 120)], models_max=1, run_dir=run,
                                ctx_size=10000, on_event=events.append)
-        body = {"model": "busy", "prompt": "hi", "n_predict": 9000}
+        # ignore_eos: a random-weight model may sample EOS early, end the answer and let the child exit
+        body = {"model": "busy", "prompt": "hi", "n_predict": 9000, "ignore_eos": True}
         threading.Thread(target=lambda: httpx.post(router.base_url + "/completion", json=body, timeout=300,
                                                    trust_env=False), daemon=True).start()
         wait_event(events, "proxy", "busy")
