@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from harness.cli.options import LlamaServer
-from harness.cli.ui import console, out
+from harness.cli.ui import console, out, print_wrapped
 
 app = typer.Typer(help="Build and inspect the llama-server lbench drives; list the engines.", no_args_is_help=True)
 
@@ -35,17 +35,17 @@ def install(
 
     plan = provision.plan_build(build=build)
     if plan.is_built() and not force:
-        console.print(f"engine already built: {plan.bin_dir}", markup=False)
+        print_wrapped(console, f"engine already built: {plan.bin_dir}")
     else:
         with Progress(TextColumn("building llama.cpp"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
                       TimeElapsedColumn(), console=console.real) as progress:
             task = progress.add_task("build", total=100)
             provision.install(plan, jobs=jobs or None, force=force,
-                              log=lambda s: progress.console.print("• " + s, markup=False),
+                              log=lambda s: print_wrapped(progress.console, "• " + s, rest="  "),
                               progress=lambda pct: progress.update(task, completed=pct))
     stamp = provision.read_stamp(plan) or {}
-    out.print(f"llama-server {plan.binary('llama-server')}", markup=False)
-    out.print(f"llama-idle   {plan.binary('llama-idle')}", markup=False)
+    print_wrapped(out, f"llama-server {plan.binary('llama-server')}")
+    print_wrapped(out, f"llama-idle   {plan.binary('llama-idle')}")
     out.print(f"build {stamp.get('build_number')} ({stamp.get('backend')}), key {plan.key}", markup=False)
     out.print(f"build time {stamp.get('build_seconds')} s, ccache {'used' if stamp.get('ccache') else 'not found'}",
               markup=False)
@@ -95,9 +95,9 @@ def info(
 
     plan = provision.plan_build()
     for source, path in llama_server.candidates(llama_server_path):
-        out.print(f"  {source:<60} {path if path else '-'}", markup=False)
+        out.print(f"  {source:<60} {path if path else '-'}", markup=False, soft_wrap=True)  # paths never cut
     binary = llama_server.locate(llama_server_path)
-    out.print(f"using: {binary.path}", markup=False)
+    print_wrapped(out, f"using: {binary.path}")
     out.print(f"  chosen from: {binary.source}", markup=False)
     out.print(f"  version: {binary.version}  build: {binary.build_number}  commit: {binary.commit}", markup=False)
     out.print(f"  sha256: {binary.sha256}", markup=False)
