@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,13 +18,11 @@ from pathlib import Path
 import pandas as pd
 
 from harness.analysis.swap import summarize_frames
-from harness.engines.base import Setting
-from harness.engines.llama_server import Binary, LlamaServerEngine
+from harness.engines.llama_server import Binary
 from harness.engines.router import RouterModel
 from harness.errors import EngineError
 from harness.models.resolve import ResolvedModel
 from harness.repro.lab import Lab
-from harness.workloads.idle import run_idle_sweep
 from harness.workloads.swap import Pattern, waves
 
 STORM_PROMPT = "Hello world, this is a swap probe."  # the storm driver's prompt (as before the router session)

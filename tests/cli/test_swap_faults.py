@@ -71,6 +71,13 @@ def _manifest(env) -> tuple[Path, dict]:
     return run_dir, json.loads((run_dir / "manifest.json").read_text())
 
 
+
+def _never_left(proc) -> None:
+    """Kill lbench if a test failed before it ended (its own cleanup then ends the router)."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.communicate()
+
 def test_child_killed_mid_request_is_a_finding_and_fails_the_run(engine_env):
     proc = _start(engine_env, "-n", "30")
     try:
@@ -81,9 +88,7 @@ def test_child_killed_mid_request_is_a_finding_and_fails_the_run(engine_env):
         child.send_signal(signal.SIGKILL)  # ... and is cut when the child dies
         out, err = proc.communicate(timeout=120)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        _never_left(proc)
     assert proc.returncode == 1, err + out
     run_dir, m = _manifest(engine_env)
     requests = pd.read_parquet(run_dir / "requests.parquet")
@@ -142,9 +147,7 @@ def test_frozen_router_hits_the_request_deadline(engine_env):
         router.send_signal(signal.SIGSTOP)
         out, err = proc.communicate(timeout=120)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        _never_left(proc)
     assert proc.returncode == 1, err + out
     run_dir, m = _manifest(engine_env)
     assert m["status"] == "failed" and "1 request(s) past the request deadline" in m["error"]

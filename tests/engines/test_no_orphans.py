@@ -66,6 +66,14 @@ def _alive(pids):
     return [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
 
 
+
+def _run_cleanup(engine_env) -> None:
+    """A fresh lbench start's cleanup of leftovers from dead runs; it must say it ended something."""
+    out = subprocess.run([sys.executable, "-c", "from harness.engines import reaper; print(reaper.cleanup_leftovers())"],
+                         capture_output=True, text=True, timeout=60,
+                         env={**os.environ, **engine_env, "PYTHONPATH": str(REPO)})
+    assert "ended" in out.stdout, out.stdout + out.stderr
+
 def test_kill_9_with_a_stopped_router_child_leaves_nothing(engine_env, tmp_path):
     proc, pids = _start_driver(tmp_path, engine_env)
     try:
@@ -87,11 +95,7 @@ def test_leftovers_of_a_dead_lbench_and_watchdog_are_ended_on_next_start(engine_
     # an unrelated process must survive the cleanup
     bystander = subprocess.Popen(["sleep", "60"])
     try:
-        out = subprocess.run([sys.executable, "-c",
-                              "from harness.engines import reaper; print(reaper.cleanup_leftovers())"],
-                             capture_output=True, text=True, timeout=60,
-                             env={**os.environ, **engine_env, "PYTHONPATH": str(REPO)})
-        assert "ended" in out.stdout, out.stdout + out.stderr
+        _run_cleanup(engine_env)
         assert not wait_gone(pids["children"], timeout=15)
         assert bystander.poll() is None
     finally:
@@ -229,11 +233,7 @@ def test_a_loading_child_left_by_a_dead_lbench_and_watchdog_is_ended_on_next_sta
     try:
         time.sleep(1)
         assert _alive(pids["children"]), "without the watchdog the loading child is orphaned"
-        out = subprocess.run([sys.executable, "-c",
-                              "from harness.engines import reaper; print(reaper.cleanup_leftovers())"],
-                             capture_output=True, text=True, timeout=60,
-                             env={**os.environ, **engine_env, "PYTHONPATH": str(REPO)})
-        assert "ended" in out.stdout, out.stdout + out.stderr
+        _run_cleanup(engine_env)
         assert not wait_gone(pids["children"], timeout=15)
     finally:
         for pid in _alive(pids["children"]):  # never leave it, even when an assertion failed
