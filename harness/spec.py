@@ -218,7 +218,7 @@ class IdleSpec:
     name: str = "idle"
     models: list[str] = field(default_factory=lambda: [DEFAULT_MODEL])
     pauses_s: list[float] = field(default_factory=lambda: list(DEFAULT_PAUSES_S))
-    reps: int = 5
+    reps: int = 6  # the fewest that give a 95% interval for each pause's median
     warmup: int = 3
     seed: int = 0
     keep_alive: list[str] = field(default_factory=lambda: ["default"])

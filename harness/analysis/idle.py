@@ -3,6 +3,7 @@ cross-check against llama-idle, and the harness's own figures, in plain data."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from harness.analysis import stats
@@ -28,8 +29,38 @@ def findings(good: pd.DataFrame) -> list[str]:
     return lines
 
 
+AGREE_MARGIN = 0.05  # the like-for-like goal: server prompt_ms within +/-5% of llama-idle's decode
+
+
+def agreement(ratio_ci: tuple[float, float], margin: float = AGREE_MARGIN) -> str:
+    """'agree' when the whole interval lies inside [1/(1+m), 1+m], 'server slower'/'server faster'
+    when it lies wholly outside, else 'inconclusive'."""
+    lo, hi = ratio_ci
+    if lo != lo:
+        return "inconclusive"
+    if lo >= 1 / (1 + margin) and hi <= 1 + margin:
+        return "agree"
+    if lo > 1 + margin:
+        return "server slower"
+    if hi < 1 / (1 + margin):
+        return "server faster"
+    return "inconclusive"
+
+
+def _per_run(frame: pd.DataFrame, column: str) -> list:
+    if "run_id" in frame and frame["run_id"].nunique() > 1:
+        return [g[column].to_numpy(dtype=float) for _, g in frame.groupby("run_id")]
+    return [frame[column].to_numpy(dtype=float)]
+
+
 def cross_check(samples: pd.DataFrame) -> list[dict]:
-    """Per model and pause: lbench through HTTP vs llama-idle in-process, ratio of medians."""
+    """Per model and pause: lbench through HTTP vs llama-idle in-process, ratio of medians.
+
+    ``ratio_server`` (server prompt_ms / llama-idle decode) gets a 95% interval from the same
+    two-level bootstrap as compare's verdicts (samples within a run; runs too when ``samples``
+    pools several runs, so the run is the unit) and a label against +/-5% (``agreement``)."""
+    from harness.analysis.verdicts import boot_log_ratio, centre
+
     good = stats.measured(samples)
     if good.empty or "engine" not in good or good["engine"].nunique() < 2:
         return []
@@ -41,12 +72,22 @@ def cross_check(samples: pd.DataFrame) -> list[dict]:
         server = g[g["engine"] == server_name]
         idle = g[g["engine"] == idle_name]
         for pause in sorted(set(idle["pause_requested_s"]) & set(server["pause_requested_s"])):
-            s_lat = float(server[server["pause_requested_s"] == pause]["latency_ms"].median())
-            s_srv = float(server[server["pause_requested_s"] == pause]["server_prompt_ms"].median())
-            i_lat = float(idle[idle["pause_requested_s"] == pause]["latency_ms"].median())
+            s_at = server[server["pause_requested_s"] == pause]
+            i_at = idle[idle["pause_requested_s"] == pause]
+            idle_runs, prompt_runs = _per_run(i_at, "latency_ms"), _per_run(s_at, "server_prompt_ms")
+            s_lat = centre(_per_run(s_at, "latency_ms"))
+            s_srv, i_lat = centre(prompt_runs), centre(idle_runs)
+            nan = float("nan")
+            ci = (nan, nan)
+            if s_srv == s_srv and i_lat == i_lat and min(len(i_at), len(s_at)) >= 3:
+                draws = np.exp(boot_log_ratio(idle_runs, prompt_runs, seed=int(pause * 1000)))
+                ci = (float(np.quantile(draws, 0.025)), float(np.quantile(draws, 0.975)))
             rows.append({"model": model, "pause_s": float(pause), "http_latency_ms": s_lat, "server_prompt_ms": s_srv,
-                         "llama_idle_ms": i_lat, "ratio_http": s_lat / i_lat if i_lat else float("nan"),
-                         "ratio_server": s_srv / i_lat if i_lat else float("nan")})
+                         "llama_idle_ms": i_lat, "ratio_http": s_lat / i_lat if i_lat else nan,
+                         "ratio_server": s_srv / i_lat if i_lat else nan,
+                         "ratio_server_ci_low": ci[0], "ratio_server_ci_high": ci[1],
+                         "agreement": agreement(ci), "n_server": int(len(s_at)), "n_llama_idle": int(len(i_at)),
+                         "n_runs": int(s_at["run_id"].nunique()) if "run_id" in s_at else 1})
     return rows
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from time import monotonic
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -53,6 +54,10 @@ class RichReporter:
                               TransferSpeedColumn(), TimeRemainingColumn(), console=console.real)
         self._task: TaskID | None = None
         self._bytes_task: TaskID | None = None
+        self._last_redraw = 0.0
+        self._left = 0
+
+    REDRAW_EVERY_S = 0.25
 
     def __enter__(self) -> "RichReporter":
         self.progress.start()
@@ -78,12 +83,20 @@ class RichReporter:
         if self._task is not None:
             self.progress.update(self._task, visible=True)
         self._task = self.progress.add_task(label, total=total)
+        self._left = total
+        self._last_redraw = monotonic()
         self.progress.refresh()
 
     def advance(self) -> None:
+        """Count a sample; redraw at most every ``REDRAW_EVERY_S`` (a redraw between two
+        back-to-back requests is time the sweep spends neither pausing nor measuring)."""
         if self._task is not None:
             self.progress.advance(self._task)
-            self.progress.refresh()
+            self._left -= 1
+            now = monotonic()
+            if now - self._last_redraw >= self.REDRAW_EVERY_S or self._left <= 0:
+                self._last_redraw = now
+                self.progress.refresh()
 
 
 def print_error(exc: Exception, code: int) -> None:

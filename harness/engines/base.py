@@ -70,6 +70,7 @@ class Completion:
     http_status: int | None
     error: str | None = None
     timings: dict = field(default_factory=dict)
+    client_ms: float | None = None  # the client's own work on the timed path (see engines/timed_http.py)
 
     @property
     def latency_ms(self) -> float:

@@ -6,14 +6,11 @@ Binary choice, first match wins (and is reported): ``--llama-server PATH``, env
 
 from __future__ import annotations
 
-import gc
 import hashlib
-import http.client
 import json
 import os
 import platform
 import re
-import select
 import shutil
 import socket
 import subprocess
@@ -27,6 +24,7 @@ import httpx
 
 from harness.engines import processes, provision
 from harness.engines.base import Completion, Setting
+from harness.engines.timed_http import TimedConnection, build_request
 from harness.errors import BadInput, EngineError
 
 HOST = "127.0.0.1"  # loopback only, always
@@ -37,14 +35,15 @@ OLD_VERSION_RE = re.compile(r"version:\s*(?P<build>\d+)\s*\((?P<commit>[^)]+)\)"
 # llama-server settings that must never leak in from the user's environment
 SCRUBBED_ENV_PREFIXES = ("LLAMA_ARG_", "GGML_METAL_")
 SCRUBBED_ENV = ("LLAMA_SERVER_DEBUG_FAKE_TIMING", "LLAMA_CACHE", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT",
-                "OMP_NUM_THREADS")
+                "OMP_NUM_THREADS", "OMP_THREAD_LIMIT")
 STRAY_CONFIGS = (Path("/etc/llama.cpp/config.ini"), Path.home() / ".config" / "llama.cpp" / "config.ini")
 DEFAULT_PROMPT = "Hello world, this is an idle wake probe."
 # What llama-idle (examples/idle/idle.cpp) does per iteration, read from the pinned source:
 # llama_context_default_params() with n_ctx = n_batch = 512 (so -t is ignored: 4 threads,
 # GGML_DEFAULT_N_THREADS), one BOS token decoded at position 0 after llama_memory_clear,
 # logits for that token only, no sampling; it times llama_process + llama_synchronize.
-LLAMA_IDLE_WORK = {"threads": 4, "threads_batch": 4, "n_ctx": 512, "n_batch": 512, "n_ubatch": 512,
+LLAMA_IDLE_WORK = {"threads": "4 (fixed in its source; --threads N caps it with OMP_THREAD_LIMIT=N in an "
+                              "OpenMP build)", "threads_batch": 4, "n_ctx": 512, "n_batch": 512, "n_ubatch": 512,
                    "flash_attn": "auto", "prompt": "[BOS] (1 token)", "kv_position": 0,
                    "kv_cache": "cleared before every decode (llama_memory_clear)", "sampling": "none",
                    "threadpool": "no ggml threadpool attached: ggml_graph_compute makes a disposable one per graph; "
@@ -166,7 +165,8 @@ class LlamaServerEngine:
                   "sampling": "server default chain", "timed": "server prompt_ms (prompt start .. first token "
                   "sampled); client latency_ms adds HTTP and the harness"}
         if self.match == "llama-idle":
-            server = {"threads": 4, "threads_batch": 4, "n_ctx": 512, "n_batch": 512, "n_ubatch": 512,
+            server = {"threads": "4, or --threads N (then llama-idle gets OMP_THREAD_LIMIT=N: the same N)",
+                      "threads_batch": "as threads", "n_ctx": 512, "n_batch": 512, "n_ubatch": 512,
                       "flash_attn": "auto", "prompt": "[BOS] as a token id (1 token)", "kv_position": 0,
                       "kv_cache": "cached BOS dropped and re-decoded at position 0", "sampling": MATCH_SAMPLING,
                       "timed": "server prompt_ms (prompt start .. first token sampled)", "server_args": MATCH_ARGS}
@@ -348,15 +348,11 @@ class LlamaServerProcess:
 class OneTokenClient:
     """Decode one token with the prompt cached, as lean as the server allows.
 
-    Measured on a 2-core box (tiny model, pause 0): stdlib ``http.client`` added
-    p50 0.32 / p99 0.47 ms over the server's own time, httpx p50 0.56 / p99 3.3 ms,
-    so this hot path uses ``http.client``:
-    - one persistent loopback connection; llama-server (cpp-httplib) closes idle
-      connections after 5 s and after 100 requests, so a peer-closed socket is
-      detected locally (select, no traffic) and reopened *before* the clock starts;
-    - a small body built once, with ``response_fields`` so the server omits its
-      large ``generation_settings`` object;
-    - the garbage collector is held off inside the timed span; JSON is parsed after.
+    The request goes through ``timed_http`` (one persistent loopback connection, a request
+    built once as bytes, a response framed without ``http.client``): on a 2-core box that
+    client adds about 0.03 ms to ``GET /health`` where ``http.client`` added 0.09-0.2 ms.
+    The body asks for ``response_fields`` so the server omits its large
+    ``generation_settings`` object; JSON is parsed after the clock stops.
     """
 
     RESPONSE_FIELDS = ["timings", "tokens_cached"]
@@ -367,109 +363,79 @@ class OneTokenClient:
         a function that turns a response into server timings (``{}`` when the engine has none)."""
         parsed = urlsplit(base_url)
         self.host, self.port = parsed.hostname or HOST, parsed.port or 80
-        self.timeout_s = timeout_s
-        self.conn: http.client.HTTPConnection | None = None
-        self.reconnects = 0
+        self.connection = TimedConnection(self.host, self.port, timeout_s)
         self.path = path
         self.timings = timings or (lambda data: data.get("timings", {}))
-        self.body = json.dumps(body if body is not None else {
-            "prompt": prompt, "n_predict": 1, "cache_prompt": True, "response_fields": self.RESPONSE_FIELDS}).encode()
-        self.headers = {"Content-Type": "application/json", "Content-Length": str(len(self.body))}
+        self._floor_requests: dict[str, bytes] = {}
+        self.set_body(body if body is not None else {
+            "prompt": prompt, "n_predict": 1, "cache_prompt": True, "response_fields": self.RESPONSE_FIELDS})
 
-    spin = False  # busy-poll the socket for the response (opt-in: burns the client's CPU while waiting)
+    @property
+    def spin(self) -> bool:
+        """Busy-poll the socket for the response (opt-in: burns the client's CPU while waiting)."""
+        return self.connection.spin
+
+    @spin.setter
+    def spin(self, value: bool) -> None:
+        self.connection.spin = value
+
+    @property
+    def reconnects(self) -> int:
+        return self.connection.reconnects
+
+    @property
+    def timeout_s(self) -> float:
+        return self.connection.timeout_s
 
     def set_timeout(self, timeout_s: float) -> None:
         """The per-request deadline: no socket operation (connect, send, each read) waits longer."""
-        self.timeout_s = timeout_s
-        if self.conn is not None:
-            self.conn.timeout = timeout_s
-            if self.conn.sock is not None:
-                self.conn.sock.settimeout(timeout_s)
+        self.connection.set_timeout(timeout_s)
 
     def set_body(self, body: dict) -> None:
         self.body = json.dumps(body).encode()
-        self.headers = {"Content-Type": "application/json", "Content-Length": str(len(self.body))}
+        self.request = build_request("POST", self.path, self.host, self.port, self.body,
+                                     {"Content-Type": "application/json"})
 
     def bos_token(self) -> int:
         """The model's BOS token id, from the server's tokenizer (not timed)."""
-        self._ensure_connection()
-        assert self.conn is not None
         body = json.dumps({"content": "", "add_special": True}).encode()
-        self.conn.request("POST", "/tokenize", body, {"Content-Type": "application/json"})
-        resp = self.conn.getresponse()
-        data = resp.read()
-        tokens = json.loads(data).get("tokens") if resp.status == 200 else None
+        x = self.connection.exchange(build_request("POST", "/tokenize", self.host, self.port, body,
+                                                   {"Content-Type": "application/json"}))
+        tokens = None
+        if x.error is None and x.status == 200 and x.body:
+            try:
+                tokens = json.loads(x.body).get("tokens")
+            except ValueError:
+                tokens = None
         if not tokens:
             raise EngineError("the server's tokenizer gave no BOS token for an empty prompt",
-                              where=f"POST /tokenize -> {resp.status} {data[:200]!r}",
+                              where=f"POST /tokenize -> {x.status or x.error} {(x.body or b'')[:200]!r}",
                               hint="--match llama-idle needs a model with a BOS token")
         return int(tokens[0])
 
-    def _ensure_connection(self) -> None:
-        conn = self.conn
-        if conn is not None and conn.sock is not None:
-            readable, _, _ = select.select([conn.sock], [], [], 0)
-            if not readable:  # idle and open; readable here means the peer closed it
-                return
-            conn.close()
-        if conn is not None:
-            self.reconnects += 1
-        self.conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s)
-        self.conn.connect()
-        self.conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def _timed(self, method: str, path: str, body: bytes | None, headers: dict
-               ) -> tuple[float, float, int | None, bytes | None, str | None]:
-        """(t_send, t_done, status, data, error) of one request on the persistent connection."""
-        try:
-            self._ensure_connection()
-        except OSError as exc:
-            now = time.perf_counter()
-            return now, now, None, None, f"connect failed: {type(exc).__name__}: {exc}"
-        conn = self.conn
-        assert conn is not None
-        sock = conn.sock
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
-        t_send = time.perf_counter()
-        try:
-            conn.request(method, path, body, headers)
-            if self.spin:
-                give_up = t_send + self.timeout_s
-                while not select.select([sock], [], [], 0)[0]:
-                    if time.perf_counter() > give_up:
-                        raise TimeoutError("timed out")
-            resp = conn.getresponse()
-            data = resp.read()
-            t_done = time.perf_counter()
-        except (OSError, http.client.HTTPException) as exc:
-            t_done = time.perf_counter()
-            conn.close()
-            return t_send, t_done, None, None, f"{type(exc).__name__}: {exc}"
-        finally:
-            if gc_was_enabled:
-                gc.enable()
-        return t_send, t_done, resp.status, data, None
-
     def complete_one_token(self) -> Completion:
-        t_send, t_done, status, data, error = self._timed("POST", self.path, self.body, self.headers)
-        if error is not None or data is None:
-            return Completion(t_send, t_done, status, error)
-        if status != 200:
-            return Completion(t_send, t_done, status, data[:500].decode(errors="replace"))
+        x = self.connection.exchange(self.request)
+        if x.error is not None or x.body is None:
+            return Completion(x.t_send, x.t_done, x.status, x.error, client_ms=x.client_ms)
+        if x.status != 200:
+            return Completion(x.t_send, x.t_done, x.status, x.body[:500].decode(errors="replace"),
+                              client_ms=x.client_ms)
         try:
-            timings = self.timings(json.loads(data))
+            timings = self.timings(json.loads(x.body))
         except (ValueError, AttributeError) as exc:
-            return Completion(t_send, t_done, status, f"bad JSON: {exc}")
-        return Completion(t_send, t_done, status, None, timings)
+            return Completion(x.t_send, x.t_done, x.status, f"bad JSON: {exc}", client_ms=x.client_ms)
+        return Completion(x.t_send, x.t_done, x.status, None, timings, client_ms=x.client_ms)
 
     def get(self, path: str) -> Completion:
         """A bodiless GET timed exactly like a completion (no server timings)."""
-        t_send, t_done, status, data, error = self._timed("GET", path, None, {})
-        if error is None and status != 200:
-            error = (data or b"")[:200].decode(errors="replace")
-        return Completion(t_send, t_done, status, error)
+        request = self._floor_requests.get(path)
+        if request is None:
+            request = self._floor_requests[path] = build_request("GET", path, self.host, self.port)
+        x = self.connection.exchange(request)
+        error = x.error
+        if error is None and x.status != 200:
+            error = (x.body or b"")[:200].decode(errors="replace")
+        return Completion(x.t_send, x.t_done, x.status, error, client_ms=x.client_ms)
 
     def close(self) -> None:
-        if self.conn is not None:
-            self.conn.close()
+        self.connection.close()

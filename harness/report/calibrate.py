@@ -19,9 +19,15 @@ INFO_FIGURES = {  # shown for information, no target
     "floor_p50_ms": "HTTP floor (GET /health) p50, back to back",
     "floor_p99_ms": "HTTP floor p99, back to back",
     "floor_after_pause_p50_ms": "HTTP floor p50 after a pause",
-    "harness_p99_ms": "harness p99 (overhead - HTTP floor median)",
+    "harness_p99_ms": "harness p99 (lbench's own work on the timed path)",
     "harness_after_pause_p50_ms": "harness p50 after a pause",
+    "beyond_floor_p50_ms": "overhead - HTTP floor median, p50 (server's untimed work + harness)",
+    "beyond_floor_p99_ms": "overhead - HTTP floor median, p99",
     "server_ms_p50": "server time p50 (for scale)",
+    "efficiency_server_untimed": "efficiency excess from the server's untimed handling, HTTP and wake-ups "
+                                 "(share of pauses + server time)",
+    "efficiency_client": "efficiency excess from lbench's own work inside requests",
+    "efficiency_between": "efficiency excess between requests (lbench's bookkeeping, sleep overshoot)",
 }
 
 
@@ -83,7 +89,8 @@ def calibrate_context(run: Run, analysis: dict) -> dict:
         "checks": analysis.get("calibration_checks", []),
         "pauses": analysis.get("calibration_pauses", []),
         "targets": TARGETS,
-        "info": [{"what": text, "value": figures.get(key)} for key, text in INFO_FIGURES.items()],
+        "info": [{"what": text, "value": figures.get(key), "unit": "ms" if key.endswith("_ms") else ""}
+                 for key, text in INFO_FIGURES.items()],
         "n_measured": int(analysis.get("n_measured", 0)),
         "n_errors": int(analysis.get("n_errors", 0)),
         "steady_after": STEADY_AFTER,

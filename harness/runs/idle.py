@@ -257,6 +257,27 @@ def prepare_cache(path: Path, state: str) -> dict:
                                                     if state == "warm" else True)}
 
 
+def _cross_check_threads(prep: PreparedIdle, setting: Setting, engine_name: str, env: dict, overrides: dict
+                         ) -> list[str]:
+    """llama-idle's thread count is fixed (4) in its source; in an OpenMP build ``--threads N`` caps its
+    team with OMP_THREAD_LIMIT=N (ggml takes the team size OpenMP grants), so both sides of the
+    cross-check can run N threads.  The other CPU knobs are llama-server options: a note says so."""
+    from harness.engines.llama_server import openmp_build
+
+    notes = []
+    others = {k for k in setting.cpu_knobs() if k not in ("threads", "omp_wait", "omp_spincount")}
+    if others:
+        notes.append(f"{', '.join(sorted(others))}: llama-server options; {engine_name} runs without them")
+    if setting.threads is not None:
+        binary = getattr(prep.engine, "binary", None)
+        if binary is not None and openmp_build(binary.path) is False:
+            notes.append(f"{engine_name} always runs 4 threads in a build without OpenMP; --threads "
+                         f"{setting.threads} applies to llama-server only")
+        else:
+            env["OMP_THREAD_LIMIT"] = overrides["OMP_THREAD_LIMIT"] = str(setting.threads)
+    return notes
+
+
 def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: ResolvedModel, setting: Setting,
               engine_name: str, reporter: Reporter) -> dict:
     spec = prep.spec
@@ -266,10 +287,9 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
     notes = prep.engine.setting_notes(setting)
     if cross and setting.sleep_idle_seconds is not None:
         notes.append(f"sleep-idle is a llama-server option; {engine_name} has no idle sleep")
-    if cross and setting.cpu_knobs():
-        notes.append(f"CPU knobs are llama-server options; {engine_name} runs with its fixed context defaults "
-                     "(4 threads)")
     env, overrides = prep.engine.environment(setting)
+    if cross:
+        notes += _cross_check_threads(prep, setting, engine_name, env, overrides)
     label = f"{setting.label} ({engine_name})" if cross else setting.label
     cell = {
         "index": index, "model": model.label, "setting": label, "engine": engine_name,

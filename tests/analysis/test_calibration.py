@@ -45,3 +45,43 @@ def test_findings_say_which_targets_hold_with_n_and_intervals():
     assert "one ratio over the run" in lines[5] and f"{TARGETS['efficiency']:.3f}" in lines[5]
     assert lines[-1] == "Pause error p99 is over 1 ms at: 0.3 s."
     assert calibration_findings([], []) == ["No measured samples: nothing to check against the targets."]
+
+
+def test_a_figure_the_run_did_not_measure_is_neither_ok_nor_over():
+    """Runs recorded before lbench measured its own work (no client_ms) say so, not "over"."""
+    checks = [_check("overhead_p50_ms", 0.4, 300, (0.35, 0.45)),
+              _check("harness_p50_ms", math.nan, 0, (math.nan, math.nan))]
+    assert checks[1]["ok"] is None and checks[1]["interval_vs_target"] == "not measured"
+    lines = calibration_findings(checks, [])
+    assert lines[0] == "1 of 1 targets met. harness_p50_ms was not measured in this run."
+    assert len(lines) == 2  # no sentence for the unmeasured figure
+
+
+def test_harness_is_the_measured_client_work_and_beyond_floor_the_old_bound():
+    import pandas as pd
+
+    from harness.analysis.calibration import STEADY_AFTER, calibration_figures
+
+    n = STEADY_AFTER + 20
+    rows = [{"run_id": "r", "cell": 0, "phase": "measure", "seq": i, "rep": 0, "pause_requested_s": 0.0,
+             "pause_actual_s": 0.0, "latency_ms": 2.0, "server_ms": 1.0, "server_prompt_ms": 0.9,
+             "overhead_ms": 1.0, "client_ms": 0.05, "error": None, "http_status": 200} for i in range(n)]
+    rows += [{"run_id": "r", "cell": 0, "phase": "floor-http", "seq": -1, "rep": 0, "pause_requested_s": 0.0,
+              "pause_actual_s": 0.0, "latency_ms": 0.1, "error": None, "http_status": 200}] * 5
+    fig = calibration_figures(pd.DataFrame(rows), [{"sweep_wall_s": 1.0}])
+    assert abs(fig["harness_p50_ms"] - 0.05) < 1e-9
+    assert abs(fig["beyond_floor_p50_ms"] - 0.9) < 1e-9  # 2 ms - 1 ms server - 0.1 ms floor
+
+
+def test_efficiency_parts_add_up_to_the_excess():
+    import pandas as pd
+
+    from harness.analysis.calibration import efficiency_parts
+
+    good = pd.DataFrame({"pause_requested_s": [0.0, 0.1], "pause_actual_s": [0.0005, 0.1005],
+                         "overhead_ms": [0.5, 1.5], "client_ms": [0.05, 0.05], "server_ms": [1.0, 1.0]})
+    denominator = 0.1 + 0.002
+    parts = efficiency_parts(good, denominator)
+    wall = good["pause_actual_s"].sum() + (good["server_ms"] + good["overhead_ms"]).sum() / 1000
+    assert abs(1 + sum(parts.values()) - wall / denominator) < 1e-9
+    assert abs(parts["efficiency_client"] - 0.0001 / denominator) < 1e-12

@@ -47,10 +47,15 @@ def test_calibrate_reports_the_decomposition(engine_env):
     assert r.returncode == 0, r.stderr + r.stdout
     (run_dir,) = list(Path(engine_env["LBENCH_RESULTS_DIR"]).iterdir())
     figures = json.loads((run_dir / "calibration.json").read_text())
-    for key in ("floor_p50_ms", "floor_after_pause_p50_ms", "harness_p50_ms", "harness_after_pause_p99_ms"):
+    for key in ("floor_p50_ms", "floor_after_pause_p50_ms", "harness_p50_ms", "harness_after_pause_p99_ms",
+                "beyond_floor_p50_ms"):
         assert figures[key] == figures[key], key  # measured, not NaN
+    assert 0 < figures["harness_p50_ms"] < figures["floor_p50_ms"] + figures["beyond_floor_p50_ms"]
     m = json.loads((run_dir / "manifest.json").read_text())
     assert m["client"]["spin"] is True
     samples = pd.read_parquet(run_dir / "samples.parquet")
     after = samples[(samples["phase"] == "floor-http") & (samples["pause_requested_s"] > 0)]
     assert set(after["pause_requested_s"]) == {0.02, 0.05, 0.1, 0.2, 0.3}
+    measured = samples[samples["phase"] == "measure"]
+    # the client's own work is measured on every request and is part of what the client saw
+    assert measured["client_ms"].notna().all() and (measured["client_ms"] < measured["latency_ms"]).all()

@@ -61,7 +61,7 @@ def test_match_llama_idle_arguments_and_record(tmp_path):
     i = len(argv) - len(MATCH_ARGS)
     assert argv[i:] == MATCH_ARGS and argv[argv.index("-c", argv.index("-c") + 1) + 1] == "512"
     record = e.like_for_like()
-    assert record["llama-idle"]["threads"] == 4 and record["llama-server"]["threads"] == 4
+    assert record["llama-idle"]["threads"].startswith("4 ") and record["llama-server"]["threads"].startswith("4,")
     assert record["llama-idle"]["n_ctx"] == record["llama-server"]["n_ctx"] == 512
     assert record["cannot_match"] and record["match"] == "llama-idle"
     body = llama_idle_body(7)
@@ -73,6 +73,33 @@ def test_knobs_given_after_match_win(tmp_path):
     """A --threads axis is appended after the match arguments: llama.cpp keeps the last value."""
     argv = engine(tmp_path, match="llama-idle").argv(Path("m.gguf"), Setting(threads=2), 1)
     assert argv.index("-t", argv.index("-t") + 1) > argv.index("-t") and argv[argv.index("-t", argv.index("-t") + 1) + 1] == "2"
+
+
+@pytest.mark.parametrize("openmp, knobs, limit, note", [
+    ("ON", {"threads": 2}, "2", None),
+    ("OFF", {"threads": 2}, None, "always runs 4 threads in a build without OpenMP"),
+    ("ON", {"threads": 2, "prio": 2, "cpus": "1"}, "2", "cpus, prio: llama-server options"),
+    ("ON", {"omp_wait": "active"}, None, None),
+])
+def test_cross_check_threads_cap_llama_idle_through_openmp(tmp_path, openmp, knobs, limit, note):
+    """--threads N reaches llama-idle as OMP_THREAD_LIMIT=N in an OpenMP build; elsewhere a note."""
+    from types import SimpleNamespace
+
+    from harness.runs.idle import _cross_check_threads
+
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "CMakeCache.txt").write_text(f"GGML_OPENMP:BOOL={openmp}\n")
+    prep = SimpleNamespace(engine=SimpleNamespace(binary=SimpleNamespace(path=tmp_path / "bin" / "llama-server")))
+    env, overrides = {}, {}
+    notes = _cross_check_threads(prep, Setting(**knobs), "llama-idle", env, overrides)
+    assert env.get("OMP_THREAD_LIMIT") == limit and overrides.get("OMP_THREAD_LIMIT") == limit
+    assert (note is None and notes == []) or any(note in n for n in notes)
+
+
+def test_the_users_thread_limit_never_reaches_the_server(tmp_path, monkeypatch):
+    monkeypatch.setenv("OMP_THREAD_LIMIT", "1")
+    env, _ = engine(tmp_path).environment(Setting())
+    assert "OMP_THREAD_LIMIT" not in env
 
 
 @pytest.mark.engine

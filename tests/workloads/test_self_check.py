@@ -6,7 +6,8 @@ from harness.workloads.idle import run_floor_block, run_self_check, self_check_f
 
 
 class Scripted:
-    """Completions that take 2 ms with 1 ms of server time; GETs that take 0.5 ms (fake clock)."""
+    """Completions that take 2 ms with 1 ms of server time and 0.3 ms of client work; GETs that take
+    0.5 ms (fake clock)."""
 
     def __init__(self) -> None:
         self.t = 100.0
@@ -14,7 +15,8 @@ class Scripted:
 
     def complete_one_token(self) -> Completion:
         self.t += 0.002
-        return Completion(self.t - 0.002, self.t, 200, None, {"prompt_ms": 0.8, "predicted_ms": 0.2, "prompt_n": 1})
+        return Completion(self.t - 0.002, self.t, 200, None, {"prompt_ms": 0.8, "predicted_ms": 0.2, "prompt_n": 1},
+                          client_ms=0.3)
 
     def floor(self, path: str) -> Completion:
         self.paths.append(path)
@@ -32,7 +34,9 @@ def test_self_check_rows_never_measure_and_figures_decompose():
     assert "measure" not in phases and phases.count("selfcheck-warmup") == 2 and phases.count("selfcheck") == 5
     assert server.paths == ["/health"] * 5 + ["/slots"] * 5
     assert abs(fig["overhead_p50_ms"] - 1.0) < 1e-6 and abs(fig["floor_http_p50_ms"] - 0.5) < 1e-6
-    assert abs(fig["harness_p50_ms"] - 0.5) < 1e-6  # 2 ms - 1 ms server - 0.5 ms floor
+    assert abs(fig["beyond_floor_p50_ms"] - 0.5) < 1e-6  # 2 ms - 1 ms server - 0.5 ms floor
+    assert abs(fig["harness_p50_ms"] - 0.3) < 1e-6  # the client's own work, as measured
+    assert all(r["client_ms"] == 0.3 for r in rows if r["phase"].startswith("selfcheck"))
     assert any("overhead_p50_ms" in w for w in fig["warnings"]) and any("harness_p50_ms" in w for w in fig["warnings"])
 
 
@@ -44,7 +48,7 @@ def test_figures_without_server_timings_say_so_without_a_warning():
 
 
 def test_quiet_figures_have_no_warnings():
-    rows = [{"phase": "selfcheck", "error": None, "overhead_ms": 0.3, "server_ms": 1.0}] * 4 + \
+    rows = [{"phase": "selfcheck", "error": None, "overhead_ms": 0.3, "server_ms": 1.0, "client_ms": 0.05}] * 4 + \
            [{"phase": "floor-http", "error": None, "latency_ms": 0.2}] * 4
     assert self_check_figures(rows)["warnings"] == []
 
