@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from harness.analysis.swap_served import (SERVED_AS, accounting_sentence, aligned_events, load_accounting,
-                                          load_slots, next_state, with_served_as)
+from harness.analysis.swap_served import (SERVED_AS, accounting_sentence, load_accounting,
+                                          load_slots, next_state, storm_events, with_served_as)
 from harness.engines import registry
 from harness.schema import apply_schema
 from harness.store import Run
@@ -373,7 +373,7 @@ def summarize_frames(requests: pd.DataFrame, events: pd.DataFrame, memory: pd.Da
                                 apply_schema(memory, "memory"))  # frames built outside the store too
     if not registry.get(engine).can("router_events"):  # no load/unload timeline: reloads from latency alone
         return _summarize_mlx(requests, memory, model_sizes, client or {}, sampler or {}, status, error)
-    events = aligned_events(events)  # router lines on the router's own clock
+    events = storm_events(events)  # router lines on the router's own clock, older builds' evictions recognised
     requests = with_served_as(requests, events)  # what the router did for each request, from its log
     latency = latency_table(requests)
     swaps = swap_phases(requests, events, models_max)

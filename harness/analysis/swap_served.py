@@ -29,6 +29,7 @@ and their end; the router's state of the model at that line gives the class.
 
 from __future__ import annotations
 
+import json
 import math
 from collections import deque
 from dataclasses import dataclass
@@ -206,12 +207,51 @@ def with_served_as(requests: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame
     return out.merge(classes, on="index", how="left").fillna({"served_as": "unknown"})
 
 
+OLD_EVICTION_TEXT = "unload: stopping model instance"  # build 10327's only line for a scheduler eviction
+EVICTION_WINDOW_S = 0.5
+
+
+def with_inferred_evictions(events: pd.DataFrame, window_s: float = EVICTION_WINDOW_S) -> pd.DataFrame:
+    """Evictions of builds that do not say "evicting"/"removing LRU" (10327 logs a scheduler
+    eviction only as ``unload: stopping model instance name=X``): such a stop with no eviction
+    line for X in the ``window_s`` before it becomes an ``evict`` row (its detail says it was
+    inferred).  9093 logs both lines for one eviction, 11434 only the eviction line; neither
+    changes.  For swap storms only: lbench never unloads a model itself there, so every such
+    stop before the router's shutdown (``unload_all``, another text) is the scheduler's."""
+    if events.empty or "text" not in events or "kind" not in events:
+        return events
+    old = events["kind"].eq("stop_sent") & events["text"].astype(str).str.contains(OLD_EVICTION_TEXT, regex=False)
+    if not old.any():
+        return events
+    last_evict: dict[str, float] = {}
+    inferred = []
+    for idx, kind, model, t in zip(events.index, events["kind"], events["model"], events["t_s"]):
+        if kind == "evict":
+            last_evict[model] = t
+        elif old[idx] and t - last_evict.get(model, -math.inf) > window_s:
+            inferred.append(idx)
+    if not inferred:
+        return events
+    out = events.copy()
+    out.loc[inferred, "kind"] = "evict"
+    if "detail" in out:
+        out.loc[inferred, "detail"] = [json.dumps({"model": m, "inferred_from": OLD_EVICTION_TEXT})
+                                       for m in out.loc[inferred, "model"]]
+    return out
+
+
+def storm_events(events: pd.DataFrame) -> pd.DataFrame:
+    """A swap storm's events as the analysis reads them: router lines on the router's own clock,
+    evictions of older builds recognised."""
+    return with_inferred_evictions(aligned_events(events))
+
+
 def derive_tables(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """A swap run's tables as written when it ends: ``requests.served_as`` filled from ``events``."""
     if "requests" in tables:
         events = tables.get("events", pd.DataFrame(columns=["t_s", "source", "kind", "model"]))
         tables["requests"] = tables["requests"].assign(
-            served_as=with_served_as(tables["requests"], aligned_events(events))["served_as"].to_numpy())
+            served_as=with_served_as(tables["requests"], storm_events(events))["served_as"].to_numpy())
     return tables
 
 

@@ -70,7 +70,7 @@ def idle_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[str
 
 def swap_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[str]]:
     from harness.analysis.swap import summary_from_analysis
-    from harness.analysis.swap_served import aligned_events
+    from harness.analysis.swap_served import storm_events
     from harness.report.swap import timeline_png
 
     s = summary_from_analysis(analysis)
@@ -80,7 +80,7 @@ def swap_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[str
         if r["n"]:
             table.append(f"| {r['class']} | {r['n']} | {r['p50_ms']:.1f} | {r['p90_ms']:.1f} | {r['p99_ms']:.1f} |")
     name = f"{run.run_id}-timeline.png"
-    (out_dir / name).write_bytes(timeline_png(run, aligned_events(run.table("events")), run.table("memory"),
+    (out_dir / name).write_bytes(timeline_png(run, storm_events(run.table("events")), run.table("memory"),
                                               run.table("requests"),
                                               int(run.manifest.get("config", {}).get("models_max", 0)), s.served))
     return "\n".join(lines + [""] + table), [name]

@@ -11,7 +11,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
 from harness.analysis.swap import PHASES, SERVED_LABELS, child_deaths, stop_steps, summary_from_analysis
-from harness.analysis.swap_served import SERVED_DOC, aligned_events, with_served_as
+from harness.analysis.swap_served import SERVED_DOC, storm_events, with_served_as
 from harness.report.html import data_uri
 from harness.report.plots import figure_png, plain, plt
 from harness.schema import records
@@ -196,7 +196,7 @@ PHASE_COUNTED = {
 
 def swap_context(run: Run, analysis: dict) -> dict:
     summary = summary_from_analysis(analysis)
-    requests, events, memory = run.table("requests"), aligned_events(run.table("events")), run.table("memory")
+    requests, events, memory = run.table("requests"), storm_events(run.table("events")), run.table("memory")
     models_max = int(run.manifest.get("config", {}).get("models_max", 0))
     phases = []
     if not summary.swaps.empty:

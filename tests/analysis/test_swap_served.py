@@ -154,3 +154,41 @@ def test_lru_replay_does_not_judge_an_eviction_it_cannot_tell_apart():
         assert row["victim"] == "a" and row["expected"] == "b" and row["match"] is match
         assert row["explanation"].startswith("not judged: b was used longer ago" if match is None
                                              else "a was last used at 0.500 s, but b was idle too")
+
+
+def line(t, kind, model, text):
+    return {**ev(t, kind, model), "text": text}
+
+
+@pytest.mark.parametrize("build, lines, evictions", [
+    # 10327: a scheduler eviction is only "unload: stopping model instance"
+    ("10327", [line(1.0, "stop_sent", "a", "srv        unload: stopping model instance name=a"),
+               line(2.0, "stop_sent", "b", "srv        unload: stopping model instance name=b")], 2),
+    # 9093: "removing LRU" then "unload: stopping" for the same eviction: counted once
+    ("9093", [line(1.0, "evict", "a", "srv    unload_lru: models_max limit reached, removing LRU name=a"),
+              line(1.001, "stop_sent", "a", "srv        unload: stopping model instance name=a")], 1),
+    # 11434: the eviction line only; the shutdown's unload_all is not an eviction
+    ("11434", [line(1.0, "evict", "a", "srv          tick: evicting idle LRU name=a for a queued request"),
+               line(1.0002, "stop_sent", "a", "srv          tick: stopping model instance name=a"),
+               line(9.0, "stop_sent", "b", "srv    unload_all: stopping model instance name=b")], 1),
+])
+def test_evictions_of_every_build_are_counted_once(build, lines, evictions):
+    from harness.analysis.swap_served import storm_events
+
+    out = storm_events(pd.DataFrame(lines))
+    assert int(out["kind"].eq("evict").sum()) == evictions, build
+    inferred = out[out["detail"].str.contains("inferred_from")]
+    assert len(inferred) == (2 if build == "10327" else 0)
+
+
+def test_an_inferred_eviction_enters_the_accounting():
+    """10327's storm: b's load evicts a; without the eviction line the load was 'after other exit'."""
+    events = LOAD_A + [
+        ev(1.000, "queued", "b"), ev(1.001, "wait", "b"),
+        line(1.002, "stop_sent", "a", "srv        unload: stopping model instance name=a"),
+        ev(1.050, "exited", "a"), ev(1.051, "claim", "b"), ev(1.052, "spawn", "b"),
+        ev(1.200, "child_loaded", "b", "child"), ev(1.201, "proxy", "b")]
+    from harness.analysis.swap_served import storm_events
+
+    acc = load_accounting(storm_events(pd.DataFrame(events)), models_max=1)
+    assert acc["evictions"] == 1 and acc["loads_after_eviction"] == 1 and acc["loads_after_other_exit"] == 0
