@@ -257,6 +257,37 @@ def prepare_cache(path: Path, state: str) -> dict:
                                                     if state == "warm" else True)}
 
 
+def oversubscribed(setting: Setting, match: str | None) -> str | None:
+    """Why a cell's overhead is noisy by construction: more compute threads than CPUs it may use."""
+    import os
+
+    threads = setting.threads if setting.threads is not None else (4 if match == "llama-idle" else None)
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 0
+    if setting.cpus:
+        try:
+            cpus = min(cpus, len(parse_cpu_list(setting.cpus)))
+        except ValueError:
+            pass
+    if threads is not None and cpus and threads > cpus:
+        return f"{threads} compute threads on {cpus} CPUs: oversubscribed, so its timings are noisy"
+    return None
+
+
+def parse_cpu_list(text: str) -> set[int]:
+    """CPUs of a taskset-style list: "1", "0-1", "0,2-3"."""
+    out: set[int] = set()
+    for part in text.replace("+", ",").split(","):
+        if "-" in part:
+            lo, hi = part.split("-", 1)
+            out.update(range(int(lo), int(hi) + 1))
+        elif part.strip():
+            out.add(int(part))
+    return out
+
+
 def _cross_check_threads(prep: PreparedIdle, setting: Setting, engine_name: str, env: dict, overrides: dict
                          ) -> list[str]:
     """llama-idle's thread count is fixed (4) in its source; in an OpenMP build ``--threads N`` caps its
@@ -359,9 +390,12 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
                 writer.save_manifest()
                 if spec.self_check:
                     cell["self_check"] = run_self_check(server, spec.self_check, emit)
+                    why = oversubscribed(setting, spec.match) if cell["self_check"]["warnings"] else None
+                    if why:
+                        cell["self_check"]["oversubscribed"] = why
                     for warning in cell["self_check"]["warnings"]:
-                        reporter.message(f"warning: {model.label} / {label}: {warning} (noisy host? see "
-                                         "docs/instrument.md)")
+                        reporter.message(f"warning: {model.label} / {label}: {warning} ("
+                                         + (why if why else "noisy host?") + "; see docs/instrument.md)")
                     writer.save_manifest()
                 try:
                     totals = run_idle_sweep(server, spec.pauses_s, reps=spec.reps, seed=spec.seed,

@@ -122,3 +122,14 @@ def test_match_mode_and_floor_against_the_real_server(engine_env, tmp_path):
     assert [r["phase"] for r in rows].count("selfcheck") == 3
     assert [r["phase"] for r in rows].count("floor-http") == 3 and [r["phase"] for r in rows].count("floor-queue") == 3
     assert figures["n"] == 3 and figures["floor_http_p50_ms"] > 0 and figures["overhead_p50_ms"] is not None
+
+
+def test_oversubscription_is_named_as_the_cause_of_a_noisy_self_check(monkeypatch):
+    from harness.runs.idle import oversubscribed, parse_cpu_list
+
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1})
+    assert "4 compute threads on 2 CPUs" in oversubscribed(Setting(), "llama-idle")
+    assert oversubscribed(Setting(threads=2), "llama-idle") is None
+    assert "2 compute threads on 1 CPUs" in oversubscribed(Setting(threads=2, cpus="1"), None)
+    assert oversubscribed(Setting(), None) is None  # the server's default: its physical cores
+    assert parse_cpu_list("0,2-3") == {0, 2, 3} and parse_cpu_list("0+1") == {0, 1}
