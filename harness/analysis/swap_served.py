@@ -225,7 +225,8 @@ def with_inferred_evictions(events: pd.DataFrame, window_s: float = EVICTION_WIN
         return events
     last_evict: dict[str, float] = {}
     inferred = []
-    for idx, kind, model, t in zip(events.index, events["kind"], events["model"], events["t_s"]):
+    ordered = events.sort_values("t_s", kind="stable")
+    for idx, kind, model, t in zip(ordered.index, ordered["kind"], ordered["model"], ordered["t_s"]):
         if kind == "evict":
             last_evict[model] = t
         elif old[idx] and t - last_evict.get(model, -math.inf) > window_s:
@@ -240,10 +241,34 @@ def with_inferred_evictions(events: pd.DataFrame, window_s: float = EVICTION_WIN
     return out
 
 
+def with_repeated_evictions_marked(events: pd.DataFrame) -> pd.DataFrame:
+    """An eviction line for a child the router is already evicting (build 10327 logs up to three
+    for one child: "went idle, giving up its slot", then "evicting idle LRU" once per queued
+    request) becomes ``evict_repeat``: one child, one eviction.  A model's next spawn or exit
+    ends its eviction."""
+    if events.empty or "kind" not in events or not events["kind"].eq("evict").any():
+        return events
+    evicting: set[str] = set()
+    repeats = []
+    ordered = events.sort_values("t_s", kind="stable")
+    for idx, kind, model in zip(ordered.index, ordered["kind"], ordered["model"]):
+        if kind == "evict":
+            if model in evicting:
+                repeats.append(idx)
+            evicting.add(model)
+        elif kind in ("spawn", "exited"):
+            evicting.discard(model)
+    if not repeats:
+        return events
+    out = events.copy()
+    out.loc[repeats, "kind"] = "evict_repeat"
+    return out
+
+
 def storm_events(events: pd.DataFrame) -> pd.DataFrame:
     """A swap storm's events as the analysis reads them: router lines on the router's own clock,
-    evictions of older builds recognised."""
-    return with_inferred_evictions(aligned_events(events))
+    evictions of older builds recognised, one eviction per evicted child."""
+    return with_repeated_evictions_marked(with_inferred_evictions(aligned_events(events)))
 
 
 def derive_tables(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
@@ -255,7 +280,8 @@ def derive_tables(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     return tables
 
 
-ACCOUNT_KEYS = ["loads", "loads_free_slot", "loads_after_eviction", "loads_after_other_exit", "evictions", "stops",
+ACCOUNT_KEYS = ["loads", "loads_free_slot", "loads_after_eviction", "loads_after_other_exit", "evictions",
+                "eviction_lines_repeated", "stops",
                 "exits", "exits_evicted", "exits_stopped", "exits_other", "alive_at_end", "evicted_not_reused"]
 
 
@@ -295,6 +321,8 @@ def load_slots(events: pd.DataFrame, models_max: int) -> tuple[dict, list[dict]]
                 "loads_after_eviction" if slot["slot"] == "evicted" else "loads_after_other_exit"] += 1
             slots.append(slot)
             running += 1
+        elif e.kind == "evict_repeat":
+            acc["eviction_lines_repeated"] += 1
         elif e.kind == "evict":
             acc["evictions"] += 1
             going[e.model] = {"slot": "evicted", "t_stop_s": e.t_s}
@@ -338,6 +366,9 @@ def accounting_sentence(acc: dict, models_max: int, n_requests: int) -> str:
     text = "".join(parts) + f"; the router evicted {acc['evictions']} time(s)"
     if acc["evicted_not_reused"]:
         text += f" ({acc['evicted_not_reused']} freed slot(s) not reused before the run ended)"
+    if acc.get("eviction_lines_repeated"):
+        text += (f"; it logged {acc['eviction_lines_repeated']} more eviction line(s) for children it was "
+                 "already evicting (counted once)")
     if acc["exits_stopped"] or acc["stops"]:
         text += f"; {acc['stops']} child(ren) stopped outside the scheduler (e.g. at the end of the run)"
     if acc["exits_other"]:

@@ -33,7 +33,10 @@ INI_FORBIDDEN = set(";#\n[]=")
 ROUTER_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("queued", re.compile(r"request for name=(?P<model>.+?) queued at position (?P<position>\d+)")),
     ("joined", re.compile(r"request for name=(?P<model>.+?) joined the queue, (?P<waiting>\d+) waiting")),
-    ("evict", re.compile(r"evicting idle LRU name=(?P<model>.+?) for a queued request")),
+    # 11434: "... for a queued request"; 10327: "... to make room for name=Y"
+    ("evict", re.compile(r"evicting idle LRU name=(?P<model>.+?) (?:for a queued request|to make room for name=)")),
+    # 10327: a child that finished its requests gives its slot to the queue at once
+    ("evict", re.compile(r"model name=(?P<model>.+?) went idle, giving up its slot to a queued request")),
     ("evict", re.compile(r"models_max limit reached, removing LRU name=(?P<model>.+?)\s*$")),
     # every request the router cannot serve at once (model not running, loading or being stopped)
     ("wait", re.compile(r"waiting until model name=(?P<model>.+?) is fully loaded")),

@@ -167,11 +167,18 @@ def storm(ctx: Context, p: dict) -> Evidence:
 
 def scheduler_evictions(events: pd.DataFrame) -> int:
     """Children the router's scheduler stopped to make room.  Builds log it differently: 11434
-    "evicting idle LRU ..." / "removing LRU ..." (``evict``), 10327 only "unload: stopping model
-    instance" (no reason line), 9093 both.  In a scenario where lbench never unloads a model itself,
-    the larger of the two counts is the number of evictions."""
+    "evicting idle LRU ... for a queued request" (``evict``); 10327 "went idle, giving up its slot"
+    and "evicting idle LRU ... to make room", several lines for one child, or only "unload: stopping
+    model instance"; 9093 "removing LRU" then "unload: stopping".  With the timeline (``model``,
+    ``t_s``) each evicted child counts once (the swap analysis's rules); without it, the larger of
+    the eviction lines and the "unload: stopping" lines.  Only for scenarios where lbench never
+    unloads a model itself."""
     if events.empty:
         return 0
+    if {"model", "t_s"} <= set(events.columns):
+        from harness.analysis.swap_served import with_inferred_evictions, with_repeated_evictions_marked
+
+        return int(with_repeated_evictions_marked(with_inferred_evictions(events))["kind"].eq("evict").sum())
     evict_lines = int((events["kind"] == "evict").sum())
     unload_stops = int(((events["kind"] == "stop_sent")
                         & events["text"].astype(str).str.contains("unload: stopping model instance")).sum())

@@ -192,3 +192,25 @@ def test_an_inferred_eviction_enters_the_accounting():
 
     acc = load_accounting(storm_events(pd.DataFrame(events)), models_max=1)
     assert acc["evictions"] == 1 and acc["loads_after_eviction"] == 1 and acc["loads_after_other_exit"] == 0
+
+
+def test_one_child_evicted_by_several_lines_is_one_eviction():
+    """Build 10327 logs "went idle, giving up its slot" and then "evicting idle LRU ... to make room"
+    for the same child, once per queued request: one child, one eviction (text from a real 10327 log)."""
+    from harness.analysis.swap_served import storm_events
+    from harness.engines.router import parse_router_line
+
+    texts = ["0.00.437.042 I srv  on_model_idl: model name=b went idle, giving up its slot to a queued request",
+             "0.00.437.043 I srv        unload: stopping model instance name=b",
+             "0.00.438.755 I srv  ensure_model: evicting idle LRU name=b to make room for name=a",
+             "0.00.443.264 I srv  ensure_model: evicting idle LRU name=b to make room for name=a"]
+    rows = []
+    for i, text in enumerate(texts):
+        kind, detail = parse_router_line(text)
+        rows.append({**ev(1.0 + i * 0.001, kind, detail["model"]), "text": text})
+    events = LOAD_A + [ev(0.9, "spawn", "b")] + rows + [ev(1.01, "exited", "b"), ev(1.02, "spawn", "a")]
+    out = storm_events(pd.DataFrame(events))
+    assert list(out["kind"]).count("evict") == 1 and list(out["kind"]).count("evict_repeat") == 2
+    acc = load_accounting(out, models_max=2)
+    assert acc["evictions"] == 1 and acc["eviction_lines_repeated"] == 2
+    assert "2 more eviction line(s)" in accounting_sentence(acc, 2, 5)

@@ -161,3 +161,14 @@ def test_evictions_are_counted_in_every_build_s_log_format():
     assert scheduler_evictions(frame(old_10327)) == 4
     assert scheduler_evictions(frame(old_9093)) == 1
     assert scheduler_evictions(frame([])) == 0
+    # with the timeline, one child evicted through three lines (10327) counts once
+    timeline = pd.DataFrame([
+        (0.10, "spawn", "a", ""), (0.20, "spawn", "b", ""),
+        (0.30, "evict", "b", "on_model_idl: model name=b went idle, giving up its slot to a queued request"),
+        (0.30, "stop_sent", "b", "unload: stopping model instance name=b"),
+        (0.31, "evict", "b", "ensure_model: evicting idle LRU name=b to make room for name=c"),
+        (0.32, "evict", "b", "ensure_model: evicting idle LRU name=b to make room for name=c"),
+        (0.40, "exited", "b", ""), (0.41, "spawn", "c", ""),
+        (0.50, "stop_sent", "a", "unload: stopping model instance name=a"),  # only the stop line: inferred
+        (0.60, "exited", "a", "")], columns=["t_s", "kind", "model", "text"])
+    assert scheduler_evictions(timeline) == 2
