@@ -64,6 +64,10 @@ def calibration_figures(samples: pd.DataFrame, cells: list[dict]) -> dict[str, f
     }
 
 
+EFFICIENCY_PARTS = {"efficiency_server_untimed": "the server's untimed work and HTTP",
+                    "efficiency_client": "lbench inside requests", "efficiency_between": "between requests"}
+
+
 def efficiency_parts(good: pd.DataFrame, denominator: float) -> dict[str, float]:
     """Where the sweep's wall time beyond (pauses + server time) went, each as a share of that sum.
 
@@ -186,7 +190,8 @@ def target_checks(samples: pd.DataFrame, figures: dict[str, float]) -> list[dict
         _check("harness_p50_ms", figures["harness_p50_ms"], harness.notna().sum(), quantile_interval(harness, 0.5)),
         _check("pause_error_p99_ms", figures["pause_error_p99_ms"], len(pause_err),
                quantile_interval(pause_err, 0.99)),
-        _check("efficiency", figures["efficiency"], len(good), nan2),
+        {**_check("efficiency", figures["efficiency"], len(good), nan2),
+         "parts": {k: figures.get(k, float("nan")) for k in EFFICIENCY_PARTS}},
     ]
 
 
@@ -245,8 +250,12 @@ def calibration_findings(checks: list[dict], pauses: list[dict]) -> list[str]:
         else:
             ci, settled = f"n={c['n']}, too few for a 95% interval", "more --reps would give one"
         verdict = "within" if c["ok"] else "OVER"
-        lines.append(f"{c['what'][0].upper()}{c['what'][1:]}: {_fmt(c['value'], c['figure'])} ({ci}), {verdict} the "
-                     f"target of {_fmt(c['target'], c['figure'])}" + (f"; {settled}." if settled else "."))
+        line = (f"{c['what'][0].upper()}{c['what'][1:]}: {_fmt(c['value'], c['figure'])} ({ci}), {verdict} the "
+                f"target of {_fmt(c['target'], c['figure'])}" + (f"; {settled}." if settled else "."))
+        parts = {k: v for k, v in (c.get("parts") or {}).items() if v == v}
+        if parts and c["value"] > 1:
+            line += " Its excess over 1: " + ", ".join(f"{EFFICIENCY_PARTS[k]} {v:+.3f}" for k, v in parts.items()) + "."
+        lines.append(line)
     over = [p["pause"] for p in pauses if not p["pause_error_ok"]]
     if pauses:
         lines.append(f"Pause error p99 is within {TARGETS['pause_error_p99_ms']:g} ms at every pause." if not over

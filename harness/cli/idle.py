@@ -131,7 +131,8 @@ def idle(
     report: Report = True,
     build: Builds = None,
     threads: list[str] = typer.Option(None, "--threads", help="CPU wake axis: llama-server -t/-tb (a number, or "
-                                                           "'default': not passed). Repeat or comma-list."),
+                                                           "'default': not passed); in a llama-idle cross-check "
+                                                           "also llama-idle's thread count. Repeat or comma-list."),
     poll: list[str] = typer.Option(None, "--poll", help="CPU wake axis: llama-server --poll 0-100 (no effect in "
                                                      "OpenMP builds)."),
     cpu_strict: list[str] = typer.Option(None, "--cpu-strict", help="CPU wake axis: llama-server --cpu-strict 0/1."),

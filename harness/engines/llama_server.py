@@ -158,6 +158,12 @@ class LlamaServerEngine:
                 "devices": list_devices(self.binary.path), "openmp": openmp_build(self.binary.path),
                 "match": self.match}
 
+    def compute_threads(self, setting: Setting) -> int | None:
+        """The compute threads a cell's server runs, when lbench sets them (None: the server's default)."""
+        if setting.threads is not None:
+            return setting.threads
+        return int(MATCH_ARGS[MATCH_ARGS.index("-t") + 1]) if self.match == "llama-idle" else None
+
     def like_for_like(self) -> dict:
         """llama-idle's work and the server path's, side by side, for the manifest."""
         server = {"threads": "server default (-t: physical cores)", "n_ctx": self.ctx_size,

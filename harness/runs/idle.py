@@ -257,11 +257,10 @@ def prepare_cache(path: Path, state: str) -> dict:
                                                     if state == "warm" else True)}
 
 
-def oversubscribed(setting: Setting, match: str | None) -> str | None:
-    """Why a cell's overhead is noisy by construction: more compute threads than CPUs it may use."""
+def oversubscribed(setting: Setting, threads: int | None) -> str | None:
+    """Why a cell's overhead is noisy by construction: more compute ``threads`` than CPUs it may use."""
     import os
 
-    threads = setting.threads if setting.threads is not None else (4 if match == "llama-idle" else None)
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -390,7 +389,9 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
                 writer.save_manifest()
                 if spec.self_check:
                     cell["self_check"] = run_self_check(server, spec.self_check, emit)
-                    why = oversubscribed(setting, spec.match) if cell["self_check"]["warnings"] else None
+                    threads = prep.engine.compute_threads(setting) if hasattr(prep.engine, "compute_threads") \
+                        else setting.threads
+                    why = oversubscribed(setting, threads) if cell["self_check"]["warnings"] else None
                     if why:
                         cell["self_check"]["oversubscribed"] = why
                     for warning in cell["self_check"]["warnings"]:

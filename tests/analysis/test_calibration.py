@@ -85,3 +85,11 @@ def test_efficiency_parts_add_up_to_the_excess():
     wall = good["pause_actual_s"].sum() + (good["server_ms"] + good["overhead_ms"]).sum() / 1000
     assert abs(1 + sum(parts.values()) - wall / denominator) < 1e-9
     assert abs(parts["efficiency_client"] - 0.0001 / denominator) < 1e-12
+
+
+def test_efficiency_finding_names_where_the_excess_went():
+    check = {**_check("efficiency", 1.037, 1400, (math.nan, math.nan)),
+             "parts": {"efficiency_server_untimed": 0.025, "efficiency_client": 0.006, "efficiency_between": 0.006}}
+    (line,) = [x for x in calibration_findings([check], []) if x.startswith("Sweep efficiency")]
+    assert line.endswith("Its excess over 1: the server's untimed work and HTTP +0.025, lbench inside requests "
+                         "+0.006, between requests +0.006.")

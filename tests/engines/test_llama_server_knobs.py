@@ -128,8 +128,10 @@ def test_oversubscription_is_named_as_the_cause_of_a_noisy_self_check(monkeypatc
     from harness.runs.idle import oversubscribed, parse_cpu_list
 
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1})
-    assert "4 compute threads on 2 CPUs" in oversubscribed(Setting(), "llama-idle")
-    assert oversubscribed(Setting(threads=2), "llama-idle") is None
-    assert "2 compute threads on 1 CPUs" in oversubscribed(Setting(threads=2, cpus="1"), None)
+    match = LlamaServerEngine(Binary(Path("/x"), "t", "v", 1, "c", "s"), match="llama-idle")
+    assert match.compute_threads(Setting()) == 4 and match.compute_threads(Setting(threads=2)) == 2
+    assert "4 compute threads on 2 CPUs" in oversubscribed(Setting(), match.compute_threads(Setting()))
+    assert oversubscribed(Setting(threads=2), 2) is None
+    assert "2 compute threads on 1 CPUs" in oversubscribed(Setting(threads=2, cpus="1"), 2)
     assert oversubscribed(Setting(), None) is None  # the server's default: its physical cores
     assert parse_cpu_list("0,2-3") == {0, 2, 3} and parse_cpu_list("0+1") == {0, 1}
