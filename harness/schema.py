@@ -38,8 +38,9 @@ SAMPLE_COLUMNS: dict[str, tuple[str, str]] = {
     "server_predicted_n": ("Int64", "server timings.predicted_n"),
     "server_ms": ("float64", "server_prompt_ms + server_predicted_ms"),
     "overhead_ms": ("float64", "latency_ms - server_ms: HTTP, queueing and harness time"),
-    "client_ms": ("float64", "lbench's own work inside latency_ms: writing the request, then framing the response "
-                             "after its first byte (measured; null for clients that cannot split it)"),
+    "client_ms": ("float64", "lbench's own part of latency_ms, wall time: writing the request, then framing the "
+                             "response after its first byte (includes any time the client was preempted meanwhile; "
+                             "null for clients that cannot split it)"),
     "http_status": ("Int64", "HTTP status, null when the connection failed"),
     "error": ("string", "error text (transport error or non-200 body), null when ok"),
     "sent_at_unix_s": ("float64", "wall-clock send time, Unix seconds"),

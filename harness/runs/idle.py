@@ -395,8 +395,9 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
                     if why:
                         cell["self_check"]["oversubscribed"] = why
                     for warning in cell["self_check"]["warnings"]:
-                        reporter.message(f"warning: {model.label} / {label}: {warning} ("
-                                         + (why if why else "noisy host?") + "; see docs/instrument.md)")
+                        reporter.message(f"warning: {model.label} / {label}: {warning} "
+                                         + (f"({why}; see docs/instrument.md)" if why else
+                                            "(noisy host? see docs/instrument.md)"))
                     writer.save_manifest()
                 try:
                     totals = run_idle_sweep(server, spec.pauses_s, reps=spec.reps, seed=spec.seed,
