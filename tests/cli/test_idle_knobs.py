@@ -50,7 +50,9 @@ def test_calibrate_reports_the_decomposition(engine_env):
     for key in ("floor_p50_ms", "floor_after_pause_p50_ms", "harness_p50_ms", "harness_after_pause_p99_ms",
                 "beyond_floor_p50_ms"):
         assert figures[key] == figures[key], key  # measured, not NaN
-    assert 0 < figures["harness_p50_ms"] < figures["floor_p50_ms"] + figures["beyond_floor_p50_ms"]
+    # the client's part of a request is inside it; it is not bounded by the overhead, because a client
+    # preempted inside its send can still be "sending" while the server already computes
+    assert 0 < figures["harness_p50_ms"]
     m = json.loads((run_dir / "manifest.json").read_text())
     assert m["client"]["spin"] is True
     samples = pd.read_parquet(run_dir / "samples.parquet")
