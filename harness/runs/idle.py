@@ -397,7 +397,9 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
                     for warning in cell["self_check"]["warnings"]:
                         reporter.message(f"warning: {model.label} / {label}: {warning} "
                                          + (f"({why}; see docs/instrument.md)" if why else
-                                            "(noisy host? see docs/instrument.md)"))
+                                            "(see docs/instrument.md)" if warning.endswith("not noise") else
+                                            "(a busy host, or the server's own threads taking the CPUs? "
+                                            "see docs/instrument.md)"))
                     writer.save_manifest()
                 try:
                     totals = run_idle_sweep(server, spec.pauses_s, reps=spec.reps, seed=spec.seed,

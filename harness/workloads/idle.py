@@ -356,9 +356,19 @@ def self_check_figures(rows: list[dict]) -> dict:
         "beyond_floor_p50_ms": _pct(beyond, 50), "beyond_floor_p99_ms": _pct(beyond, 99),
         "server_ms_p50": _pct(server, 50),
     }
-    figures["warnings"] = [f"self-check {key} {figures[key]:.3f} ms over the target {target} ms"
-                           for key, target in SELF_CHECK_TARGETS.items()
-                           if figures.get(key) is not None and figures[key] > target]
+    over = [key for key, target in SELF_CHECK_TARGETS.items() if figures.get(key) is not None and figures[key] > target]
+    # the overhead is over but lbench's own part and the HTTP floor are not: the server's untimed
+    # work per request (larger for larger vocabularies), a property of this server and model, not noise
+    server_side = (figures["harness_p50_ms"] is not None and "harness_p50_ms" not in over
+                   and floor_p50 is not None and floor_p50 <= SELF_CHECK_TARGETS["harness_p50_ms"])
+    figures["warnings"] = []
+    for key in over:
+        text = f"self-check {key} {figures[key]:.3f} ms over the target {SELF_CHECK_TARGETS[key]} ms"
+        if server_side and key.startswith("overhead"):
+            text += (f"; lbench's part ({figures['harness_p50_ms']:.3f} ms) and the HTTP floor ({floor_p50:.3f} ms) "
+                     f"are within target, so the rest ({figures['beyond_floor_p50_ms']:.3f} ms p50) is the server's "
+                     "untimed work per request, not noise")
+        figures["warnings"].append(text)
     if not overhead:
         figures["note"] = "the server reports no timings: overhead and harness cost unknown, latency only"
         figures["latency_p50_ms"] = _pct([r["latency_ms"] for r in ok if r["phase"] == "selfcheck"], 50)
