@@ -210,8 +210,11 @@ async def drive(
             extra = before_send(model) if before_send is not None else None  # e.g. cache control: untimed
             rec = RequestRecord(index, wave_no, model, time.perf_counter(), status_at_send=status, extra=extra)
             try:
-                await asyncio.wait_for(_one(client, rec, backend.request_path,
-                                            backend.request_body(model, prompt, n_predict), complete), timeout_s)
+                # asyncio.timeout, not wait_for: Python 3.11's wait_for can swallow a cancellation that
+                # lands as the request finishes (gh-86296), and then Ctrl-C would not stop the storm
+                async with asyncio.timeout(timeout_s):
+                    await _one(client, rec, backend.request_path, backend.request_body(model, prompt, n_predict),
+                               complete)
             except (asyncio.TimeoutError, TimeoutError):
                 past_deadline += 1
                 mark_past_deadline(rec, timeout_s)
