@@ -81,7 +81,8 @@ def efficiency_parts(good: pd.DataFrame, denominator: float) -> dict[str, float]
     if not denominator or good.empty:
         return {"efficiency_between": nan, "efficiency_client": nan, "efficiency_server_untimed": nan}
     between = (good["pause_actual_s"] - good["pause_requested_s"]).sum()
-    client = _client_ms(good).sum() / 1000.0 if _client_ms(good).size == len(good) else nan
+    client_ms = _client_ms(good)
+    client = client_ms.sum() / 1000.0 if client_ms.size == len(good) else nan
     overhead = good["overhead_ms"].sum() / 1000.0
     return {"efficiency_between": between / denominator, "efficiency_client": client / denominator,
             "efficiency_server_untimed": (overhead - client) / denominator if client == client

@@ -385,14 +385,6 @@ class OneTokenClient:
     def spin(self, value: bool) -> None:
         self.connection.spin = value
 
-    @property
-    def reconnects(self) -> int:
-        return self.connection.reconnects
-
-    @property
-    def timeout_s(self) -> float:
-        return self.connection.timeout_s
-
     def set_timeout(self, timeout_s: float) -> None:
         """The per-request deadline: no socket operation (connect, send, each read) waits longer."""
         self.connection.set_timeout(timeout_s)

@@ -126,11 +126,9 @@ def place_client(spec: IdleSpec) -> tuple[dict, Callable[[], None]]:
     undo: list[Callable[[], None]] = []
     if spec.client_cpus is not None and hasattr(os, "sched_setaffinity"):
         before = os.sched_getaffinity(0)
-        cpus: set[int] = set()
-        for part in spec.client_cpus.split(","):
-            lo, _, hi = part.partition("-")
-            cpus |= set(range(int(lo), int(hi or lo) + 1))
-        os.sched_setaffinity(0, cpus)
+        from harness.runs.preflight import cpu_list
+
+        os.sched_setaffinity(0, cpu_list(spec.client_cpus))
         applied["cpus"] = sorted(os.sched_getaffinity(0))
         undo.append(lambda: os.sched_setaffinity(0, before))
     if spec.client_nice is not None:
@@ -259,32 +257,14 @@ def prepare_cache(path: Path, state: str) -> dict:
 
 def oversubscribed(setting: Setting, threads: int | None) -> str | None:
     """Why a cell's overhead is noisy by construction: more compute ``threads`` than CPUs it may use."""
-    import os
+    from harness.runs.preflight import available_cpus, cpu_list
 
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 0
-    if setting.cpus:
-        try:
-            cpus = min(cpus, len(parse_cpu_list(setting.cpus)))
-        except ValueError:
-            pass
+    cpus = len(available_cpus())
+    if setting.cpus:  # checked against this machine's CPUs before the run
+        cpus = min(cpus, len(cpu_list(setting.cpus)))
     if threads is not None and cpus and threads > cpus:
         return f"{threads} compute threads on {cpus} CPUs: oversubscribed, so its timings are noisy"
     return None
-
-
-def parse_cpu_list(text: str) -> set[int]:
-    """CPUs of a taskset-style list: "1", "0-1", "0,2-3"."""
-    out: set[int] = set()
-    for part in text.replace("+", ",").split(","):
-        if "-" in part:
-            lo, hi = part.split("-", 1)
-            out.update(range(int(lo), int(hi) + 1))
-        elif part.strip():
-            out.add(int(part))
-    return out
 
 
 def _cross_check_threads(prep: PreparedIdle, setting: Setting, engine_name: str, env: dict, overrides: dict

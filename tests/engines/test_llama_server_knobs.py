@@ -125,9 +125,10 @@ def test_match_mode_and_floor_against_the_real_server(engine_env, tmp_path):
 
 
 def test_oversubscription_is_named_as_the_cause_of_a_noisy_self_check(monkeypatch):
-    from harness.runs.idle import oversubscribed, parse_cpu_list
+    from harness.runs.idle import oversubscribed
+    from harness.runs.preflight import cpu_list as parse_cpu_list
 
-    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr("harness.runs.preflight.available_cpus", lambda: {0, 1})
     match = LlamaServerEngine(Binary(Path("/x"), "t", "v", 1, "c", "s"), match="llama-idle")
     assert match.compute_threads(Setting()) == 4 and match.compute_threads(Setting(threads=2)) == 2
     assert "4 compute threads on 2 CPUs" in oversubscribed(Setting(), match.compute_threads(Setting()))
