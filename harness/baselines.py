@@ -18,17 +18,18 @@ from pathlib import Path
 
 from harness import paths
 from harness.errors import BadInput
+from harness.record import RunRecord
 from harness.store import Run, open_run
 
 PREFIX = "baseline:"
 
 
-def fingerprint(manifest: dict) -> dict:
-    host, engine = manifest.get("host", {}), manifest.get("engine", {})
-    fp = {"chip": host.get("cpu_model"), "machine": host.get("machine"), "os": host.get("os"),
-          "os_release": host.get("macos_version") or host.get("os_release"),
-          "engine_build": engine.get("build_number"), "engine_sha256": (engine.get("sha256") or "")[:16],
-          "virtual": host.get("virtual")}
+def fingerprint(record: RunRecord) -> dict:
+    """What baseline.json says the baseline was measured on: the machine and the engine."""
+    host, engine = record.host, record.engine
+    fp = {"chip": host.cpu_model, "machine": host.machine, "os": host.os, "os_release": host.os_release,
+          "engine_build": engine.build_number, "engine_sha256": (engine.sha256 or "")[:16],
+          "virtual": host.virtual, "machine_id": record.machine.id}
     fp["id"] = hashlib.sha256(json.dumps(fp, sort_keys=True).encode()).hexdigest()[:12]
     return fp
 
@@ -50,7 +51,7 @@ def save(run: Run, name: str) -> Path:
     shutil.copytree(run.dir, tmp / run.dir.name)
     (tmp / "baseline.json").write_text(json.dumps({"name": name, "run_id": run.run_id, "saved_at":
                                                    time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                                                   "fingerprint": fingerprint(run.manifest)}, indent=2))
+                                                   "fingerprint": fingerprint(run.record)}, indent=2))
     shutil.rmtree(dest, ignore_errors=True)
     tmp.rename(dest)
     return dest

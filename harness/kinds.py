@@ -1,84 +1,215 @@
-"""The kinds of run lbench knows, in one table: what each one is made of.
+"""The kinds of run lbench knows, as objects with one protocol, and the views across runs.
 
-Every dispatcher (the report, the evidence, the runs listing, compare and gate, the
-analysis kept in ``analysis.json``) looks a run's kind up here instead of testing
-``kind ==``; ``tests/test_kinds.py`` fails if such a test reappears elsewhere.
+A **kind** measures: ``prepare(spec, options, reporter)`` does everything that can fail on
+bad input before a run directory exists, ``execute(prepared, reporter)`` measures and returns
+the finished ``Run`` (its lifecycle is ``harness/runs/session.py``), ``summarize(run)`` is the
+content of ``analysis.json``, ``derive(tables)`` the columns the analysis adds to the raw
+tables, ``report_context(run, analysis)`` what its template shows, ``evidence(...)`` its part
+of an evidence bundle.  Commands call every kind the same way (``get_kind(name).prepare``,
+``.execute``); dispatchers look a run's kind up here instead of testing ``kind ==``
+(``tests/test_kinds.py`` fails if such a test reappears elsewhere).
 
-Parts are named ``"module:attribute"`` and imported only when used, so reading the
-table costs nothing.  Adding a kind = its modules (spec class, executor, summarizer,
-report context, template) plus one ``RunKind`` entry below.
+A **view** reads many runs and measures nothing (a trend across builds): ``VIEWS`` holds them,
+each with ``records(root)`` and ``context(...)``; see ``register_view``.
+
+Modules are imported inside the methods, so reading the table costs nothing at start-up.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from harness.errors import BadInput
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from harness.runs.idle import Reporter
+    from harness.store import Run
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What a command passes to every kind's ``prepare`` besides the spec (None: the default)."""
+
+    llama_server: str | None = None  # the engine binary (path, or a build resolved by the command)
+    results: str | None = None  # the results root (--results)
+    llama_idle: str | None = None  # idle: the in-process reference binary
+    engine_options: dict[str, Any] = field(default_factory=dict)  # idle: engine knobs from the command line
+    binary: Any = None  # repro: the resolved engine Binary
 
 
 @dataclass(frozen=True)
 class RunKind:
+    """One kind of run.  Subclasses implement the protocol; the fields describe it."""
+
     name: str
     title: str  # what the evidence calls a run of this kind
-    spec_class: str | None  # "module:Class": the declarative spec, its defaults (None: no spec file)
-    executor: str  # "module:function" that runs it
-    summarizer: str  # "module:function(run) -> dict": the content of analysis.json
-    report_context: str  # "module:function(run, analysis) -> dict" for the template
     template: str  # in reports/templates
     primary_table: str  # the table the runs listing counts
-    evidence_section: str  # "module:function(run, analysis, out_dir) -> (markdown, files)"
     compare_as: str | None = None  # runs of kinds with the same value can be compared (None: not comparable)
     features: frozenset[str] = frozenset()  # what the executor adds for this kind, e.g. the HTTP floor
     latest_compares: bool = False  # 'latest' in compare/gate may pick it (calibrate runs compare as idle, by id only)
 
-    def part(self, attr: str):
-        module, _, name = getattr(self, attr).partition(":")
-        return getattr(importlib.import_module(module), name)
+    def spec_class(self) -> type | None:
+        return None
 
-    def summarizer_fn(self):
-        return self.part("summarizer")
+    def prepare(self, spec: Any, options: RunOptions, reporter: Reporter) -> Any:
+        raise NotImplementedError(f"{self.name} runs are not started by a command")
 
-    def executor_fn(self):
-        """What runs a run of this kind; the commands (idle, calibrate, swap, repro, bisect) call it."""
-        return self.part("executor")
+    def execute(self, prepared: Any, reporter: Reporter, *, extra_manifest: dict | None = None) -> Run:
+        raise NotImplementedError(f"{self.name} runs are not started by a command")
+
+    def summarize(self, run: Run) -> dict:
+        return {}
+
+    def derive(self, tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+        """The raw tables with the columns this kind's analysis derives from them (none by default)."""
+        return tables
+
+    def report_context(self, run: Run, analysis: dict) -> dict:
+        raise NotImplementedError
+
+    def evidence(self, run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[str]]:
+        return "", []
+
+
+class _Idle(RunKind):
+    def spec_class(self) -> type:
+        from harness.spec import IdleSpec
+
+        return IdleSpec
+
+    def prepare(self, spec, options: RunOptions, reporter):
+        from harness.runs.idle import prepare_idle
+
+        return prepare_idle(spec, llama_server=options.llama_server, results=options.results, reporter=reporter,
+                            kind=self.name, llama_idle_path=options.llama_idle, engine_options=options.engine_options)
+
+    def execute(self, prepared, reporter, *, extra_manifest=None):
+        from harness.runs.idle import execute_idle
+
+        return execute_idle(prepared, reporter, extra_manifest=extra_manifest)
+
+    def summarize(self, run):
+        from harness.analysis.idle import summarize_run
+
+        return summarize_run(run)
+
+    def report_context(self, run, analysis):
+        from harness.report.idle import idle_context
+
+        return idle_context(run, analysis)
+
+    def evidence(self, run, analysis, out_dir):
+        from harness.report.evidence import idle_section
+
+        return idle_section(run, analysis, out_dir)
+
+
+class _Calibrate(_Idle):
+    def summarize(self, run):
+        from harness.analysis.calibration import summarize_run
+
+        return summarize_run(run)
+
+    def report_context(self, run, analysis):
+        from harness.report.calibrate import calibrate_context
+
+        return calibrate_context(run, analysis)
+
+
+class _Swap(RunKind):
+    def spec_class(self) -> type:
+        from harness.spec import SwapSpec
+
+        return SwapSpec
+
+    def prepare(self, spec, options: RunOptions, reporter):
+        from harness.runs.swap import prepare_swap
+
+        return prepare_swap(spec, llama_server=options.llama_server, results=options.results, reporter=reporter)
+
+    def execute(self, prepared, reporter, *, extra_manifest=None):
+        from harness.runs.swap import execute_swap
+
+        return execute_swap(prepared, reporter)
+
+    def summarize(self, run):
+        from harness.analysis.swap import summarize_run
+
+        return summarize_run(run)
+
+    def derive(self, tables):
+        from harness.analysis.swap_served import derive_tables
+
+        return derive_tables(dict(tables))
+
+    def report_context(self, run, analysis):
+        from harness.report.swap import swap_context
+
+        return swap_context(run, analysis)
+
+    def evidence(self, run, analysis, out_dir):
+        from harness.report.evidence import swap_section
+
+        return swap_section(run, analysis, out_dir)
+
+
+@dataclass(frozen=True)
+class PreparedRepro:
+    claims: list
+    binary: Any
+    results: str | None
+
+
+class _Repro(RunKind):
+    def spec_class(self) -> type:
+        from harness.repro.claims import ClaimSpec
+
+        return ClaimSpec
+
+    def prepare(self, spec, options: RunOptions, reporter):
+        """``spec``: the claims to check (ClaimSpec list); ``options.binary``: the engine."""
+        if options.binary is None:
+            raise BadInput("a repro run needs an engine binary", hint="lbench engine info says which is used")
+        return PreparedRepro(list(spec), options.binary, options.results)
+
+    def execute(self, prepared, reporter, *, extra_manifest=None):
+        from harness.runs.repro import execute_repro
+
+        return execute_repro(prepared.claims, prepared.binary, results=prepared.results, reporter=reporter)
+
+    def summarize(self, run):
+        from harness.analysis.repro import summarize_run
+
+        return summarize_run(run)
+
+    def report_context(self, run, analysis):
+        from harness.report.repro import repro_context
+
+        return repro_context(run, analysis)
+
+    def evidence(self, run, analysis, out_dir):
+        from harness.report.evidence import repro_section
+
+        return repro_section(run, analysis, out_dir)
 
 
 KINDS: dict[str, RunKind] = {k.name: k for k in (
-    RunKind("idle", "idle-wake sweep", "harness.spec:IdleSpec", "harness.runs.idle:execute_idle",
-            "harness.analysis.idle:summarize_run", "harness.report.idle:idle_context", "idle.html.j2", "samples",
-            "harness.report.evidence:idle_section", compare_as="idle", latest_compares=True),
-    RunKind("calibrate", "harness calibration", "harness.spec:IdleSpec", "harness.runs.idle:execute_idle",
-            "harness.analysis.calibration:summarize_run", "harness.report.calibrate:calibrate_context",
-            "calibrate.html.j2",
-            "samples", "harness.report.evidence:idle_section", compare_as="idle",
-            features=frozenset({"http_floor"})),
-    RunKind("swap", "router swap storm", "harness.spec:SwapSpec", "harness.runs.swap:execute_swap",
-            "harness.analysis.swap:summarize_run", "harness.report.swap:swap_context", "swap.html.j2", "requests",
-            "harness.report.evidence:swap_section", compare_as="swap", latest_compares=True),
-    RunKind("repro", "claim reproductions", "harness.repro.claims:ClaimSpec", "harness.runs.repro:execute_repro",
-            "harness.analysis.repro:summarize_run", "harness.report.repro:repro_context", "repro.html.j2",
-            "verdicts", "harness.report.evidence:repro_section"),
+    _Idle("idle", "idle-wake sweep", "idle.html.j2", "samples", compare_as="idle", latest_compares=True),
+    _Calibrate("calibrate", "harness calibration", "calibrate.html.j2", "samples", compare_as="idle",
+               features=frozenset({"http_floor"})),
+    _Swap("swap", "router swap storm", "swap.html.j2", "requests", compare_as="swap", latest_compares=True),
+    _Repro("repro", "claim reproductions", "repro.html.j2", "verdicts"),
 )}
 
 
 def find_kind(name: str | None) -> RunKind | None:
     return KINDS.get(name) if isinstance(name, str) else None
-
-
-# What a kind fills in from its own tables when a run ends, "module:function(tables) -> tables":
-# harness/store.py writes the result (a swap run's requests.served_as comes from its events).
-DERIVED_COLUMNS: dict[str, str] = {"swap": "harness.analysis.swap_served:derive_tables"}
-
-
-def derive_fn(name: str | None):
-    """The kind's derivation of columns from its tables when a run ends, or None."""
-    ref = DERIVED_COLUMNS.get(name) if isinstance(name, str) else None
-    if ref is None:
-        return None
-    module, _, attr = ref.partition(":")
-    return getattr(importlib.import_module(module), attr)
 
 
 def get_kind(name: str | None, where: str = "") -> RunKind:
@@ -89,6 +220,23 @@ def get_kind(name: str | None, where: str = "") -> RunKind:
     return kind
 
 
+def analysis_table(run: Run, name: str) -> pd.DataFrame:
+    """A run's table as the analysis reads it: the raw table plus the columns its kind derives
+    (a swap run's ``requests.served_as`` from its ``events``).  The store keeps only what was
+    measured; a failed derivation leaves the raw table."""
+    kind = find_kind(run.record.kind)
+    table = run.table(name)
+    if kind is None or type(kind).derive is RunKind.derive:
+        return table
+    tables = {name: table, **{t: run.table(t) for t in ("events",) if t != name}}
+    try:
+        from harness.schema import apply_schema
+
+        return apply_schema(kind.derive(tables)[name], name)
+    except Exception:  # never lose the table to a bug in a derived column
+        return table
+
+
 def latest_kinds_to_compare(other_side: Collection[str] = ()) -> frozenset[str]:
     """The kinds 'latest' may pick on one side of compare or gate: those of the runs the other side
     names (compare an idle baseline with the newest idle run, a swap one with the newest swap
@@ -96,3 +244,25 @@ def latest_kinds_to_compare(other_side: Collection[str] = ()) -> frozenset[str]:
     if other_side:
         return frozenset(other_side)
     return frozenset(k.name for k in KINDS.values() if k.latest_compares)
+
+
+# ---- views across runs -------------------------------------------------------------------------
+
+class RunView(Protocol):
+    """A page or table made from many runs (a trend across builds); it starts no run."""
+
+    name: str
+    title: str
+    template: str
+
+    def context(self, root: Path, **filters: Any) -> dict: ...
+
+
+VIEWS: dict[str, RunView] = {}
+
+
+def register_view(view: RunView) -> RunView:
+    if view.name in VIEWS or view.name in KINDS:
+        raise ValueError(f"a kind or view named {view.name!r} exists")
+    VIEWS[view.name] = view
+    return view

@@ -32,9 +32,10 @@ import pandas as pd
 from harness import __version__
 from harness.atomic import atomic_write_json
 from harness.errors import BadInput, WriteFailed
+from harness.record import SCHEMA_VERSION, RunRecord, parse_record, read_record
 from harness.schema import apply_schema, table_schema
+from harness.untrusted import MAX_TABLE_BYTES, open_regular
 
-SCHEMA_VERSION = 1
 TABLES = ("samples",)
 
 
@@ -171,7 +172,7 @@ class RunWriter:
         if self.write_error is None:
             frames = {table: apply_schema(read_journal(self.dir / f"{table}.jsonl"), table)
                       for table in sorted(set(self.counts) | set(TABLES)) if (self.dir / f"{table}.jsonl").exists()}
-            for table, frame in with_derived_columns(self.manifest.get("kind"), frames).items():
+            for table, frame in frames.items():  # what was measured; derived columns live with the analysis
                 out = self.dir / f"{table}.parquet"
                 tmp = out.with_name(f".{out.name}.tmp")
                 try:
@@ -199,49 +200,47 @@ class RunWriter:
         self._raise_once()
 
 
-def with_derived_columns(kind: str | None, frames: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
-    """The tables with the columns the kind derives from them when the run ends (e.g. a swap run's
-    ``requests.served_as`` from its ``events``); unchanged if the kind derives none or deriving fails
-    (the analysis derives them again from the tables, so nothing is lost)."""
-    from harness.kinds import derive_fn
-
-    derive = derive_fn(kind)
-    if derive is None:
-        return frames
-    try:
-        derived = derive(dict(frames))
-        return {table: apply_schema(frame, table) for table, frame in derived.items()}
-    except Exception:  # never lose the tables to a bug in a derived column
-        return frames
-
-
 def read_journal(path: Path) -> pd.DataFrame:
+    """A journal's rows; a torn last line (a killed run) ends it.  The file is read as untrusted
+    input: a regular file (not a FIFO or device) of bounded size, rows that are JSON objects."""
+    fd, _ = open_regular(path, max_bytes=MAX_TABLE_BYTES, what=f"journal {path.name}")
     rows = []
-    with path.open() as fh:
-        for line in fh:
-            line = line.strip()
+    with open(fd, "rb") as fh:
+        for raw in fh:
+            line = raw.strip()
             if not line:
                 continue
             try:
-                rows.append(json.loads(line))
-            except ValueError:
+                row = json.loads(line)
+            except (ValueError, RecursionError):
                 break  # a torn last line from a killed run
+            if not isinstance(row, dict):
+                raise BadInput(f"the journal {path.name} holds a row that is not an object", where=str(path),
+                               hint="the run is damaged; run it again, or copy it again")
+            rows.append(row)
     return pd.DataFrame(rows)
 
 
 @dataclass
 class Run:
+    """A run directory and its record.  ``record`` is the typed manifest (harness/record.py);
+    tables are read with their schema applied."""
+
     dir: Path
-    manifest: dict
+    record: RunRecord
     notes: list[str] = field(default_factory=list)  # how damaged files were read (also said on stderr)
 
     @property
     def run_id(self) -> str:
-        return self.manifest.get("run_id", self.dir.name)
+        return self.record.run_id
+
+    @property
+    def kind(self) -> str:
+        return self.record.kind
 
     @property
     def complete(self) -> bool:
-        return self.manifest.get("status") == "complete"
+        return self.record.complete
 
     def table(self, name: str = "samples") -> pd.DataFrame:
         """A table with its schema applied (harness/schema.py): known columns typed, missing ones added
@@ -249,10 +248,14 @@ class Run:
         never wrote is an empty frame with the known columns."""
         parquet = self.dir / f"{name}.parquet"
         journal = self.dir / f"{name}.jsonl"
-        if parquet.exists():
+        if parquet.exists() or parquet.is_symlink():
             try:
-                return apply_schema(pd.read_parquet(parquet), name)
-            except Exception as exc:  # truncated or damaged (pyarrow raises several kinds)
+                fd, _ = open_regular(parquet, max_bytes=MAX_TABLE_BYTES, what=f"table {parquet.name}")
+                with open(fd, "rb") as fh:
+                    return apply_schema(pd.read_parquet(fh), name)
+            except BadInput:
+                raise
+            except Exception as exc:  # truncated or damaged (pyarrow raises several kinds), or mistyped columns
                 if not journal.exists():
                     raise BadInput(f"the run's {parquet.name} is damaged ({type(exc).__name__}: {exc}) and it "
                                    "has no journal to fall back on", where=str(parquet),
@@ -262,15 +265,20 @@ class Run:
                 if note not in self.notes:
                     self.notes.append(note)
                     print(note, file=sys.stderr)
-        if journal.exists():
+        if journal.exists() or journal.is_symlink():
             frame = read_journal(journal)
         else:
             schema = table_schema(name)
             return schema.empty() if schema is not None else pd.DataFrame()
-        return apply_schema(frame, name)
+        try:
+            return apply_schema(frame, name)
+        except (ValueError, TypeError, OverflowError) as exc:  # e.g. a text latency_ms in a tampered journal
+            raise BadInput(f"the run's {journal.name} has a column of the wrong type ({exc})", where=str(journal),
+                           hint="the run is damaged; run it again, or copy it again") from None
 
 
 LATEST = ("latest", "latest-any")
+MAX_REF_CHARS = 200  # a run id is ~30 characters; longer refs are not names lbench wrote
 
 
 def open_run(ref: str | Path, results_root: Path, *, kinds: Collection[str] | None = None) -> Run:
@@ -278,13 +286,26 @@ def open_run(ref: str | Path, results_root: Path, *, kinds: Collection[str] | No
 
     ``kinds``: what 'latest' may pick (the kinds the command needs, e.g. compare after a calibrate
     run wants the newest idle run); None: any kind.  Ids and paths are taken as given."""
+    from harness.runindex import iter_records
+
+    if len(str(ref)) > MAX_REF_CHARS * 4 or "\0" in str(ref):
+        raise BadInput(f"run reference is {len(str(ref))} characters long", where=str(ref)[:80] + "...",
+                       hint="give a run id (lbench runs lists them), a run directory or 'latest'")
     candidate = Path(ref)
-    if not (candidate / "manifest.json").is_file():
-        runs = list_runs(results_root)
-        if str(ref) in LATEST and runs:
-            candidate = latest_run(runs, any_status=str(ref) == "latest-any", where=results_root, kinds=kinds).dir
+    try:
+        is_run_dir = (candidate / "manifest.json").is_file()
+    except OSError:  # ENAMETOOLONG and friends
+        is_run_dir = False
+    if not is_run_dir:
+        if len(str(ref)) > MAX_REF_CHARS:
+            raise BadInput(f"no run {str(ref)[:40]!r}... ({len(str(ref))} characters)", where=str(results_root),
+                           hint="see `lbench runs` for the run ids")
+        entries = list(iter_records(results_root, quiet=True))
+        if str(ref) in LATEST and entries:
+            candidate = latest_run(entries, any_status=str(ref) == "latest-any", where=results_root,
+                                   kinds=kinds).dir
         else:
-            matches = [r.dir for r in runs if r.dir.name.startswith(str(ref)) or r.dir.name.endswith(str(ref))]
+            matches = [e.dir for e in entries if e.dir.name.startswith(str(ref)) or e.dir.name.endswith(str(ref))]
             if len(matches) == 1:
                 candidate = matches[0]
             elif len(matches) > 1:
@@ -293,72 +314,51 @@ def open_run(ref: str | Path, results_root: Path, *, kinds: Collection[str] | No
             else:
                 raise BadInput(f"no run {ref!r}", where=str(results_root),
                                hint="see `lbench runs` for the run ids")
-    try:
-        manifest = json.loads((candidate / "manifest.json").read_text())
-    except (OSError, ValueError) as exc:
-        raise BadInput(f"cannot read the run's manifest: {exc}", where=str(candidate)) from None
-    check_manifest(manifest, candidate / "manifest.json")
-    return Run(candidate, manifest)
+    return Run(candidate, read_record(candidate / "manifest.json"))
 
 
-def latest_run(runs: list[Run], *, any_status: bool = False, where: Path | None = None,
-               kinds: Collection[str] | None = None) -> Run:
+def run_from_manifest(run_dir: Path, manifest: dict) -> Run:
+    """A ``Run`` for a manifest held in memory (the writer's, while the run is going)."""
+    return Run(run_dir, parse_record(manifest, str(run_dir / "manifest.json")))
+
+
+def latest_run(runs: list, *, any_status: bool = False, where: Path | None = None,
+               kinds: Collection[str] | None = None):
     """'latest' is the newest *complete* run: a failed, interrupted or still running one is never
     picked by accident (it is said on stderr); 'latest-any' (or the run's id) picks it anyway.
-    With ``kinds``, only runs of those kinds count; newer runs of other kinds are named on stderr."""
+    With ``kinds``, only runs of those kinds count; newer runs of other kinds are named on stderr.
+    ``runs``: oldest first, each with ``dir`` and ``record`` (a ``Run`` or an index entry)."""
     every = runs
     if kinds is not None:
-        runs = [r for r in runs if r.manifest.get("kind") in kinds]
+        runs = [r for r in runs if r.record.kind in kinds]
         if not runs:
             raise BadInput(f"no {' or '.join(sorted(kinds))} run for 'latest'", where=str(where or "results"),
                            hint="run one first, or name a run by its id (lbench runs lists them)")
         other = every[every.index(runs[-1]) + 1:]
         if other:
-            listed = ", ".join(f"{r.dir.name} ({r.manifest.get('kind', 'unknown')})" for r in other[-3:])
+            listed = ", ".join(f"{r.dir.name} ({r.record.kind})" for r in other[-3:])
             print(f"note: 'latest' is the newest {' or '.join(sorted(kinds))} run; newer runs of another kind "
                   f"were passed over: {listed}", file=sys.stderr)
     if any_status:
         return runs[-1]
-    complete = [r for r in runs if r.manifest.get("status") == "complete"]
+    complete = [r for r in runs if r.record.complete]
     skipped = runs[runs.index(complete[-1]) + 1:] if complete else runs
     if not complete:
         newest = runs[-1]
         raise BadInput(f"no complete run for 'latest': the newest, {newest.dir.name}, is "
-                       f"{newest.manifest.get('status', 'unknown')}", where=str(where or newest.dir.parent),
+                       f"{newest.record.status}", where=str(where or newest.dir.parent),
                        hint="name a run by its id, or say latest-any")
     if skipped:
-        listed = ", ".join(f"{r.dir.name} ({r.manifest.get('status', 'unknown')})" for r in skipped[-3:])
+        listed = ", ".join(f"{r.dir.name} ({r.record.status})" for r in skipped[-3:])
         more = f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
         print(f"note: 'latest' is {complete[-1].dir.name}, the newest complete run; skipped newer runs that did "
               f"not complete: {listed}{more} (name one by id, or say latest-any)", file=sys.stderr)
     return complete[-1]
 
 
-def check_manifest(manifest: object, where: Path) -> None:
-    """Refuse, in one clear line, a manifest lbench cannot read (not an object, no kind, a newer schema)."""
-    if not isinstance(manifest, dict) or not manifest:
-        raise BadInput("the run's manifest is empty or not a JSON object", where=str(where),
-                       hint="the run is damaged; run it again")
-    if not isinstance(manifest.get("kind"), str):
-        raise BadInput("the run's manifest has no 'kind'", where=str(where), hint="the run is damaged; run it again")
-    version = manifest.get("schema_version", SCHEMA_VERSION)
-    if not isinstance(version, int) or version > SCHEMA_VERSION:
-        raise BadInput(f"the run's manifest has schema_version {version!r}; this lbench reads up to "
-                       f"{SCHEMA_VERSION}", where=str(where), hint="use the lbench version that wrote it")
-
-
 def list_runs(results_root: Path) -> list[Run]:
-    if not results_root.is_dir():
-        return []
-    runs = []
-    for d in sorted(results_root.iterdir()):
-        m = d / "manifest.json"
-        if d.is_dir() and m.is_file():
-            try:
-                runs.append(Run(d, json.loads(m.read_text())))
-            except ValueError:
-                continue
-    # oldest first: by the id's second, then the manifest's start (ms), since two runs started in the
-    # same second have random suffixes that do not sort by time
-    return sorted(runs, key=lambda r: (r.dir.name[:16], str(r.manifest.get("started_at") or ""), r.dir.name)
-                  if isinstance(r.manifest, dict) else (r.dir.name[:16], "", r.dir.name))
+    """Every readable run under ``results_root``, oldest first (damaged ones are skipped; the index
+    says why, see harness/runindex.py)."""
+    from harness.runindex import iter_records
+
+    return [Run(e.dir, e.record) for e in iter_records(results_root, quiet=True)]

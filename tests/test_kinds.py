@@ -11,14 +11,19 @@ from harness.errors import BadInput
 from harness.kinds import KINDS, get_kind
 
 PKG = Path(harness.__file__).parent
-PARTS = ("spec_class", "executor", "summarizer", "report_context", "evidence_section")
+PROTOCOL = ("prepare", "execute", "summarize", "derive", "report_context", "evidence")
 
 
 @pytest.mark.parametrize("name", sorted(KINDS))
-def test_every_part_of_every_kind_resolves(name):
+def test_every_kind_implements_the_protocol(name):
     kind = KINDS[name]
-    for attr in PARTS:
-        assert callable(kind.part(attr)), f"{name}.{attr} = {getattr(kind, attr)}"
+    from harness.kinds import RunKind
+
+    for method in PROTOCOL:
+        assert callable(getattr(kind, method))
+    for method in ("prepare", "execute", "summarize", "report_context"):  # the parts every kind of run has
+        assert getattr(type(kind), method) is not getattr(RunKind, method), f"{name} does not implement {method}"
+    assert kind.spec_class() is not None
     assert (resources.templates_dir() / kind.template).is_file()
     from harness.schema import TABLES
 
@@ -71,11 +76,49 @@ def test_the_guard_finds_a_kind_test(tmp_path):
 
 
 def test_commands_run_kinds_through_the_registry():
-    """The commands reach each kind's executor through KINDS, so the table is what runs."""
-    executors = {k.executor.partition(":")[2] for k in KINDS.values()}
+    """The commands reach each kind through KINDS (``get_kind(name).prepare`` / ``.execute``), never
+    a kind's prepare or execute function directly, so every kind is called the same way."""
     direct = []
     for path in sorted((PKG / "cli").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and any(a.name in executors for a in node.names):
+            if isinstance(node, ast.ImportFrom) and any(a.name.startswith(("prepare_", "execute_"))
+                                                        for a in node.names):
                 direct.append(f"{path.name}:{node.lineno}")
-    assert not direct, f"import executors via harness.kinds.get_kind(...).executor_fn(): {direct}"
+    assert not direct, f"call kinds via harness.kinds.get_kind(name).prepare/.execute: {direct}"
+
+
+def test_a_view_across_runs_registers_without_an_executor():
+    from harness.kinds import VIEWS, register_view
+
+    class Trend:
+        name, title, template = "test-trend", "a trend", "base.html.j2"
+
+        def context(self, root, **filters):
+            return {"root": str(root)}
+
+    try:
+        assert register_view(Trend()) is VIEWS["test-trend"]
+        with pytest.raises(ValueError):
+            register_view(Trend())
+    finally:
+        VIEWS.pop("test-trend", None)
+
+
+def test_the_store_keeps_what_was_measured_and_the_analysis_derives(tmp_path):
+    """A swap run's requests.served_as is derived by the analysis (kinds.analysis_table), never
+    written into the stored tables: the Parquet copy holds what the journal holds."""
+    import pandas as pd
+
+    from harness.kinds import analysis_table
+    from harness.store import RunWriter, open_run
+
+    w = RunWriter(tmp_path, "swap", {"config": {"models_max": 1}})
+    for t, kind in ((0.01, "queued"), (0.011, "wait"), (0.012, "spawn"), (0.2, "proxy"), (0.5, "proxy")):
+        w.append({"t_s": t, "source": "router", "kind": kind, "model": "a", "detail": "{}", "text": ""}, "events")
+    for i, (t_send, t_done) in enumerate(((0.0, 0.25), (0.49, 0.52))):
+        w.append({"index": i, "wave": i, "model": "a", "t_send_s": t_send, "t_done_s": t_done, "http_status": 200,
+                  "latency_ms": (t_done - t_send) * 1000}, "requests")
+    w.finish("complete")
+    stored = pd.read_parquet(w.dir / "requests.parquet")
+    assert "served_as" not in stored or stored["served_as"].isna().all()
+    assert list(analysis_table(open_run(w.dir, tmp_path), "requests")["served_as"]) == ["own_load", "resident"]

@@ -270,7 +270,7 @@ def summarize_run(run) -> dict:
     from harness.analysis.idle import summarize_run as summarize_idle
 
     samples = run.table("samples")
-    figures = calibration_figures(samples, run.manifest.get("cells", []))
+    figures = calibration_figures(samples, run.record.cells)
     checks = target_checks(samples, figures)
     pauses = pause_checks(samples)
     return {**summarize_idle(run), "calibration": figures, "calibration_targets": TARGETS,

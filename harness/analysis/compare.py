@@ -24,7 +24,7 @@ from harness.analysis.verdicts import GroupRow
 from harness.analysis.stats import measured
 from harness.analysis.swap import compare_classes, warm_mask
 from harness.errors import BadInput
-from harness.kinds import KINDS, find_kind
+from harness.kinds import KINDS, analysis_table, find_kind
 from harness.schema import apply_schema
 from harness.store import Run
 
@@ -94,10 +94,10 @@ def compare_family(runs: list[Run]) -> str:
     where = ", ".join(r.run_id for r in runs)
     families = set()
     for r in runs:
-        kind = find_kind(r.manifest.get("kind"))
+        kind = find_kind(r.record.kind)
         if kind is None or kind.compare_as is None:
             comparable = sorted(k.name for k in KINDS.values() if k.compare_as)
-            raise BadInput(f"runs of kind {r.manifest.get('kind')!r} cannot be compared", where=where,
+            raise BadInput(f"runs of kind {r.record.kind!r} cannot be compared", where=where,
                            hint=f"compare runs of these kinds: {', '.join(comparable)}")
         families.add(kind.compare_as)
     if len(families) != 1:
@@ -184,8 +184,8 @@ def judge_runs(baseline: list[Run], candidate: list[Run], cfg=None, *, metrics: 
     cfg = cfg or VerdictConfig()
     groups: list[GroupData] = []
     if compare_family(baseline + candidate) == SWAP_FAMILY:
-        fa = [r.table("requests") for r in baseline]
-        fb = [r.table("requests") for r in candidate]
+        fa = [analysis_table(r, "requests") for r in baseline]
+        fb = [analysis_table(r, "requests") for r in candidate]
         if all(f.empty for f in fa) or all(f.empty for f in fb):
             raise BadInput("a side has no requests")
         label = ",".join(sorted({str(m) for f in fa if "model" in f for m in f["model"].unique()}))

@@ -99,10 +99,10 @@ def harness_figures(good: pd.DataFrame) -> dict:
             "pause_error_p99_ms": stats.percentile(pause_err, 99)}
 
 
-def analyze_idle(samples: pd.DataFrame, manifest: dict) -> dict:
+def analyze_idle(samples: pd.DataFrame, models: list) -> dict:
     """Everything the CLI, the report and the evidence say about an idle run (summaries as frames)."""
     good = stats.measured(samples)
-    wake, per_gb = wake_summary(good, manifest.get("models", [])) if not good.empty else ([], [])
+    wake, per_gb = wake_summary(good, models) if not good.empty else ([], [])
     errors = samples[samples["error"].notna()] if not samples.empty else samples
     out = {
         "summary_latency": stats.summarize_by_pause(samples, "latency_ms"),
@@ -120,7 +120,7 @@ def summarize_run(run) -> dict:
     """The idle/calibrate part of analysis.json (see harness/analysis/persisted.py)."""
     from harness.analysis.persisted import frame_json
 
-    out = analyze_idle(run.table("samples"), run.manifest)
+    out = analyze_idle(run.table("samples"), [{"label": m.label, "bytes": m.bytes} for m in run.record.models])
     out["summary_latency"] = frame_json(out["summary_latency"])
     out["summary_server"] = frame_json(out["summary_server"])
     return out

@@ -55,16 +55,16 @@ def _summarizer(kind: str) -> Callable[[Run], dict] | None:
     from harness.kinds import find_kind
 
     k = find_kind(kind)
-    return k.summarizer_fn() if k is not None else None
+    return k.summarize if k is not None else None
 
 
 def analyze(run: Run) -> dict:
     """Compute the run's analysis from its tables (no file is read but the run's own)."""
-    kind = run.manifest.get("kind")
+    kind = run.record.kind
     summarizer = _summarizer(kind)
     content = summarizer(run) if summarizer is not None else {}
     return {"schema_version": ANALYSIS_VERSION, "run_id": run.run_id, "kind": kind,
-            "run_status": run.manifest.get("status"), "rows": run.manifest.get("rows"),
+            "run_status": run.record.status, "rows": dict(run.record.rows),
             "lbench_version": __version__, "analyzed_at": utc_now(), **jsonable(content)}
 
 
@@ -82,7 +82,7 @@ def read_analysis(run: Run) -> dict | None:
         return None
     if not isinstance(data, dict) or data.get("schema_version") != ANALYSIS_VERSION:
         return None  # older: recompute; newer: this lbench cannot read it, recompute without overwriting
-    if data.get("run_status") != run.manifest.get("status") or data.get("rows") != run.manifest.get("rows"):
+    if data.get("run_status") != run.record.status or data.get("rows") != dict(run.record.rows):
         return None  # written before the run ended (or the run was touched since)
     return data
 
@@ -93,7 +93,7 @@ def load_analysis(run: Run, *, reanalyze: bool = False) -> dict:
         stored = read_analysis(run)
         if stored is not None:
             return stored
-    if run.manifest.get("status") == "running" or _newer_on_disk(run):
+    if run.record.status == "running" or _newer_on_disk(run):
         return analyze(run)
     try:
         return write_analysis(run)

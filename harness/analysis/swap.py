@@ -354,14 +354,14 @@ def summary_from_analysis(analysis: dict) -> SwapSummary:
 
 
 def summarize_swap(run: Run) -> SwapSummary:
-    cfg = run.manifest.get("config", {})
+    cfg = run.record.config
     return summarize_frames(run.table("requests"), run.table("events"), run.table("memory"),
                             models_max=int(cfg.get("models_max", 0)),
-                            model_sizes=[m.get("bytes", 0) for m in run.manifest.get("models", [])],
-                            client=run.manifest.get("client") or {}, sampler=run.manifest.get("sampler") or {},
-                            status=run.manifest.get("status"), error=run.manifest.get("error", ""),
+                            model_sizes=[m.get("bytes", 0) for m in run.record.models],
+                            client=run.record.section("client"), sampler=run.record.section("sampler"),
+                            status=run.record.status, error=(run.record.error or ""),
                             engine=cfg.get("engine", "llama-server"),
-                            storm_end_s=(run.manifest.get("client") or {}).get("storm_end_t_s"),
+                            storm_end_s=run.record.section("client").get("storm_end_t_s"),
                             concurrency=int(cfg.get("concurrency") or 1))
 
 

@@ -45,7 +45,7 @@ def ab(
     from harness.analysis.gate import load_config
     from harness.cli.verdicts import print_verdicts
     from harness.runs.ab import run_ab
-    from harness.runs.idle import prepare_idle
+    from harness.kinds import RunOptions, get_kind
 
     if min_rounds < 1 or max_rounds < min_rounds:
         raise BadInput("need 1 <= --min-rounds <= --max-rounds", where=f"{min_rounds} / {max_rounds}")
@@ -55,8 +55,8 @@ def ab(
     spec_a.server_args = list(spec.server_args) + list(a_arg or [])
     spec_b.server_args = list(spec.server_args) + list(b_arg or [])
     with RichReporter() as rep:
-        prep_a = prepare_idle(spec_a, llama_server=a_server, results=results, reporter=rep)
-        prep_b = prepare_idle(spec_b, llama_server=b_server, results=results, reporter=rep)
+        prep_a = get_kind("idle").prepare(spec_a, RunOptions(llama_server=a_server, results=results), rep)
+        prep_b = get_kind("idle").prepare(spec_b, RunOptions(llama_server=b_server, results=results), rep)
         res = run_ab(prep_a, prep_b, cfg, min_rounds=min_rounds, max_rounds=max_rounds, reporter=rep)
     print_verdicts(res.verdicts, res.info, res.a_runs, res.b_runs)
     for look in res.looks:

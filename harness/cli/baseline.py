@@ -28,7 +28,7 @@ def baseline_save(
 
     r = baselines.resolve_run(run, paths.results_dir(results), kinds=latest_kinds_to_compare())
     dest = baselines.save(r, name)
-    fp = baselines.fingerprint(r.manifest)
+    fp = baselines.fingerprint(r.record)
     print_wrapped(out, f"baseline {name!r} = run {r.run_id} (fingerprint {fp['id']}), kept in {dest}")
 
 

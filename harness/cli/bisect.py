@@ -135,15 +135,17 @@ def bisect(
 
 def _claim_outcome(claim: str, results: str | None):
     """``(build, binary) -> verdict`` of one claim, and the run ids per build."""
-    from harness.kinds import get_kind
+    from harness.kinds import RunOptions, get_kind
     from harness.repro.claims import load_claims
+    from harness.runs.idle import QuietReporter
 
-    execute_repro = get_kind("repro").executor_fn()
+    repro = get_kind("repro")
     spec = load_claims([claim])[0]
     runs: dict[int, list[str]] = {}
 
     def judge(build: int, binary) -> str:
-        run = execute_repro([spec], binary, results=results)
+        quiet = QuietReporter()
+        run = repro.execute(repro.prepare([spec], RunOptions(binary=binary, results=results), quiet), quiet)
         runs.setdefault(build, []).append(run.run_id)
         return str(run.table("verdicts").iloc[0]["verdict"])
 
@@ -155,7 +157,8 @@ def _gate_outcome(spec_file, model, pauses, reps, margin, alpha, retries: int, r
     from harness.analysis.gate import load_config
     from harness.cli.idle import build_spec
     from harness.runs.bisect_gate import GateBisectOutcome
-    from harness.runs.idle import QuietReporter, prepare_idle
+    from harness.kinds import RunOptions, get_kind
+    from harness.runs.idle import QuietReporter
     from harness.spec import parse_pauses
 
     spec = build_spec(spec_file, models=model or None, pauses_s=parse_pauses(pauses) if pauses else None, reps=reps)
@@ -163,8 +166,8 @@ def _gate_outcome(spec_file, model, pauses, reps, margin, alpha, retries: int, r
     binaries: dict[int, object] = {}
 
     def prepare(build: int):
-        return prepare_idle(copy.deepcopy(spec), llama_server=str(binaries[build].path), results=results,
-                            reporter=QuietReporter())
+        return get_kind("idle").prepare(copy.deepcopy(spec), RunOptions(llama_server=str(binaries[build].path),
+                                                                        results=results), QuietReporter())
 
     judge_runs = GateBisectOutcome(prepare, cfg, looks_per_build=retries + 1, reporter=QuietReporter())
 

@@ -63,7 +63,7 @@ def gate_bench(
     from harness.analysis.gate_bench import error_rates, sentences, slowdown_size
     from harness.cli.idle import build_spec
     from harness.runs.gate_bench import Relabeled, run_gate_bench
-    from harness.runs.idle import prepare_idle
+    from harness.kinds import RunOptions, get_kind
     from harness.spec import parse_pauses
     from harness.atomic import atomic_write_text
     from harness.store import new_run_id
@@ -90,8 +90,8 @@ def gate_bench(
                       f"{row['worst_ratio_ci_high']:.3f}])", markup=False, highlight=False)
 
     with RichReporter() as rep:
-        prep_a = prepare_idle(spec_a, llama_server=llama_server, results=results, reporter=rep)
-        prep_b = prepare_idle(spec_b, llama_server=llama_server, results=results, reporter=rep)
+        prep_a = get_kind("idle").prepare(spec_a, RunOptions(llama_server=llama_server, results=results), rep)
+        prep_b = get_kind("idle").prepare(spec_b, RunOptions(llama_server=llama_server, results=results), rep)
         label = prep_a.models[0].label
         done = run_gate_bench({"A": prep_a, "A2": prep_a, "B": prep_b}, cfg, bench_id=bench_id, trials=trials,
                               runs_per_side=runs_per_side, model_label=label, reporter=rep, on_decision=keep)

@@ -61,21 +61,21 @@ def _summary_table(run: Run) -> Table:
 def _run(spec: IdleSpec, llama_server: str | None, results: str | None, kind: str, report: bool,
          llama_idle_path: str | None = None, engine_options: dict | None = None) -> Run:
     from harness.report.render import render_report
-    from harness.kinds import get_kind
-    from harness.runs.idle import prepare_idle
+    from harness.kinds import RunOptions, get_kind
 
+    run_kind = get_kind(kind)
+    options = RunOptions(llama_server=llama_server, results=results, llama_idle=llama_idle_path,
+                         engine_options=dict(engine_options or {}))
     with RichReporter() as reporter:
-        prep = prepare_idle(spec, llama_server=llama_server, results=results, reporter=reporter, kind=kind,
-                            llama_idle_path=llama_idle_path, engine_options=engine_options)
-        run = get_kind(kind).executor_fn()(prep, reporter)
+        run = run_kind.execute(run_kind.prepare(spec, options, reporter), reporter)
     if report:
         path = render_report(run)
         print_wrapped(out, f"report: {path}")
-    for w in (run.manifest.get("quality") or {}).get("warnings", []):
+    for w in run.record.quality.warnings:
         print_wrapped(console, f"warning: {w}", rest="  ")
     for sentence in findings(run):
         print_wrapped(out, sentence, rest="  ")
-    print_wrapped(out, f"run: {run.run_id} ({run.manifest['status']}) in {run.dir}")
+    print_wrapped(out, f"run: {run.run_id} ({run.record.status}) in {run.dir}")
     return run
 
 
@@ -209,13 +209,13 @@ def idle(
                    {"url": url, "ollama_url": ollama_url, "prompt_cache_size": prompt_cache_size})
         out.print(_summary_table(run))
         _print_self_checks(run)
-        failed |= run.manifest["status"] != "complete"
+        failed |= run.record.status != "complete"
     if failed:
         raise typer.Exit(1)
 
 
 def _print_self_checks(run: Run) -> None:
-    for cell in run.manifest.get("cells", []):
+    for cell in run.record.cells:
         check = cell.get("self_check")
         if not check:
             continue

@@ -55,12 +55,11 @@ def repro(
 
 def _run_one(specs, binary, results, report) -> bool:
     from harness.report.render import render_report
-    from harness.kinds import get_kind
+    from harness.kinds import RunOptions, get_kind
 
-    execute_repro = get_kind("repro").executor_fn()
-
+    repro = get_kind("repro")
     with RichReporter() as reporter:
-        run = execute_repro(specs, binary, results=results, reporter=reporter)
+        run = repro.execute(repro.prepare(specs, RunOptions(binary=binary, results=results), reporter), reporter)
     if report:
         print_wrapped(out, f"report: {render_report(run)}")
     from rich.table import Table

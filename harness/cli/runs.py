@@ -11,20 +11,27 @@ from harness.cli.options import ResultsDir, shown
 from harness.cli.ui import out, print_wrapped
 
 
-def runs(results: ResultsDir = None) -> None:
+def runs(results: ResultsDir = None,
+         kind: str = typer.Option(None, "--kind", help="Only runs of this kind (idle, calibrate, swap, repro). "
+                                                      + shown("every kind")),
+         model: str = typer.Option(None, "--model", "-m", help="Only runs of this model label. " + shown("any")),
+         status: str = typer.Option(None, "--status", help="Only runs with this status (complete, failed, "
+                                                           "interrupted, running). " + shown("any"))) -> None:
     """List runs, oldest first: status, what was measured (warm-ups apart), duration and whether
     the report was rendered (report: yes = <run dir>/report.html exists).
 
     A run that says 'running' but has no live process was killed: its journal (*.jsonl)
-    holds everything measured before that.
+    holds everything measured before that. A run directory lbench cannot read is skipped
+    with one line saying why.
 
     \b
     Examples:
       lbench runs
+      lbench runs --kind idle --model tiny-q8
       lbench runs --results /data/lbench-results
     """
     from harness.errors import BadInput
-    from harness.store import list_runs
+    from harness.runindex import ListingCache, Skipped, iter_records
 
     root = paths.results_dir(results)
     if not root.is_dir():
@@ -33,51 +40,69 @@ def runs(results: ResultsDir = None) -> None:
     from rich import box
 
     from rich.table import Table
+    skipped: list[Skipped] = []
+    entries = list(iter_records(root, kind=kind, model=model, status=status, quiet=True, skipped=skipped))
+    cache = ListingCache(root)
     table = Table(title=f"runs in {root}", box=box.SIMPLE_HEAD, pad_edge=False)
-    for col in ("run id (time-kind-tag)", "status", "measured", "duration", "models", "report"):
-        table.add_column(col, no_wrap=col.startswith("run id"), overflow="fold",
-                         min_width={"status": 8, "measured": 12, "duration": 8, "report": 6}.get(col))
-    for run in list_runs(root):
-        m = run.manifest
-        status = m.get("status", "?")
-        if status == "running":
-            status = "running/incomplete"
-        models = ", ".join(x.get("label", "?") for x in m.get("models", []))
-        report = run.dir / "report.html"
-        table.add_row(run.run_id, status, measured_text(run), duration_text(m), models,
-                      "yes" if report.exists() else "-")
+    # the run id is what users type: never cut; models may wrap between names, never inside one
+    table.add_column("run id", no_wrap=True, min_width=26)
+    table.add_column("status", min_width=8)
+    table.add_column("measured", min_width=10)
+    table.add_column("duration", min_width=6, no_wrap=True)
+    table.add_column("models", overflow="fold", min_width=8)
+    table.add_column("report", min_width=3, no_wrap=True)
+    for entry in entries:
+        r = entry.record
+        status_text = "running/incomplete" if r.status == "running" else r.status
+        table.add_row(r.run_id, status_text, measured_text(entry, cache), duration_text(r.duration_s),
+                      ", ".join(r.model_labels), "yes" if (entry.dir / "report.html").exists() else "-")
     out.print(table)
+    cache.save({e.dir.name for e in entries} | set(cache.entries) if (kind or model or status) else
+               {e.dir.name for e in entries})
+    for note in skipped:
+        print_wrapped(out, note.line())
 
 
-def measured_text(run) -> str:
+def _sample_counts(entry) -> dict:
+    from harness.store import Run
+
+    frame = Run(entry.dir, entry.record).table("samples")
+    if frame.empty or "phase" not in frame:
+        return {"measure": 0, "warmup": 0, "failed": 0}
+    ok = frame["error"].isna() if "error" in frame else True
+    return {"measure": int(((frame["phase"] == "measure") & ok).sum()),
+            "warmup": int((frame["phase"] == "warmup").sum()),
+            "failed": int(((frame["phase"] == "measure") & ~ok).sum()) if "error" in frame else 0}
+
+
+def measured_text(entry, cache=None) -> str:
     """"40 samples (+12 warm-up)" for sample tables; "N requests" etc. for the others."""
+    from harness.errors import BadInput
     from harness.kinds import find_kind
 
-    kind = find_kind(run.manifest.get("kind"))
+    kind = find_kind(entry.record.kind)
     name = kind.primary_table if kind is not None else "samples"
     if name != "samples":
-        n = (run.manifest.get("rows") or {}).get(name)
-        return f"{n if n is not None else len(run.table(name))} {name}"
-    frame = run.table("samples")
-    if frame.empty or "phase" not in frame:
-        return "0 samples"
-    ok = frame["error"].isna() if "error" in frame else True
-    measure = int(((frame["phase"] == "measure") & ok).sum())
-    warm = int((frame["phase"] == "warmup").sum())
-    failed = int(((frame["phase"] == "measure") & ~ok).sum()) if "error" in frame else 0
-    text = f"{measure} samples" + (f" (+{warm} warm-up)" if warm else "")
-    return text + (f", {failed} failed" if failed else "")
+        n = entry.record.rows.get(name)
+        if n is None:
+            from harness.store import Run
 
-
-def duration_text(manifest: dict) -> str:
-    from datetime import datetime
-
+            try:
+                n = len(Run(entry.dir, entry.record).table(name))
+            except BadInput:
+                return "unreadable"
+        return f"{n} {name}"
     try:
-        start = datetime.fromisoformat(manifest["started_at"])
-        end = datetime.fromisoformat(manifest["ended_at"])
-    except (KeyError, TypeError, ValueError):
+        c = cache.counts(entry, "samples", _sample_counts) if cache is not None else _sample_counts(entry)
+    except BadInput:
+        return "unreadable"
+    text = f"{c['measure']} samples" + (f" (+{c['warmup']} warm-up)" if c["warmup"] else "")
+    return text + (f", {c['failed']} failed" if c["failed"] else "")
+
+
+def duration_text(seconds: float | None) -> str:
+    if seconds is None:
         return "-"
-    seconds = (end - start).total_seconds()
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 

@@ -111,15 +111,15 @@ def _one_storm(spec, llama_server, results, report) -> bool:
     from harness.analysis.persisted import load_analysis
     from harness.analysis.swap import summary_from_analysis
     from harness.report.render import render_report
-    from harness.kinds import get_kind
-    from harness.runs.swap import prepare_swap
+    from harness.kinds import RunOptions, get_kind
 
+    swap = get_kind("swap")
     with RichReporter() as reporter:
-        prep = prepare_swap(spec, llama_server=llama_server, results=results, reporter=reporter)
-        run = get_kind("swap").executor_fn()(prep, reporter)
+        run = swap.execute(swap.prepare(spec, RunOptions(llama_server=llama_server, results=results), reporter),
+                           reporter)
     if report:
         print_wrapped(out, f"report: {render_report(run)}")
-    print_wrapped(out, f"run: {run.run_id} ({run.manifest['status']}) in {run.dir}")
+    print_wrapped(out, f"run: {run.run_id} ({run.record.status}) in {run.dir}")
     summary = summary_from_analysis(load_analysis(run))
     from rich.table import Table
     table = Table(title=f"swap latency · run {run.run_id}")
@@ -135,4 +135,4 @@ def _one_storm(spec, llama_server, results, report) -> bool:
     out.print(table)
     for finding in summary.findings:
         print_wrapped(out, f"• {finding}", rest="  ")
-    return run.manifest["status"] != "complete"
+    return run.record.status != "complete"

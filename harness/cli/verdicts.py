@@ -34,7 +34,7 @@ def resolve_sides(a_refs: list[str] | None, b_refs: list[str] | None, results: s
     resolved = {}
     for side, refs in sides.items():
         other = "candidate" if side == "baseline" else "baseline"
-        kinds = latest_kinds_to_compare({r.manifest.get("kind") for r in [*named[side].values(),
+        kinds = latest_kinds_to_compare({r.record.kind for r in [*named[side].values(),
                                                                           *named[other].values()]})
         resolved[side] = [named[side][i] if i in named[side] else baselines.resolve_run(ref, root, kinds=kinds)
                           for i, ref in enumerate(refs)]
@@ -42,19 +42,27 @@ def resolve_sides(a_refs: list[str] | None, b_refs: list[str] | None, results: s
 
 
 def warn_fingerprints(a: list[Run], b: list[Run]) -> None:
-    from harness import baselines
+    """The comparability rule (harness/record.py ``check_comparable``): runs pooled on one side
+    that are not repetitions of one measurement are refused (exit 2); what differs between the
+    sides is said once, before the verdict."""
+    from harness.record import check_comparable
 
-    fa, fb = baselines.fingerprint(a[0].manifest), baselines.fingerprint(b[0].manifest)
-    if fa["id"] != fb["id"]:
+    result = check_comparable([r.record for r in a], [r.record for r in b])
+    result.raise_if_refused("--baseline / --candidate")
+    same = {r.run_id for r in a} & {r.run_id for r in b}
+    if same:
+        print_wrapped(console, "warning: the same run is on both sides (" + ", ".join(sorted(same)) + "): "
+                      "the comparison says nothing about a change", style="yellow")
+    if result.flags:
         print_wrapped(console, "warning: baseline and candidate come from different machines or engines: "
-                      + "; ".join(baselines.differences(fa, fb)), style="yellow")
+                      + "; ".join(result.flags), style="yellow")
 
 
 def quality_lines(runs: list[Run], side: str) -> list[str]:
     """One line per distinct warning of a side, naming the runs it came from (not one per run)."""
     by_text: dict[str, list[str]] = {}
     for r in runs:
-        for w in (r.manifest.get("quality") or {}).get("warnings", []):
+        for w in r.record.quality.warnings:
             by_text.setdefault(w, []).append(r.run_id)
     lines = []
     for w, ids in by_text.items():

@@ -10,7 +10,10 @@ from __future__ import annotations
 import subprocess  # noqa: F401  (named in SwapBackend's annotations)
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from harness.engines.llama_server import Binary
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,7 @@ class Server(Protocol):
 
 class Engine(Protocol):
     name: str
+    binary: "Binary | None"  # the llama.cpp program lbench runs (None: an engine lbench does not build)
 
     def facts(self) -> dict:
         """Path, version, build, sha256 ... for the manifest."""
@@ -103,6 +107,35 @@ class Engine(Protocol):
     def start(self, model: Path | str, setting: Setting, log_path: Path) -> "RunningServer":
         """``model`` is a local file or directory, or a server-side model name."""
         ...
+
+    def compute_threads(self, setting: Setting) -> int | None:
+        """The compute threads a cell's server runs, when known (None: the server's default)."""
+        ...
+
+    def like_for_like(self) -> dict | None:
+        """The work an in-process reference (llama-idle) and this server do, side by side, or None."""
+        ...
+
+    def startup_facts_log(self, model: Path, setting: Setting, log_path: Path) -> str | None:
+        """A start-up log with facts the measured server does not print (Metal residency at -lv 4),
+        from a short separate start, or None when the engine has none on this host."""
+        ...
+
+
+class EngineDefaults:
+    """What an engine does when it declares nothing else: no binary of lbench's, the setting's
+    thread count, no like-for-like reference, no separate start-up log."""
+
+    binary: "Binary | None" = None
+
+    def compute_threads(self, setting: Setting) -> int | None:
+        return setting.threads
+
+    def like_for_like(self) -> dict | None:
+        return None
+
+    def startup_facts_log(self, model: Path, setting: Setting, log_path: Path) -> str | None:
+        return None
 
 
 class RunningServer(Server, Protocol):

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from harness.engines import processes
-from harness.engines.base import Completion, Setting
+from harness.engines.base import Completion, EngineDefaults, Setting
 from harness.engines.llama_server import HOST, OneTokenClient, free_port
 from harness.errors import BadInput, EngineError
 
@@ -111,7 +111,7 @@ def _client_notes(setting: Setting, engine: str) -> list[str]:
     return notes
 
 
-class MlxServerEngine:
+class MlxServerEngine(EngineDefaults):
     name = "mlx"
 
     def __init__(self, *, prompt_cache_size: int | None = None, extra_args: list[str] | None = None,
@@ -229,7 +229,7 @@ def check_url_answers(url: str, where: str, timeout_s: float = 3.0) -> None:
                        hint="start the server first, or fix the URL") from None
 
 
-class OpenAIEngine:
+class OpenAIEngine(EngineDefaults):
     name = "openai"
 
     def __init__(self, url: str):
@@ -285,7 +285,7 @@ def find_ollama(url: str) -> dict:
     return found
 
 
-class OllamaEngine:
+class OllamaEngine(EngineDefaults):
     name = "ollama"
 
     def __init__(self, url: str = "http://127.0.0.1:11434", env: dict[str, str] | None = None):

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from harness.engines import processes, provision
-from harness.engines.base import Completion, Setting
+from harness.engines.base import Completion, EngineDefaults, Setting
 from harness.engines.timed_http import TimedConnection, build_request
 from harness.errors import BadInput, EngineError
 
@@ -136,7 +136,7 @@ def stray_configs() -> list[str]:
     return [str(p) for p in STRAY_CONFIGS if p.exists()]
 
 
-class LlamaServerEngine:
+class LlamaServerEngine(EngineDefaults):
     name = "llama-server"
 
     def __init__(self, binary: Binary, *, ctx_size: int = 2048, extra_args: list[str] | None = None,
@@ -196,6 +196,10 @@ class LlamaServerEngine:
         if (setting.omp_wait is not None or setting.omp_spincount is not None) and openmp is False:
             notes.append("OMP_WAIT_POLICY/GOMP_SPINCOUNT only affect OpenMP builds; this build does not use OpenMP")
         return notes
+
+    def startup_facts_log(self, model: Path, setting: Setting, log_path: Path) -> str | None:
+        """On Metal, the residency facts a -lv 4 start prints (see ``verbose_startup_log``)."""
+        return self.verbose_startup_log(model, setting, log_path) if self.metal_available() else None
 
     def verbose_startup_log(self, model_path: Path, setting: Setting, log_path: Path) -> str:
         """Start the server once at ``-lv 4`` (Metal prints its residency facts only there), stop it,

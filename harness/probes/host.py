@@ -72,6 +72,9 @@ def host_facts() -> dict:
     nv = nvidia_facts()
     if nv:
         facts.update({f"nvidia_{k}": v for k, v in nv.items()})
+    from harness.record import fingerprint_of
+
+    facts["fingerprint"] = fingerprint_of(facts).as_dict()  # the machine, as history groups runs (schema 2)
     return facts
 
 

@@ -84,7 +84,7 @@ def calibrate_context(run: Run, analysis: dict) -> dict:
     figures = analysis.get("calibration", {})
     return {
         **run_context(run),
-        "virtual_warning": virtual_mac_warning(run.manifest.get("host", {})),
+        "virtual_warning": virtual_mac_warning(run.record.host.facts),
         "findings": list(analysis.get("findings", [])),
         "checks": analysis.get("calibration_checks", []),
         "pauses": analysis.get("calibration_pauses", []),

@@ -40,14 +40,22 @@ def _flat(value, prefix: str) -> dict[str, str]:
     return {prefix: value if isinstance(value, str) else json.dumps(value, default=str)}
 
 
+def _environment_section(run: Run, section: str):
+    """One part of the environment a comparison shows (``ENV_SECTIONS``), from the run record."""
+    r = run.record
+    return {"host": r.host.facts, "engine": r.engine.facts, "config": r.config,
+            "models": [dict(m.facts) for m in r.models]}.get(section) or r.sections.get(section)
+
+
 def _side_values(runs: list[Run]) -> dict[str, str]:
     """key -> value for a side; keys whose value differs between the side's own runs show all values."""
     seen: dict[str, list[str]] = {}
     for r in runs:
         flat: dict[str, str] = {}
         for section in ENV_SECTIONS:
-            if section in r.manifest:
-                flat.update(_flat(r.manifest[section], section))
+            value = _environment_section(r, section)
+            if value:
+                flat.update(_flat(dict(value) if hasattr(value, 'keys') else value, section))
         for k, v in flat.items():
             if v not in seen.setdefault(k, []):
                 seen[k].append(v)
@@ -186,6 +194,6 @@ def write_compare_html(a_runs: list[Run], b_runs: list[Run], results: list, out:
         run_id=f"{a_runs[0].run_id} vs {b_runs[0].run_id}", a=[r.run_id for r in a_runs],
         b=[r.run_id for r in b_runs], findings=compare_findings(results), results=[_row(v) for v in results], plots=plots,
         any_secondary=any(not v.primary for v in results),
-        differences=environment_differences(a_runs, b_runs), run=b_runs[0].manifest,
-        host=b_runs[0].manifest.get("host", {}), engine=b_runs[0].manifest.get("engine", {})), out,
+        differences=environment_differences(a_runs, b_runs), run=b_runs[0].record,
+        host=b_runs[0].record.host.facts, engine=b_runs[0].record.engine.facts), out,
         post=lambda html: redact_html(red, html))

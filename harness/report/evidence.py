@@ -82,7 +82,7 @@ def swap_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[str
     name = f"{run.run_id}-timeline.png"
     (out_dir / name).write_bytes(timeline_png(run, storm_events(run.table("events")), run.table("memory"),
                                               run.table("requests"),
-                                              int(run.manifest.get("config", {}).get("models_max", 0)), s.served))
+                                              int(run.record.config.get("models_max", 0)), s.served))
     return "\n".join(lines + [""] + table), [name]
 
 
@@ -95,7 +95,7 @@ def repro_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[st
     for r in records:
         verdict = r["verdict"] + (f" ({r['cause']})" if r.get("cause") else "")
         table.append(f"| {md(r['claim_id'])} | {md(verdict)} | {md(r['reason'])} |")
-    engine = run.manifest.get("engine", {})
+    engine = run.record.engine.facts
     parts = ["\n".join(table), ""]
     for r in records:
         parts += [f"#### {md(r['claim_id'])}: {md(r['verdict'])}", "", f"Claim: {md(r['claim'])}", "",
@@ -125,14 +125,12 @@ def repro_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[st
 
 
 def _summary_line(run: Run) -> str:
-    m = run.manifest
-    models = ", ".join(f"{md(x.get('label'))}{' (synthetic)' if x.get('synthetic') else ''}" for x in m.get("models", []))
-    host = m.get("host", {})
-    engine = m.get("engine", {})
-    where = md(f"{host.get('cpu_model', '?')} · {host.get('os', '?')} · llama-server build {engine.get('build_number')}")
-    kind = find_kind(m.get("kind"))
-    what = kind.title if kind is not None else m.get("kind")
-    return f"**{what}** of {models or 'the engine'} on {where} (run `{run.run_id}`, {m.get('status')})"
+    r = run.record
+    models = ", ".join(f"{md(x.label)}{' (synthetic)' if x.synthetic else ''}" for x in r.models)
+    where = md(f"{r.host.cpu_model or '?'} · {r.host.os or '?'} · {r.engine.name} {r.engine.build_label}")
+    kind = find_kind(r.kind)
+    what = kind.title if kind is not None else r.kind
+    return f"**{what}** of {models or 'the engine'} on {where} (run `{run.run_id}`, {r.status})"
 
 
 def _synthetic_text(model: dict) -> str:
@@ -145,30 +143,29 @@ def _synthetic_text(model: dict) -> str:
 
 def write_evidence(runs: list[Run], out_dir: Path, *, redact: bool = True) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
-    hosts = [r.manifest.get("host", {}).get("hostname") for r in runs]
+    hosts = [r.record.host.hostname for r in runs]
     red = Redactor(redact, [h for h in hosts if h], runs=runs)
     parts: list[str] = []
     for run in runs:
-        kind = find_kind(run.manifest.get("kind"))
-        section, files = kind.part("evidence_section")(run, load_analysis(run), out_dir) if kind else ("", [])
-        synthetic = [m for m in run.manifest.get("models", []) if m.get("synthetic")]
+        kind = find_kind(run.record.kind)
+        section, files = kind.evidence(run, load_analysis(run), out_dir) if kind else ("", [])
+        synthetic = list(run.record.synthetic_models)
         parts += [_summary_line(run), ""]
         if synthetic:
             parts += ["> **Synthetic model(s)**, random weights: " + "; ".join(md(_synthetic_text(m)) for m in synthetic), ""]
-        not_applicable = [f"{c.get('model')} / {c.get('setting')}: {n}" for c in run.manifest.get("cells", [])
-                          for n in c.get("notes") or []]
+        not_applicable = [f"{c.model} / {c.setting}: {n}" for c in run.record.cells for n in c.notes]
         if not_applicable:
             parts += ["> **Not applicable on this host** (measured anyway, as run):"] + \
                      [f"> - {md(n)}" for n in dict.fromkeys(not_applicable)] + [""]
-        quality = (run.manifest.get("quality") or {}).get("warnings", [])
+        quality = run.record.quality.warnings
         if quality:
             parts += ["> **Run quality** (read the figures with these in mind):"] + [f"> - {md(w)}" for w in quality] + [""]
-        parts += ["```sh", run.manifest.get("command", ""), "```", "", section, ""]
+        parts += ["```sh", (run.record.command or ""), "```", "", section, ""]
         parts += [f"![{f}]({f})" for f in files] + [""]
-        env = {"host": run.manifest.get("host", {}), "engine": run.manifest.get("engine", {}),
+        env = {"host": run.record.host.facts, "engine": run.record.engine.facts,
                "models": [{k: m.get(k) for k in ("label", "path", "bytes", "quant", "sha256", "synthetic")}
-                          for m in run.manifest.get("models", [])],
-               "lbench": run.manifest.get("lbench_version"), "schema_version": run.manifest.get("schema_version")}
+                          for m in run.record.models],
+               "lbench": run.record.lbench_version, "schema_version": run.record.schema_version}
         parts += ["<details><summary>Environment</summary>", "", "```json", json.dumps(env, indent=2, default=str),
                   "```", "", "</details>", ""]
     text = red("\n".join(parts))

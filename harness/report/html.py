@@ -39,8 +39,8 @@ def write_page(template: str, context: dict, out: Path, post=None) -> Path:
 def run_context(run) -> dict:
     """What every run report shows of the run itself: manifest, id, completeness, models (synthetic
     ones apart for the banner), cells, host and engine."""
-    models = run.manifest.get("models", [])
-    return {"run": run.manifest, "run_id": run.run_id, "incomplete": not run.complete, "models": models,
-            "synthetic": [m for m in models if m.get("synthetic")], "cells": run.manifest.get("cells", []),
-            "host": run.manifest.get("host", {}), "engine": run.manifest.get("engine", {})}
+    models = run.record.models
+    return {"run": run.record, "run_id": run.run_id, "incomplete": not run.complete, "models": models,
+            "synthetic": [m for m in models if m.get("synthetic")], "cells": run.record.cells,
+            "host": run.record.host.facts, "engine": run.record.engine.facts}
 

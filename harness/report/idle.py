@@ -36,7 +36,7 @@ def idle_context(run: Run, analysis: dict) -> dict:
         "n_errors": int(analysis["n_errors"]),
         "n_measured": int(analysis["n_measured"]),
         "harness": analysis["harness"],
-        "virtual_warning": virtual_mac_warning(run.manifest.get("host", {})),
+        "virtual_warning": virtual_mac_warning(run.record.host.facts),
         "wake": analysis["wake"], "per_gb": analysis["per_gb"],
         "cross_check": analysis["cross_check"],
         "findings": list(analysis.get("findings", [])),  # the headline, in sentences

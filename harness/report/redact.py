@@ -50,7 +50,8 @@ class Redactor:
             pass
         hosts = {socket.gethostname(), socket.getfqdn(), *(extra_hosts or [])}
         for run in runs:  # a run made elsewhere: its home, user and host, as its manifest shows them
-            manifest = getattr(run, "manifest", run)
+            record = getattr(run, "record", None)
+            manifest = record.to_manifest() if record is not None else run
             hosts.add((manifest.get("host") or {}).get("hostname") or "")
             for key in ("user", "home"):
                 value = (manifest.get("host") or {}).get(key)

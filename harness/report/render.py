@@ -16,7 +16,7 @@ from harness.store import Run
 
 def render_report(run: Run, out: Path | None = None, *, reanalyze: bool = False) -> Path:
     """The run's report.html, from its analysis.json (recomputed only when missing, stale or asked)."""
-    kind = get_kind(run.manifest.get("kind"), where=str(run.dir))
+    kind = get_kind(run.record.kind, where=str(run.dir))
     analysis = load_analysis(run, reanalyze=reanalyze)
-    context = {**kind.part("report_context")(run, analysis), "read_notes": run.notes}  # e.g. a journal fallback
+    context = {**kind.report_context(run, analysis), "read_notes": run.notes}  # e.g. a journal fallback
     return write_page(kind.template, context, out or run.dir / "report.html")

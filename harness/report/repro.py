@@ -17,6 +17,6 @@ def repro_context(run: Run, analysis: dict) -> dict:
         rows.append({**r, "figures": json.loads(r["figures"] or "{}"), "evidence": json.loads(r["evidence"] or "[]"),
                      "notes": json.loads(r["notes"] or "[]"), "files": files})
     counts = analysis["counts"]
-    return {"run": run.manifest, "run_id": run.run_id, "incomplete": not run.complete, "rows": rows,
+    return {"run": run.record, "run_id": run.run_id, "incomplete": not run.complete, "rows": rows,
             "counts": counts, "findings": list(analysis.get("findings", [])),
-            "host": run.manifest.get("host", {}), "engine": run.manifest.get("engine", {})}
+            "host": run.record.host.facts, "engine": run.record.engine.facts}

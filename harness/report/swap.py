@@ -89,7 +89,7 @@ def timeline_png(run: Run, events: pd.DataFrame, memory: pd.DataFrame, requests:
     coloured by what the router did for it; below, children alive (integer axis, labelled cap line) and
     the tree's RSS.  Time is seconds since the run's start; both y axes start at 0; the legend sits
     outside the plot, on the right."""
-    names = [m["label"] for m in run.manifest.get("models", [])]
+    names = [m["label"] for m in run.record.models]
     ends = [x for x in (events["t_s"].max() if not events.empty else 0, memory["t_s"].max() if not memory.empty
                         else 0, requests["t_done_s"].max() if not requests.empty else 0) if pd.notna(x)]
     end = max([0.0] + ends)
@@ -197,7 +197,7 @@ PHASE_COUNTED = {
 def swap_context(run: Run, analysis: dict) -> dict:
     summary = summary_from_analysis(analysis)
     requests, events, memory = run.table("requests"), storm_events(run.table("events")), run.table("memory")
-    models_max = int(run.manifest.get("config", {}).get("models_max", 0))
+    models_max = int(run.record.config.get("models_max", 0))
     phases = []
     if not summary.swaps.empty:
         for p in PHASES + ["total_ms"]:
@@ -210,9 +210,9 @@ def swap_context(run: Run, analysis: dict) -> dict:
     flagged = lru[lru["match"].isna() | (lru["match"] == False)] if not lru.empty else lru  # noqa: E712
     errors = requests[requests["error"].notna()] if not requests.empty else requests
     return {
-        "run": run.manifest, "run_id": run.run_id, "incomplete": not run.complete,
-        "models": run.manifest.get("models", []),
-        "synthetic": [m for m in run.manifest.get("models", []) if m.get("synthetic")],
+        "run": run.record, "run_id": run.run_id, "incomplete": not run.complete,
+        "models": run.record.models,
+        "synthetic": [m for m in run.record.models if m.get("synthetic")],
         "findings": summary.findings, "figures": summary.figures,
         "latency": summary.latency.to_dict("records"), "phases": phases,
         "swaps": records(summary.swaps.head(200)),
@@ -222,11 +222,11 @@ def swap_context(run: Run, analysis: dict) -> dict:
         "served_doc": [{"label": SERVED_LABELS[k], "meaning": SERVED_DOC[k], "colour": c}
                        for k, c in SERVED_COLOURS.items()],
         "errors": records(errors.head(50)), "n_errors": int(len(errors)),
-        "deaths": records(child_deaths(requests, events, (run.manifest.get("client") or {}).get("storm_end_t_s"))),
+        "deaths": records(child_deaths(requests, events, run.record.section("client").get("storm_end_t_s"))),
         "n_past_deadline": int((requests["error_kind"] == "deadline").sum()) if not requests.empty else 0,
-        "deadlines": run.manifest.get("deadlines") or {},
+        "deadlines": run.record.section("deadlines"),
         "cdf": data_uri(cdf_png(run, requests, events, summary.served)),
         "timeline": data_uri(timeline_png(run, events, memory, requests, models_max, summary.served)),
-        "host": run.manifest.get("host", {}), "engine": run.manifest.get("engine", {}),
-        "router": run.manifest.get("router", {}), "sampler": run.manifest.get("sampler", {}),
+        "host": run.record.host.facts, "engine": run.record.engine.facts,
+        "router": run.record.section("router"), "sampler": run.record.section("sampler"),
     }

@@ -40,9 +40,10 @@ def run_ab(prep_a, prep_b, cfg: GateConfig, *, min_rounds: int = 3, max_rounds: 
            execute=None, judge=None) -> ABResult:
     """``execute(prep, reporter) -> Run`` and ``judge(a_runs, b_runs, vcfg)`` are injectable for tests."""
     from harness.analysis.compare import judge_runs
-    from harness.runs.idle import QuietReporter, execute_idle
+    from harness.kinds import get_kind
+    from harness.runs.idle import QuietReporter
 
-    execute = execute or execute_idle
+    execute = execute or get_kind("idle").execute
     judge = judge or judge_runs
     reporter = reporter or QuietReporter()
     look_cfg = copy.copy(cfg)

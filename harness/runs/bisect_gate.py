@@ -45,7 +45,7 @@ class GateBisectOutcome:
         if self.execute is None:
             from harness.kinds import get_kind
 
-            self.execute = get_kind("idle").executor_fn()
+            self.execute = get_kind("idle").execute
         if self.judge is None:
             from harness.analysis.compare import judge_runs
 

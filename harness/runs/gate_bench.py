@@ -82,7 +82,9 @@ def run_gate_bench(preps: dict, cfg, *, bench_id: str, trials: int, runs_per_sid
     from harness.analysis.gate import decide, verdict_config
 
     if execute is None:
-        from harness.runs.idle import execute_idle as execute
+        from harness.kinds import get_kind
+
+        execute = get_kind("idle").execute
     if judge is None:
         from harness.analysis.compare import judge_runs as judge
     vcfg = verdict_config(cfg)

@@ -15,13 +15,11 @@ from collections.abc import Callable
 from typing import Protocol
 
 from harness import paths
-from harness.analysis.persisted import analyze_finished
 from harness.kinds import get_kind
 from harness.engines import llama_idle
 from harness.engines import registry
-from harness.engines.base import Setting
+from harness.engines.base import Engine, Setting
 from harness.engines.registry import EngineOptions
-from harness.engines.llama_server import LlamaServerEngine, locate
 from harness.errors import EngineError
 from harness.models.gguf_info import file_sha256
 from harness.models.resolve import ResolvedModel, local_file, resolve_for_engine
@@ -29,7 +27,8 @@ from harness.probes import engine_log, pagecache
 from harness.probes.host import host_facts
 from harness.probes.memory import build_probes, combine
 from harness.spec import IdleSpec
-from harness.store import Run, RunWriter, open_run
+from harness.runs.session import RunSession
+from harness.store import Run, RunWriter
 from harness.workloads.idle import (CellFailed, DeadlineExceeded, Deadlines, run_floor_block, run_idle_sweep,
                                     run_self_check, set_request_timeout)
 
@@ -58,7 +57,7 @@ class QuietReporter:
 class PreparedIdle:
     spec: IdleSpec
     models: list[ResolvedModel]
-    engine: LlamaServerEngine
+    engine: Engine
     results_root: Path
     kind: str = "idle"
     cells: list[tuple[ResolvedModel, Setting, str]] = field(default_factory=list)
@@ -92,7 +91,7 @@ def prepare_idle(spec: IdleSpec, *, llama_server: str | None = None, results: st
         if m.source == "synthetic":
             reporter.message(f"{m.ref}: SYNTHETIC model (random weights, shape of preset {m.info.preset}) "
                              f"at {m.path}")
-    if isinstance(engine, LlamaServerEngine):
+    if engine.binary is not None:
         reporter.message(f"engine: {engine.binary.path} (build {engine.binary.build_number}, "
                          f"chosen from {engine.binary.source})")
     else:
@@ -102,7 +101,7 @@ def prepare_idle(spec: IdleSpec, *, llama_server: str | None = None, results: st
         reporter.message("note: the cross-check compares different work unless --match llama-idle is given "
                          "(threads, context, prompt, sampling; see docs/instrument.md)")
     if cross_check is not None:
-        prepared.llama_idle = llama_idle.locate(llama_idle_path, engine.binary.path)  # type: ignore[union-attr]
+        prepared.llama_idle = llama_idle.locate(llama_idle_path, engine.binary.path if engine.binary else None)
         reporter.message(f"llama-idle: {prepared.llama_idle}")
     prepared.cells = [(m, s, e) for m in models for s in spec.settings() for e in spec.engines]
     from harness.runs import preflight
@@ -159,60 +158,33 @@ def execute_idle(prep: PreparedIdle, reporter: Reporter = QuietReporter(), *, ex
                  ) -> Run:
     spec = prep.spec
     client, restore_client = place_client(spec)
-    like = prep.engine.like_for_like() if hasattr(prep.engine, "like_for_like") else None
-    writer = RunWriter(prep.results_root, prep.kind, {
+    like = prep.engine.like_for_like()
+    session = RunSession(prep.results_root, prep.kind, {
         "config": spec.as_dict(),
-        "host": host_facts(),
         "engine": {**prep.engine.facts(), "llama_idle": str(prep.llama_idle) if prep.llama_idle else None},
         "models": [_model_entry(m) for m in prep.models],
         "cells": [],
         "client": client,
         "like_for_like": like,
         **(extra_manifest or {}),
-    })
-    reporter.message(f"run {writer.run_id} -> {writer.dir}")
-    if any(v is not None for v in (client["cpus"], client["nice"])) or client["spin"]:
-        reporter.message(f"client placement (changes what is measured): {client}")
-    if client["spin"]:
-        reporter.message("warning: --client-spin keeps one CPU busy while a request runs; when the server's compute "
-                         "threads need every CPU (default -t on a small host) its spinning barrier then waits for "
-                         "preemption (measured here: server time 0.5 -> 128 ms on 2 vCPUs). Pair it with --cpus / "
-                         "--threads that leave the client a CPU.")
-    from harness.runs import quality
-
-    quality_before = quality.snapshot()
-    writer.manifest["quality"] = {"before": quality_before, "after": None, "warnings": []}
-    failures: list[str] = []
+    }, reporter, quality_samples=writer_samples)
     try:
-        _execute_cells(prep, writer, reporter, failures, quality_before)
+        with session:
+            if any(v is not None for v in (client["cpus"], client["nice"])) or client["spin"]:
+                reporter.message(f"client placement (changes what is measured): {client}")
+            if client["spin"]:
+                reporter.message("warning: --client-spin keeps one CPU busy while a request runs; when the server's "
+                                 "compute threads need every CPU (default -t on a small host) its spinning barrier "
+                                 "then waits for preemption (measured here: server time 0.5 -> 128 ms on 2 vCPUs). "
+                                 "Pair it with --cpus / --threads that leave the client a CPU.")
+            for index, (model, setting, engine_name) in enumerate(prep.cells):
+                cell = _run_cell(prep, session.writer, index, model, setting, engine_name, reporter)
+                if cell.get("error"):
+                    session.fail(f"{model.label} / {setting.label}: {cell['error'].splitlines()[0]}")
     finally:
         restore_client()
-    run = open_run(writer.dir, prep.results_root)
-    error = analyze_finished(run)  # analysis.json, read by the CLI, report and evidence
-    if error:
-        reporter.message(f"analysis failed ({error}); the samples are kept")
-    return run
-
-
-def _execute_cells(prep: PreparedIdle, writer: RunWriter, reporter: Reporter, failures: list[str],
-                   quality_before: dict) -> None:
-    from harness.runs import quality
-
-    try:
-        for index, (model, setting, engine_name) in enumerate(prep.cells):
-            cell = _run_cell(prep, writer, index, model, setting, engine_name, reporter)
-            if cell.get("error"):
-                failures.append(f"{model.label} / {setting.label}: {cell['error'].splitlines()[0]}")
-    except KeyboardInterrupt:
-        writer.finish("interrupted", "stopped by the user (SIGINT/SIGTERM)")
-        raise
-    except BaseException as exc:
-        writer.finish("failed", f"{type(exc).__name__}: {exc}")
-        raise
-    after = quality.snapshot()
-    writer.manifest["quality"] = {"before": quality_before, "after": after, "warnings": quality.assess(
-        quality_before, after, writer_samples(writer))}
-    writer.finish("failed" if failures else "complete", "; ".join(failures) or None)
+    assert session.run is not None
+    return session.run
 
 
 def writer_samples(writer: RunWriter):
@@ -279,7 +251,7 @@ def _cross_check_threads(prep: PreparedIdle, setting: Setting, engine_name: str,
     if others:
         notes.append(f"{', '.join(sorted(others))}: llama-server options; {engine_name} runs without them")
     if setting.threads is not None:
-        binary = getattr(prep.engine, "binary", None)
+        binary = prep.engine.binary
         if binary is not None and openmp_build(binary.path) is False:
             notes.append(f"{engine_name} always runs 4 threads in a build without OpenMP; --threads "
                          f"{setting.threads} applies to llama-server only")
@@ -347,10 +319,10 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
                                                           emit_idle)
             cell["sweep_wall_s"] = time.perf_counter() - t0
         else:
-            if isinstance(prep.engine, LlamaServerEngine) and prep.engine.metal_available():
-                # residency facts are printed only at -lv 4: read them from a short separate start
-                verbose = prep.engine.verbose_startup_log(model.path, setting,
-                                                          writer.log_path(log_name.replace(".log", "-lv4.log")))
+            # e.g. Metal's residency facts, printed only at -lv 4: read from a short separate start
+            verbose = prep.engine.startup_facts_log(model.path, setting,
+                                                    writer.log_path(log_name.replace(".log", "-lv4.log")))
+            if verbose is not None:
                 cell["startup_metal"] = engine_log.parse_startup(verbose)
             t_start = time.perf_counter()
             with prep.engine.start(model.path, setting, writer.log_path(log_name)) as server:
@@ -369,8 +341,7 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
                 writer.save_manifest()
                 if spec.self_check:
                     cell["self_check"] = run_self_check(server, spec.self_check, emit)
-                    threads = prep.engine.compute_threads(setting) if hasattr(prep.engine, "compute_threads") \
-                        else setting.threads
+                    threads = prep.engine.compute_threads(setting)
                     why = oversubscribed(setting, threads) if cell["self_check"]["warnings"] else None
                     if why:
                         cell["self_check"]["oversubscribed"] = why

@@ -14,17 +14,16 @@ import traceback
 from functools import lru_cache
 
 from harness import paths
-from harness.analysis.persisted import analyze_finished
 from harness.engines import provision
 from harness.engines.llama_server import Binary
 from harness.models.resolve import resolve
-from harness.probes.host import host_facts
 from harness.models.gguf_info import file_sha256
 from harness.repro.claims import (ERROR, NOT_CHECKABLE, SETUP_FAILED, ClaimSpec, evaluate, gate_cause, judge_repeats,
                                   summarize_repeats)
 from harness.repro.scenarios import SCENARIOS, Context, Inconclusive
 from harness.runs.idle import QuietReporter, Reporter
-from harness.store import Run, RunWriter, open_run
+from harness.runs.session import RunSession
+from harness.store import Run, RunWriter
 
 
 def engine_backend(binary: Binary) -> str:
@@ -71,75 +70,68 @@ def _provenance(spec: ClaimSpec, resolve_once) -> list[dict]:
 def execute_repro(claims: list[ClaimSpec], binary: Binary, *, results: str | None = None,
                   reporter: Reporter = QuietReporter()) -> Run:
     backend = engine_backend(binary)
-    writer = RunWriter(paths.results_dir(results), "repro", {
+    session = RunSession(paths.results_dir(results), "repro", {
         "config": {"claims": [c.id for c in claims]},
-        "host": host_facts(),
         "engine": {"engine": "llama-server", "backend": backend, **binary.as_dict(),
                    "source_package": engine_source(binary)},
         "claims": [{"id": c.id, "claim": c.claim, "source": c.source, "scenario": c.scenario,
                     "requires": c.requires, "params": c.params, "check": [r.describe() for r in c.check],
                     "spec": str(c.path)} for c in claims],
-    })
-    reporter.message(f"run {writer.run_id} -> {writer.dir} (engine backend: {backend})")
+    }, reporter, announce=f" (engine backend: {backend})")
+    with session:
+        _check_claims(claims, binary, backend, session.writer, reporter)
+    assert session.run is not None
+    return session.run
+
+
+def _check_claims(claims: list[ClaimSpec], binary: Binary, backend: str, writer: RunWriter,
+                  reporter: Reporter) -> None:
     resolve_once = lru_cache(maxsize=None)(lambda ref: resolve(ref, progress=reporter.model_progress,
                                                                announce=reporter.message))
     reporter.cell("claims", len(claims))
-    status = "complete"
-    try:
-        for spec in claims:
-            claim_dir = writer.dir / "claims" / spec.id
-            claim_dir.mkdir(parents=True)
-            started = time.perf_counter()
-            figures, lines, notes, cause, checks = {}, [], [], "", []
-            g = gate_cause(spec, backend)
-            if g:
-                verdict, (cause, reason) = NOT_CHECKABLE, g
-            else:
-                reps: list[dict] = []
-                try:
-                    for i in range(spec.repeat):
-                        rep_dir = claim_dir if spec.repeat == 1 else claim_dir / f"rep-{i + 1}"
-                        rep_dir.mkdir(parents=True, exist_ok=True)
-                        ev = SCENARIOS[spec.scenario](Context(binary, rep_dir, resolve_once), spec.params)
-                        reps.append(ev.figures)
-                        lines, notes = ev.lines, ev.notes
-                    verdict, reason = judge_repeats(spec, reps)
+    for spec in claims:
+        claim_dir = writer.dir / "claims" / spec.id
+        claim_dir.mkdir(parents=True)
+        started = time.perf_counter()
+        figures, lines, notes, cause, checks = {}, [], [], "", []
+        g = gate_cause(spec, backend)
+        if g:
+            verdict, (cause, reason) = NOT_CHECKABLE, g
+        else:
+            reps: list[dict] = []
+            try:
+                for i in range(spec.repeat):
+                    rep_dir = claim_dir if spec.repeat == 1 else claim_dir / f"rep-{i + 1}"
+                    rep_dir.mkdir(parents=True, exist_ok=True)
+                    ev = SCENARIOS[spec.scenario](Context(binary, rep_dir, resolve_once), spec.params)
+                    reps.append(ev.figures)
+                    lines, notes = ev.lines, ev.notes
+                verdict, reason = judge_repeats(spec, reps)
+                figures = summarize_repeats(reps)
+                checks = [{"check": r.requirement.describe(), "expected": r.expected, "observed": r.actual,
+                           "met": r.ok, "sentence": r.sentence} for r in evaluate(spec, reps[-1])]
+            except Inconclusive as exc:
+                verdict, cause = NOT_CHECKABLE, SETUP_FAILED
+                reason = f"setup failed: the scenario could not create the situation ({exc})"
+                if reps:
                     figures = summarize_repeats(reps)
-                    checks = [{"check": r.requirement.describe(), "expected": r.expected, "observed": r.actual,
-                               "met": r.ok, "sentence": r.sentence} for r in evaluate(spec, reps[-1])]
-                except Inconclusive as exc:
-                    verdict, cause = NOT_CHECKABLE, SETUP_FAILED
-                    reason = f"setup failed: the scenario could not create the situation ({exc})"
-                    if reps:
-                        figures = summarize_repeats(reps)
-                        reason += f"; {len(reps)} of {spec.repeat} repetitions had run"
-                except KeyboardInterrupt:
-                    raise
-                except Exception as exc:  # one broken claim must not stop the others
-                    verdict, reason = ERROR, f"{type(exc).__name__}: {exc}"
-                    (claim_dir / "traceback.txt").write_text(traceback.format_exc())
-            if spec.recipe_note:
-                notes = [spec.recipe_note] + list(notes)
-            writer.append({
-                "claim_id": spec.id, "claim": spec.claim, "seed": spec.source.get("seed") or spec.source.get("document"),
-                "statement": spec.source.get("statement"), "verdict": verdict, "cause": cause, "reason": reason,
-                "checks": json.dumps(checks, default=str), "repeats": spec.repeat,
-                "source_ref": spec.source.get("code", ""),
-                "models": json.dumps(_provenance(spec, resolve_once) if not g else []),
-                "figures": json.dumps(figures, default=str), "evidence": json.dumps(lines),
-                "notes": json.dumps(notes), "seconds": round(time.perf_counter() - started, 2),
-                "evidence_dir": f"claims/{spec.id}",
-            }, table="verdicts")
-            reporter.message(f"{spec.id}: {verdict} — {reason}")
-            reporter.advance()
-    except KeyboardInterrupt:
-        status = "interrupted"
-        raise
-    except BaseException:
-        status = "failed"
-        raise
-    finally:
-        writer.finish(status)
-    run = open_run(writer.dir, paths.results_dir(results))
-    analyze_finished(run)  # analysis.json; a failure leaves readers to recompute
-    return run
+                    reason += f"; {len(reps)} of {spec.repeat} repetitions had run"
+            except KeyboardInterrupt:
+                raise
+            except Exception as exc:  # one broken claim must not stop the others
+                verdict, reason = ERROR, f"{type(exc).__name__}: {exc}"
+                (claim_dir / "traceback.txt").write_text(traceback.format_exc())
+        if spec.recipe_note:
+            notes = [spec.recipe_note] + list(notes)
+        writer.append({
+            "claim_id": spec.id, "claim": spec.claim, "seed": spec.source.get("seed") or spec.source.get("document"),
+            "statement": spec.source.get("statement"), "verdict": verdict, "cause": cause, "reason": reason,
+            "checks": json.dumps(checks, default=str), "repeats": spec.repeat,
+            "source_ref": spec.source.get("code", ""),
+            "models": json.dumps(_provenance(spec, resolve_once) if not g else []),
+            "figures": json.dumps(figures, default=str), "evidence": json.dumps(lines),
+            "notes": json.dumps(notes), "seconds": round(time.perf_counter() - started, 2),
+            "evidence_dir": f"claims/{spec.id}",
+        }, table="verdicts")
+        reporter.message(f"{spec.id}: {verdict} — {reason}")
+        reporter.advance()

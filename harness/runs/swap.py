@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness import paths
-from harness.analysis.persisted import analyze_finished, load_analysis
+from harness.analysis.persisted import load_analysis
 from harness.engines.llama_server import Binary, locate
 from harness.engines import registry
 from harness.engines.registry import EngineKind, EngineOptions
@@ -25,10 +25,10 @@ from harness.engines.router import RouterModel
 from harness.models.gguf_info import file_sha256
 from harness.models.resolve import ResolvedModel, local_file, resolve_for_engine
 from harness.probes import pagecache
-from harness.probes.host import host_facts
 from harness.runs.idle import QuietReporter, Reporter
 from harness.spec import SwapSpec
-from harness.store import Run, RunWriter, open_run
+from harness.runs.session import RunSession
+from harness.store import Run, open_run
 from harness.analysis.swap import ORDERED_EXIT_KINDS, failure_reason
 from harness.probes.process_tree import tree_states
 from harness.workloads.router_session import EVENT_COLUMNS, RouterSession
@@ -121,10 +121,9 @@ def execute_swap(prep: PreparedSwap, reporter: Reporter = QuietReporter()) -> Ru
     spec = prep.spec
     t0 = time.perf_counter()
     t0_unix = time.time()
-    writer = RunWriter(prep.results_root, "swap", {
+    session = RunSession(prep.results_root, "swap", {
         "config": spec.as_dict(),
         "t0_unix": t0_unix,
-        "host": host_facts(),
         "engine": {"engine": prep.engine.name, "summary": prep.engine.summary,
                    **(prep.binary.as_dict() if prep.binary else {})},
         "models": [{"label": name, "ref": m.ref, "source": m.source,
@@ -132,9 +131,24 @@ def execute_swap(prep: PreparedSwap, reporter: Reporter = QuietReporter()) -> Ru
                     **m.info.as_dict()} for name, m in zip(prep.names, prep.models)],
         "plan_waves": len(prep.plan),
         "deadlines": prep.deadline,
-    })
-    reporter.message(f"run {writer.run_id} -> {writer.dir}")
+    }, reporter)
+    with session:
+        _storm(prep, session, reporter, t0)
+    run = session.run
+    assert run is not None
+    if session.analysis_error is None:
+        findings = load_analysis(run)["findings"]
+        session.writer.manifest["findings"] = findings
+    else:
+        session.writer.manifest["analysis_error"] = session.analysis_error
+    session.writer.save_manifest()
+    return open_run(session.dir, prep.results_root)
 
+
+def _storm(prep: PreparedSwap, run: RunSession, reporter: Reporter, t0: float) -> None:
+    """Start the router, drive the plan, judge the storm; the router is closed whatever happens."""
+    spec = prep.spec
+    writer = run.writer
     failed_rows: list[dict] = []  # kept to judge the run at its end (child deaths, deadlines)
     exit_events: list[dict] = []
 
@@ -170,13 +184,10 @@ def execute_swap(prep: PreparedSwap, reporter: Reporter = QuietReporter()) -> Ru
         on_event=on_event,
         on_sample=lambda row: writer.append(row, table="memory"))
     states = session.states
-    ended = "complete"
-    reason = None
     try:
         session.start()
         router = session.backend
-        writer.manifest["router"] = {**router.describe(), "started_t_s": router.t_start - t0}
-        writer.save_manifest()
+        run.update(router={**router.describe(), "started_t_s": router.t_start - t0})
         reporter.cell(f"{spec.engine} · {spec.pattern} · {len(prep.names)} models · models_max={spec.models_max}",
                       sum(map(len, prep.plan)))
         deadline = time.perf_counter() + spec.duration_s if spec.duration_s else None
@@ -194,36 +205,21 @@ def execute_swap(prep: PreparedSwap, reporter: Reporter = QuietReporter()) -> Ru
                                      "requests_per_s": sent / storm_wall if storm_wall else None,
                                      "storm_end_t_s": storm_end - t0}
         if not router.alive():
-            ended, reason = "failed", f"the server died (exit status {router.proc.returncode})"
+            run.fail(f"the server died (exit status {router.proc.returncode})")
         else:
             # list(...) snapshots: the router's reader threads still append events (the shutdown's exits),
             # and a list growing while pandas reads it failed with "Length of values (17) ... (18)"
             fault = failure_reason(pd.DataFrame(list(failed_rows), columns=REQUEST_FAULT_COLUMNS),
                                    pd.DataFrame(list(exit_events), columns=EVENT_COLUMNS), storm_end - t0)
             if fault is not None:
-                ended = "failed"
                 reason = fault + (f" (request deadline {prep.deadline['request_s']:g} s, "
                                   f"{prep.deadline['derived_from']}; at the deadline: {states_now})"
                                   if states_now else "")
+                run.fail(reason)
                 reporter.message(f"run failed: {reason}")
-    except KeyboardInterrupt:
-        ended, reason = "interrupted", "stopped by the user (SIGINT/SIGTERM)"
-        raise
-    except BaseException as exc:
-        ended, reason = "failed", f"{type(exc).__name__}: {exc}"
-        raise
     finally:
         try:
             session.close()
         finally:
             if session.sampler_summary is not None:
                 writer.manifest["sampler"] = session.sampler_summary
-            writer.finish(ended, reason)
-            run = open_run(writer.dir, prep.results_root)
-            error = analyze_finished(run)  # analysis.json: summarize_swap runs once per run
-            if error is None:
-                writer.manifest["findings"] = load_analysis(run)["findings"]
-            else:
-                writer.manifest["analysis_error"] = error
-            writer.save_manifest()
-    return open_run(writer.dir, prep.results_root)

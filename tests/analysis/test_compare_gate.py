@@ -69,7 +69,10 @@ def test_decide_exit_codes_with_verdicts():
 
 class _FakeRun:
     def __init__(self, frame, rid):
-        self.frame, self.run_id, self.manifest = frame, rid, {"kind": "idle"}
+        from harness.record import parse_record
+
+        self.frame, self.run_id = frame, rid
+        self.record = parse_record({"kind": "idle", "run_id": rid}, rid)
 
     def table(self, name="samples"):
         return self.frame

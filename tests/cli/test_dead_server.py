@@ -28,8 +28,8 @@ def test_server_killed_mid_sweep_fails_the_cell_and_the_run(engine_env, monkeypa
     monkeypatch.setattr(idle_run, "run_idle_sweep", sweep_that_kills_the_server)
     spec = IdleSpec(models=["tiny-q8"], pauses_s=[0.05], reps=20, warmup=1, ctx_size=256)
     run = run_idle(spec)
-    assert run.manifest["status"] == "failed"
-    cell = run.manifest["cells"][0]
+    assert run.record.status == "failed"
+    cell = run.record.cells[0]
     assert "died during the sweep" in cell["error"] and "exit status" in cell["error"]
     samples = run.table("samples")  # what was measured before the death is kept
     assert len(samples[samples["phase"] == "measure"]) >= 3

@@ -87,8 +87,8 @@ def test_writer_on_a_full_disk(small_disk):
     rows = journal_rows(w.dir / "samples.jsonl")
     assert [r["seq"] for r in rows[:5]] == [0, 1, 2, 3, 4] and len(rows) == w.counts["samples"]
     run = open_run(w.dir, small_disk)
-    assert run.manifest["status"] == "failed" and "No space left" in run.manifest["error"]
-    assert run.manifest["rows_dropped"] >= 2 and not (w.dir / ".reserve").exists()
+    assert run.record.status == "failed" and "No space left" in run.record.error
+    assert run.record.sections["rows_dropped"] >= 2 and not (w.dir / ".reserve").exists()
     assert len(run.table("samples")) == len(rows)
 
 
@@ -196,4 +196,4 @@ def test_results_dir_made_read_only_mid_run(engine_env, tmp_path):
     _one_clean_error(stderr, "Permission denied")
     rows = journal_rows(journal)
     assert rows[:len(before)] == before  # nothing journaled was lost
-    assert open_run(journal.parent, results).manifest["status"] in ("running", "failed")  # as far as writable
+    assert open_run(journal.parent, results).record.status in ("running", "failed")  # as far as writable

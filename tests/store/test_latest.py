@@ -26,7 +26,7 @@ def test_latest_skips_runs_that_did_not_complete_and_says_so(tmp_path, capsys):
     assert "newest complete run" in note and "bbbb (failed)" in note and "cccc (interrupted)" in note
     assert "dddd (running)" in note and "latest-any" in note
     assert open_run("latest-any", tmp_path).run_id.endswith("dddd")  # asked for
-    assert open_run("bbbb", tmp_path).manifest["status"] == "failed"  # an explicit id still works
+    assert open_run("bbbb", tmp_path).record.status == "failed"  # an explicit id still works
 
 
 def test_latest_without_a_complete_run_is_refused(tmp_path):

@@ -24,7 +24,7 @@ def test_journal_then_parquet(tmp_path):
     assert json.loads((w.dir / "manifest.json").read_text())["status"] == "running"
     w.finish("complete")
     run = open_run(w.run_id, tmp_path)
-    assert run.complete and run.manifest["n_samples"] == 1 and run.manifest["schema_version"] == 1
+    assert run.complete and run.record.n_samples == 1 and run.record.schema_version == 2
     frame = run.table()
     assert list(frame.columns)[: len(SAMPLE_COLUMNS)] == list(SAMPLE_COLUMNS)
     assert str(frame["rep"].dtype) == "Int64"
@@ -54,7 +54,7 @@ def test_open_run_by_prefix_latest_and_errors(tmp_path):
 
 @pytest.mark.parametrize("text,fragment", [
     ("{}", "empty or not a JSON object"), ("[1]", "empty or not a JSON object"), ("{\"x\": 1}", "no 'kind'"),
-    ("{\"kind\": \"idle\", \"schema_version\": 99}", "schema_version 99"), ("{not json", "cannot read"),
+    ("{\"kind\": \"idle\", \"schema_version\": 99}", "schema_version 99"), ("{not json", "not valid JSON"),
 ])
 def test_damaged_manifest_is_refused_clearly(tmp_path, text, fragment):
     from harness.errors import BadInput

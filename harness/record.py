@@ -1,0 +1,498 @@
+"""The run record: a run's ``manifest.json``, read, validated and typed.
+
+As pyperf's ``Benchmark``/``Run``, a ``RunRecord`` is the one way lbench reads what a
+run was: host, engine, models, configuration, cells, status and times.  Every reader
+(report, compare, gate, evidence, ``lbench runs``, bisect, baselines, history) takes
+a ``RunRecord``; none digs through the manifest by key.
+
+Manifests are untrusted input (CI artefacts, runs sent by others): ``parse_record``
+checks every field's type and refuses a damaged one in one line (``BadInput``, exit 2).
+There is one reader per schema version (``READERS``); a version-1 manifest (lbench
+before the machine fingerprint) reads as a version-2 record, its fingerprint computed
+from the host facts it holds.
+
+``check_comparable`` states once which runs may be pooled or compared
+(docs/results.md, "What can be compared").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from harness.errors import BadInput
+
+SCHEMA_VERSION = 2  # 2: host.fingerprint (the machine, for history across machines)
+STATUSES = ("running", "complete", "interrupted", "failed")
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+class _Fields:
+    """Typed access to one object of the manifest, each failure naming the field."""
+
+    def __init__(self, data: object, where: str, path: str):
+        if not isinstance(data, dict):
+            raise BadInput(f"the run's manifest field {path!r} is a {type(data).__name__}, expected an object",
+                           where=where, hint="the run is damaged; run it again, or copy it again")
+        self.data, self.where, self.path = data, where, path
+
+    def _bad(self, key: str, expected: str) -> BadInput:
+        value = self.data.get(key)
+        return BadInput(f"the run's manifest field '{self.path}.{key}' is a {type(value).__name__}, "
+                        f"expected {expected}", where=self.where,
+                        hint="the run is damaged; run it again, or copy it again")
+
+    def str(self, key: str, default: str | None = None) -> str | None:
+        value = self.data.get(key, default)
+        if value is None or isinstance(value, str):
+            return value
+        raise self._bad(key, "text")
+
+    def int(self, key: str, default: int | None = None) -> int | None:
+        value = self.data.get(key, default)
+        if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+            if value is not None and abs(value) > 2 ** 63:
+                raise self._bad(key, "an integer of at most 64 bits")
+            return value
+        raise self._bad(key, "an integer")
+
+    def num(self, key: str) -> float | None:
+        value = self.data.get(key)
+        if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+            if isinstance(value, int) and abs(value) > 2 ** 63:
+                raise self._bad(key, "a number")
+            return None if value is None else float(value)
+        raise self._bad(key, "a number")
+
+    def bool(self, key: str) -> bool | None:
+        value = self.data.get(key)
+        if value is None or isinstance(value, bool):
+            return value
+        raise self._bad(key, "true or false")
+
+    def obj(self, key: str) -> Mapping[str, Any]:
+        value = self.data.get(key)
+        if value is None:
+            return _EMPTY
+        if isinstance(value, dict):
+            return value
+        raise self._bad(key, "an object")
+
+    def objs(self, key: str) -> list[dict]:
+        value = self.data.get(key)
+        if value is None:
+            return []
+        if isinstance(value, list) and all(isinstance(v, dict) for v in value):
+            return value
+        raise self._bad(key, "a list of objects")
+
+    def strs(self, key: str) -> tuple[str, ...]:
+        value = self.data.get(key)
+        if value is None:
+            return ()
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return tuple(value)
+        raise self._bad(key, "a list of texts")
+
+
+# ---- the machine -------------------------------------------------------------------------------
+
+FINGERPRINT_FIELDS = ("cpu_model", "machine", "cpu_logical", "ram_gib", "os", "os_release", "gpu")
+
+
+@dataclass(frozen=True)
+class MachineFingerprint:
+    """What makes two runs' numbers comparable as the same machine: chip or CPU model, core
+    count, memory (GiB), OS and its release (kernel build / macOS version), GPU where readable.
+    The hostname is not in it (CI runners are renamed; two identical Macs are one machine class)."""
+
+    cpu_model: str | None
+    machine: str | None
+    cpu_logical: int | None
+    ram_gib: int | None
+    os: str | None
+    os_release: str | None
+    gpu: str | None
+
+    @property
+    def id(self) -> str:
+        text = json.dumps({f: getattr(self, f) for f in FINGERPRINT_FIELDS}, sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+    @property
+    def label(self) -> str:
+        """A short readable name: 'Apple M2 Ultra, 24 CPUs, 192 GiB, Darwin 14.5'."""
+        parts = [self.cpu_model or self.machine or "unknown CPU"]
+        if self.cpu_logical:
+            parts.append(f"{self.cpu_logical} CPUs")
+        if self.ram_gib:
+            parts.append(f"{self.ram_gib} GiB")
+        parts.append(" ".join(p for p in (self.os, self.os_release) if p) or "unknown OS")
+        return ", ".join(parts)
+
+    def as_dict(self) -> dict:
+        return {"id": self.id, **{f: getattr(self, f) for f in FINGERPRINT_FIELDS}}
+
+    def differences(self, other: MachineFingerprint) -> list[str]:
+        return [f"{f}: {getattr(self, f)!r} vs {getattr(other, f)!r}" for f in FINGERPRINT_FIELDS
+                if getattr(self, f) != getattr(other, f)]
+
+
+def fingerprint_of(host: Mapping[str, Any]) -> MachineFingerprint:
+    """The fingerprint of a host-facts mapping (harness/probes/host.py), as written or as read back."""
+    f = _Fields(dict(host), "host facts", "host")
+    ram = f.int("ram_bytes")
+    gpu = f.str("mac_gpu") or f.str("mac_chip") or f.str("nvidia_name")
+    return MachineFingerprint(
+        cpu_model=f.str("cpu_model"), machine=f.str("machine"), cpu_logical=f.int("cpu_logical"),
+        ram_gib=None if ram is None else round(ram / 2 ** 30), os=f.str("os"),
+        os_release=f.str("macos_version") or f.str("os_release"), gpu=gpu if isinstance(gpu, str) else None)
+
+
+@dataclass(frozen=True)
+class Host:
+    hostname: str | None
+    os: str | None
+    os_release: str | None
+    machine: str | None
+    cpu_model: str | None
+    cpu_logical: int | None
+    ram_bytes: int | None
+    virtual: bool | None
+    metal: bool | None
+    fingerprint: MachineFingerprint
+    facts: Mapping[str, Any]  # everything host_facts() recorded, for display
+
+    @classmethod
+    def parse(cls, data: Mapping[str, Any], where: str) -> Host:
+        f = _Fields(dict(data), where, "host")
+        return cls(hostname=f.str("hostname"), os=f.str("os"), os_release=f.str("macos_version") or f.str("os_release"),
+                   machine=f.str("machine"), cpu_model=f.str("cpu_model"), cpu_logical=f.int("cpu_logical"),
+                   ram_bytes=f.int("ram_bytes"), virtual=f.bool("virtual"), metal=f.bool("metal"),
+                   fingerprint=fingerprint_of(data), facts=MappingProxyType(dict(data)))
+
+
+# ---- the engine and the models ----------------------------------------------------------------
+
+class _FactsView:
+    """Read access to everything the manifest recorded for the entry, beyond its typed fields
+    (templates show them: ``m.path``, ``c.argv``); typed fields win."""
+
+    facts: Mapping[str, Any]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.facts.get(key, default)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.facts[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.facts
+
+
+@dataclass(frozen=True)
+class EngineInfo:
+    name: str  # llama-server, mlx, openai, ollama, ...
+    path: str | None
+    build_number: int | None
+    version: str | None
+    sha256: str | None
+    backend: str | None
+    facts: Mapping[str, Any]
+
+    @classmethod
+    def parse(cls, data: Mapping[str, Any], where: str) -> EngineInfo:
+        f = _Fields(dict(data), where, "engine")
+        return cls(name=f.str("engine") or ("llama-server" if f.str("path") or f.int("build_number") else "unknown"),
+                   path=f.str("path"),
+                   build_number=f.int("build_number"), version=f.str("version"), sha256=f.str("sha256"),
+                   backend=f.str("backend"), facts=MappingProxyType(dict(data)))
+
+    @property
+    def build_label(self) -> str:
+        return f"build {self.build_number}" if self.build_number is not None else (self.version or self.name)
+
+
+@dataclass(frozen=True)
+class ModelEntry(_FactsView):
+    label: str
+    ref: str | None
+    source: str | None  # synthetic, catalog, path, discovered, server, ...
+    sha256: str | None
+    bytes: int | None
+    synthetic: bool
+    quant: str | None
+    preset: str | None
+    name: str | None
+    facts: Mapping[str, Any]
+
+    @classmethod
+    def parse(cls, data: dict, where: str, index: int) -> ModelEntry:
+        f = _Fields(data, where, f"models[{index}]")
+        label = f.str("label") or f.str("ref") or f"model {index}"
+        return cls(label=label, ref=f.str("ref"), source=f.str("source"), sha256=f.str("sha256"),
+                   bytes=f.int("bytes"), synthetic=bool(f.bool("synthetic")) or f.str("source") == "synthetic",
+                   quant=f.str("quant"), preset=f.str("preset"), name=f.str("name"),
+                   facts=MappingProxyType(dict(data)))
+
+
+@dataclass(frozen=True)
+class Cell(_FactsView):
+    """One (model, setting, engine) cell of an idle or calibrate run."""
+
+    index: int
+    model: str
+    setting: str
+    engine: str | None
+    keep_alive: str | None
+    notes: tuple[str, ...]
+    applicable: bool
+    error: str | None
+    n_samples: int
+    facts: Mapping[str, Any]  # argv, env_overrides, self_check, startup, cache, ...
+
+    @classmethod
+    def parse(cls, data: dict, where: str, index: int) -> Cell:
+        f = _Fields(data, where, f"cells[{index}]")
+        notes = f.strs("notes")
+        applicable = f.bool("applicable")
+        return cls(index=f.int("index", index) or 0, model=f.str("model") or "?", setting=f.str("setting") or "?",
+                   engine=f.str("engine"), keep_alive=f.str("keep_alive"), notes=notes,
+                   applicable=(not notes) if applicable is None else applicable, error=f.str("error"),
+                   n_samples=f.int("n_samples", 0) or 0, facts=MappingProxyType(dict(data)))
+
+    @property
+    def self_check(self) -> Mapping[str, Any]:
+        value = self.facts.get("self_check")
+        return value if isinstance(value, dict) else _EMPTY
+
+
+@dataclass(frozen=True)
+class Quality:
+    before: Mapping[str, Any]
+    after: Mapping[str, Any]
+    warnings: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, data: Mapping[str, Any], where: str) -> Quality:
+        f = _Fields(dict(data), where, "quality")
+        return cls(before=f.obj("before"), after=f.obj("after"), warnings=f.strs("warnings"))
+
+
+# ---- the record --------------------------------------------------------------------------------
+
+CORE_KEYS = frozenset({"schema_version", "lbench_version", "run_id", "kind", "status", "command", "argv",
+                       "started_at", "ended_at", "n_samples", "rows", "error", "config", "host", "engine",
+                       "models", "cells", "quality"})
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """What a run was, typed.  ``sections`` holds the kind's own parts of the manifest (a swap
+    run's ``router``, ``client``, ``sampler``, ``deadlines``; a repro run's ``claims``; an idle
+    run's ``like_for_like``), each read with ``section(name)``."""
+
+    schema_version: int  # of the manifest as written (the record itself is always SCHEMA_VERSION)
+    run_id: str
+    kind: str
+    status: str
+    lbench_version: str | None
+    command: str | None
+    argv: tuple[str, ...]
+    started_at: str | None
+    ended_at: str | None
+    n_samples: int
+    rows: Mapping[str, int]
+    error: str | None
+    config: Mapping[str, Any]
+    host: Host
+    engine: EngineInfo
+    models: tuple[ModelEntry, ...]
+    cells: tuple[Cell, ...]
+    quality: Quality
+    sections: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        return self.status == "complete"
+
+    @property
+    def machine(self) -> MachineFingerprint:
+        return self.host.fingerprint
+
+    @property
+    def model_labels(self) -> tuple[str, ...]:
+        return tuple(m.label for m in self.models)
+
+    @property
+    def settings(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(c.setting for c in self.cells))
+
+    @property
+    def synthetic_models(self) -> tuple[ModelEntry, ...]:
+        return tuple(m for m in self.models if m.synthetic)
+
+    @property
+    def started(self) -> datetime | None:
+        return _time(self.started_at)
+
+    @property
+    def duration_s(self) -> float | None:
+        start, end = _time(self.started_at), _time(self.ended_at)
+        if start is None or end is None:
+            return None
+        try:
+            return (end - start).total_seconds()
+        except TypeError:  # one naive, one aware
+            return None
+
+    def section(self, name: str) -> Mapping[str, Any]:
+        """A kind's own part of the manifest (an object), empty when absent."""
+        value = self.sections.get(name)
+        return value if isinstance(value, dict) else _EMPTY
+
+    def section_list(self, name: str) -> list[dict]:
+        value = self.sections.get(name)
+        return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+    def to_manifest(self) -> dict:
+        """The manifest as read (every section, for display and for scanning: redaction)."""
+        return {"schema_version": self.schema_version, "lbench_version": self.lbench_version, "run_id": self.run_id,
+                "kind": self.kind, "status": self.status, "command": self.command, "argv": list(self.argv),
+                "started_at": self.started_at, "ended_at": self.ended_at, "n_samples": self.n_samples,
+                "rows": dict(self.rows), "error": self.error, "config": dict(self.config),
+                "host": dict(self.host.facts), "engine": dict(self.engine.facts),
+                "models": [dict(m.facts) for m in self.models], "cells": [dict(c.facts) for c in self.cells],
+                "quality": {"before": dict(self.quality.before), "after": dict(self.quality.after),
+                            "warnings": list(self.quality.warnings)}, **dict(self.sections)}
+
+    def config_int(self, key: str, default: int = 0) -> int:
+        value = self.config.get(key, default)
+        return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _time(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return None
+
+
+def _read_v1(data: dict, where: str) -> RunRecord:
+    """Version 1 and 2 share a layout; version 1 has no host.fingerprint (computed from the facts)."""
+    f = _Fields(data, where, "manifest")
+    kind = f.str("kind")
+    if not kind:
+        raise BadInput("the run's manifest has no 'kind'", where=where, hint="the run is damaged; run it again")
+    status = f.str("status") or "running"
+    if status not in STATUSES:
+        raise BadInput(f"the run's manifest has an unknown status {status!r}", where=where,
+                       hint=f"lbench writes one of {', '.join(STATUSES)}; the run is damaged")
+    rows = f.obj("rows")
+    if not all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) for k, v in rows.items()):
+        raise BadInput("the run's manifest field 'manifest.rows' is not a table of counts", where=where,
+                       hint="the run is damaged; run it again")
+    argv = data.get("argv")
+    sections = {k: v for k, v in data.items() if k not in CORE_KEYS}
+    return RunRecord(
+        schema_version=f.int("schema_version", 1) or 1, run_id=f.str("run_id") or Path(where).parent.name,
+        kind=kind, status=status, lbench_version=f.str("lbench_version"), command=f.str("command"),
+        argv=f.strs("argv") if argv is not None else (), started_at=f.str("started_at"), ended_at=f.str("ended_at"),
+        n_samples=f.int("n_samples", 0) or 0, rows=MappingProxyType(dict(rows)), error=f.str("error"),
+        config=MappingProxyType(dict(f.obj("config"))), host=Host.parse(f.obj("host"), where),
+        engine=EngineInfo.parse(f.obj("engine"), where),
+        models=tuple(ModelEntry.parse(m, where, i) for i, m in enumerate(f.objs("models"))),
+        cells=tuple(Cell.parse(c, where, i) for i, c in enumerate(f.objs("cells"))),
+        quality=Quality.parse(f.obj("quality"), where), sections=MappingProxyType(sections))
+
+
+READERS: dict[int, Callable[[dict, str], RunRecord]] = {1: _read_v1, 2: _read_v1}
+
+
+def parse_record(data: object, where: str) -> RunRecord:
+    """A ``RunRecord`` from a manifest's JSON value, or ``BadInput`` saying what is wrong with it."""
+    if not isinstance(data, dict) or not data:
+        raise BadInput("the run's manifest is empty or not a JSON object", where=where,
+                       hint="the run is damaged; run it again")
+    version = data.get("schema_version", 1)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise BadInput(f"the run's manifest has schema_version {version!r}", where=where,
+                       hint="the run is damaged; run it again")
+    reader = READERS.get(version)
+    if reader is None:
+        raise BadInput(f"the run's manifest has schema_version {version}; this lbench reads up to "
+                       f"{max(READERS)}", where=where, hint="use the lbench version that wrote it")
+    return reader(data, where)
+
+
+def read_record(manifest_path: Path) -> RunRecord:
+    """The record of ``manifest.json`` at ``manifest_path`` (read as untrusted input)."""
+    from harness.untrusted import read_json
+
+    return parse_record(read_json(manifest_path, what="run's manifest"), str(manifest_path))
+
+
+# ---- what can be compared ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Comparability:
+    """Why runs may not be pooled (``refused``) and what differs between two sides (``flags``)."""
+
+    refused: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()
+
+    def raise_if_refused(self, where: str) -> None:
+        if self.refused:
+            raise BadInput("these runs cannot be pooled as repetitions of one measurement: "
+                           + "; ".join(self.refused), where=where,
+                           hint="give one side runs of one machine, engine build and model files "
+                                "(lbench runs lists them), or compare them as two sides")
+
+
+def _identity(r: RunRecord) -> dict[str, object]:
+    return {"machine": r.machine.id, "engine": (r.engine.name, r.engine.build_number, (r.engine.sha256 or "")[:16]),
+            "models": tuple(sorted((m.label, m.sha256 or "") for m in r.models))}
+
+
+def check_comparable(side_a: Iterable[RunRecord], side_b: Iterable[RunRecord] = ()) -> Comparability:
+    """The rule, stated once:
+
+    - runs pooled on one side are repetitions: they must share the machine fingerprint, the
+      engine (name, build, binary hash) and the model files (label and sha256); otherwise the
+      side is **refused** (a pooled interval over different things is no interval);
+    - between the two sides a difference is what the comparison is about (a new engine build,
+      another machine, another model file): each one is **flagged**, by name, in the verdict
+      output, so a verdict never silently spans machines or model files."""
+    a, b = list(side_a), list(side_b)
+    refused: list[str] = []
+    for name, side in (("baseline", a), ("candidate", b)):
+        if len(side) < 2:
+            continue
+        first = _identity(side[0])
+        for r in side[1:]:
+            ident = _identity(r)
+            for key in first:
+                if ident[key] != first[key]:
+                    refused.append(f"{name} runs {side[0].run_id} and {r.run_id} differ in {key}")
+    flags: list[str] = []
+    if a and b:
+        ra, rb = a[0], b[0]
+        flags += ra.machine.differences(rb.machine)
+        for key, va, vb in (("engine", ra.engine.name, rb.engine.name),
+                            ("engine_build", ra.engine.build_number, rb.engine.build_number),
+                            ("engine_sha256", (ra.engine.sha256 or "")[:16], (rb.engine.sha256 or "")[:16])):
+            if va != vb:
+                flags.append(f"{key}: {va} vs {vb}")
+        hashes_a = {m.label: m.sha256 for m in ra.models}
+        changed = [m.label for m in rb.models if m.label in hashes_a and hashes_a[m.label] != m.sha256]
+        if changed:
+            flags.append("other model files under the same name: " + ", ".join(changed))
+    return Comparability(tuple(dict.fromkeys(refused)), tuple(flags))

@@ -1,0 +1,112 @@
+"""One run's lifecycle, the same for every kind: manifest, run quality, signals, failure, finish,
+analysis.  Executors only measure.
+
+    with RunSession(results_root, "swap", {"config": ..., "engine": ...}, reporter) as session:
+        session.writer.append(row, table="requests")   # observations, as they are measured
+        session.fail("the server died")                # the run ends failed, with the reason
+    run = session.run                                   # the finished run, analysis.json written
+
+On entering: the run directory and its manifest (status ``running``, host facts, quality
+snapshot before).  On leaving normally: the quality snapshot after and its warnings (for every
+kind), status ``complete`` or ``failed`` with every reason given, Parquet copies, the final
+manifest, then ``analysis.json``.  On Ctrl-C/SIGTERM (KeyboardInterrupt): status
+``interrupted``; on any other exception: ``failed`` with the exception; both re-raised after
+the manifest is final, so nothing measured is lost and the caller's cleanup (servers) runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.probes.host import host_facts
+
+if TYPE_CHECKING:
+    from harness.runs.idle import Reporter
+    from harness.store import Run, RunWriter
+
+INTERRUPTED = "stopped by the user (SIGINT/SIGTERM)"
+
+
+class RunSession:
+    def __init__(self, results_root: Path, kind: str, manifest: dict[str, Any], reporter: Reporter | None = None,
+                 *, quality_samples: Callable[[RunWriter], Any] | None = None, announce: str = ""):
+        self.results_root = Path(results_root)
+        self.kind = kind
+        self.sections = manifest
+        self.reporter = reporter
+        self.quality_samples = quality_samples  # the measured rows the quality checks read (idle: samples)
+        self.announce = announce
+        self.failures: list[str] = []
+        self.writer: RunWriter
+        self.run: Run | None = None
+        self.analysis_error: str | None = None
+        self._quality_before: dict = {}
+
+    # ---- the lifecycle -------------------------------------------------------------------------
+    def __enter__(self) -> RunSession:
+        from harness.runs import quality
+        from harness.store import RunWriter
+
+        self._quality_before = quality.snapshot()
+        self.writer = RunWriter(self.results_root, self.kind, {
+            "host": host_facts(), **self.sections,
+            "quality": {"before": self._quality_before, "after": None, "warnings": []}})
+        self.message(f"run {self.writer.run_id} -> {self.writer.dir}{self.announce}")
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is None:
+            self._finish("failed" if self.failures else "complete", "; ".join(self.failures) or None)
+        elif issubclass(exc_type, KeyboardInterrupt):
+            self._finish("interrupted", INTERRUPTED)
+        else:
+            self._finish("failed", f"{exc_type.__name__}: {exc}")
+        return False
+
+    def _finish(self, status: str, reason: str | None) -> None:
+        from harness.runs import quality
+
+        try:
+            after = quality.snapshot() if status != "interrupted" else None
+            samples = self.quality_samples(self.writer) if self.quality_samples and after is not None else None
+            warnings = quality.assess(self._quality_before, after, samples) if after is not None else []
+            self.writer.manifest["quality"] = {"before": self._quality_before, "after": after, "warnings": warnings}
+        except Exception as exc:  # the quality checks never sink a run
+            self.writer.manifest["quality"]["error"] = f"{type(exc).__name__}: {exc}"
+        try:
+            self.writer.finish(status, reason)
+        finally:
+            self._analyze()
+
+    def _analyze(self) -> None:
+        from harness.analysis.persisted import analyze_finished
+        from harness.store import open_run
+
+        self.run = open_run(self.writer.dir, self.results_root)
+        self.analysis_error = analyze_finished(self.run)  # analysis.json, read by the CLI, report and evidence
+        if self.analysis_error:
+            self.message(f"analysis failed ({self.analysis_error}); the samples are kept")
+
+    # ---- during the run ------------------------------------------------------------------------
+    def fail(self, reason: str) -> None:
+        """The run goes on (or ends) but will finish ``failed``, with this reason."""
+        self.failures.append(reason)
+
+    def update(self, **sections: Any) -> None:
+        """Add or replace manifest sections now (the router's facts once it is up, ...)."""
+        self.writer.manifest.update(sections)
+        self.writer.save_manifest()
+
+    def message(self, text: str) -> None:
+        if self.reporter is not None:
+            self.reporter.message(text)
+
+    @property
+    def dir(self) -> Path:
+        return self.writer.dir
+
+    @property
+    def run_id(self) -> str:
+        return self.writer.run_id
