@@ -113,7 +113,7 @@ class RunWriter:
 
     def save_manifest(self) -> None:
         try:
-            atomic_write_json(self.dir / "manifest.json", self.manifest)
+            atomic_write_json(self.dir / "manifest.json", manifest_json(self.manifest))
         except OSError as exc:
             self._failed(exc, "manifest.json")
         self._raise_once()
@@ -194,10 +194,18 @@ class RunWriter:
         if error:
             self.manifest["error"] = error
         try:
-            atomic_write_json(self.dir / "manifest.json", self.manifest)
+            atomic_write_json(self.dir / "manifest.json", manifest_json(self.manifest))
         except OSError as exc:
             self._failed(exc, "manifest.json")
         self._raise_once()
+
+
+def manifest_json(manifest: dict) -> dict:
+    """The manifest as JSON values: typed entries an executor fills in while the run goes
+    (``as_manifest()``, e.g. an idle cell) become their objects."""
+    return {k: ([v.as_manifest() if hasattr(v, "as_manifest") else v for v in value] if isinstance(value, list)
+                else value.as_manifest() if hasattr(value, "as_manifest") else value)
+            for k, value in manifest.items()}
 
 
 def read_journal(path: Path) -> pd.DataFrame:

@@ -50,7 +50,7 @@ def runs(results: ResultsDir = None,
     table.add_column("measured", min_width=10)
     table.add_column("duration", min_width=6, no_wrap=True)
     table.add_column("models", overflow="fold", min_width=8)
-    table.add_column("report", min_width=3, no_wrap=True)
+    table.add_column("report", min_width=6, no_wrap=True)
     for entry in entries:
         r = entry.record
         status_text = "running/incomplete" if r.status == "running" else r.status

@@ -28,10 +28,12 @@ import httpx
 
 from harness.engines import processes
 from harness.engines.base import Completion, EngineDefaults, Setting
+from harness.engines.prompts import IDLE_PROMPT
+from harness.engines.readiness import wait_until_ready
 from harness.engines.llama_server import HOST, OneTokenClient, free_port
 from harness.errors import BadInput, EngineError
 
-PROMPT = "Hello world , this is an idle wake probe ."
+PROMPT = IDLE_PROMPT
 
 
 def check_loopback(url: str, where: str) -> str:
@@ -79,20 +81,7 @@ class _Handle:
 
 
 def _wait(url: str, proc, timeout_s: float, log_path: Path | None) -> None:
-    deadline = time.monotonic() + timeout_s
-    with httpx.Client(timeout=5.0, trust_env=False) as c:
-        while time.monotonic() < deadline:
-            if proc is not None and proc.poll() is not None:
-                tail = log_path.read_text(errors="replace")[-2000:] if log_path and log_path.exists() else ""
-                raise EngineError(f"the server exited with status {proc.returncode} while starting",
-                                  where=f"{log_path}\n{tail}")
-            try:
-                if c.get(url).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
-    raise EngineError(f"no answer from {url} within {timeout_s:.0f} s")
+    wait_until_ready(url, what="the server", timeout_s=timeout_s, proc=proc, log_path=log_path, poll_s=0.1)
 
 
 def openai_timings(data: dict) -> dict:

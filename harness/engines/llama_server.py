@@ -14,16 +14,16 @@ import re
 import shutil
 import socket
 import subprocess
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import httpx
 
 from harness.engines import processes, provision
 from harness.engines.base import Completion, EngineDefaults, Setting
+from harness.engines.prompts import IDLE_PROMPT
+from harness.engines.readiness import wait_until_ready
 from harness.engines.timed_http import TimedConnection, build_request
 from harness.errors import BadInput, EngineError
 
@@ -37,7 +37,7 @@ SCRUBBED_ENV_PREFIXES = ("LLAMA_ARG_", "GGML_METAL_")
 SCRUBBED_ENV = ("LLAMA_SERVER_DEBUG_FAKE_TIMING", "LLAMA_CACHE", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT",
                 "OMP_NUM_THREADS", "OMP_THREAD_LIMIT")
 STRAY_CONFIGS = (Path("/etc/llama.cpp/config.ini"), Path.home() / ".config" / "llama.cpp" / "config.ini")
-DEFAULT_PROMPT = "Hello world, this is an idle wake probe."
+DEFAULT_PROMPT = IDLE_PROMPT
 # What llama-idle (examples/idle/idle.cpp) does per iteration, read from the pinned source:
 # llama_context_default_params() with n_ctx = n_batch = 512 (so -t is ignored: 4 threads,
 # GGML_DEFAULT_N_THREADS), one BOS token decoded at position 0 after llama_memory_clear,
@@ -320,21 +320,8 @@ class LlamaServerProcess:
         return "\n".join(lines[-n:])
 
     def wait_ready(self, timeout_s: float) -> None:
-        deadline = time.monotonic() + timeout_s
-        with httpx.Client(base_url=self.base_url, timeout=5.0, trust_env=False) as probe:
-            while time.monotonic() < deadline:
-                if self.proc.poll() is not None:
-                    raise EngineError(f"llama-server exited with status {self.proc.returncode} while starting",
-                                      where=f"{self.log_path}\n{self.log_tail()}",
-                                      hint="read the server log above")
-                try:
-                    if probe.get("/health").status_code == 200:
-                        return
-                except httpx.TransportError:
-                    pass
-                time.sleep(0.05)
-        raise EngineError(f"llama-server did not become ready within {timeout_s:.0f} s",
-                          where=f"{self.log_path}\n{self.log_tail()}")
+        wait_until_ready(f"{self.base_url}/health", what="llama-server", timeout_s=timeout_s, proc=self.proc,
+                         log_path=self.log_path)
 
     def complete_one_token(self) -> Completion:
         return self.client.complete_one_token()

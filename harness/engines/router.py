@@ -24,6 +24,7 @@ import httpx
 from harness.engines import processes
 from harness.engines.llama_server import HOST, Binary, LlamaServerEngine, free_port
 from harness.engines.base import Setting
+from harness.engines.readiness import wait_until_ready
 from harness.errors import BadInput, EngineError
 
 INI_FORBIDDEN = set(";#\n[]=")
@@ -249,22 +250,9 @@ class RouterProcess:
         return path.read_text(errors="replace")[-n:] if path.exists() else ""
 
     def _wait_ready(self, timeout_s: float) -> None:
-        deadline = time.monotonic() + timeout_s
-        with httpx.Client(base_url=self.base_url, timeout=5.0, trust_env=False) as probe:
-            while time.monotonic() < deadline:
-                if self.proc.poll() is not None:
-                    tail = self.log_paths["router"].read_text(errors="replace")[-3000:] \
-                        if self.log_paths["router"].exists() else ""
-                    raise EngineError(f"the router exited with status {self.proc.returncode} while starting",
-                                      where=f"{self.log_paths['router']}\n{tail}")
-                try:
-                    r = probe.get("/models")
-                    if r.status_code == 200 and len(r.json().get("data", [])) >= len(self.models):
-                        return
-                except (httpx.TransportError, ValueError):
-                    pass
-                time.sleep(0.05)
-        raise EngineError(f"the router did not list its models within {timeout_s:.0f} s")
+        wait_until_ready(f"{self.base_url}/models", what="the router", timeout_s=timeout_s, proc=self.proc,
+                         log_path=self.log_paths["router"],
+                         ready=lambda r: r.status_code == 200 and len(r.json().get("data", [])) >= len(self.models))
 
     # ---- the swap protocol (engines.base.SwapBackend) ---------------------
     request_path = "/completion"

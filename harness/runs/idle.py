@@ -9,7 +9,7 @@ and appends each observation to the run as it is measured.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from collections.abc import Callable
 from typing import Protocol
@@ -24,7 +24,6 @@ from harness.errors import EngineError
 from harness.models.gguf_info import file_sha256
 from harness.models.resolve import ResolvedModel, local_file, resolve_for_engine
 from harness.probes import engine_log, pagecache
-from harness.probes.host import host_facts
 from harness.probes.memory import build_probes, combine
 from harness.spec import IdleSpec
 from harness.runs.session import RunSession
@@ -179,8 +178,8 @@ def execute_idle(prep: PreparedIdle, reporter: Reporter = QuietReporter(), *, ex
                                  "Pair it with --cpus / --threads that leave the client a CPU.")
             for index, (model, setting, engine_name) in enumerate(prep.cells):
                 cell = _run_cell(prep, session.writer, index, model, setting, engine_name, reporter)
-                if cell.get("error"):
-                    session.fail(f"{model.label} / {setting.label}: {cell['error'].splitlines()[0]}")
+                if cell.error:
+                    session.fail(f"{model.label} / {setting.label}: {cell.error.splitlines()[0]}")
     finally:
         restore_client()
     assert session.run is not None
@@ -261,7 +260,7 @@ def _cross_check_threads(prep: PreparedIdle, setting: Setting, engine_name: str,
 
 
 def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: ResolvedModel, setting: Setting,
-              engine_name: str, reporter: Reporter) -> dict:
+              engine_name: str, reporter: Reporter) -> IdleCell:
     spec = prep.spec
     cross = registry.get(engine_name).can("cross_check")  # the in-process reference (llama-idle), not the server
     tag = f"-{engine_name}" if cross else ""
@@ -273,13 +272,9 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
     if cross:
         notes += _cross_check_threads(prep, setting, engine_name, env, overrides)
     label = f"{setting.label} ({engine_name})" if cross else setting.label
-    cell = {
-        "index": index, "model": model.label, "setting": label, "engine": engine_name,
-        "keep_alive": setting.keep_alive, "sleep_idle_seconds": setting.sleep_idle_seconds, "notes": notes,
-        "cpu_knobs": setting.cpu_knobs(), "self_check": None,
-        "applicable": not notes, "env_overrides": overrides, "log": f"logs/{log_name}", "argv": [], "n_samples": 0,
-        "sweep_wall_s": None, "efficiency": None, "error": None, "cache": None, "startup": {}, "probes": {},
-    }
+    cell = IdleCell(index=index, model=model.label, setting=label, engine=engine_name, keep_alive=setting.keep_alive,
+                    sleep_idle_seconds=setting.sleep_idle_seconds, notes=notes, cpu_knobs=setting.cpu_knobs(),
+                    applicable=not notes, env_overrides=overrides, log=f"logs/{log_name}")
     writer.manifest["cells"].append(cell)
     writer.save_manifest()
     for note in notes:
@@ -295,57 +290,57 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
     def emit(row: dict) -> None:
         writer.append({**common, **row})
         if row["phase"] == "measure":
-            cell["n_samples"] += 1
+            cell.n_samples += 1
 
     weights = local_file(model)
-    probes, cell["probes"] = build_probes(weights)
+    probes, cell.probes = build_probes(weights)
     if setting.cache_state != "as-is":
         if weights is None:
             notes.append("cache state needs a local model file; this model lives on the server")
         else:
-            cell["cache"] = prepare_cache(weights, setting.cache_state)
-        if cell["cache"]["verified"] is False:
+            cell.cache = prepare_cache(weights, setting.cache_state)
+        if cell.cache["verified"] is False:
             reporter.message(f"warning: could not make {model.path.name} {setting.cache_state}: {cell['cache']}")
     try:
         if cross:
             def emit_idle(r: tuple[float, int, float]) -> None:
-                emit({"phase": "measure", "rep": r[1], "seq": cell["n_samples"], "pause_requested_s": r[0],
+                emit({"phase": "measure", "rep": r[1], "seq": cell.n_samples, "pause_requested_s": r[0],
                       "pause_actual_s": None, "latency_ms": r[2], "http_status": None, "error": None})
                 reporter.advance()
 
             t0 = time.perf_counter()
-            cell["argv"] = [str(prep.llama_idle), "-m", str(model.path)]
-            cell["llama_idle_summaries"] = llama_idle.run(prep.llama_idle, model.path, env, writer.log_path(log_name),
+            cell.argv = [str(prep.llama_idle), "-m", str(model.path)]
+            cell.llama_idle_summaries = llama_idle.run(prep.llama_idle, model.path, env, writer.log_path(log_name),
                                                           emit_idle)
-            cell["sweep_wall_s"] = time.perf_counter() - t0
+            cell.sweep_wall_s = time.perf_counter() - t0
         else:
             # e.g. Metal's residency facts, printed only at -lv 4: read from a short separate start
             verbose = prep.engine.startup_facts_log(model.path, setting,
                                                     writer.log_path(log_name.replace(".log", "-lv4.log")))
             if verbose is not None:
-                cell["startup_metal"] = engine_log.parse_startup(verbose)
+                cell.startup_metal = engine_log.parse_startup(verbose)
             t_start = time.perf_counter()
             with prep.engine.start(model.path, setting, writer.log_path(log_name)) as server:
-                cell["ready_s"] = round(time.perf_counter() - t_start, 4)
-                deadlines = Deadlines(spec.request_timeout_s, spec.cell_timeout_s, startup_s=cell["ready_s"])
-                cell["deadlines"] = deadlines.as_dict()
+                cell.ready_s = round(time.perf_counter() - t_start, 4)
+                deadlines = Deadlines(spec.request_timeout_s, spec.cell_timeout_s, startup_s=cell.ready_s)
+                cell.deadlines = deadlines.as_dict()
                 set_request_timeout(server, deadlines.initial_request_s())  # the self-check runs under it too
-                cell["argv"], cell["port"] = server.argv, server.port
-                if cell["cache"] is not None:
+                cell.argv, cell.port = server.argv, server.port
+                if cell.cache is not None:
                     after = pagecache.resident_fraction(weights)
-                    cell["cache"]["resident_pct_when_ready"] = None if after is None else round(100 * after, 2)
-                cell["startup"] = engine_log.parse_startup(server.log_tail(400))
+                    cell.cache["resident_pct_when_ready"] = None if after is None else round(100 * after, 2)
+                cell.startup = engine_log.parse_startup(server.log_tail(400))
                 client = getattr(server, "client", None)
                 if client is not None and getattr(client, "body", None):
-                    cell["request_body"] = client.body.decode(errors="replace")
+                    cell.request_body = client.body.decode(errors="replace")
                 writer.save_manifest()
                 if spec.self_check:
-                    cell["self_check"] = run_self_check(server, spec.self_check, emit)
+                    cell.self_check = run_self_check(server, spec.self_check, emit)
                     threads = prep.engine.compute_threads(setting)
-                    why = oversubscribed(setting, threads) if cell["self_check"]["warnings"] else None
+                    why = oversubscribed(setting, threads) if cell.self_check["warnings"] else None
                     if why:
-                        cell["self_check"]["oversubscribed"] = why
-                    for warning in cell["self_check"]["warnings"]:
+                        cell.self_check["oversubscribed"] = why
+                    for warning in cell.self_check["warnings"]:
                         reporter.message(f"warning: {model.label} / {label}: {warning} "
                                          + (f"({why}; see docs/instrument.md)" if why else
                                             "(see docs/instrument.md)" if warning.endswith("not noise") else
@@ -361,24 +356,65 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
                     state = _process_state(server)
                     raise DeadlineExceeded(f"{exc}; server process state: {state}" if state else str(exc)) from None
                 finally:
-                    cell["deadlines"] = deadlines.as_dict()
+                    cell.deadlines = deadlines.as_dict()
                 if "http_floor" in get_kind(prep.kind).features:  # the floor after the same pauses (calibrate)
                     run_floor_block(server, sorted(set(spec.pauses_s)), spec.reps, emit)
-            cell["sweep_wall_s"] = totals.wall_s
+            cell.sweep_wall_s = totals.wall_s
             denominator = totals.sum_pause_requested_s + totals.sum_server_ms / 1000.0
-            cell["efficiency"] = totals.wall_s / denominator if denominator > 0 else None
-            cell["n_errors"] = totals.n_errors
+            cell.efficiency = totals.wall_s / denominator if denominator > 0 else None
+            cell.n_errors = totals.n_errors
             if totals.n_errors:  # a failed request is not a sample: the cell failed
                 raise EngineError(f"{totals.n_errors} of {totals.n} measured requests failed "
                                   f"(see the error column of the samples)")
     except CellFailed as exc:
-        cell["error"] = str(exc)
+        cell.error = str(exc)
         reporter.message(f"cell failed: {model.label} / {label}: {exc}")
     except EngineError as exc:
-        cell["error"] = str(exc)
+        cell.error = str(exc)
         reporter.message(f"cell failed: {model.label} / {label}: {exc.what}")
     writer.save_manifest()
     return cell
+
+
+@dataclass
+class IdleCell:
+    """One (model, setting, engine) cell as the manifest records it, filled in while it runs
+    (read back as ``harness.record.Cell``)."""
+
+    index: int
+    model: str
+    setting: str
+    engine: str
+    keep_alive: str
+    sleep_idle_seconds: int | None
+    notes: list[str]
+    cpu_knobs: dict
+    env_overrides: dict[str, str]
+    log: str
+    applicable: bool = True
+    self_check: dict | None = None
+    argv: list[str] = field(default_factory=list)
+    n_samples: int = 0
+    sweep_wall_s: float | None = None
+    efficiency: float | None = None
+    error: str | None = None
+    cache: dict | None = None
+    startup: dict = field(default_factory=dict)
+    probes: dict = field(default_factory=dict)
+    # set only on the paths that measure them (absent from the manifest otherwise)
+    ready_s: float | None = None
+    deadlines: dict | None = None
+    port: int | None = None
+    request_body: str | None = None
+    startup_metal: dict | None = None
+    llama_idle_summaries: list | None = None
+    n_errors: int | None = None
+
+    OPTIONAL = ("ready_s", "deadlines", "port", "request_body", "startup_metal", "llama_idle_summaries", "n_errors")
+
+    def as_manifest(self) -> dict:
+        out = asdict(self)
+        return {k: v for k, v in out.items() if not (k in self.OPTIONAL and v is None)}
 
 
 def _death_of(server) -> Callable[[], str | None] | None:

@@ -21,6 +21,7 @@ from harness.analysis.persisted import load_analysis
 from harness.engines.llama_server import Binary, locate
 from harness.engines import registry
 from harness.engines.registry import EngineKind, EngineOptions
+from harness.engines.prompts import SWAP_PROMPT
 from harness.engines.router import RouterModel
 from harness.models.gguf_info import file_sha256
 from harness.models.resolve import ResolvedModel, local_file, resolve_for_engine
@@ -74,7 +75,7 @@ def request_deadline(spec: SwapSpec, model_bytes: list[int]) -> dict:
                             f"{largest_gb:.2f} GB) + {spec.n_predict} token(s) x {PER_TOKEN_S:g} s"}
 
 
-PROMPT = "Hello world , this is a swap probe ."
+PROMPT = SWAP_PROMPT
 
 
 def unique_names(models: list[ResolvedModel]) -> list[str]:

@@ -23,6 +23,7 @@ from typing import Protocol
 import httpx
 import numpy as np
 
+from harness.engines.prompts import SWAP_PROMPT
 from harness.errors import BadInput
 
 PATTERNS = ("round-robin", "uniform", "zipf", "ping-pong", "burst")
@@ -170,7 +171,7 @@ async def drive(
     *,
     concurrency: int,
     n_predict: int = 1,
-    prompt: str = "Hello world, this is a swap probe.",
+    prompt: str = SWAP_PROMPT,
     deadline: float | None = None,
     status_of: Callable[[str], str | None] = lambda m: None,
     emit: Callable[[RequestRecord], None],

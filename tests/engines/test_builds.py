@@ -50,7 +50,19 @@ def test_older_builds_switch_off_the_web_ui_by_its_old_name_and_the_pinned_args_
     assert "-DLLAMA_BUILD_WEBUI=OFF" in provision.build_cmake_args("9093.0.0")
     pinned = provision.build_cmake_args(provision.PACKAGE_VERSION)
     assert "-DLLAMA_BUILD_WEBUI=OFF" not in pinned
-    assert [a for a in pinned if "ccache" not in a] == provision.BASE_CMAKE_ARGS
+    assert [a for a in pinned if "ccache" not in a and provision.X86_NO_AMX not in a] == provision.BASE_CMAKE_ARGS
+
+
+def test_x86_builds_leave_out_ggml_amx_kernels(monkeypatch):
+    """ggml's AMX kernels (compiled by -march=native on Sapphire Rapids and later) segfault loading small
+    quantized models in build 11434; lbench's x86-64 builds switch them off, other targets are untouched."""
+    import platform
+
+    monkeypatch.setattr(platform, "machine", lambda: "x86_64")
+    args = provision.build_cmake_args(provision.PACKAGE_VERSION)
+    assert f"-DCMAKE_C_FLAGS={provision.X86_NO_AMX}" in args and f"-DCMAKE_CXX_FLAGS={provision.X86_NO_AMX}" in args
+    monkeypatch.setattr(platform, "machine", lambda: "arm64")
+    assert not any("amx" in a for a in provision.build_cmake_args(provision.PACKAGE_VERSION))
 
 
 def test_version_lines_of_old_and_new_builds_give_the_build_number():
