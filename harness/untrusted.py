@@ -77,10 +77,12 @@ def _no_constants(name: str) -> float:
     raise ValueError(f"{name} is not JSON")
 
 
-def read_json(path: Path, *, what: str = "file", max_bytes: int = MAX_JSON_BYTES,
-              max_depth: int = MAX_JSON_DEPTH) -> Any:
+def read_json(path: Path, *, what: str = "file", max_bytes: int | None = None,
+              max_depth: int | None = None) -> Any:
     """A JSON document from an untrusted file: regular, bounded in size and depth, valid UTF-8.
     NaN and Infinity are read as they were written by older lbench versions (Python's json)."""
+    max_bytes = MAX_JSON_BYTES if max_bytes is None else max_bytes
+    max_depth = MAX_JSON_DEPTH if max_depth is None else max_depth
     data = read_bytes(path, max_bytes=max_bytes, what=what)
     try:
         value = json.loads(data.decode("utf-8"))

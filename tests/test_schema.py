@@ -6,7 +6,8 @@ from pathlib import Path
 import pandas as pd
 
 from harness.analysis.swap import latency_table, summarize_frames
-from harness.schema import TABLES, schema_document
+from harness.schema import TABLES
+from harness.schema_doc import schema_document
 from harness.store import RunWriter, open_run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -15,7 +16,7 @@ REPO = Path(__file__).resolve().parents[1]
 def test_docs_schema_is_generated_from_the_code():
     committed = (REPO / "docs" / "schema.md").read_text()
     assert committed == schema_document(), \
-        "docs/schema.md is stale: regenerate it with `python -m harness.schema > docs/schema.md`"
+        "docs/schema.md is stale: regenerate it with `python -m harness.schema_doc > docs/schema.md`"
 
 
 def test_every_table_documents_every_column():

@@ -76,12 +76,20 @@ def write_analysis(run: Run) -> dict:
 
 def read_analysis(run: Run) -> dict | None:
     """The stored analysis if it is current for this run; None when it must be recomputed."""
+    from harness.errors import BadInput
+    from harness.untrusted import read_json
+
+    path = run.dir / ANALYSIS_FILE
+    if not (path.exists() or path.is_symlink()):
+        return None
     try:
-        data = json.loads((run.dir / ANALYSIS_FILE).read_text())
-    except (OSError, ValueError):
+        data = read_json(path, what="analysis.json")
+    except BadInput:  # damaged, a FIFO, a link out of the run: recomputed from the tables
         return None
     if not isinstance(data, dict) or data.get("schema_version") != ANALYSIS_VERSION:
         return None  # older: recompute; newer: this lbench cannot read it, recompute without overwriting
+    if data.get("run_id") != run.run_id or data.get("kind") != run.record.kind:
+        return None  # copied from another run
     if data.get("run_status") != run.record.status or data.get("rows") != dict(run.record.rows):
         return None  # written before the run ended (or the run was touched since)
     return data
@@ -116,3 +124,23 @@ def analyze_finished(run: Run) -> str | None:
     except Exception as exc:  # analysis must never lose the data: readers recompute (and report) later
         return f"{type(exc).__name__}: {exc}"
     return None
+
+
+# what a stored analysis.json with the right version but tampered content makes a reader raise
+DAMAGED = (KeyError, TypeError, ValueError, AttributeError, IndexError)
+
+
+def with_analysis(run: Run, use: Callable[[dict], object], *, reanalyze: bool = False):
+    """``use(analysis)``; when a stored analysis.json makes it fail (a tampered or damaged file that
+    still parses), the analysis is recomputed from the run's tables and ``use`` called once more."""
+    import sys
+
+    analysis = load_analysis(run, reanalyze=reanalyze)
+    try:
+        return use(analysis)
+    except DAMAGED as exc:
+        if reanalyze or read_analysis(run) is None:
+            raise  # computed just now: a real error
+        print(f"note: analysis.json of run {run.run_id} could not be used ({type(exc).__name__}: {exc}); "
+              "recomputed from the run's tables", file=sys.stderr)
+        return use(load_analysis(run, reanalyze=True))

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from harness.analysis import stats
-from harness.analysis.persisted import load_analysis
+from harness.analysis.persisted import with_analysis
 from harness.atomic import atomic_write_text
 from harness import schema
 from harness.kinds import find_kind
@@ -148,7 +148,7 @@ def write_evidence(runs: list[Run], out_dir: Path, *, redact: bool = True) -> Pa
     parts: list[str] = []
     for run in runs:
         kind = find_kind(run.record.kind)
-        section, files = kind.evidence(run, load_analysis(run), out_dir) if kind else ("", [])
+        section, files = with_analysis(run, lambda a, run=run, kind=kind: kind.evidence(run, a, out_dir)) if kind else ("", [])
         synthetic = list(run.record.synthetic_models)
         parts += [_summary_line(run), ""]
         if synthetic:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.analysis.persisted import load_analysis
+from harness.analysis.persisted import with_analysis
 from harness.kinds import get_kind
 from harness.report.html import write_page
 from harness.store import Run
@@ -17,6 +17,6 @@ from harness.store import Run
 def render_report(run: Run, out: Path | None = None, *, reanalyze: bool = False) -> Path:
     """The run's report.html, from its analysis.json (recomputed only when missing, stale or asked)."""
     kind = get_kind(run.record.kind, where=str(run.dir))
-    analysis = load_analysis(run, reanalyze=reanalyze)
-    context = {**kind.report_context(run, analysis), "read_notes": run.notes}  # e.g. a journal fallback
+    context = with_analysis(run, lambda analysis: {**kind.report_context(run, analysis), "read_notes": run.notes},
+                            reanalyze=reanalyze)  # read_notes: e.g. a journal fallback
     return write_page(kind.template, context, out or run.dir / "report.html")
