@@ -371,8 +371,10 @@ def summarize_frames(requests: pd.DataFrame, events: pd.DataFrame, memory: pd.Da
                      storm_end_s: float | None = None, concurrency: int = 1) -> SwapSummary:
     requests, events, memory = (apply_schema(requests, "requests"), apply_schema(events, "events"),
                                 apply_schema(memory, "memory"))  # frames built outside the store too
-    if not registry.get(engine).can("router_events"):  # no load/unload timeline: reloads from latency alone
-        return _summarize_mlx(requests, memory, model_sizes, client or {}, sampler or {}, status, error)
+    kind = registry.get(engine)
+    if not kind.can("router_events"):  # no load/unload timeline: loads inferred from the request order
+        return _summarize_by_request_order(requests, memory, model_sizes, client or {}, sampler or {}, status,
+                                           error, kind)
     events = storm_events(events)  # router lines on the router's own clock, older builds' evictions recognised
     requests = with_served_as(requests, events)  # what the router did for each request, from its log
     latency = latency_table(requests)
@@ -492,16 +494,24 @@ def closing_findings(requests: pd.DataFrame, client: dict, sampler: dict, status
     return out
 
 
-def _summarize_mlx(requests: pd.DataFrame, memory: pd.DataFrame, model_sizes: list[int], client: dict,
-                   sampler: dict, status: str | None, error: str) -> SwapSummary:
-    """mlx_lm.server holds one model; a request naming another one reloads it."""
+def _summarize_by_request_order(requests: pd.DataFrame, memory: pd.DataFrame, model_sizes: list[int], client: dict,
+                                sampler: dict, status: str | None, error: str, kind) -> SwapSummary:
+    """A swap server without a router log: the loads are inferred from the order of the answered
+    requests and the number of models the engine declares it holds (``EngineKind.models_held``;
+    with one, a request naming another model than the last one loads it)."""
     latency = latency_table(requests)
     findings: list[str] = deadline_findings(requests)
     ok = requests[requests["error"].isna()].sort_values("t_done_s") if not requests.empty else requests
-    previous = ok["model"].shift(1)
-    reloads = int((ok["model"] != previous).sum()) if not ok.empty else 0
-    findings.append(f"mlx_lm.server keeps one model: {reloads} loads over {len(requests)} requests "
-                    f"({reloads / max(len(requests), 1):.2f} per request)")
+    held = kind.models_held
+    if held == 1:
+        previous = ok["model"].shift(1)
+        reloads = int((ok["model"] != previous).sum()) if not ok.empty else 0
+        findings.append(f"{kind.display_name} keeps one model: {reloads} loads over {len(requests)} requests "
+                        f"({reloads / max(len(requests), 1):.2f} per request)")
+    else:
+        reloads = 0
+        findings.append(f"{kind.display_name} logs no loads and does not say how many models it holds: loads are "
+                        "not counted; the latency classes below are by residency at send")
     if not memory.empty:
         findings.append(f"peak server RSS {memory['rss_total_bytes'].max() / 1e6:.1f} MB; largest model "
                         f"{max(model_sizes or [0]) / 1e6:.1f} MB")
@@ -511,4 +521,4 @@ def _summarize_mlx(requests: pd.DataFrame, memory: pd.DataFrame, model_sizes: li
                         + (f"p50 {warm['p50_ms']:.1f} ms (n={warm['n']})" if warm["n"] else "none"))
     findings += closing_findings(requests, client, sampler, status, error)
     return SwapSummary(latency, pd.DataFrame(columns=PHASE_COLUMNS), pd.DataFrame(columns=LRU_COLUMNS), findings,
-                       {"swaps": reloads, "n_requests": len(requests)})
+                       {"swaps": reloads if held == 1 else None, "n_requests": len(requests)})

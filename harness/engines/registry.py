@@ -70,6 +70,12 @@ class EngineKind:
     pairs_with: str | None = None  # for cross_check engines: the server engine they join
     binary: str | None = None  # the llama.cpp program it runs ("llama-server"), located before a run starts
     default_swap_models: tuple[str, ...] = ("tiny-q8", "tiny-q4", "tiny-f16")
+    server_name: str = ""  # what reports call its server (e.g. mlx_lm.server); empty: the engine's name
+    models_held: int | None = None  # swap engines without a router log: models its server holds at once
+
+    @property
+    def display_name(self) -> str:
+        return self.server_name or self.name
 
     def can(self, capability: str) -> bool:
         return capability in self.capabilities
@@ -178,7 +184,8 @@ register(EngineKind(
 register(EngineKind(
     "mlx", "mlx_lm.server, started by lbench (a request naming another model reloads)",
     frozenset({"idle", "swap", "managed", "local_model"}), "mlx-dir", make_server=_mlx_server,
-    make_swap=_mlx_swap, default_swap_models=("tiny-f16", "tiny-f16", "tiny-f16")))
+    make_swap=_mlx_swap, default_swap_models=("tiny-f16", "tiny-f16", "tiny-f16"), server_name="mlx_lm.server",
+    models_held=1))
 register(EngineKind(
     "openai", "any OpenAI-compatible server already running on loopback (--url)",
     frozenset({"idle"}), "server-name", make_server=_openai))

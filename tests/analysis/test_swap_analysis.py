@@ -173,3 +173,24 @@ def test_a_slow_resident_class_under_concurrency_is_explained_not_left_as_a_puzz
     why = [f for f in served_findings(requests, latency, concurrency=4) if "not the fastest" in f]
     assert len(why) == 1 and "4 requests in flight" in why[0] and "np = 1" in why[0]
     assert not [f for f in served_findings(requests, latency, concurrency=1) if "not the fastest" in f]
+
+
+def test_swap_servers_without_a_router_log_are_summarised_by_what_they_declare(monkeypatch):
+    """No mlx wording for other engines: the loads follow the engine's declared models_held."""
+    import dataclasses
+
+    import pandas as pd
+
+    from harness.analysis.swap import summarize_frames
+    from harness.engines import registry
+
+    requests = pd.DataFrame({"index": range(4), "model": ["a", "b", "b", "a"], "t_send_s": [0.0, 1.0, 2.0, 3.0],
+                             "t_done_s": [0.5, 1.5, 2.5, 3.5], "latency_ms": [500.0, 500.0, 20.0, 500.0],
+                             "error": [None] * 4})
+    mlx = summarize_frames(requests, pd.DataFrame(), pd.DataFrame(), models_max=1, model_sizes=[1], engine="mlx")
+    assert mlx.figures["swaps"] == 3 and "mlx_lm.server keeps one model: 3 loads over 4 requests" in mlx.findings[0]
+    other = dataclasses.replace(registry.get("mlx"), name="other", server_name="", models_held=None)
+    monkeypatch.setattr(registry, "get", lambda name: other)
+    s = summarize_frames(requests, pd.DataFrame(), pd.DataFrame(), models_max=1, model_sizes=[1], engine="other")
+    assert s.figures["swaps"] is None and "other logs no loads" in s.findings[0]
+    assert not any("mlx" in f for f in s.findings)
