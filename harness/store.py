@@ -95,6 +95,7 @@ class RunWriter:
         self._journals: dict[str, object] = {}
         self._sizes: dict[str, int] = {}
         self.counts: dict[str, int] = {}
+        self.sample_counts = {"measure": 0, "warmup": 0, "failed": 0}  # listings show these without the table
         self._lock = threading.Lock()  # samplers and event readers append from their own threads
         self.save_manifest()
 
@@ -125,12 +126,12 @@ class RunWriter:
         line = (json.dumps({"run_id": self.run_id, **row}, default=str) + "\n").encode()
         with self._lock:
             if self.write_error is None:
-                self._append_line(table, line)
+                self._append_line(table, line, row.get("phase"), row.get("error") is not None)
             else:
                 self.dropped += 1
         self._raise_once()
 
-    def _append_line(self, table: str, line: bytes) -> None:
+    def _append_line(self, table: str, line: bytes, phase: object = None, failed: bool = False) -> None:
         """One whole row or none: a partial write (a full disk) is cut off again."""
         fh = self._journals.get(table)
         try:
@@ -155,6 +156,11 @@ class RunWriter:
             return
         self._sizes[table] += len(line)
         self.counts[table] = self.counts.get(table, 0) + 1
+        if table == "samples":
+            if phase == "measure":
+                self.sample_counts["failed" if failed else "measure"] += 1
+            elif phase == "warmup":
+                self.sample_counts["warmup"] += 1
 
     def finish(self, status: str, error: str | None = None) -> None:
         """End the run: Parquet copies of the journals, then the final manifest.  After a failed
@@ -186,6 +192,8 @@ class RunWriter:
         self.manifest["ended_at"] = utc_now()
         self.manifest["n_samples"] = self.counts.get("samples", 0)
         self.manifest["rows"] = dict(self.counts)  # per table: samples, requests, events, memory, verdicts
+        if self.counts.get("samples"):
+            self.manifest["sample_counts"] = dict(self.sample_counts)  # measured (ok), warm-up, failed
         if self.write_error:
             self.manifest["status"] = "failed"
             self.manifest["write_error"] = self.write_error
@@ -249,6 +257,12 @@ class Run:
     @property
     def complete(self) -> bool:
         return self.record.complete
+
+    @property
+    def summary(self):
+        from harness.runindex import RunSummary
+
+        return RunSummary.of(self.record)
 
     def table(self, name: str = "samples") -> pd.DataFrame:
         """A table with its schema applied (harness/schema.py): known columns typed, missing ones added
@@ -335,29 +349,29 @@ def latest_run(runs: list, *, any_status: bool = False, where: Path | None = Non
     """'latest' is the newest *complete* run: a failed, interrupted or still running one is never
     picked by accident (it is said on stderr); 'latest-any' (or the run's id) picks it anyway.
     With ``kinds``, only runs of those kinds count; newer runs of other kinds are named on stderr.
-    ``runs``: oldest first, each with ``dir`` and ``record`` (a ``Run`` or an index entry)."""
+    ``runs``: oldest first, each with ``dir`` and ``summary`` (a ``Run`` or an index entry)."""
     every = runs
     if kinds is not None:
-        runs = [r for r in runs if r.record.kind in kinds]
+        runs = [r for r in runs if r.summary.kind in kinds]
         if not runs:
             raise BadInput(f"no {' or '.join(sorted(kinds))} run for 'latest'", where=str(where or "results"),
                            hint="run one first, or name a run by its id (lbench runs lists them)")
         other = every[every.index(runs[-1]) + 1:]
         if other:
-            listed = ", ".join(f"{r.dir.name} ({r.record.kind})" for r in other[-3:])
+            listed = ", ".join(f"{r.dir.name} ({r.summary.kind})" for r in other[-3:])
             print(f"note: 'latest' is the newest {' or '.join(sorted(kinds))} run; newer runs of another kind "
                   f"were passed over: {listed}", file=sys.stderr)
     if any_status:
         return runs[-1]
-    complete = [r for r in runs if r.record.complete]
+    complete = [r for r in runs if r.summary.complete]
     skipped = runs[runs.index(complete[-1]) + 1:] if complete else runs
     if not complete:
         newest = runs[-1]
         raise BadInput(f"no complete run for 'latest': the newest, {newest.dir.name}, is "
-                       f"{newest.record.status}", where=str(where or newest.dir.parent),
+                       f"{newest.summary.status}", where=str(where or newest.dir.parent),
                        hint="name a run by its id, or say latest-any")
     if skipped:
-        listed = ", ".join(f"{r.dir.name} ({r.record.status})" for r in skipped[-3:])
+        listed = ", ".join(f"{r.dir.name} ({r.summary.status})" for r in skipped[-3:])
         more = f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
         print(f"note: 'latest' is {complete[-1].dir.name}, the newest complete run; skipped newer runs that did "
               f"not complete: {listed}{more} (name one by id, or say latest-any)", file=sys.stderr)

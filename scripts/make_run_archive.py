@@ -29,7 +29,11 @@ def copy_run(src: Path, out: Path, when: datetime, n: int) -> Path:
         if path.is_dir():
             target.mkdir(exist_ok=True)
         elif rel.name == "manifest.json":
-            manifest.update(run_id=run_id, started_at=when.isoformat(timespec="milliseconds"))
+            start, end = (datetime.fromisoformat(manifest[k]) if manifest.get(k) else None
+                          for k in ("started_at", "ended_at"))
+            manifest.update(run_id=run_id, started_at=when.isoformat(timespec="milliseconds"),
+                            ended_at=(when + (end - start)).isoformat(timespec="milliseconds")
+                            if start and end else None)
             target.write_text(json.dumps(manifest, indent=2))
         elif rel.name.endswith(".jsonl"):
             target.write_text("".join(json.dumps({**json.loads(line), "run_id": run_id}) + "\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import typer
@@ -16,9 +17,12 @@ def runs(results: ResultsDir = None,
                                                       + shown("every kind")),
          model: str = typer.Option(None, "--model", "-m", help="Only runs of this model label. " + shown("any")),
          status: str = typer.Option(None, "--status", help="Only runs with this status (complete, failed, "
-                                                           "interrupted, running). " + shown("any"))) -> None:
+                                                           "interrupted, running). " + shown("any")),
+         limit: int = typer.Option(50, "--limit", "-n", min=0, help="Show the newest N runs that match (0: all); "
+                                                                   "a line says how many older ones are not shown. "
+                                                                   + shown("50"))) -> None:
     """List runs, oldest first: status, what was measured (warm-ups apart), duration and whether
-    the report was rendered (report: yes = <run dir>/report.html exists).
+    the report was rendered (html: yes = <run dir>/report.html exists).
 
     A run that says 'running' but has no live process was killed: its journal (*.jsonl)
     holds everything measured before that. A run directory lbench cannot read is skipped
@@ -28,10 +32,11 @@ def runs(results: ResultsDir = None,
     Examples:
       lbench runs
       lbench runs --kind idle --model tiny-q8
+      lbench runs --limit 0           # every run
       lbench runs --results /data/lbench-results
     """
     from harness.errors import BadInput
-    from harness.runindex import ListingCache, Skipped, iter_records
+    from harness.runindex import IndexCache, Skipped, iter_records
 
     root = paths.results_dir(results)
     if not root.is_dir():
@@ -41,26 +46,50 @@ def runs(results: ResultsDir = None,
 
     from rich.table import Table
     skipped: list[Skipped] = []
-    entries = list(iter_records(root, kind=kind, model=model, status=status, quiet=True, skipped=skipped))
-    cache = ListingCache(root)
-    table = Table(title=f"runs in {root}", box=box.SIMPLE_HEAD, pad_edge=False)
+    cache = IndexCache(root)
+    entries = list(iter_records(root, kind=kind, model=model, status=status, quiet=True, skipped=skipped, cache=cache))
+    older = max(0, len(entries) - limit) if limit else 0
+    entries = entries[older:]
+    table = Table(title=f"runs in {root}", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
     # the run id is what users type: never cut; models may wrap between names, never inside one
     table.add_column("run id", no_wrap=True, min_width=26)
     table.add_column("status", min_width=8)
     table.add_column("measured", min_width=10)
     table.add_column("duration", min_width=6, no_wrap=True)
     table.add_column("models", overflow="fold", min_width=8)
-    table.add_column("report", min_width=6, no_wrap=True)
+    table.add_column("html", min_width=4, no_wrap=True)
+    rows = []
     for entry in entries:
-        r = entry.record
+        r = entry.summary
         status_text = "running/incomplete" if r.status == "running" else r.status
-        table.add_row(r.run_id, status_text, measured_text(entry, cache), duration_text(r.duration_s),
-                      ", ".join(r.model_labels), "yes" if (entry.dir / "report.html").exists() else "-")
-    out.print(table)
-    cache.save({e.dir.name for e in entries} | set(cache.entries) if (kind or model or status) else
-               {e.dir.name for e in entries})
+        rows.append((r.run_id, status_text, measured_text(entry, cache), duration_text(r.duration_s),
+                     ", ".join(r.models), "yes" if (entry.dir / "report.html").exists() else "-"))
+    if len(rows) <= PLAIN_OVER:
+        for row in rows:
+            table.add_row(*row)
+        out.print(table)
+    else:  # a rich table measures every cell: 5,000 rows took ~50 s; plain columns take milliseconds
+        print_plain(rows, f"runs in {root}")
+    cache.save(cache.seen)
+    if older:
+        print_wrapped(out, f"{older:,} older run{'s' if older != 1 else ''} not shown (--limit 0 shows all, "
+                           "--kind/--model/--status filter)")
     for note in skipped:
         print_wrapped(out, note.line())
+
+
+PLAIN_OVER = 200  # more rows than this are printed as plain columns (ids whole, models last)
+HEADERS = ("run id", "status", "measured", "duration", "html", "models")
+
+
+def print_plain(rows: list[tuple[str, ...]], title: str) -> None:
+    """One line per run, fixed columns, the models last and whole."""
+    order = (0, 1, 2, 3, 5, 4)  # models last: the only column of unbounded width
+    cols = [[row[i] for i in order] for row in rows]
+    widths = [max(len(HEADERS[j]), *(len(c[j]) for c in cols)) for j in range(5)]
+    lines = [title, "  ".join(h.ljust(w) for h, w in zip(HEADERS, widths)) + "  " + HEADERS[5]]
+    lines += ["  ".join(c[j].ljust(widths[j]) for j in range(5)) + "  " + c[5] for c in cols]
+    sys.stdout.write("\n".join(lines) + "\n")
 
 
 def _sample_counts(entry) -> dict:
@@ -80,10 +109,13 @@ def measured_text(entry, cache=None) -> str:
     from harness.errors import BadInput
     from harness.kinds import find_kind
 
-    kind = find_kind(entry.record.kind)
+    kind = find_kind(entry.summary.kind)
     name = kind.primary_table if kind is not None else "samples"
     if name != "samples":
-        n = entry.record.rows.get(name)
+        try:
+            n = entry.record.rows.get(name)
+        except BadInput:
+            return "unreadable"
         if n is None:
             from harness.store import Run
 
@@ -93,7 +125,8 @@ def measured_text(entry, cache=None) -> str:
                 return "unreadable"
         return f"{n} {name}"
     try:
-        c = cache.counts(entry, "samples", _sample_counts) if cache is not None else _sample_counts(entry)
+        c = entry.summary.sample_counts or (cache.counts(entry, "samples", _sample_counts) if cache is not None
+                                            else _sample_counts(entry))
     except BadInput:
         return "unreadable"
     text = f"{c['measure']} samples" + (f" (+{c['warmup']} warm-up)" if c["warmup"] else "")
