@@ -83,40 +83,40 @@ class _Idle(RunKind):
 
         return IdleSpec
 
-    def prepare(self, spec, options: RunOptions, reporter):
+    def prepare(self, spec: Any, options: RunOptions, reporter: Reporter) -> Any:
         from harness.runs.idle import prepare_idle
 
         return prepare_idle(spec, llama_server=options.llama_server, results=options.results, reporter=reporter,
                             kind=self.name, llama_idle_path=options.llama_idle, engine_options=options.engine_options)
 
-    def execute(self, prepared, reporter, *, extra_manifest=None):
+    def execute(self, prepared: Any, reporter: Reporter, *, extra_manifest: dict | None = None) -> Run:
         from harness.runs.idle import execute_idle
 
         return execute_idle(prepared, reporter, extra_manifest=extra_manifest)
 
-    def summarize(self, run):
+    def summarize(self, run: Run) -> dict:
         from harness.analysis.idle import summarize_run
 
         return summarize_run(run)
 
-    def report_context(self, run, analysis):
+    def report_context(self, run: Run, analysis: dict) -> dict:
         from harness.report.idle import idle_context
 
         return idle_context(run, analysis)
 
-    def evidence(self, run, analysis, out_dir):
+    def evidence(self, run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[str]]:
         from harness.report.evidence import idle_section
 
         return idle_section(run, analysis, out_dir)
 
 
 class _Calibrate(_Idle):
-    def summarize(self, run):
+    def summarize(self, run: Run) -> dict:
         from harness.analysis.calibration import summarize_run
 
         return summarize_run(run)
 
-    def report_context(self, run, analysis):
+    def report_context(self, run: Run, analysis: dict) -> dict:
         from harness.report.calibrate import calibrate_context
 
         return calibrate_context(run, analysis)
@@ -128,32 +128,32 @@ class _Swap(RunKind):
 
         return SwapSpec
 
-    def prepare(self, spec, options: RunOptions, reporter):
+    def prepare(self, spec: Any, options: RunOptions, reporter: Reporter) -> Any:
         from harness.runs.swap import prepare_swap
 
         return prepare_swap(spec, llama_server=options.llama_server, results=options.results, reporter=reporter)
 
-    def execute(self, prepared, reporter, *, extra_manifest=None):
+    def execute(self, prepared: Any, reporter: Reporter, *, extra_manifest: dict | None = None) -> Run:
         from harness.runs.swap import execute_swap
 
         return execute_swap(prepared, reporter)
 
-    def summarize(self, run):
+    def summarize(self, run: Run) -> dict:
         from harness.analysis.swap import summarize_run
 
         return summarize_run(run)
 
-    def derive(self, tables):
+    def derive(self, tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
         from harness.analysis.swap_served import derive_tables
 
         return derive_tables(dict(tables))
 
-    def report_context(self, run, analysis):
+    def report_context(self, run: Run, analysis: dict) -> dict:
         from harness.report.swap import swap_context
 
         return swap_context(run, analysis)
 
-    def evidence(self, run, analysis, out_dir):
+    def evidence(self, run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[str]]:
         from harness.report.evidence import swap_section
 
         return swap_section(run, analysis, out_dir)
@@ -172,28 +172,28 @@ class _Repro(RunKind):
 
         return ClaimSpec
 
-    def prepare(self, spec, options: RunOptions, reporter):
+    def prepare(self, spec: Any, options: RunOptions, reporter: Reporter) -> Any:
         """``spec``: the claims to check (ClaimSpec list); ``options.binary``: the engine."""
         if options.binary is None:
             raise BadInput("a repro run needs an engine binary", hint="lbench engine info says which is used")
         return PreparedRepro(list(spec), options.binary, options.results)
 
-    def execute(self, prepared, reporter, *, extra_manifest=None):
+    def execute(self, prepared: Any, reporter: Reporter, *, extra_manifest: dict | None = None) -> Run:
         from harness.runs.repro import execute_repro
 
         return execute_repro(prepared.claims, prepared.binary, results=prepared.results, reporter=reporter)
 
-    def summarize(self, run):
+    def summarize(self, run: Run) -> dict:
         from harness.analysis.repro import summarize_run
 
         return summarize_run(run)
 
-    def report_context(self, run, analysis):
+    def report_context(self, run: Run, analysis: dict) -> dict:
         from harness.report.repro import repro_context
 
         return repro_context(run, analysis)
 
-    def evidence(self, run, analysis, out_dir):
+    def evidence(self, run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[str]]:
         from harness.report.evidence import repro_section
 
         return repro_section(run, analysis, out_dir)

@@ -48,13 +48,13 @@ class _Fields:
                         f"expected {expected}", where=self.where,
                         hint="the run is damaged; run it again, or copy it again")
 
-    def str(self, key: str, default: str | None = None) -> str | None:
+    def text(self, key: str, default: str | None = None) -> str | None:
         value = self.data.get(key, default)
         if value is None or isinstance(value, str):
             return value
         raise self._bad(key, "text")
 
-    def int(self, key: str, default: int | None = None) -> int | None:
+    def integer(self, key: str, default: int | None = None) -> int | None:
         value = self.data.get(key, default)
         if value is None or (isinstance(value, int) and not isinstance(value, bool)):
             if value is not None and abs(value) > 2 ** 63:
@@ -62,7 +62,7 @@ class _Fields:
             return value
         raise self._bad(key, "an integer")
 
-    def num(self, key: str) -> float | None:
+    def number(self, key: str) -> float | None:
         value = self.data.get(key)
         if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
             if isinstance(value, int) and abs(value) > 2 ** 63:
@@ -70,13 +70,13 @@ class _Fields:
             return None if value is None else float(value)
         raise self._bad(key, "a number")
 
-    def bool(self, key: str) -> bool | None:
+    def flag(self, key: str) -> bool | None:
         value = self.data.get(key)
         if value is None or isinstance(value, bool):
             return value
         raise self._bad(key, "true or false")
 
-    def obj(self, key: str) -> Mapping[str, Any]:
+    def mapping(self, key: str) -> Mapping[str, Any]:
         value = self.data.get(key)
         if value is None:
             return _EMPTY
@@ -84,7 +84,7 @@ class _Fields:
             return value
         raise self._bad(key, "an object")
 
-    def objs(self, key: str) -> list[dict]:
+    def mappings(self, key: str) -> list[dict]:
         value = self.data.get(key)
         if value is None:
             return []
@@ -92,7 +92,7 @@ class _Fields:
             return value
         raise self._bad(key, "a list of objects")
 
-    def strs(self, key: str) -> tuple[str, ...]:
+    def texts(self, key: str) -> tuple[str, ...]:
         value = self.data.get(key)
         if value is None:
             return ()
@@ -147,12 +147,12 @@ class MachineFingerprint:
 def fingerprint_of(host: Mapping[str, Any]) -> MachineFingerprint:
     """The fingerprint of a host-facts mapping (harness/probes/host.py), as written or as read back."""
     f = _Fields(dict(host), "host facts", "host")
-    ram = f.int("ram_bytes")
-    gpu = f.str("mac_gpu") or f.str("mac_chip") or f.str("nvidia_name")
+    ram = f.integer("ram_bytes")
+    gpu = f.text("mac_gpu") or f.text("mac_chip") or f.text("nvidia_name")
     return MachineFingerprint(
-        cpu_model=f.str("cpu_model"), machine=f.str("machine"), cpu_logical=f.int("cpu_logical"),
-        ram_gib=None if ram is None else round(ram / 2 ** 30), os=f.str("os"),
-        os_release=f.str("macos_version") or f.str("os_release"), gpu=gpu if isinstance(gpu, str) else None)
+        cpu_model=f.text("cpu_model"), machine=f.text("machine"), cpu_logical=f.integer("cpu_logical"),
+        ram_gib=None if ram is None else round(ram / 2 ** 30), os=f.text("os"),
+        os_release=f.text("macos_version") or f.text("os_release"), gpu=gpu if isinstance(gpu, str) else None)
 
 
 @dataclass(frozen=True)
@@ -172,9 +172,9 @@ class Host:
     @classmethod
     def parse(cls, data: Mapping[str, Any], where: str) -> Host:
         f = _Fields(dict(data), where, "host")
-        return cls(hostname=f.str("hostname"), os=f.str("os"), os_release=f.str("macos_version") or f.str("os_release"),
-                   machine=f.str("machine"), cpu_model=f.str("cpu_model"), cpu_logical=f.int("cpu_logical"),
-                   ram_bytes=f.int("ram_bytes"), virtual=f.bool("virtual"), metal=f.bool("metal"),
+        return cls(hostname=f.text("hostname"), os=f.text("os"), os_release=f.text("macos_version") or f.text("os_release"),
+                   machine=f.text("machine"), cpu_model=f.text("cpu_model"), cpu_logical=f.integer("cpu_logical"),
+                   ram_bytes=f.integer("ram_bytes"), virtual=f.flag("virtual"), metal=f.flag("metal"),
                    fingerprint=fingerprint_of(data), facts=MappingProxyType(dict(data)))
 
 
@@ -209,10 +209,10 @@ class EngineInfo:
     @classmethod
     def parse(cls, data: Mapping[str, Any], where: str) -> EngineInfo:
         f = _Fields(dict(data), where, "engine")
-        return cls(name=f.str("engine") or ("llama-server" if f.str("path") or f.int("build_number") else "unknown"),
-                   path=f.str("path"),
-                   build_number=f.int("build_number"), version=f.str("version"), sha256=f.str("sha256"),
-                   backend=f.str("backend"), facts=MappingProxyType(dict(data)))
+        return cls(name=f.text("engine") or ("llama-server" if f.text("path") or f.integer("build_number") else "unknown"),
+                   path=f.text("path"),
+                   build_number=f.integer("build_number"), version=f.text("version"), sha256=f.text("sha256"),
+                   backend=f.text("backend"), facts=MappingProxyType(dict(data)))
 
     @property
     def build_label(self) -> str:
@@ -235,10 +235,10 @@ class ModelEntry(_FactsView):
     @classmethod
     def parse(cls, data: dict, where: str, index: int) -> ModelEntry:
         f = _Fields(data, where, f"models[{index}]")
-        label = f.str("label") or f.str("ref") or f"model {index}"
-        return cls(label=label, ref=f.str("ref"), source=f.str("source"), sha256=f.str("sha256"),
-                   bytes=f.int("bytes"), synthetic=bool(f.bool("synthetic")) or f.str("source") == "synthetic",
-                   quant=f.str("quant"), preset=f.str("preset"), name=f.str("name"),
+        label = f.text("label") or f.text("ref") or f"model {index}"
+        return cls(label=label, ref=f.text("ref"), source=f.text("source"), sha256=f.text("sha256"),
+                   bytes=f.integer("bytes"), synthetic=bool(f.flag("synthetic")) or f.text("source") == "synthetic",
+                   quant=f.text("quant"), preset=f.text("preset"), name=f.text("name"),
                    facts=MappingProxyType(dict(data)))
 
 
@@ -260,12 +260,12 @@ class Cell(_FactsView):
     @classmethod
     def parse(cls, data: dict, where: str, index: int) -> Cell:
         f = _Fields(data, where, f"cells[{index}]")
-        notes = f.strs("notes")
-        applicable = f.bool("applicable")
-        return cls(index=f.int("index", index) or 0, model=f.str("model") or "?", setting=f.str("setting") or "?",
-                   engine=f.str("engine"), keep_alive=f.str("keep_alive"), notes=notes,
-                   applicable=(not notes) if applicable is None else applicable, error=f.str("error"),
-                   n_samples=f.int("n_samples", 0) or 0, facts=MappingProxyType(dict(data)))
+        notes = f.texts("notes")
+        applicable = f.flag("applicable")
+        return cls(index=f.integer("index", index) or 0, model=f.text("model") or "?", setting=f.text("setting") or "?",
+                   engine=f.text("engine"), keep_alive=f.text("keep_alive"), notes=notes,
+                   applicable=(not notes) if applicable is None else applicable, error=f.text("error"),
+                   n_samples=f.integer("n_samples", 0) or 0, facts=MappingProxyType(dict(data)))
 
     @property
     def self_check(self) -> Mapping[str, Any]:
@@ -282,7 +282,7 @@ class Quality:
     @classmethod
     def parse(cls, data: Mapping[str, Any], where: str) -> Quality:
         f = _Fields(dict(data), where, "quality")
-        return cls(before=f.obj("before"), after=f.obj("after"), warnings=f.strs("warnings"))
+        return cls(before=f.mapping("before"), after=f.mapping("after"), warnings=f.texts("warnings"))
 
 
 # ---- the record --------------------------------------------------------------------------------
@@ -389,29 +389,29 @@ def _time(text: str | None) -> datetime | None:
 def _read_v1(data: dict, where: str) -> RunRecord:
     """Version 1 and 2 share a layout; version 1 has no host.fingerprint (computed from the facts)."""
     f = _Fields(data, where, "manifest")
-    kind = f.str("kind")
+    kind = f.text("kind")
     if not kind:
         raise BadInput("the run's manifest has no 'kind'", where=where, hint="the run is damaged; run it again")
-    status = f.str("status") or "running"
+    status = f.text("status") or "running"
     if status not in STATUSES:
         raise BadInput(f"the run's manifest has an unknown status {status!r}", where=where,
                        hint=f"lbench writes one of {', '.join(STATUSES)}; the run is damaged")
-    rows = f.obj("rows")
+    rows = f.mapping("rows")
     if not all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) for k, v in rows.items()):
         raise BadInput("the run's manifest field 'manifest.rows' is not a table of counts", where=where,
                        hint="the run is damaged; run it again")
     argv = data.get("argv")
     sections = {k: v for k, v in data.items() if k not in CORE_KEYS}
     return RunRecord(
-        schema_version=f.int("schema_version", 1) or 1, run_id=f.str("run_id") or Path(where).parent.name,
-        kind=kind, status=status, lbench_version=f.str("lbench_version"), command=f.str("command"),
-        argv=f.strs("argv") if argv is not None else (), started_at=f.str("started_at"), ended_at=f.str("ended_at"),
-        n_samples=f.int("n_samples", 0) or 0, rows=MappingProxyType(dict(rows)), error=f.str("error"),
-        config=MappingProxyType(dict(f.obj("config"))), host=Host.parse(f.obj("host"), where),
-        engine=EngineInfo.parse(f.obj("engine"), where),
-        models=tuple(ModelEntry.parse(m, where, i) for i, m in enumerate(f.objs("models"))),
-        cells=tuple(Cell.parse(c, where, i) for i, c in enumerate(f.objs("cells"))),
-        quality=Quality.parse(f.obj("quality"), where), sections=MappingProxyType(sections))
+        schema_version=f.integer("schema_version", 1) or 1, run_id=f.text("run_id") or Path(where).parent.name,
+        kind=kind, status=status, lbench_version=f.text("lbench_version"), command=f.text("command"),
+        argv=f.texts("argv") if argv is not None else (), started_at=f.text("started_at"), ended_at=f.text("ended_at"),
+        n_samples=f.integer("n_samples", 0) or 0, rows=MappingProxyType(dict(rows)), error=f.text("error"),
+        config=MappingProxyType(dict(f.mapping("config"))), host=Host.parse(f.mapping("host"), where),
+        engine=EngineInfo.parse(f.mapping("engine"), where),
+        models=tuple(ModelEntry.parse(m, where, i) for i, m in enumerate(f.mappings("models"))),
+        cells=tuple(Cell.parse(c, where, i) for i, c in enumerate(f.mappings("cells"))),
+        quality=Quality.parse(f.mapping("quality"), where), sections=MappingProxyType(sections))
 
 
 READERS: dict[int, Callable[[dict, str], RunRecord]] = {1: _read_v1, 2: _read_v1}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import typer
@@ -82,7 +83,7 @@ PLAIN_OVER = 200  # more rows than this are printed as plain columns (ids whole,
 HEADERS = ("run id", "status", "measured", "duration", "html", "models")
 
 
-def print_plain(rows: list[tuple[str, ...]], title: str) -> None:
+def print_plain(rows: Sequence[tuple[str, ...]], title: str) -> None:
     """One line per run, fixed columns, the models last and whole."""
     order = (0, 1, 2, 3, 5, 4)  # models last: the only column of unbounded width
     cols = [[row[i] for i in order] for row in rows]

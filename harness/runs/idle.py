@@ -299,8 +299,8 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
             notes.append("cache state needs a local model file; this model lives on the server")
         else:
             cell.cache = prepare_cache(weights, setting.cache_state)
-        if cell.cache["verified"] is False:
-            reporter.message(f"warning: could not make {model.path.name} {setting.cache_state}: {cell['cache']}")
+            if cell.cache["verified"] is False:
+                reporter.message(f"warning: could not make {model.path.name} {setting.cache_state}: {cell.cache}")
     try:
         if cross:
             def emit_idle(r: tuple[float, int, float]) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from harness.probes.host import host_facts
 
@@ -56,7 +56,7 @@ class RunSession:
         self.message(f"run {self.writer.run_id} -> {self.writer.dir}{self.announce}")
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> Literal[False]:
         if exc_type is None:
             self._finish("failed" if self.failures else "complete", "; ".join(self.failures) or None)
         elif issubclass(exc_type, KeyboardInterrupt):
