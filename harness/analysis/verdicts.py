@@ -270,8 +270,7 @@ def runs_needed_words(v) -> str:
     """What would decide an undecided group: the runs per side, or what is missing to size them."""
     if v.runs_needed is None:
         if not math.isfinite(getattr(v, "sd_run", math.nan)):
-            return ("needs >= 2 runs per side (or --history runs of the baseline) for a between-run spread; "
-                    "lbench gate-plan sizes the design")
+            return "needs >= 2 runs per side (or --history runs) for a between-run spread; lbench gate-plan sizes it"
         return f"+{v.target:.0%} is inside the band: not a slowdown to size runs for"
     if v.runs_needed > MAX_RUNS_SHOWN:
         return f"more than {MAX_RUNS_SHOWN} runs per side would be needed for +{v.target:.0%} at this spread"
@@ -350,7 +349,7 @@ class Verdict(GroupRow):
             return (f"{where}: refused, too few samples (n={self.n_a} vs {self.n_b} samples in "
                     f"{self.n_runs_a} vs {self.n_runs_b} runs){self.role_words()}")
         lo, hi = self.ratio_ci
-        tail = f"; {runs_needed_words(self)}" if self.verdict == "inconclusive" else ""
+        tail = f"; {runs_needed_words(self)}" if self.verdict == "inconclusive" and self.primary else ""
         return (f"{where}: {ratio_words(self.ratio, lo, hi)}: {self.verdict} (n={self.n_runs_a} vs "
                 f"{self.n_runs_b} runs, {self.n_a} vs {self.n_b} samples; {self.unit}; band ±{self.margin:.0%}; "
                 f"{detectable_words(self.detectable)}{tail}){self.role_words()}"
@@ -429,7 +428,7 @@ def _raw_verdict(g: GroupData, cfg: VerdictConfig) -> Verdict:
         notes.append("2 runs on a side: the interval is wide (few df)")
     return Verdict(**base, ratio_ci=(math.exp(lo), math.exp(hi)), p_slower=p_slow, p_faster=p_fast,
                    p_adjusted=min(p_slow, p_fast), detectable=math.nan, verdict=v, unit=s.method,
-                   note="; ".join(notes), sd_run=s.sd_run, df=s.df, se_log=s.se)
+                   note="; ".join(notes), sd_run=float(s.sd_run), df=float(s.df), se_log=float(s.se))
 
 
 def _classify(lo: float, hi: float, lm: float, bound: float) -> str:

@@ -83,7 +83,7 @@ def summary_atoms(v) -> list[str]:
     head, _, words = ratio_words(v.ratio, lo, hi).partition(", ")
     atoms += [head + ",", words, p50 + ":", f"{v.verdict};", f"n {v.n_a} vs {v.n_b} samples{runs};",
               detectable_words(getattr(v, "detectable", math.nan))]
-    if v.verdict == "inconclusive" and hasattr(v, "runs_needed"):
+    if v.verdict == "inconclusive" and hasattr(v, "runs_needed") and v.primary:
         atoms[-1] += ";"
         atoms += runs_needed_words(v).split(" ")
     if v.note:
