@@ -27,7 +27,7 @@ import numpy as np
 SPREADS = {"pinned (--threads 1 --cpus 1 --client-cpus 0)": 0.043, "pause 0, default threads": 0.095,
            "pause 1.5 s, default threads": 0.22}
 RATIOS = {"A/A (ratio 1)": 1.0, "band edge (1+m)": None, "+10%": 1.10, "+20%": 1.20}
-DESIGNS = (2, 3, 5, 10)
+DESIGNS = (2, 3, 5, 10, (1, 10), (3, 10))  # runs per side, or (runs per side, history runs of the baseline)
 
 
 @dataclass
@@ -123,11 +123,13 @@ def simulate_gate(cfg, *, trials: int = 200, seed: int = 0, spreads: dict | None
         for rule in rules:
             rcfg = copy.copy(cfg)
             rcfg.slower_rule = rule
-            for n in designs:
-                row = {"spread": name, "run_sd": sd, "rule": rule, "runs_per_side": n, "trials": trials}
+            for design in designs:
+                n, h = design if isinstance(design, tuple) else (design, 0)
+                row = {"spread": name, "run_sd": sd, "rule": rule, "runs_per_side": n, "history_runs": h,
+                       "trials": trials}
                 for label, ratio in RATIOS.items():
                     r = 1 + cfg.threshold if ratio is None else ratio
-                    st, cov = gate_trials(model, n, r, rcfg, trials, rng)
+                    st, cov = gate_trials(model, n, r, rcfg, trials, rng, history_runs=h)
                     row[f"fail {label}"] = _rate(st.count("fail"), trials)
                     row[f"coverage {label}"] = cov
                     if ratio == 1.0:
@@ -168,3 +170,7 @@ def coverage_by_runs(run_sd: float, designs=(2, 3, 5), *, trials: int = 200, see
     rng = np.random.default_rng(seed)
     model = RunModel(run_sd)
     return {n: gate_trials(model, n, 1.0, cfg or GateConfig(), trials, rng)[1] for n in designs}
+
+
+def design_label(row: dict) -> str:
+    return f"{row['runs_per_side']}" + (f"+h{row['history_runs']}" if row.get("history_runs") else "")

@@ -43,9 +43,10 @@ def gate(
 
     \b
     Examples:
-      lbench gate --baseline A1 --baseline A2 --baseline A3 --candidate B1 --candidate B2 \\
-          --candidate B3 --junit gate.xml --json gate.json
-      lbench gate --baseline baseline:main --candidate latest --history H1 --history H2 --history H3
+      lbench gate --baseline A1 --baseline A2 --baseline A3 \\
+          --candidate B1 --candidate B2 --candidate B3 --junit gate.xml
+      lbench gate --baseline baseline:main --candidate latest \\
+          --history H1 --history H2 --history H3 --history H4
     """
     from harness.analysis.compare import judge_runs
     from harness.analysis.gate import decide, junit, load_config, markdown, verdict_config, verdict_json

@@ -33,7 +33,7 @@ def gate_plan(
     json_path: Path = typer.Option(None, "--json", help="Write the plan as JSON here."),
     results: ResultsDir = None,
 ) -> None:
-    """Runs per side a gate needs to detect --target (default +10%) with --power, from the
+    """Runs per side a gate needs to detect the --target slowdown with --power, from the
     between-run spread of earlier runs of the same design (or a given --sd): per gating group the
     sd of the per-run log median with its 95% interval, the runs per side for both slower rules
     (at the sd and at its upper bound), fewer when the runs are kept as --history, and the
