@@ -27,7 +27,7 @@ import numpy as np
 SPREADS = {"pinned (--threads 1 --cpus 1 --client-cpus 0)": 0.043, "pause 0, default threads": 0.095,
            "pause 1.5 s, default threads": 0.22}
 RATIOS = {"A/A (ratio 1)": 1.0, "band edge (1+m)": None, "+10%": 1.10, "+20%": 1.20}
-DESIGNS = (2, 3, 5, 10, (1, 10), (3, 10))  # runs per side, or (runs per side, history runs of the baseline)
+DESIGNS = (2, 3, 5, 10, 20, (1, 10), (3, 10))  # runs per side, or (runs per side, history runs of the baseline)
 
 
 @dataclass
@@ -142,13 +142,16 @@ def simulate_gate(cfg, *, trials: int = 200, seed: int = 0, spreads: dict | None
     return rows
 
 
-def simulate_ab(cfg, *, trials: int = 200, seed: int = 0, spreads: dict | None = None,
-                spendings=("obf", "pocock"), min_rounds: int = 3, max_rounds: int = 10, reps: int = 5) -> list[dict]:
+AB_DESIGNS = ((3, 10, "obf"), (3, 10, "pocock"), (3, 20, "obf"))  # (min rounds, max rounds, spending)
+
+
+def simulate_ab(cfg, *, trials: int = 200, seed: int = 0, spreads: dict | None = None, designs=AB_DESIGNS,
+                reps: int = 5) -> list[dict]:
     rng = np.random.default_rng(seed + 1)
     rows = []
     for name, sd in (spreads or SPREADS).items():
         model = RunModel(sd, reps=reps)
-        for spending in spendings:
+        for min_rounds, max_rounds, spending in designs:
             row = {"spread": name, "run_sd": sd, "spending": spending, "min_rounds": min_rounds,
                    "max_rounds": max_rounds, "trials": trials}
             for label, ratio in RATIOS.items():

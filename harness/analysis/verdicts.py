@@ -426,9 +426,14 @@ def _raw_verdict(g: GroupData, cfg: VerdictConfig) -> Verdict:
         v = _classify(lo, hi, lm, bound)
     if min(ya.size, yb.size) == 2 and not hist[1]:
         notes.append("2 runs on a side: the interval is wide (few df)")
-    return Verdict(**base, ratio_ci=(math.exp(lo), math.exp(hi)), p_slower=p_slow, p_faster=p_fast,
+    return Verdict(**base, ratio_ci=(_exp(lo), _exp(hi)), p_slower=p_slow, p_faster=p_fast,
                    p_adjusted=min(p_slow, p_fast), detectable=math.nan, verdict=v, unit=s.method,
                    note="; ".join(notes), sd_run=float(s.sd_run), df=float(s.df), se_log=float(s.se))
+
+
+def _exp(x: float) -> float:
+    """exp that says infinity instead of overflowing (a look at a tiny level has a huge t quantile)."""
+    return math.exp(x) if x < 700 else math.inf
 
 
 def _classify(lo: float, hi: float, lm: float, bound: float) -> str:
@@ -480,7 +485,7 @@ def decide_groups(groups: list[GroupData], cfg: VerdictConfig, *, seed: int = 0)
         bound = math.log1p(v.margin) if v.rule == "margin" else 0.0
         se = v.se_log
         if math.isfinite(se):
-            v.detectable = math.exp(bound + se * (t_quantile(1 - a1, v.df) + t_quantile(POWER, v.df))) - 1
+            v.detectable = _exp(bound + se * (t_quantile(1 - a1, v.df) + t_quantile(POWER, v.df))) - 1
         else:
             v.detectable = math.inf
         extra = max(0.0, v.df - (v.n_runs_a + v.n_runs_b - 2)) if "history" in v.unit else 0.0

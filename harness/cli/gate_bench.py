@@ -167,19 +167,21 @@ def simulate_gate_bench(trials: int, seed: int, margin, alpha, results) -> None:
                   f"{_pct(r['fail +10%']):>8} {_pct(r['fail +20%']):>8} {_pct(r['inconclusive at 1']):>7} "
                   f"{_pct(r['pass at 1']):>6} {r['coverage A/A (ratio 1)']:>5.1%} "
                   f"{_pct(r['passed with --inconclusive-ok at +10%']):>11}", markup=False, soft_wrap=True)
+    out_dir = paths.results_dir(results) / "benchmarks" / bench_id
+    out_dir.mkdir(parents=True, exist_ok=True)
+    saved = {"schema_version": 1, "bench_id": bench_id, "trials": trials, "seed": seed, "margin": cfg.threshold,
+             "alpha": cfg.alpha, "run_model": model.__dict__, "gate": rows, "ab": []}
+    atomic_write_text(out_dir / "simulation.json", json.dumps(saved, indent=2, default=str))  # kept if ab fails
     ab_rows = simulate_ab(cfg, trials=max(trials // 2, 10), seed=seed)
-    out.print(f"ab (min 3, max 10 rounds, {max(trials // 2, 10)} trials per cell): fail / pass rates and mean rounds",
-              markup=False, soft_wrap=True)
-    out.print(f"{'spread':<40} {'spend':<6} {'fail@1':>15} {'fail@edge':>15} {'pass@edge':>15} {'pass@1':>6} "
+    out.print(f"ab ({max(trials // 2, 10)} trials per cell): fail / pass rates and mean rounds; design = min-max "
+              "rounds and spending", markup=False, soft_wrap=True)
+    out.print(f"{'spread':<40} {'design':<10} {'fail@1':>15} {'fail@edge':>15} {'pass@edge':>15} {'pass@1':>6} "
               f"{'fail+10%':>8} {'fail+20%':>8} {'rounds@1':>8} {'rounds+10%':>10}", markup=False, soft_wrap=True)
     for r in ab_rows:
-        out.print(f"{_spread(r):<40} {r['spending']:<6} "
+        design = f"{r['min_rounds']}-{r['max_rounds']} {r['spending']}"
+        out.print(f"{_spread(r):<40} {design:<10} "
                   f"{_pct(r['fail A/A (ratio 1)'], True):>15} {_pct(r['fail band edge (1+m)'], True):>15} "
                   f"{_pct(r['pass band edge (1+m)'], True):>15} {_pct(r['pass A/A (ratio 1)']):>6} {_pct(r['fail +10%']):>8} {_pct(r['fail +20%']):>8} "
                   f"{r['mean rounds A/A (ratio 1)']:>8.2f} {r['mean rounds +10%']:>10.2f}", markup=False, soft_wrap=True)
-    out_dir = paths.results_dir(results) / "benchmarks" / bench_id
-    out_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out_dir / "simulation.json", json.dumps(
-        {"schema_version": 1, "bench_id": bench_id, "trials": trials, "seed": seed, "margin": cfg.threshold,
-         "alpha": cfg.alpha, "run_model": model.__dict__, "gate": rows, "ab": ab_rows}, indent=2, default=str))
+    atomic_write_text(out_dir / "simulation.json", json.dumps({**saved, "ab": ab_rows}, indent=2, default=str))
     out.print(f"saved: {out_dir}/simulation.json", markup=False, soft_wrap=True)
