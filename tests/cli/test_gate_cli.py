@@ -6,6 +6,7 @@ import socket
 from pathlib import Path
 
 import numpy as np
+import pytest
 from conftest import run_cli
 
 from harness.store import RunWriter
@@ -145,3 +146,22 @@ def test_evidence_redacts_home_and_host(lbench_env, tmp_path):
     assert list(out.glob("*.png"))
     assert run_cli("evidence", run, "-o", str(out), "--no-redact", env=lbench_env).returncode == 0
     assert "build-mac-07.example.lan" in (out / "evidence.md").read_text()
+
+
+def test_ab_refuses_a_first_look_before_two_runs_and_an_unknown_spending(lbench_env):
+    r = run_cli("ab", "-m", "tiny-q8", "--min-rounds", "1", env=lbench_env)
+    assert r.returncode == 2 and "--min-rounds" in r.stderr and "two runs per side" in flat(r.stderr)
+    r = run_cli("ab", "-m", "tiny-q8", "--spending", "bonferroni", env=lbench_env)
+    assert r.returncode == 2 and "--spending must be one of obf, pocock" in r.stderr
+
+
+@pytest.mark.engine
+def test_ab_on_the_real_engine_ends_with_a_b_over_a_verdict(engine_env):
+    """Two rounds on real llama-server runs (tiny-q8): the looks, the gating group's B/A and every run id."""
+    r = run_cli("ab", "-m", "tiny-q8", "--pauses", "0", "--reps", "5", "--min-rounds", "2", "--max-rounds", "2",
+                env=engine_env)
+    assert r.returncode in (0, 1, 3), r.stderr[-2000:]
+    assert "look after round 2:" in r.stdout and "obf spending" in r.stdout
+    text = flat(r.stderr)
+    assert re.search(r"ab: (pass|fail|inconclusive) after 2 rounds \(.*warm · latency_ms: B/A [\d.]+ \[", text), text
+    assert text.count("-idle-") >= 4  # every run id of both sides
