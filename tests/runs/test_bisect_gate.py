@@ -35,12 +35,12 @@ def world(first_slow_build: int, inconclusive: set[int] = frozenset()):
     return execute, judge, seen
 
 
-def test_reference_is_measured_once_and_not_judged():
+def test_reference_is_measured_three_times_and_not_judged():
     execute, judge, seen = world(first_slow_build=5)
     outcome = GateBisectOutcome(lambda b: b, GateConfig(), looks_per_build=3, reporter=Quiet(),
                                 execute=execute, judge=judge)
     assert outcome(1) == NOT_SLOWER
-    assert outcome.reference_build == 1 and outcome.statuses[1] == ["reference"]
+    assert outcome.reference_build == 1 and outcome.statuses[1] == ["reference"] and len(outcome.runs[1]) == 3
     assert seen == []  # nothing to judge against yet
     assert outcome(7) == SLOWER
     assert outcome(3) == NOT_SLOWER
@@ -99,7 +99,8 @@ def test_real_engine_both_ends_on_one_binary(engine_env, engine_binary):
     result = bisect_builds([1, 2], outcome, retries=0)
     assert result.start_outcome == NOT_SLOWER
     assert outcome.statuses[2][0] in ("pass", "fail", "inconclusive", "refuse")
+    assert len(outcome.runs[1]) == outcome.reference_runs == 3 and len(outcome.runs[2]) == 1
     for build in (1, 2):
-        (run_id,) = outcome.runs[build]
-        assert (Path(engine_env["LBENCH_RESULTS_DIR"]) / run_id / "manifest.json").is_file()
+        for run_id in outcome.runs[build]:
+            assert (Path(engine_env["LBENCH_RESULTS_DIR"]) / run_id / "manifest.json").is_file()
     assert result.message  # "no change: both ends ..." or "an end of the range is undecided ..."
