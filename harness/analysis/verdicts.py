@@ -329,6 +329,7 @@ class Verdict(GroupRow):
     runs_needed: int | None = None  # runs per side to detect `target` with 90% power at sd_run
     target: float = TARGET
     rule: str = "margin"
+    confidence: float = 1 - ALPHA  # of ratio_ci (ab's looks use their own level)
 
     # compatibility with older consumers (report/compare.py) that read these fields
     @property
@@ -401,7 +402,7 @@ def _raw_verdict(g: GroupData, cfg: VerdictConfig) -> Verdict:
     nan2 = (math.nan, math.nan)
     base = dict(model=g.model, setting=g.setting, regime=g.regime, metric=g.metric, primary=role == "gating",
                 n_runs_a=int(ya.size), n_runs_b=int(yb.size), n_a=n_a, n_b=n_b, median_a=ca, median_b=cb,
-                ratio=ratio, margin=m, role=role, target=cfg.target, rule=cfg.slower_rule)
+                ratio=ratio, margin=m, role=role, target=cfg.target, rule=cfg.slower_rule, confidence=1 - cfg.alpha)
     if n_a < cfg.min_samples or n_b < cfg.min_samples:
         return Verdict(**base, ratio_ci=nan2, p_slower=math.nan, p_faster=math.nan, p_adjusted=math.nan,
                        detectable=math.nan, verdict="refused", unit="refused",

@@ -115,7 +115,9 @@ def print_verdicts(verdicts, info: dict, ra: list[Run], rb: list[Run]) -> None:
     voting = sorted({v.metric for v in verdicts if v.primary})
     units = sorted({v.unit for v in verdicts if v.verdict != "refused"})  # a refused group has no interval
     gate_on = info.get("gate_on")
-    print_wrapped(out, f"Ratio B/A of the runs' p50s (B/A < 1: B faster) with its 95% interval; equivalence band "
+    levels = sorted({f"{getattr(v, 'confidence', 0.95):.3g}" for v in verdicts})
+    level = f"{float(levels[0]):.1%}".replace(".0%", "%") if len(levels) == 1 else "95%"
+    print_wrapped(out, f"Ratio B/A of the runs' p50s (B/A < 1: B faster) with its {level} interval; equivalence band "
                        f"{band}; {', '.join(voting) or 'no metric'} votes" + (f" on {gate_on}" if gate_on else "")
                        + "; other groups and metrics are reported, not voting.")
     if len(units) == 1:
