@@ -74,16 +74,17 @@ def gate_plan(
         spread = (f"sd {p.sd_run:.3g}" + (f" [{p.sd_ci[0]:.3g}, {p.sd_ci[1]:.3g}] from {p.runs} runs"
                                             if p.runs else ""))
         print_wrapped(out, f"{p.group}: between-run {spread}.")
-        print_wrapped(out, f"  runs per side, slower rule margin (default): {_n(p.runs_margin)}"
-                           + (f" (at the sd's upper bound: {_n(p.runs_margin_upper)})" if p.runs else ""))
-        print_wrapped(out, f"  runs per side, slower rule zero: {_n(p.runs_zero)}"
-                           + (f" (at the upper bound: {_n(p.runs_zero_upper)})" if p.runs else ""))
+        indent = {"first": "  ", "rest": "    "}
+        print_wrapped(out, f"runs per side, slower rule margin (default): {_n(p.runs_margin)}"
+                           + (f" (at the sd's upper bound: {_n(p.runs_margin_upper)})" if p.runs else ""), **indent)
+        print_wrapped(out, f"runs per side, slower rule zero: {_n(p.runs_zero)}"
+                           + (f" (at the upper bound: {_n(p.runs_zero_upper)})" if p.runs else ""), **indent)
         if p.runs:
-            print_wrapped(out, f"  with these {p.runs} runs as --history: {_n(p.runs_margin_with_history)} new runs "
-                               "per side (rule margin)")
-        if math.isfinite(minutes) and p.runs_margin is not None:
-            print_wrapped(out, f"  one run took {minutes:.1f} min here: {2 * p.runs_margin * minutes:.0f} min per "
-                               f"decision at the margin rule's design")
+            print_wrapped(out, f"with these {p.runs} runs as --history: {_n(p.runs_margin_with_history)} new runs "
+                               "per side (rule margin)", **indent)
+        if math.isfinite(minutes) and p.runs_margin is not None and p.runs_margin <= 1000:
+            print_wrapped(out, f"one run took {minutes:.1f} min here: {2 * p.runs_margin * minutes:.0f} min per "
+                               "decision at the margin rule's design", **indent)
     if json_path:
         from harness.analysis.gate import _finite
 
