@@ -407,7 +407,8 @@ def _raw_verdict(g: GroupData, cfg: VerdictConfig) -> Verdict:
         return Verdict(**base, ratio_ci=nan2, p_slower=math.nan, p_faster=math.nan, p_adjusted=math.nan,
                        detectable=math.nan, verdict="refused", unit="refused",
                        note="; ".join(x for x in (f"need {cfg.min_samples} samples per side", g.note) if x))
-    hist = history_variance([run_levels(g.history_runs)[0]]) if g.history_runs else (math.nan, 0.0)
+    yh = run_levels(g.history_runs)[0] if g.history_runs else np.array([])
+    hist = history_variance([yh]) if yh.size else (math.nan, 0.0)
     s = spread(ya, yb, hist)
     lm = math.log1p(m)
     bound = lm if cfg.slower_rule == "margin" else 0.0
@@ -425,11 +426,29 @@ def _raw_verdict(g: GroupData, cfg: VerdictConfig) -> Verdict:
         p_slow = float(stats.t.sf((s.diff - bound) / s.se, s.df))
         p_fast = float(stats.t.cdf((s.diff + bound) / s.se, s.df))
         v = _classify(lo, hi, lm, bound)
+    drift = history_drift(yh, ya)
+    if drift:
+        notes.append(drift)
     if min(ya.size, yb.size) == 2 and not hist[1]:
         notes.append("2 runs on a side: the interval is wide (few df)")
     return Verdict(**base, ratio_ci=(_exp(lo), _exp(hi)), p_slower=p_slow, p_faster=p_fast,
                    p_adjusted=min(p_slow, p_fast), detectable=math.nan, verdict=v, unit=s.method,
                    note="; ".join(notes), sd_run=float(s.sd_run), df=float(s.df), se_log=float(s.se))
+
+
+def history_drift(yh: np.ndarray, ya: np.ndarray, alpha: float = 0.01) -> str:
+    """A note when the baseline's level has moved away from its history's (Welch, two-sided at
+    ``alpha``): only the history's spread is used, but a moved level says the machine changed."""
+    if yh.size < 2 or ya.size < 1:
+        return ""
+    s = spread(yh, ya)
+    if not math.isfinite(s.se) or s.se == 0:
+        return ""
+    p = 2 * float(stats.t.sf(abs(s.diff) / s.se, s.df))
+    if p >= alpha:
+        return ""
+    return (f"the baseline's level differs from its history's by a factor {factor(math.exp(s.diff))} "
+            f"(p={p:.2g}): the machine or build drifted; the history's spread is still used")
 
 
 def _exp(x: float) -> float:

@@ -61,7 +61,10 @@ def test_one_run_per_side_is_never_decided_and_says_what_would_decide_it():
     # earlier baseline runs (a history) give the between-run variance: then one run per side decides
     hist = _runs(rng, 6, 50, run_sd=0.01, sd=0.01)
     (v,) = decide_groups([GroupData("m", "s", "warm", "latency_ms", a, b, history_runs=hist)], VerdictConfig())
-    assert v.verdict == "slower" and "history" in v.unit and v.df == 5
+    assert v.verdict == "slower" and "history" in v.unit and v.df == 5 and "drifted" not in v.note
+    moved = [x * 1.5 for x in hist]  # the history ran 1.5x slower than today's baseline: said, spread still used
+    (d,) = decide_groups([GroupData("m", "s", "warm", "latency_ms", a, b, history_runs=moved)], VerdictConfig())
+    assert d.verdict == "slower" and "drifted" in d.note
 
 
 def test_welch_and_pooled_spread_known_answers():
