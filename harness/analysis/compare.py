@@ -165,32 +165,59 @@ def _compare_swap_runs(baseline: list[Run], candidate: list[Run], *, alpha: floa
     return results, {"kind": "swap"}
 
 
-# --------------------------------------------------------------------------- run-as-unit verdicts (issue #10)
+# --------------------------------------------------------------------------- run-as-unit verdicts (issue #10, #22)
 
 def _per_run(frames: list[pd.DataFrame], sel, metric: str) -> list[np.ndarray]:
     return [f.loc[sel(f), metric].to_numpy(dtype=float) for f in frames if metric in f]
 
 
-def judge_runs(baseline: list[Run], candidate: list[Run], cfg=None, *, metrics: tuple[str, ...] | None = None):
-    """Verdicts per group with each run as a unit (harness.analysis.verdicts); regimes fitted on both sides.
+def _per_run_strata(frames: list[pd.DataFrame], sel, metric: str, pauses: list[float]) -> list[list[np.ndarray]]:
+    """Per run, one array per pause: the run's level is the mean of its per-pause log medians."""
+    return [[f.loc[sel(f) & (f["pause_requested_s"] == p), metric].to_numpy(dtype=float) for p in pauses]
+            for f in frames if metric in f]
 
-    Idle groups: (model, setting, regime) with regimes from A's shape fit, plus one group per pause,
-    plus, for a new or earlier wake step in B, the pauses where B is newly woken.  Swap groups:
-    warm / cold.  Returns (verdicts, info) where info holds both sides' shape fits and step changes.
+
+def _gates_regime(gate_on, regime: str) -> bool:
+    return (gate_on is None or gate_on == "warm") and regime == "warm" or gate_on == "regimes"
+
+
+def judge_runs(baseline: list[Run], candidate: list[Run], cfg=None, *, metrics: tuple[str, ...] | None = None,
+               gate_on=None, history: list[Run] | None = None):
+    """Verdicts per group with each run as a unit (harness.analysis.verdicts).  See build_groups."""
+    from harness.analysis.verdicts import VerdictConfig, decide_groups
+
+    groups, info = build_groups(baseline, candidate, metrics=metrics, gate_on=gate_on, history=history)
+    return decide_groups(groups, cfg or VerdictConfig()), info
+
+
+def build_groups(baseline: list[Run], candidate: list[Run], *, metrics: tuple[str, ...] | None = None,
+                 gate_on=None, history: list[Run] | None = None):
+    """The groups of a comparison and which of them vote (the pre-registered gating family).
+
+    Idle: per (model, setting), regimes from A's shape fit (warm, woken, cold: disjoint sets of
+    pauses), each regime's run level pooled over its pauses (mean of per-pause log medians); one
+    group per pause; for a new or earlier wake step in B, the pauses where B is newly woken.
+    Which groups vote (``gate_on``, from harness.analysis.gate_config.parse_gate_on): ``None`` /
+    ``"warm"``: the warm regime only (default); ``"regimes"``: every regime of A (disjoint); a tuple of
+    pauses: those pause groups (disjoint).  Everything else is reported, not voting, and the new-step
+    group never votes: it is chosen after looking at B.  Swap: warm / cold (disjoint), both vote.
+    ``history``: earlier runs of the baseline; each group's between-run variance is pooled from them.
+    Returns (groups, info) where info holds both sides' shape fits and step changes.
     """
     from harness.analysis.regimes import shape_all, step_changes
-    from harness.analysis.verdicts import GroupData, VerdictConfig, decide_groups
+    from harness.analysis.verdicts import GroupData
 
-    cfg = cfg or VerdictConfig()
+    history = list(history or [])
     groups: list[GroupData] = []
-    if compare_family(baseline + candidate) == SWAP_FAMILY:
+    if compare_family(baseline + candidate + history) == SWAP_FAMILY:
         fa = [analysis_table(r, "requests") for r in baseline]
         fb = [analysis_table(r, "requests") for r in candidate]
+        fh = [analysis_table(r, "requests") for r in history]
         if all(f.empty for f in fa) or all(f.empty for f in fb):
             raise BadInput("a side has no requests")
         label = ",".join(sorted({str(m) for f in fa if "model" in f for m in f["model"].unique()}))
         # both sides must group alike: served_as only when every run of both sides has it
-        names = {compare_classes(f)[1] for f in fa + fb if not f.empty}
+        names = {compare_classes(f)[1] for f in fa + fb + fh if not f.empty}
         by_served = names == {("served resident", "waited for a load")}
         classes = ("served resident", "waited for a load") if by_served else ("warm", "cold")
         for cls, first in ((classes[0], True), (classes[1], False)):
@@ -198,10 +225,12 @@ def judge_runs(baseline: list[Run], candidate: list[Run], cfg=None, *, metrics: 
                 mask = compare_classes(f)[0] if by_served else warm_mask(f)
                 return f["error"].isna() & (mask == first)
             groups.append(GroupData(label, "router", cls, "latency_ms", _per_run(fa, sel, "latency_ms"),
-                                    _per_run(fb, sel, "latency_ms")))
-        return decide_groups(groups, cfg), {"kind": "swap", "shapes_a": {}, "shapes_b": {}, "step_changes": []}
+                                    _per_run(fb, sel, "latency_ms"),
+                                    history_runs=_per_run([f for f in fh if not f.empty], sel, "latency_ms")))
+        return groups, {"kind": "swap", "shapes_a": {}, "shapes_b": {}, "step_changes": [], "gate_on": "swap classes"}
     fa = [measured(r.table("samples")) for r in baseline]
     fb = [measured(r.table("samples")) for r in candidate]
+    fh = [f for f in (measured(r.table("samples")) for r in history) if not f.empty]
     if all(f.empty for f in fa) or all(f.empty for f in fb):
         raise BadInput("a side has no measured samples", where="baseline" if all(f.empty for f in fa) else "candidate")
     fa, fb = [f for f in fa if not f.empty], [f for f in fb if not f.empty]
@@ -216,9 +245,10 @@ def judge_runs(baseline: list[Run], candidate: list[Run], cfg=None, *, metrics: 
     shapes_a, shapes_b = shape_all(pool_a), shape_all(pool_b)
     changes = step_changes(shapes_a, shapes_b)
     thresholds = {k: (s.first_woken_s if s.has_step else None) for k, s in shapes_a.items()}
-    for f in fa + fb:
+    for f in fa + fb + fh:
         f["regime"] = classify(f, thresholds)
     metrics = metrics or IDLE_METRICS
+    pause_gates = tuple(gate_on) if isinstance(gate_on, (tuple, list)) else ()
     cells = sorted(set(zip(pool_a["model"], pool_a["setting"])) | set(zip(pool_b["model"], pool_b["setting"])))
     for model, setting in cells:
         def cell(f, model=model, setting=setting):
@@ -229,13 +259,20 @@ def judge_runs(baseline: list[Run], candidate: list[Run], cfg=None, *, metrics: 
             for regime in regimes:
                 def sel(f, regime=regime):
                     return cell(f) & (f["regime"] == regime)
-                groups.append(GroupData(model, setting, regime, metric, _per_run(fa, sel, metric),
-                                        _per_run(fb, sel, metric)))
+                # pauses every run of both sides has in this regime: the pooled level compares like with like
+                held = [set(f.loc[sel(f), "pause_requested_s"].unique()) for f in fa + fb]
+                common = sorted(set.intersection(*held)) if held else []
+                groups.append(GroupData(model, setting, regime, metric,
+                                        _per_run_strata(fa, sel, metric, common), _per_run_strata(fb, sel, metric, common),
+                                        gates=_gates_regime(gate_on, regime) and not pause_gates,
+                                        history_runs=_per_run_strata(fh, sel, metric, common)))
             for pause in pauses:
                 def sel(f, pause=pause):
                     return cell(f) & (f["pause_requested_s"] == pause)
                 groups.append(GroupData(model, setting, f"pause={pause:g}s", metric, _per_run(fa, sel, metric),
-                                        _per_run(fb, sel, metric)))
+                                        _per_run(fb, sel, metric),
+                                        gates=any(math.isclose(pause, p) for p in pause_gates),
+                                        history_runs=_per_run(fh, sel, metric)))
             for ch in changes:
                 if (ch["model"], ch["setting"]) != (model, setting) or ch["change"] == "later":
                     continue
@@ -246,7 +283,23 @@ def judge_runs(baseline: list[Run], candidate: list[Run], cfg=None, *, metrics: 
                     return cell(f) & (p >= lo) & (p < hi if hi is not None else True)
                 label = f"new step pauses>={lo:g}s" + (f",<{hi:g}s" if hi is not None else "")
                 groups.append(GroupData(model, setting, label, metric, _per_run(fa, sel, metric),
-                                        _per_run(fb, sel, metric)))
+                                        _per_run(fb, sel, metric), gates=False,
+                                        history_runs=_per_run(fh, sel, metric),
+                                        note="chosen after looking at B, so it does not vote; to gate on these "
+                                             "pauses name them with --gate-on"))
+    if pause_gates:
+        known = {float(p) for f in fa for p in f["pause_requested_s"].unique()}
+        missing = [p for p in pause_gates if not any(math.isclose(p, k) for k in known)]
+        if missing:
+            raise BadInput(f"--gate-on names pauses the baseline does not have: {', '.join(f'{p:g}' for p in missing)}",
+                           where="--gate-on", hint=f"the baseline's pauses: {', '.join(f'{p:g}' for p in sorted(known))}")
     info = {"kind": "idle", "shapes_a": {f"{m} · {s}": v for (m, s), v in shapes_a.items()},
-            "shapes_b": {f"{m} · {s}": v for (m, s), v in shapes_b.items()}, "step_changes": changes}
-    return decide_groups(groups, cfg), info
+            "shapes_b": {f"{m} · {s}": v for (m, s), v in shapes_b.items()}, "step_changes": changes,
+            "gate_on": gate_label(gate_on)}
+    return groups, info
+
+
+def gate_label(gate_on) -> str:
+    if isinstance(gate_on, (tuple, list)):
+        return "pauses " + ", ".join(f"{p:g}" for p in gate_on) + " s"
+    return "every regime of A" if gate_on == "regimes" else "the warm regime, pauses pooled"

@@ -1,7 +1,7 @@
 """The regression gate over run-as-unit verdicts (harness.analysis.verdicts, docs/statistics.md).
 
 Exit codes: 0 pass (every gating group ``no change`` or ``faster``), 1 regression (a gating group
-``slower`` after Holm, which covers a new or earlier wake step in the candidate), 2 bad input or a
+``slower`` after Holm; the gating groups are pre-registered, harness.analysis.compare), 2 bad input or a
 gating group refused for too few samples (a regression elsewhere still wins: exit 1, and it is
 reported), 3 inconclusive (some gating group's interval straddles the band; ``--inconclusive-ok``
 maps it to 0).  ``threshold`` is the equivalence margin m (default 5%): band [1/(1+m), 1+m].
@@ -36,7 +36,8 @@ def load_config(path: Path | None, **overrides) -> GateConfig:
         g = data.get("gate", {})
         cfg = GateConfig(float(g.get("alpha", cfg.alpha)), int(g.get("min_n", cfg.min_n)),
                          float(g.get("threshold", cfg.threshold)),
-                         {k: float(v) for k, v in data.get("thresholds", {}).items()})
+                         {k: float(v) for k, v in data.get("thresholds", {}).items()},
+                         str(g.get("slower_rule", cfg.slower_rule)), float(g.get("target", cfg.target)))
     for k, v in overrides.items():
         if v is not None:
             setattr(cfg, k, v)
@@ -44,6 +45,10 @@ def load_config(path: Path | None, **overrides) -> GateConfig:
         raise BadInput(f"alpha must be between 0 and 1, got {cfg.alpha}", where="--alpha")
     if cfg.threshold < 0 or any(t < 0 for t in cfg.per_metric.values()):
         raise BadInput("thresholds must be >= 0", where=str(path or "--threshold"))
+    if cfg.slower_rule not in ("margin", "zero"):
+        raise BadInput(f"slower_rule must be 'margin' or 'zero', got {cfg.slower_rule!r}", where="--slower-rule")
+    if not 0 < cfg.target:
+        raise BadInput(f"the target slowdown must be > 0, got {cfg.target}", where="--target")
     if cfg.min_n < 2:
         raise BadInput(f"min_n must be >= 2, got {cfg.min_n}", where="--min-n")
     return cfg
@@ -73,7 +78,7 @@ def verdict_config(cfg: GateConfig, primary: str = "latency_ms"):
     from harness.analysis.verdicts import VerdictConfig
 
     return VerdictConfig(margin=cfg.threshold, alpha=cfg.alpha, min_samples=cfg.min_n, primary=primary,
-                         per_metric=dict(cfg.per_metric))
+                         per_metric=dict(cfg.per_metric), slower_rule=cfg.slower_rule, target=cfg.target)
 
 
 def _gates(r) -> bool:
@@ -94,6 +99,38 @@ def _fmt(x: float, spec: str = ".2f") -> str:
     return "–" if x != x else format(x, spec)
 
 
+def _role(r) -> str:
+    return getattr(r, "role", "gating" if _gates(r) else "secondary metric")
+
+
+def _ratio_cell(r) -> str:
+    from harness.analysis.verdicts import factor
+
+    lo, hi = r.ratio_ci
+    if r.ratio != r.ratio:
+        return "–"
+    ci = f" [{factor(lo)}, {factor(hi)}]" if lo == lo and hi == hi and abs(lo) != float("inf") \
+        and abs(hi) != float("inf") else " [no interval]"
+    return factor(r.ratio) + ci
+
+
+def _detects_cell(r) -> str:
+    from harness.analysis.verdicts import DETECTABLE_CAP
+
+    d = getattr(r, "detectable", float("nan"))
+    if d != d and r.verdict == "refused":
+        return "–"
+    return "not detectable with this data" if not d == d or d > DETECTABLE_CAP else f"+{d:.0%}"
+
+
+def next_steps(outcome: GateOutcome) -> list[str]:
+    """For an inconclusive gate: what would decide each undecided gating group (the runs needed)."""
+    from harness.analysis.verdict_labels import group_label
+    from harness.analysis.verdicts import runs_needed_words
+
+    return [f"{group_label(r)}: {runs_needed_words(r)}" for r in outcome.inconclusive if hasattr(r, "runs_needed")]
+
+
 def markdown(outcome: GateOutcome, baseline: str, candidate: str) -> str:
     from harness.analysis.verdict_labels import group_label
     from harness.analysis.verdicts import quantity
@@ -102,47 +139,83 @@ def markdown(outcome: GateOutcome, baseline: str, candidate: str) -> str:
             "inconclusive": "❔ inconclusive"}[outcome.status]
     lines = [f"## lbench gate: {icon}", "",
              f"baseline `{baseline}` vs candidate `{candidate}` · equivalence margin ±{outcome.config.threshold:.0%} "
-             f"(per metric: {outcome.config.per_metric or 'none'}) · alpha {outcome.config.alpha}", ""]
+             f"(per metric: {outcome.config.per_metric or 'none'}) · alpha {outcome.config.alpha} · "
+             f"slower rule: {outcome.config.slower_rule} · B/A below 1 is faster", ""]
+    if outcome.status == "inconclusive":
+        lines += ["**Next step** (inconclusive" + (", passed by --inconclusive-ok: not evidence of no slowdown"
+                                                   if outcome.inconclusive_ok else "") + "):", ""]
+        lines += [f"- {x}" for x in next_steps(outcome)]
+        lines += ["", "Rerun with that many runs per side (`lbench ab --max-rounds N`, or more `--baseline` / "
+                      "`--candidate` runs, or `--history` runs of the baseline); `lbench gate-plan` sizes the design "
+                      "from earlier runs.", ""]
     if outcome.missing:
         lines += ["Too few samples (need at least "
                   f"{outcome.config.min_n} per side): " + "; ".join(f"{group_label(r)} (n={r.n_a}/{r.n_b})"
                                                                      for r in outcome.missing), ""]
-    lines += ["| group | runs base/cand | n base/cand | centre base | centre cand | ratio [95% CI] | "
+    lines += ["| group | votes | runs base/cand | n base/cand | centre base | centre cand | B/A [95% CI] | "
               "detects ≥ | p (Holm) | verdict |",
-              "|---|---|---|---|---|---|---|---|---|"]
+              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in outcome.results:
-        flag = " **FAIL**" if r in outcome.failures else "" if _gates(r) else " (secondary)"
-        lines.append(f"| {group_label(r)} | {getattr(r, 'n_runs_a', 1)}/{getattr(r, 'n_runs_b', 1)} | {r.n_a}/{r.n_b} | "
-                     f"{quantity(r.median_a, r.metric)} | {quantity(r.median_b, r.metric)} | "
-                     f"{_fmt(r.ratio, '.3f')} [{_fmt(r.ratio_ci[0], '.3f')}, {_fmt(r.ratio_ci[1], '.3f')}] | "
-                     f"{_fmt(getattr(r, 'detectable', float('nan')), '.0%')} | {_fmt(r.p_value, '.3g')} | "
-                     f"{r.verdict}{flag} |")
+        flag = " **FAIL**" if r in outcome.failures else ""
+        role = _role(r)
+        votes = "yes" if role == "gating" else f"no ({role})"
+        lines.append(f"| {group_label(r)} | {votes} | {getattr(r, 'n_runs_a', 1)}/{getattr(r, 'n_runs_b', 1)} | "
+                     f"{r.n_a}/{r.n_b} | {quantity(r.median_a, r.metric)} | {quantity(r.median_b, r.metric)} | "
+                     f"{_ratio_cell(r)} | {_detects_cell(r)} | {_fmt(r.p_value, '.3g')} | {r.verdict}{flag} |")
     return "\n".join(lines) + "\n"
 
 
 def junit(outcome: GateOutcome) -> str:
-    suite = ET.Element("testsuite", name="lbench-gate", tests=str(len(outcome.results)),
-                       failures=str(len(outcome.failures)), skipped=str(len(outcome.missing)))
+    """One testcase per group; the suite's counts are counted from the testcases written.  A group
+    that does not vote (reported group or secondary metric) is a skipped testcase saying so."""
+    from harness.analysis.verdicts import ratio_words, runs_needed_words
+
+    suite = ET.Element("testsuite", name="lbench-gate")
+    failures = skipped = 0
     for r in outcome.results:
-        case = ET.SubElement(suite, "testcase", classname=f"lbench.{r.model}.{r.setting}", name=f"{r.regime}.{r.metric}")
+        role = _role(r)
+        name = f"{r.regime}.{r.metric}" + ("" if role == "gating" else f" ({role}, does not vote)")
+        case = ET.SubElement(suite, "testcase", classname=f"lbench.{r.model}.{r.setting}", name=name)
+        words = ratio_words(r.ratio, *r.ratio_ci)
         if r in outcome.failures:
-            f = ET.SubElement(case, "failure", message=f"slower: ratio {r.ratio:.3f} "
-                                                       f"[{r.ratio_ci[0]:.3f}, {r.ratio_ci[1]:.3f}], p={r.p_value:.3g}")
-            f.text = json.dumps(r.as_dict())
+            failures += 1
+            f = ET.SubElement(case, "failure", message=f"slower: {words}, Holm p={r.p_value:.3g}")
+            f.text = json.dumps(_finite(r.as_dict()))
+        elif role != "gating":
+            skipped += 1
+            ET.SubElement(case, "skipped", message=f"{role}, does not vote: {r.verdict}: {words}")
         elif r in outcome.missing:
+            skipped += 1
             ET.SubElement(case, "skipped", message=f"not enough data: n={r.n_a}/{r.n_b}")
         elif r in outcome.inconclusive:
-            ET.SubElement(case, "skipped", message=f"inconclusive: ratio {r.ratio:.3f} "
-                                                   f"[{r.ratio_ci[0]:.3f}, {r.ratio_ci[1]:.3f}]")
+            skipped += 1
+            ET.SubElement(case, "skipped", message=f"inconclusive: {words}; {runs_needed_words(r)}"
+                          if hasattr(r, "runs_needed") else f"inconclusive: {words}")
+    suite.set("tests", str(len(outcome.results)))
+    suite.set("failures", str(failures))
+    suite.set("skipped", str(skipped))
+    suite.set("errors", "0")
     return ET.tostring(ET.ElementTree(suite).getroot(), encoding="unicode", xml_declaration=True)
 
 
+def _finite(value):
+    """JSON-safe: NaN and infinities become null (strict parsers reject them)."""
+    if isinstance(value, float):
+        return value if value == value and abs(value) != float("inf") else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
 def verdict_json(outcome: GateOutcome, baseline: list[str], candidate: list[str], info: dict) -> str:
-    return json.dumps({
+    return json.dumps(_finite({
         "status": outcome.status, "exit_code": outcome.exit_code, "baseline": baseline, "candidate": candidate,
         "config": {"alpha": outcome.config.alpha, "min_n": outcome.config.min_n,
-                   "threshold": outcome.config.threshold, "per_metric": outcome.config.per_metric},
+                   "threshold": outcome.config.threshold, "per_metric": outcome.config.per_metric,
+                   "slower_rule": outcome.config.slower_rule, "target": outcome.config.target},
         "failures": [r.key() for r in outcome.failures], "missing": [r.key() for r in outcome.missing],
-        "inconclusive": [r.key() for r in outcome.inconclusive],
+        "inconclusive": [r.key() for r in outcome.inconclusive], "next_steps": next_steps(outcome),
         "groups": [r.as_dict() for r in outcome.results], "info": info,
-    }, indent=2, default=str)
+    }), indent=2, default=str)

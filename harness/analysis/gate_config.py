@@ -11,6 +11,30 @@ class GateConfig:
     min_n: int = 5
     threshold: float = 0.05  # equivalence margin
     per_metric: dict[str, float] = field(default_factory=dict)
+    slower_rule: str = "margin"  # margin: the interval above 1+m; zero: above 1 (docs/statistics.md)
+    target: float = 0.10  # the slowdown "runs needed" is sized for
 
     def threshold_for(self, metric: str) -> float:
         return self.per_metric.get(metric, self.threshold)
+
+
+GATE_ON_HELP = ("Which groups vote: 'warm' (A's warm regime, its pauses pooled), 'regimes' (each regime of A) "
+                "or pauses, e.g. '0,1.5'. The rest are reported, not voting.")
+
+
+def parse_gate_on(text: str | None):
+    """``None``/``warm`` -> ``"warm"``, ``regimes`` -> ``"regimes"``, ``0,1.5`` -> ``(0.0, 1.5)``."""
+    from harness.errors import BadInput
+
+    if text is None or text.strip() in ("", "warm"):
+        return "warm"
+    if text.strip() == "regimes":
+        return "regimes"
+    try:
+        pauses = tuple(sorted({float(x) for x in text.split(",") if x.strip()}))
+    except ValueError:
+        raise BadInput(f"--gate-on must be 'warm', 'regimes' or pauses in seconds, got {text!r}",
+                       where="--gate-on", hint="e.g. --gate-on 0,1.5") from None
+    if not pauses or any(p < 0 for p in pauses):
+        raise BadInput(f"--gate-on pauses must be >= 0 seconds, got {text!r}", where="--gate-on")
+    return pauses

@@ -13,7 +13,8 @@ import sys
 
 import typer
 
-from harness.cli import ab, baseline, bisect, compare, engine, evidence, gate, gate_bench, idle, model, repro, runs, swap
+from harness.cli import (ab, baseline, bisect, compare, engine, evidence, gate, gate_bench, gate_plan, idle, model, repro,
+                        runs, swap)
 from harness.cli.ui import print_error
 from harness.cli.version import version_callback
 from harness.errors import LbenchError
@@ -51,6 +52,7 @@ app.command("gate")(gate.gate)
 app.add_typer(baseline.app, name="baseline")
 app.command("evidence")(evidence.evidence)
 app.command("gate-bench")(gate_bench.gate_bench)
+app.command("gate-plan")(gate_plan.gate_plan)
 app.command("ab")(ab.ab)
 app.command("runs")(runs.runs)
 

@@ -8,8 +8,8 @@ import typer
 
 from harness.analysis.gate_config import GateConfig
 from harness.cli.idle import build_spec
-from harness.cli.options import InconclusiveOk, Margin, ResultsDir, default, shown
-from harness.cli.ui import RichReporter, console, out
+from harness.cli.options import GateOn, InconclusiveOk, Margin, ResultsDir, SlowerRule, default, shown
+from harness.cli.ui import RichReporter, console, out, print_wrapped
 from harness.errors import BadInput
 from harness.spec import IdleSpec, parse_pauses
 
@@ -24,17 +24,24 @@ def ab(
                                                                                + shown("as --llama-server")),
     a_arg: list[str] = typer.Option(None, "--a-arg", metavar="ARG", help="Extra llama-server argument for A; repeat."),
     b_arg: list[str] = typer.Option(None, "--b-arg", metavar="ARG", help="Extra llama-server argument for B; repeat."),
-    min_rounds: int = typer.Option(3, "--min-rounds", help="Rounds before the first look."),
-    max_rounds: int = typer.Option(10, "--max-rounds", help="Round budget."),
+    min_rounds: int = typer.Option(3, "--min-rounds", help="Rounds before the first look (>= 2: the run-level t "
+                                                           "statistic needs two runs per side)."),
+    max_rounds: int = typer.Option(10, "--max-rounds", help="Round budget (the information fraction of a look "
+                                                            "is rounds / max rounds)."),
     margin: Margin = None,
-    alpha: float = typer.Option(None, "--alpha", help="Overall two-sided level, split over the looks. "
+    alpha: float = typer.Option(None, "--alpha", help="Overall two-sided level, spent over the looks. "
                                                       f"{shown(default(GateConfig, 'alpha'))}"),
+    spending: str = typer.Option("obf", "--spending", help="Alpha-spending function over the looks: 'obf' "
+                                                           "(Lan-DeMets O'Brien-Fleming-like) or 'pocock'."),
+    slower_rule: SlowerRule = None,
+    gate_on: GateOn = None,
     inconclusive_ok: InconclusiveOk = False,
     results: ResultsDir = None,
 ) -> None:
     """Run A and B in alternating rounds (ABBA order, a fresh server per run) until the gate's verdict
-    is decided or --max-rounds is spent; alpha is split evenly over the looks (Bonferroni), so the
-    stated error rates hold whatever the stopping round. Exit codes as for lbench gate.
+    is decided or --max-rounds is spent. From --min-rounds on it looks after every round at the level
+    an alpha-spending boundary gives that look (--spending), so the stated error rates hold whatever
+    the stopping round (simulated: lbench gate-bench --simulate). Exit codes as for lbench gate.
 
     \b
     Examples:
@@ -47,9 +54,18 @@ def ab(
     from harness.runs.ab import run_ab
     from harness.kinds import RunOptions, get_kind
 
-    if min_rounds < 1 or max_rounds < min_rounds:
-        raise BadInput("need 1 <= --min-rounds <= --max-rounds", where=f"{min_rounds} / {max_rounds}")
-    cfg = load_config(None, alpha=alpha, threshold=margin)
+    from harness.analysis.gate_config import parse_gate_on
+    from harness.analysis.sequential import SPENDING
+    from harness.analysis.verdicts import ratio_words
+    from harness.runs.ab import MIN_LOOK_ROUNDS
+
+    if min_rounds < MIN_LOOK_ROUNDS or max_rounds < min_rounds:
+        raise BadInput(f"need {MIN_LOOK_ROUNDS} <= --min-rounds <= --max-rounds", where=f"{min_rounds} / {max_rounds}",
+                       hint="the run-level statistic needs two runs per side before its first look")
+    if spending not in SPENDING:
+        raise BadInput(f"--spending must be one of {', '.join(SPENDING)}, got {spending!r}", where="--spending")
+    cfg = load_config(None, alpha=alpha, threshold=margin, slower_rule=slower_rule)
+    groups_on = parse_gate_on(gate_on)
     spec = build_spec(None, models=model or None, pauses_s=parse_pauses(pauses) if pauses else None, reps=reps)
     spec_a, spec_b = copy.deepcopy(spec), copy.deepcopy(spec)
     spec_a.server_args = list(spec.server_args) + list(a_arg or [])
@@ -57,14 +73,25 @@ def ab(
     with RichReporter() as rep:
         prep_a = get_kind("idle").prepare(spec_a, RunOptions(llama_server=a_server, results=results), rep)
         prep_b = get_kind("idle").prepare(spec_b, RunOptions(llama_server=b_server, results=results), rep)
-        res = run_ab(prep_a, prep_b, cfg, min_rounds=min_rounds, max_rounds=max_rounds, reporter=rep)
+        from harness.analysis.compare import judge_runs
+
+        def judge(a_runs, b_runs, vcfg):
+            return judge_runs(a_runs, b_runs, vcfg, gate_on=groups_on)
+        res = run_ab(prep_a, prep_b, cfg, min_rounds=min_rounds, max_rounds=max_rounds, reporter=rep, judge=judge,
+                     spending=spending)
     print_verdicts(res.verdicts, res.info, res.a_runs, res.b_runs)
     for look in res.looks:
-        out.print(f"look after round {look['round']}: {look['status']} (alpha per look {look['alpha_per_look']:.4g})",
-                  markup=False)
+        out.print(f"look after round {look['round']}: {look['status']} (two-sided level at this look "
+                  f"{look['alpha_per_look']:.3g}, {spending} spending)", markup=False)
     outcome = res.outcome
     outcome.inconclusive_ok = inconclusive_ok
-    console.print(f"ab: {outcome.status} after {len(res.a_runs)} rounds "
-                  f"(A: {' '.join(r.run_id for r in res.a_runs)}; B: {' '.join(r.run_id for r in res.b_runs)})",
+    from harness.cli.verdicts import group_name, next_step_lines
+
+    for line in next_step_lines(outcome) if outcome.status == "inconclusive" else []:
+        print_wrapped(console, "next step: " + line)
+    gating = [v for v in res.verdicts if v.primary]
+    why = "; ".join(f"{group_name(v)}: {ratio_words(v.ratio, *v.ratio_ci)}, {v.verdict}" for v in gating)
+    console.print(f"ab: {outcome.status} after {len(res.a_runs)} rounds" + (f" ({why})" if why else "")
+                  + f" (A: {' '.join(r.run_id for r in res.a_runs)}; B: {' '.join(r.run_id for r in res.b_runs)})",
                   markup=False, soft_wrap=True)
     raise typer.Exit(outcome.exit_code)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from harness.cli.options import Alpha, Margin, MinN, ResultsDir
+from harness.cli.options import Alpha, GateOn, History, Margin, MinN, ResultsDir, SlowerRule
 from harness.cli.ui import out
 from harness.cli.verdicts import print_verdicts, resolve_sides, warn_fingerprints
 from harness.errors import BadInput
@@ -18,6 +18,9 @@ def compare(
     margin: Margin = None,
     alpha: Alpha = None,
     min_n: MinN = None,
+    gate_on: GateOn = None,
+    slower_rule: SlowerRule = None,
+    history: History = None,
     baseline: list[str] = typer.Option(None, "--baseline", metavar="RUN", help="More baseline runs (pooled as runs)."),
     candidate: list[str] = typer.Option(None, "--candidate", metavar="RUN", help="More candidate runs (pooled as runs)."),
     results: ResultsDir = None,
@@ -26,7 +29,7 @@ def compare(
                                                                    "the --html page."),
 ) -> None:
     """Compare runs per (model, setting, regime or pause, metric): one sentence per group, hyperfine
-    style, with the ratio B/A, its 95% interval (two-level bootstrap, runs then samples), both p50s
+    style, with the ratio B/A, its 95% interval (a t interval on per-run log medians), both p50s
     with units, n per side, the smallest slowdown the data could detect, and a verdict against the
     equivalence band (slower / no change / faster / inconclusive / refused). 'latest' is the newest
     run of the other side's kind. --html adds the environment differences and log-scale plots.
@@ -43,10 +46,14 @@ def compare(
 
     if len(a) != 2:
         raise BadInput(f"compare takes two runs (A B), got {len(a)}", hint="pool more with --baseline/--candidate")
-    cfg = load_config(None, alpha=alpha, min_n=min_n, threshold=margin)
+    from harness.analysis.gate_config import parse_gate_on
+    from harness.cli.gate import resolve_history
+
+    cfg = load_config(None, alpha=alpha, min_n=min_n, threshold=margin, slower_rule=slower_rule)
+    groups_on = parse_gate_on(gate_on)
     ra, rb = resolve_sides([a[0], *(baseline or [])], [a[1], *(candidate or [])], results)
     warn_fingerprints(ra, rb)
-    res, info = judge_runs(ra, rb, verdict_config(cfg))
+    res, info = judge_runs(ra, rb, verdict_config(cfg), gate_on=groups_on, history=resolve_history(history, results))
     print_verdicts(res, info, ra, rb)
     if html:
         from harness.report.compare import write_compare_html

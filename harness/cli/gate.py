@@ -1,4 +1,4 @@
-"""``lbench gate``: the CI regression gate (its error rates are measured by ``lbench gate-bench``)."""
+"""``lbench gate``: the CI regression gate (its error rates: ``lbench gate-bench --simulate``)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import typer
 
-from harness.cli.options import Alpha, InconclusiveOk, Margin, MinN, ResultsDir
+from harness.cli.options import Alpha, GateOn, History, InconclusiveOk, Margin, MinN, ResultsDir, SlowerRule
 from harness.cli.ui import console, out, print_wrapped
-from harness.cli.verdicts import group_name, print_verdicts, resolve_sides, warn_fingerprints
+from harness.cli.verdicts import group_name, next_step_lines, print_verdicts, resolve_sides, warn_fingerprints
 
 
 def gate(
@@ -18,6 +18,9 @@ def gate(
     threshold: Margin = None,
     alpha: Alpha = None,
     min_n: MinN = None,
+    gate_on: GateOn = None,
+    slower_rule: SlowerRule = None,
+    history: History = None,
     inconclusive_ok: InconclusiveOk = False,
     config: Path = typer.Option(None, "--config", help="TOML with [gate] and per-metric [thresholds]."),
     junit_path: Path = typer.Option(None, "--junit", help="Write JUnit XML here."),
@@ -28,26 +31,34 @@ def gate(
     redact: bool = typer.Option(True, "--redact/--no-redact", help="Replace home paths, user and host names in "
                                                                    "the Markdown, JSON and JUnit written."),
 ) -> None:
-    """Regression gate for CI on latency_ms (the primary metric; others are reported, not voting).
+    """Regression gate for CI on latency_ms over one pre-registered group (A's warm regime, its
+    pauses pooled; --gate-on names others); other groups and metrics are reported, not voting.
 
-    Exit 0 pass (every gating group no change or faster), 1 regression (a group's interval lies above
-    the band after Holm correction, including a new or earlier wake step in the candidate), 2 bad
-    input or too few samples (a regression elsewhere still exits 1), 3 inconclusive (an interval
-    straddles the band; --inconclusive-ok maps it to 0). See docs/statistics.md.
+    The run is the unit: a t interval on per-run log medians. One run per side without --history
+    is inconclusive, never a pass or a fail. Exit 0 pass (every gating group no change or faster),
+    1 regression (a gating group slower after Holm), 2 bad input or too few samples (a regression
+    still exits 1), 3 inconclusive (the runs that would decide it are printed; --inconclusive-ok
+    maps it to 0, which passes most true slowdowns at small designs). See docs/statistics.md;
+    lbench gate-plan sizes the design first.
 
     \b
     Examples:
-      lbench gate --baseline baseline:main --candidate latest
-      lbench gate --baseline A1 --baseline A2 --candidate B1 --candidate B2 \\
-          --junit gate.xml --json gate.json
+      lbench gate --baseline A1 --baseline A2 --baseline A3 \\
+          --candidate B1 --candidate B2 --candidate B3 --junit gate.xml
+      lbench gate --baseline baseline:main --candidate latest \\
+          --history H1 --history H2 --history H3 --history H4
     """
     from harness.analysis.compare import judge_runs
     from harness.analysis.gate import decide, junit, load_config, markdown, verdict_config, verdict_json
+    from harness.analysis.gate_config import parse_gate_on
+    from harness.analysis.verdicts import ratio_words
 
-    cfg = load_config(config, alpha=alpha, min_n=min_n, threshold=threshold)
+    cfg = load_config(config, alpha=alpha, min_n=min_n, threshold=threshold, slower_rule=slower_rule)
+    groups_on = parse_gate_on(gate_on)
     ra, rb = resolve_sides(baseline, candidate, results)
+    rh = resolve_history(history, results)
     warn_fingerprints(ra, rb)
-    res, info = judge_runs(ra, rb, verdict_config(cfg))
+    res, info = judge_runs(ra, rb, verdict_config(cfg), gate_on=groups_on, history=rh)
     outcome = decide(res, cfg, inconclusive_ok=inconclusive_ok)
     names_a, names_b = [r.run_id for r in ra], [r.run_id for r in rb]
     from harness.report.redact import Redactor
@@ -68,12 +79,19 @@ def gate(
         print_wrapped(console, f"not enough data for {group_name(r)}: n {r.n_a} vs {r.n_b} samples, need {cfg.min_n} "
                                "each; run more repetitions (--reps) or add runs")
     for r in outcome.failures:
-        print_wrapped(console, f"REGRESSION {group_name(r)}: B is {r.ratio:.3g}x [{r.ratio_ci[0]:.3g}, "
-                               f"{r.ratio_ci[1]:.3g}] slower than A, Holm p={r.p_value:.3g}")
+        print_wrapped(console, f"REGRESSION {group_name(r)}: {ratio_words(r.ratio, *r.ratio_ci)}, Holm p={r.p_value:.3g}")
     if outcome.status == "inconclusive":
-        print_wrapped(console, f"inconclusive: {len(outcome.inconclusive)} group(s) straddle the "
-                               f"±{cfg.threshold:.0%} band; add runs (--baseline/--candidate) or reps"
-                      + (" (--inconclusive-ok: exit 0)" if inconclusive_ok else " (exit 3)"))
+        print_wrapped(console, f"inconclusive: {len(outcome.inconclusive)} gating group(s) undecided against the "
+                               f"±{cfg.threshold:.0%} band" + (" (--inconclusive-ok: exit 0, which is not evidence "
+                                                               "of no slowdown)" if inconclusive_ok else " (exit 3)"))
+        for line in next_step_lines(outcome):
+            print_wrapped(console, "next step: " + line)
     out.print(f"gate: {outcome.status}", markup=False)
     raise typer.Exit(outcome.exit_code)
 
+
+def resolve_history(refs: list[str] | None, results: str | None) -> list:
+    from harness import baselines, paths
+
+    root = paths.results_dir(results)
+    return [baselines.resolve_run(ref, root) for ref in refs or []]

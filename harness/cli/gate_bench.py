@@ -34,7 +34,12 @@ def gate_bench(
     slow_model: str = typer.Option(None, "--slow-model", help="Model of side B. "
                                    + shown("--model with --extra-layers more transformer blocks")),
     extra_layers: int = typer.Option(2, "--extra-layers", help="Blocks added to --model for side B when --slow-model is not given."),
-    trials: int = typer.Option(10, "--trials", help="Independent trials; each gives one A/A and one slowed decision."),
+    trials: int = typer.Option(None, "--trials", help="Independent trials; each gives one A/A and one slowed decision. "
+                                                      + shown("10; with --simulate 400 per cell")),
+    simulate: bool = typer.Option(False, "--simulate", help="Measure nothing: simulate runs with the between-run "
+                                                            "spreads measured in earlier sessions and print the "
+                                                            "gate's and ab's error rates per design."),
+    seed: int = typer.Option(0, "--seed", help="Seed of --simulate."),
     runs_per_side: int = typer.Option(2, "--runs-per-side", help="Runs per side in each decision (the gate's design)."),
     pauses: str = typer.Option("0,1.5", "--pauses", help="Pause grid of every run, seconds."),
     reps: int = typer.Option(5, "--reps", help="Repetitions per pause in every run."),
@@ -54,7 +59,11 @@ def gate_bench(
       lbench gate-bench
       lbench gate-bench -m tiny-q8 --trials 3 --reps 5
       lbench gate-bench -m my.gguf --slow-model my-deeper.gguf --runs-per-side 3
+      lbench gate-bench --simulate --trials 400 --seed 0
     """
+    if simulate:
+        return simulate_gate_bench(trials or 400, seed, margin, alpha, results)
+    trials = trials or 10
     import pandas as pd
 
     from harness import paths
@@ -118,3 +127,61 @@ def gate_bench(
     for line in findings:
         out.print(line, markup=False, soft_wrap=True)
     out.print(f"saved: {out_dir}/decisions.csv, summary.json", markup=False, soft_wrap=True)
+
+
+def _pct(r: dict, upper: bool = False) -> str:
+    text = f"{r['rate']:.1%}"
+    return text + (f" (<={r['ci'][1]:.1%})" if upper else "")
+
+
+def _spread(r: dict) -> str:
+    return f"{r['spread'][:33]} {r['run_sd']:.3g}"
+
+
+def simulate_gate_bench(trials: int, seed: int, margin, alpha, results) -> None:
+    """``--simulate``: the figures of harness.analysis.gate_sim, printed and saved with a bench id."""
+    from harness import paths
+    from harness.analysis.gate import load_config
+    from harness.analysis.gate_sim import RunModel, design_label, simulate_ab, simulate_gate
+    from harness.atomic import atomic_write_text
+    from harness.store import new_run_id
+
+    if trials < 10:
+        raise BadInput(f"--trials must be >= 10 with --simulate, got {trials}", where="--trials")
+    cfg = load_config(None, alpha=alpha, threshold=margin)
+    bench_id = new_run_id("gate-bench")  # the run-id kinds the docs may cite (tests/test_readme.py)
+    model = RunModel(0.0)
+    out.print(f"gate-bench --simulate {bench_id}: {trials} trials per cell, seed {seed}, margin {cfg.threshold:.0%}, "
+              f"alpha {cfg.alpha}; runs of {model.reps} reps, within-run sd {model.within_sd} with "
+              f"{model.stall_p:.0%} stalls of {model.stall_factor}x (assumed), between-run spread from earlier "
+              "sessions' measurements (simulated runs, not timings).", markup=False, soft_wrap=True)
+    rows = simulate_gate(cfg, trials=trials, seed=seed)
+    out.print("gate (one gating group): fail = a slower verdict; runs per side, +hN: with N history runs of the "
+              "baseline (--history); (<=x%): the exact 95% upper bound", markup=False, soft_wrap=True)
+    head = (f"{'spread (sd of log run median)':<40} {'rule':<6} {'runs':>5} {'fail@1':>15} {'fail@edge':>15} "
+            f"{'fail+10%':>8} {'fail+20%':>8} {'incon@1':>7} {'pass@1':>6} {'cover':>5} {'ok-pass+10%':>11}")
+    out.print(head, markup=False, soft_wrap=True)
+    for r in rows:
+        out.print(f"{_spread(r):<40} {r['rule']:<6} {design_label(r):>5} "
+                  f"{_pct(r['fail A/A (ratio 1)'], True):>15} {_pct(r['fail band edge (1+m)'], True):>15} "
+                  f"{_pct(r['fail +10%']):>8} {_pct(r['fail +20%']):>8} {_pct(r['inconclusive at 1']):>7} "
+                  f"{_pct(r['pass at 1']):>6} {r['coverage A/A (ratio 1)']:>5.1%} "
+                  f"{_pct(r['passed with --inconclusive-ok at +10%']):>11}", markup=False, soft_wrap=True)
+    out_dir = paths.results_dir(results) / "benchmarks" / bench_id
+    out_dir.mkdir(parents=True, exist_ok=True)
+    saved = {"schema_version": 1, "bench_id": bench_id, "trials": trials, "seed": seed, "margin": cfg.threshold,
+             "alpha": cfg.alpha, "run_model": model.__dict__, "gate": rows, "ab": []}
+    atomic_write_text(out_dir / "simulation.json", json.dumps(saved, indent=2, default=str))  # kept if ab fails
+    ab_rows = simulate_ab(cfg, trials=max(trials // 2, 10), seed=seed)
+    out.print(f"ab ({max(trials // 2, 10)} trials per cell): fail / pass rates and mean rounds; design = min-max "
+              "rounds and spending", markup=False, soft_wrap=True)
+    out.print(f"{'spread':<40} {'design':<10} {'fail@1':>15} {'fail@edge':>15} {'pass@edge':>15} {'pass@1':>6} "
+              f"{'fail+10%':>8} {'fail+20%':>8} {'rounds@1':>8} {'rounds+10%':>10}", markup=False, soft_wrap=True)
+    for r in ab_rows:
+        design = f"{r['min_rounds']}-{r['max_rounds']} {r['spending']}"
+        out.print(f"{_spread(r):<40} {design:<10} "
+                  f"{_pct(r['fail A/A (ratio 1)'], True):>15} {_pct(r['fail band edge (1+m)'], True):>15} "
+                  f"{_pct(r['pass band edge (1+m)'], True):>15} {_pct(r['pass A/A (ratio 1)']):>6} {_pct(r['fail +10%']):>8} {_pct(r['fail +20%']):>8} "
+                  f"{r['mean rounds A/A (ratio 1)']:>8.2f} {r['mean rounds +10%']:>10.2f}", markup=False, soft_wrap=True)
+    atomic_write_text(out_dir / "simulation.json", json.dumps({**saved, "ab": ab_rows}, indent=2, default=str))
+    out.print(f"saved: {out_dir}/simulation.json", markup=False, soft_wrap=True)

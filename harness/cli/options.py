@@ -64,3 +64,21 @@ Alpha = Annotated[Optional[float], typer.Option(
 
 MinN = Annotated[Optional[int], typer.Option(
     "--min-n", help=f"Fewest samples per side and group for a verdict. {shown(default(GateConfig, 'min_n'))}")]
+
+
+# which groups vote, the rule for "slower", and the prior between-run spread (gate, ab, gate-plan)
+GateOn = Annotated[Optional[str], typer.Option(
+    "--gate-on", metavar="GROUPS",
+    help="Which groups vote: 'warm' (A's warm regime, its pauses pooled), 'regimes' (each regime of A) or "
+         "pauses, e.g. '0,1.5'; the rest are reported, not voting. " + shown("warm"))]
+
+SlowerRule = Annotated[Optional[str], typer.Option(
+    "--slower-rule", metavar="RULE",
+    help="'margin': slower when the interval lies above 1+m; 'zero': above 1 (the margin then only "
+         "decides 'no change'). Error rates of both: docs/statistics.md. "
+         + shown(default(GateConfig, 'slower_rule')))]
+
+History = Annotated[Optional[list[str]], typer.Option(
+    "--history", metavar="RUN",
+    help="Earlier runs of the baseline (same design); repeat. Their between-run spread is pooled into "
+         "the interval, so few new runs can decide.")]

@@ -76,27 +76,35 @@ def _runs(n: int) -> str:
 
 
 def summary_atoms(v) -> list[str]:
-    """One group's verdict as phrases, hyperfine style: ``pause 1 s: B is 1.65x [0.19, 28.9] slower
-    than A (p50 latency_ms 12.1 vs 20.0 ms): inconclusive; ...``, phrases kept whole by ``wrap``."""
-    from harness.analysis.verdicts import both_sides, factor
+    """One group's verdict as phrases: ``pause 1 s: B/A 1.65 [0.190, 28.9], B slower by 65% (p50
+    latency_ms 12.1 vs 20.0 ms): inconclusive; ...``, phrases kept whole by ``wrap``.  One ratio
+    convention everywhere (B/A; below 1 is faster)."""
+    from harness.analysis.verdicts import both_sides, detectable_words, ratio_words, runs_needed_words
 
     atoms = [f"{regime_label(v.regime)}:"]
     p50 = f"(p50 {v.metric} {both_sides(v.median_a, v.median_b, v.metric)})"
     runs = "" if v.n_runs_a == v.n_runs_b == 1 else f" in {v.n_runs_a} vs {v.n_runs_b} runs"
     if v.verdict == "refused":
         atoms += ["refused, too few samples", f"(n {v.n_a} vs {v.n_b}{runs})", p50 + ";", *v.note.split(" ")]
-    else:
-        lo, hi = v.ratio_ci
-        if v.ratio >= 1:
-            head = [f"B is {factor(v.ratio)}x [{factor(lo)}, {factor(hi)}]", "slower than A"]
-        else:
-            head = [f"B is {factor(1 / v.ratio)}x [{factor(1 / hi)}, {factor(1 / lo)}]", "faster than A"]
-        det = "detects nothing" if not math.isfinite(v.detectable) else f"detects >= +{v.detectable:.0%}"
-        atoms += [*head, p50 + ":", f"{v.verdict};", f"n {v.n_a} vs {v.n_b} samples{runs};", det]
-        if v.note:
-            atoms[-1] += ";"
-            atoms += v.note.split(" ")
+        return atoms
+    lo, hi = v.ratio_ci
+    head, _, words = ratio_words(v.ratio, lo, hi).partition(", ")
+    atoms += [head + ",", words, p50 + ":", f"{v.verdict};", f"n {v.n_a} vs {v.n_b} samples{runs};",
+              detectable_words(getattr(v, "detectable", math.nan))]
+    if v.verdict == "inconclusive" and hasattr(v, "runs_needed") and v.primary:
+        atoms[-1] += ";"
+        atoms += runs_needed_words(v).split(" ")
+    if v.note:
+        atoms[-1] += ";"
+        atoms += v.note.split(" ")
     return atoms
+
+
+def next_step_lines(outcome) -> list[str]:
+    """What would decide an inconclusive gate: per undecided gating group, the runs needed."""
+    from harness.analysis.verdicts import runs_needed_words
+
+    return [f"{group_name(r)}: {runs_needed_words(r)}" for r in outcome.inconclusive if hasattr(r, "runs_needed")]
 
 
 def print_verdicts(verdicts, info: dict, ra: list[Run], rb: list[Run]) -> None:
@@ -114,16 +122,23 @@ def print_verdicts(verdicts, info: dict, ra: list[Run], rb: list[Run]) -> None:
             else ", ".join(f"{m} ±{x:.0%}" for m, x in margins.items()))
     voting = sorted({v.metric for v in verdicts if v.primary})
     units = sorted({v.unit for v in verdicts if v.verdict != "refused"})  # a refused group has no interval
-    print_wrapped(out, f"Ratio B/A of p50s with its 95% interval; equivalence band {band}; "
-                       f"{', '.join(voting) or 'no metric'} votes, other metrics are shown, not voting.")
+    gate_on = info.get("gate_on")
+    levels = sorted({f"{getattr(v, 'confidence', 0.95):.3g}" for v in verdicts})
+    level = f"{float(levels[0]):.1%}".replace(".0%", "%") if len(levels) == 1 else "95%"
+    print_wrapped(out, f"Ratio B/A of the runs' p50s (B/A < 1: B faster) with its {level} interval; equivalence band "
+                       f"{band}; {', '.join(voting) or 'no metric'} votes" + (f" on {gate_on}" if gate_on else "")
+                       + "; other groups and metrics are reported, not voting.")
     if len(units) == 1:
         print_wrapped(out, f"Unit: {units[0]}.")
     heading = None
+    order = {"gating": 0, "reported": 1, "secondary metric": 2}
+    verdicts = sorted(verdicts, key=lambda v: (v.model, v.setting, order.get(getattr(v, "role", ""), 0)))
     for v in verdicts:
-        if (v.model, v.setting, v.primary) != heading:
-            heading = (v.model, v.setting, v.primary)
+        role_of = getattr(v, "role", "gating" if v.primary else "secondary metric")
+        if (v.model, v.setting, role_of) != heading:
+            heading = (v.model, v.setting, role_of)
             out.print("")
-            role = [] if v.primary else ["(secondary,", "does not vote)"]
+            role = [] if role_of == "gating" else [f"({role_of},", "does not vote)"]
             print_wrapped(out, [v.model, "·", v.setting, *role], style="bold")
         atoms = summary_atoms(v)
         if len(units) > 1 and v.verdict != "refused":

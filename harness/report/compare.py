@@ -13,7 +13,7 @@ import pandas as pd
 from harness.analysis.compare import SWAP_FAMILY, compare_family
 from harness.analysis.stats import measured
 from harness.analysis.swap import compare_classes, warm_mask
-from harness.analysis.verdicts import Verdict, both_sides, factor, summary_counts
+from harness.analysis.verdicts import Verdict, both_sides, detectable_words, factor, summary_counts
 from harness.report.html import data_uri, write_page
 from harness.report.plots import figure_png, plain, plt
 from harness.report.redact import Redactor, redact_html
@@ -155,7 +155,7 @@ def compare_findings(results: list[Verdict]) -> list[str]:
     """The headline in sentences: verdicts counted, then one line per primary group."""
     primary = [r for r in results if r.primary]
     counts = summary_counts(primary)
-    lines = [f"{len(primary)} primary group{'s' if len(primary) != 1 else ''} compared: "
+    lines = [f"{len(primary)} gating group{'s' if len(primary) != 1 else ''} compared: "
              + ", ".join(f"{n} {verdict}" for verdict, n in counts.items()) + "."]
     lines += [r.line() for r in primary if r.verdict != "refused"]
     if counts.get("refused"):
@@ -172,8 +172,10 @@ def _row(v) -> dict:
     lo, hi = v.ratio_ci
     d["centres"] = both_sides(v.median_a, v.median_b, v.metric)
     d["ratio_text"] = "–" if not math.isfinite(v.ratio) else (
-        factor(v.ratio) + (f" [{factor(lo)}, {factor(hi)}]" if math.isfinite(lo) else ""))
-    d["detects"] = f"+{v.detectable:.0%}" if math.isfinite(getattr(v, "detectable", math.nan)) else "–"
+        factor(v.ratio) + (f" [{factor(lo)}, {factor(hi)}]" if math.isfinite(lo) and math.isfinite(hi)
+                           else " [no interval]"))
+    d["detects"] = "–" if v.verdict == "refused" else detectable_words(getattr(v, "detectable", math.nan)).replace(
+        "detects >= ", "")
     return d
 
 

@@ -1,13 +1,16 @@
-"""Interleaved A/B rounds with a sequential stop (``lbench ab``).
+"""Interleaved A/B rounds with a group-sequential stop (``lbench ab``).
 
 Each round measures A and B once, each on a fresh server (``prepare_idle`` + ``execute_idle``),
 in ABBA order (round 1: A then B, round 2: B then A, ...) so a slow drift hits both sides
-alike.  From round ``min_rounds`` on, after every round, the verdicts are computed with the
-runs as units (harness.analysis.verdicts).  Error control across looks: a **Bonferroni split**
-of alpha over the planned looks (each look uses alpha / n_looks), so the chance of any false
-``slower`` over all looks stays <= alpha/2, whatever the stopping time.  The run stops at the
-first look where a gating group is ``slower`` or every gating group is decided (``no change``
-or ``faster``), or when the round budget is spent (then the last look's verdict stands).
+alike.  From round ``min_rounds`` on (>= 2: the run-level t statistic needs two runs per side),
+after every round, the verdicts are computed with the runs as units (harness.analysis.verdicts)
+at that look's nominal level from an **alpha-spending boundary** (harness.analysis.sequential:
+Lan-DeMets O'Brien-Fleming-like by default, Pocock-like on request) over the planned looks, with
+information fraction rounds / max_rounds.  The overall chance of a false ``slower`` (and of a
+false ``pass`` at the band edge) is then about alpha/2 whatever the stopping round; the
+simulation in ``lbench gate-bench --simulate`` measures it.  The run stops at the first look
+where a gating group is ``slower`` or every gating group is decided (``no change`` or
+``faster``), or when the round budget is spent (then the last look's verdict stands).
 """
 
 from __future__ import annotations
@@ -17,9 +20,15 @@ from dataclasses import dataclass, field
 
 from harness.analysis.gate import GateConfig, GateOutcome, decide, verdict_config
 
+MIN_LOOK_ROUNDS = 2
+SPENDING_DEFAULT = "obf"
 
-def look_alpha(alpha: float, min_rounds: int, max_rounds: int) -> float:
-    return alpha / max(1, max_rounds - min_rounds + 1)
+
+def look_alphas(alpha: float, min_rounds: int, max_rounds: int, spending: str = SPENDING_DEFAULT) -> list[float]:
+    """Two-sided alpha per look (twice each look's nominal one-sided level)."""
+    from harness.analysis.sequential import look_levels
+
+    return [2 * a for a in look_levels(min_rounds, max_rounds, alpha / 2, spending)]
 
 
 def decided(outcome: GateOutcome) -> bool:
@@ -37,17 +46,21 @@ class ABResult:
 
 
 def run_ab(prep_a, prep_b, cfg: GateConfig, *, min_rounds: int = 3, max_rounds: int = 10, reporter=None,
-           execute=None, judge=None) -> ABResult:
+           execute=None, judge=None, spending: str = SPENDING_DEFAULT) -> ABResult:
     """``execute(prep, reporter) -> Run`` and ``judge(a_runs, b_runs, vcfg)`` are injectable for tests."""
-    from harness.analysis.compare import judge_runs
-    from harness.kinds import get_kind
-    from harness.runs.idle import QuietReporter
+    if min_rounds < MIN_LOOK_ROUNDS or max_rounds < min_rounds:
+        raise ValueError(f"need {MIN_LOOK_ROUNDS} <= min_rounds <= max_rounds, got {min_rounds} / {max_rounds}")
+    if judge is None:
+        from harness.analysis.compare import judge_runs as judge
+    if execute is None:
+        from harness.kinds import get_kind
 
-    execute = execute or get_kind("idle").execute
-    judge = judge or judge_runs
-    reporter = reporter or QuietReporter()
-    look_cfg = copy.copy(cfg)
-    look_cfg.alpha = look_alpha(cfg.alpha, min_rounds, max_rounds)
+        execute = get_kind("idle").execute
+    if reporter is None:
+        from harness.runs.idle import QuietReporter
+
+        reporter = QuietReporter()
+    alphas = look_alphas(cfg.alpha, min_rounds, max_rounds, spending)
     res = ABResult()
     for round_no in range(1, max_rounds + 1):
         order = (("A", prep_a, res.a_runs), ("B", prep_b, res.b_runs))
@@ -56,10 +69,14 @@ def run_ab(prep_a, prep_b, cfg: GateConfig, *, min_rounds: int = 3, max_rounds: 
             runs.append(execute(prep, reporter))
         if round_no < min_rounds:
             continue
+        look_cfg = copy.copy(cfg)
+        look_cfg.alpha = alphas[round_no - min_rounds]
         res.verdicts, res.info = judge(res.a_runs, res.b_runs, verdict_config(look_cfg))
         res.outcome = decide(res.verdicts, look_cfg)
-        res.looks.append({"round": round_no, "status": res.outcome.status, "alpha_per_look": look_cfg.alpha})
-        reporter.message(f"look after round {round_no}: {res.outcome.status} (alpha per look {look_cfg.alpha:.4g})")
+        res.looks.append({"round": round_no, "status": res.outcome.status, "alpha_per_look": look_cfg.alpha,
+                          "spending": spending})
+        reporter.message(f"look after round {round_no}: {res.outcome.status} (two-sided level at this look "
+                         f"{look_cfg.alpha:.3g}, {spending} spending)")
         if decided(res.outcome):
             break
     return res

@@ -3,9 +3,11 @@ judged by the regression gate against the sweep of the range's first build (the 
 
 Outcomes: ``not slower`` (the gate passes: no change or faster), ``slower`` (the gate fails),
 ``inconclusive`` (an interval straddles the band, or too few samples): the bisect retries those
-with a fresh run of the same build, then skips the build.  Each look at a build is a test at
+with a fresh run of the same build (judged with the build's earlier runs), then skips the build.  Each look at a build is a test at
 ``alpha / looks_per_build`` (Bonferroni over the retries), so the chance that a build is called
-``slower`` by noise stays <= alpha/2 however many retries it takes.  The reference is measured once.
+``slower`` by noise stays <= alpha/2 however many retries it takes.  The reference is measured
+``reference_runs`` (3) times: the gate's unit is the run, and one run against one run has no
+between-run spread, so it would never be decided.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ class GateBisectOutcome:
     reference: list = field(default_factory=list)
     runs: dict[int, list[str]] = field(default_factory=dict)
     statuses: dict[int, list[str]] = field(default_factory=dict)
+    reference_runs: int = 3
+    build_runs: dict[int, list] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.execute is None:
@@ -54,13 +58,20 @@ class GateBisectOutcome:
         self.look_cfg.alpha = self.cfg.alpha / max(1, self.looks_per_build)
 
     def __call__(self, build: int) -> str:
-        run = self.execute(self.prepare(build), self.reporter)
-        self.runs.setdefault(build, []).append(run.run_id)
         if self.reference_build is None:
-            self.reference_build, self.reference = build, [run]
+            # the gate's unit is the run: the reference is measured reference_runs times so that its
+            # between-run spread exists (one run against one run is never decided)
+            prepared = self.prepare(build)
+            self.reference = [self.execute(prepared, self.reporter) for _ in range(max(self.reference_runs, 1))]
+            self.runs.setdefault(build, []).extend(r.run_id for r in self.reference)
+            self.reference_build = build
             self.statuses.setdefault(build, []).append("reference")
             return NOT_SLOWER
-        verdicts, _ = self.judge(self.reference, [run], verdict_config(self.look_cfg))
+        run = self.execute(self.prepare(build), self.reporter)
+        self.runs.setdefault(build, []).append(run.run_id)
+        self.build_runs.setdefault(build, []).append(run)
+        # a retry adds a fresh run of the same build: all of them are judged together
+        verdicts, _ = self.judge(self.reference, self.build_runs[build], verdict_config(self.look_cfg))
         status = decide(verdicts, self.look_cfg).status
         self.statuses.setdefault(build, []).append(status)
         return STATUS_TO_OUTCOME[status]

@@ -1,18 +1,23 @@
-"""lbench ab's sequential design (harness.runs.ab) with injected runs: order, looks, stopping."""
+"""lbench ab's group-sequential design (harness.runs.ab, harness.analysis.sequential): order, looks,
+stopping, and the boundaries against the textbook constants."""
+
+import math
 
 import numpy as np
+import pytest
 
 from harness.analysis.gate import GateConfig
+from harness.analysis.sequential import constant_boundary, crossing_probability, look_levels, spending_boundary
 from harness.analysis.verdicts import GroupData, decide_groups
-from harness.runs.ab import look_alpha, run_ab
+from harness.runs.ab import look_alphas, run_ab
 
 
-def _make(levels, order):
-    rng = np.random.default_rng(0)
+def _make(levels, order, run_sd=0.0, seed=0):
+    rng = np.random.default_rng(seed)
 
     def execute(prep, reporter):
         order.append(prep)
-        return rng.lognormal(np.log(levels[prep]), 0.01, 20)
+        return rng.lognormal(np.log(levels[prep]) + rng.normal(0, run_sd), 0.01, 20)
 
     def judge(a_runs, b_runs, vcfg):
         return decide_groups([GroupData("m", "s", "warm", "latency_ms", a_runs, b_runs)], vcfg), {}
@@ -25,12 +30,38 @@ def test_abba_order_and_early_stop_on_a_clear_slowdown():
     res = run_ab("A", "B", GateConfig(), min_rounds=3, max_rounds=8, execute=execute, judge=judge)
     assert order[:6] == ["A", "B", "B", "A", "A", "B"]
     assert res.outcome.status == "fail" and len(res.looks) == 1 and len(res.a_runs) == 3
-    assert res.looks[0]["alpha_per_look"] == look_alpha(0.05, 3, 8) == 0.05 / 6
+    assert res.looks[0]["alpha_per_look"] == pytest.approx(look_alphas(0.05, 3, 8)[0])
 
 
-def test_budget_spent_leaves_the_last_verdict():
+def test_pass_is_reachable_when_a_and_b_are_the_same():
     order = []
-    execute, judge = _make({"A": 20.0, "B": 20.0}, order)
-    res = run_ab("A", "B", GateConfig(), min_rounds=2, max_rounds=4, execute=execute, judge=judge)
-    assert res.outcome.status in ("pass", "inconclusive") and res.outcome.status != "fail"
-    assert 1 <= len(res.looks) <= 3 and len(order) == 2 * len(res.a_runs)
+    execute, judge = _make({"A": 20.0, "B": 20.0}, order, run_sd=0.01)
+    res = run_ab("A", "B", GateConfig(), min_rounds=2, max_rounds=6, execute=execute, judge=judge)
+    assert res.outcome.status == "pass" and len(order) == 2 * len(res.a_runs)
+
+
+def test_first_look_needs_two_runs_per_side():
+    with pytest.raises(ValueError, match="min_rounds"):
+        run_ab("A", "B", GateConfig(), min_rounds=1, max_rounds=4, execute=None, judge=None)
+
+
+def test_classical_boundaries_match_the_textbook_constants():
+    """Jennison and Turnbull, Table 2.1 (two-sided 0.05 = one-sided 0.025 to 3 decimals):
+    Pocock C_P(5) = 2.413, C_P(2) = 2.178; O'Brien-Fleming C_B(5) = 2.040."""
+    assert constant_boundary(5, 0.025, "pocock")[0] == pytest.approx(2.413, abs=0.002)
+    assert constant_boundary(2, 0.025, "pocock")[0] == pytest.approx(2.178, abs=0.002)
+    obf = constant_boundary(5, 0.025, "obf")
+    assert obf[-1] == pytest.approx(2.040, abs=0.002) and obf[0] == pytest.approx(2.040 * math.sqrt(5), abs=0.005)
+
+
+def test_lan_demets_spending_boundaries_and_their_level():
+    """Lan-DeMets O'Brien-Fleming-type spending, 5 equal looks, one-sided 0.025: 4.877, 3.357,
+    2.680, 2.290, 2.031 (as in the R package ldbounds); the level spent is alpha."""
+    fr = [0.2, 0.4, 0.6, 0.8, 1.0]
+    b = spending_boundary(fr, 0.025, "obf")
+    assert b == pytest.approx([4.877, 3.357, 2.680, 2.290, 2.031], abs=0.003)
+    assert crossing_probability(b, fr) == pytest.approx(0.025, abs=2e-4)
+    pocock = spending_boundary(fr, 0.025, "pocock")
+    assert max(pocock) - min(pocock) < 0.06 and crossing_probability(pocock, fr) == pytest.approx(0.025, abs=2e-4)
+    levels = look_levels(3, 10, 0.025, "obf")
+    assert len(levels) == 8 and all(a < b for a, b in zip(levels, levels[1:])) and levels[-1] < 0.025

@@ -98,10 +98,53 @@ def test_gate_fails_a_new_wake_step_in_the_candidate():
     assert info["shapes_a"]["m · s"].shape == "none" and info["shapes_b"]["m · s"].shape == "step"
     assert [c["change"] for c in info["step_changes"]] == ["new"]
     out = decide(res, GateConfig())
-    assert out.status == "fail"
-    assert any(r.regime.startswith("new step") for r in out.failures)
+    # the pre-registered warm group (pauses pooled) fails; the new-step group, chosen on B, is reported only
+    assert out.status == "fail" and [r.regime for r in out.failures] == ["warm"]
+    new = [r for r in res if r.regime.startswith("new step") and r.metric == "latency_ms"]
+    assert new and new[0].verdict == "slower" and new[0].role == "reported" and "chosen after looking at B" in new[0].note
     same, _ = judge_runs(a, [_FakeRun(_idle_frame(lambda p: 20.0, seed=20 + i), f"c{i}") for i in range(2)])
     assert all(r.verdict != "slower" for r in same)
+
+
+def test_gating_family_is_one_group_by_default_and_pauses_do_not_overlap_it():
+    """Default: one vote per (model, setting), A's warm regime; --gate-on pauses: those pause groups only;
+    'regimes': A's regimes, which partition the pauses.  No voting group shares a sample with another."""
+    from harness.analysis.compare import judge_runs
+    from harness.analysis.gate_config import parse_gate_on
+
+    a = [_FakeRun(_idle_frame(lambda p: 20.0 if p < 2 else 60.0, seed=i), f"a{i}") for i in range(3)]
+    b = [_FakeRun(_idle_frame(lambda p: 20.0 if p < 2 else 60.0, seed=10 + i), f"b{i}") for i in range(3)]
+    default, info = judge_runs(a, b)
+    assert [v.regime for v in default if v.primary] == ["warm"] and info["gate_on"].startswith("the warm regime")
+    pauses, _ = judge_runs(a, b, gate_on=parse_gate_on("0,3"))
+    assert [v.regime for v in pauses if v.primary] == ["pause=0s", "pause=3s"]
+    regimes, _ = judge_runs(a, b, gate_on=parse_gate_on("regimes"))
+    assert sorted(v.regime for v in regimes if v.primary) == ["warm", "woken"]
+    from harness.errors import BadInput
+
+    with pytest.raises(BadInput, match="pauses the baseline does not have"):
+        judge_runs(a, b, gate_on=parse_gate_on("7"))
+    with pytest.raises(BadInput, match="--gate-on"):
+        parse_gate_on("soon")
+
+
+def test_junit_counts_equal_its_testcases_and_secondaries_are_marked():
+    from harness.analysis.compare import judge_runs
+
+    a = [_FakeRun(_idle_frame(lambda p: 20.0, seed=i), f"a{i}") for i in range(3)]
+    b = [_FakeRun(_idle_frame(lambda p: 20.0, reps=6, seed=10 + i), f"b{i}") for i in range(1)]
+    res, _ = judge_runs(a, b)
+    outcome = decide(res, GateConfig())
+    suite = ET.fromstring(junit(outcome))
+    cases = suite.findall("testcase")
+    assert int(suite.get("tests")) == len(cases)
+    assert int(suite.get("skipped")) == sum(c.find("skipped") is not None for c in cases)
+    assert int(suite.get("failures")) == sum(c.find("failure") is not None for c in cases)
+    secondary = [c for c in cases if "server_prompt_ms" in c.get("name")]
+    assert secondary and all("does not vote" in c.get("name") and c.find("skipped") is not None for c in secondary)
+    md = markdown(outcome, "a", "b")
+    if outcome.status == "inconclusive":
+        assert "**Next step**" in md and "runs per side" in md
 
 
 def test_outputs_parse():

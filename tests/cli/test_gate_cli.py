@@ -6,6 +6,7 @@ import socket
 from pathlib import Path
 
 import numpy as np
+import pytest
 from conftest import run_cli
 
 from harness.store import RunWriter
@@ -34,44 +35,91 @@ def make_idle_run(root: Path, scale=1.0, reps=8, seed=0, host=None, sd=0.05, slo
     return w.run_id
 
 
+def _runs(root, n, **kw):
+    seed = kw.pop("seed", 0)
+    return [make_idle_run(root, seed=seed + i, **kw) for i in range(n)]
+
+
+def _side(flag, ids):
+    return [x for rid in ids for x in (flag, rid)]
+
+
 def test_gate_exit_codes_and_ci_outputs(lbench_env, tmp_path):
     root = Path(lbench_env["LBENCH_RESULTS_DIR"])
-    a = make_idle_run(root, reps=20, sd=0.01)
-    b = make_idle_run(root, reps=20, sd=0.01, seed=1)
-    slow = make_idle_run(root, scale=1.3, seed=2, reps=20, sd=0.01)
-    noisy = make_idle_run(root, seed=4, reps=6, sd=0.3)
+    a = _runs(root, 3, reps=20, sd=0.01)
+    b = _runs(root, 3, reps=20, sd=0.01, seed=10)
+    slow = _runs(root, 3, scale=1.3, seed=20, reps=20, sd=0.01)
+    noisy = _runs(root, 2, seed=30, reps=6, sd=0.3)
     summary = tmp_path / "summary.md"
     env = {**lbench_env, "GITHUB_STEP_SUMMARY": str(summary)}
-    r = run_cli("gate", "--baseline", a, "--candidate", b, env=env)
+    r = run_cli("gate", *_side("--baseline", a), *_side("--candidate", b), env=env)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "no change" in r.stdout and "one run per side: between-run variance is not in the interval" in flat(r.stdout)
-    r = run_cli("gate", "--baseline", a, "--candidate", slow, "--junit", str(tmp_path / "g.xml"),
+    assert "no change" in r.stdout and "Welch t on per-run log medians" in flat(r.stdout)
+    r = run_cli("gate", *_side("--baseline", a), *_side("--candidate", slow), "--junit", str(tmp_path / "g.xml"),
                 "--json", str(tmp_path / "g.json"), env=env)
     assert r.returncode == 1 and "REGRESSION" in r.stderr
-    assert re.search(r"B is 1.3x \[[\d.]+, [\d.]+\] slower than A \(p50 latency_ms [\d.]+ vs [\d.]+ ms\): slower;",
-                     flat(r.stdout)), r.stdout
-    assert json.loads((tmp_path / "g.json").read_text())["status"] == "fail"
+    assert re.search(r"warm: B/A 1.3\d \[[\d.]+, [\d.]+\], B slower by 3\d% \(p50 latency_ms [\d.]+ vs [\d.]+ ms\): "
+                     r"slower;", flat(r.stdout)), r.stdout
+    data = json.loads((tmp_path / "g.json").read_text())  # strict JSON: no NaN or Infinity
+    assert data["status"] == "fail" and data["failures"] == ["m · keep-alive=default · warm · latency_ms"]
     assert "❌ regression" in summary.read_text() and "✅ pass" in summary.read_text()
     assert re.search(r"\| [\d.]+ ms \| [\d.]+ ms \|", summary.read_text())  # centres carry their unit
-    # data that cannot rule out a large slowdown is inconclusive (3), never a pass
-    r = run_cli("gate", "--baseline", a, "--candidate", noisy, env=env)
-    assert r.returncode == 3 and "inconclusive" in r.stdout
-    assert run_cli("gate", "--baseline", a, "--candidate", noisy, "--inconclusive-ok", env=env).returncode == 0
-    # several runs per side are pooled as runs
-    r = run_cli("gate", "--baseline", a, "--baseline", b, "--candidate", slow, "--candidate", slow, env=env)
-    assert r.returncode == 1 and "samples in 2 vs 2 runs" in flat(r.stdout)
+    # data that cannot rule out a large slowdown is inconclusive (3), never a pass, and says what would decide it
+    r = run_cli("gate", *_side("--baseline", a), *_side("--candidate", noisy), env=env)
+    assert r.returncode == 3 and "inconclusive" in r.stdout and "next step:" in r.stderr
+    assert "runs per side would detect +10%" in flat(r.stderr) and "**Next step**" in summary.read_text()
+    r = run_cli("gate", *_side("--baseline", a), *_side("--candidate", noisy), "--inconclusive-ok", env=env)
+    assert r.returncode == 0 and "not evidence of no slowdown" in flat(r.stderr)
+
+
+def test_one_run_per_side_is_inconclusive_unless_a_history_gives_the_spread(lbench_env):
+    root = Path(lbench_env["LBENCH_RESULTS_DIR"])
+    a, b = make_idle_run(root, reps=20, sd=0.01), make_idle_run(root, reps=20, sd=0.01, seed=1)
+    slow = make_idle_run(root, scale=1.3, seed=2, reps=20, sd=0.01)
+    for other in (b, slow):
+        r = run_cli("gate", "--baseline", a, "--candidate", other, env=lbench_env)
+        assert r.returncode == 3 and "needs >= 2 runs per side" in flat(r.stderr), r.stdout + r.stderr
+    history = _runs(root, 4, reps=20, sd=0.01, seed=40)
+    r = run_cli("gate", "--baseline", a, "--candidate", slow, *_side("--history", history), env=lbench_env)
+    assert r.returncode == 1 and "pooled t with the baseline history" in flat(r.stdout), r.stdout + r.stderr
+    r = run_cli("gate", "--baseline", a, "--candidate", b, *_side("--history", history), env=lbench_env)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_gate_on_pauses_and_bad_gate_on(lbench_env):
+    root = Path(lbench_env["LBENCH_RESULTS_DIR"])
+    a = _runs(root, 3, reps=10, sd=0.01)
+    b = _runs(root, 3, reps=10, sd=0.01, seed=10, scale=1.5, slow_pauses=(2.0,))
+    r = run_cli("gate", *_side("--baseline", a), *_side("--candidate", b), "--gate-on", "0,0.5", env=lbench_env)
+    assert r.returncode == 0 and "votes on pauses 0, 0.5 s" in flat(r.stdout), r.stdout + r.stderr
+    r = run_cli("gate", *_side("--baseline", a), *_side("--candidate", b), "--gate-on", "2", env=lbench_env)
+    assert r.returncode == 1, r.stdout
+    r = run_cli("gate", *_side("--baseline", a), *_side("--candidate", b), "--gate-on", "9", env=lbench_env)
+    assert r.returncode == 2 and "pauses the baseline does not have" in r.stderr
+
+
+def test_gate_plan_sizes_the_design_from_runs(lbench_env, tmp_path):
+    root = Path(lbench_env["LBENCH_RESULTS_DIR"])
+    runs = _runs(root, 5, reps=10, sd=0.05)
+    r = run_cli("gate-plan", *_side("--runs", runs), "--json", str(tmp_path / "plan.json"), env=lbench_env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    (group,) = plan["groups"]
+    assert group["runs"] == 5 and group["sd_ci"][0] < group["sd_run"] < group["sd_ci"][1]
+    assert "runs per side, slower rule margin (default)" in flat(r.stdout)
+    r = run_cli("gate-plan", "--sd", "0.043", env=lbench_env)
+    assert r.returncode == 0 and "slower rule zero: 6" in flat(r.stdout), r.stdout  # z gives 5; t needs one more
+    r = run_cli("gate-plan", "--runs", runs[0], env=lbench_env)
+    assert r.returncode == 2 and "at least 2 runs" in r.stderr
 
 
 def test_refused_group_does_not_hide_a_regression(lbench_env):
     root = Path(lbench_env["LBENCH_RESULTS_DIR"])
-    a = make_idle_run(root, reps=20, sd=0.01)
-    few = make_idle_run(root, reps=2, seed=3, sd=0.01)
-    r = run_cli("gate", "--baseline", a, "--candidate", few, env=lbench_env)
+    a = _runs(root, 2, reps=20, sd=0.01)
+    few = _runs(root, 2, reps=1, seed=3, sd=0.01)
+    r = run_cli("gate", *_side("--baseline", a), *_side("--candidate", few), env=lbench_env)
     assert r.returncode == 2 and "not enough data" in r.stderr
-    # +50% at short pauses while the long-pause groups are refused (reps=3): the regression wins
-    w = make_idle_run(root, reps=3, sd=0.01, scale=1.5, seed=5, slow_pauses=(0.0, 0.5))
-    r = run_cli("gate", "--baseline", a, "--candidate", w, env=lbench_env)
-    assert r.returncode == 1 and "REGRESSION" in r.stderr, r.stdout
+    # that a regression in one gating group wins over a refused one: test_compare_gate.test_decide_exit_codes
 
 
 def test_baseline_save_show_and_use(lbench_env):
@@ -82,7 +130,7 @@ def test_baseline_save_show_and_use(lbench_env):
     shown = run_cli("baseline", "show", env=lbench_env)
     assert "main" in shown.stdout and a in shown.stdout
     r = run_cli("compare", "baseline:main", b, env=lbench_env)
-    assert r.returncode == 0 and "no change" in r.stdout
+    assert r.returncode == 0 and "inconclusive" in r.stdout  # one run per side: no between-run spread
     r = run_cli("gate", "--baseline", "baseline:nope", "--candidate", b, env=lbench_env)
     assert r.returncode == 2 and "no baseline named 'nope'" in r.stderr
 
@@ -98,3 +146,22 @@ def test_evidence_redacts_home_and_host(lbench_env, tmp_path):
     assert list(out.glob("*.png"))
     assert run_cli("evidence", run, "-o", str(out), "--no-redact", env=lbench_env).returncode == 0
     assert "build-mac-07.example.lan" in (out / "evidence.md").read_text()
+
+
+def test_ab_refuses_a_first_look_before_two_runs_and_an_unknown_spending(lbench_env):
+    r = run_cli("ab", "-m", "tiny-q8", "--min-rounds", "1", env=lbench_env)
+    assert r.returncode == 2 and "--min-rounds" in r.stderr and "two runs per side" in flat(r.stderr)
+    r = run_cli("ab", "-m", "tiny-q8", "--spending", "bonferroni", env=lbench_env)
+    assert r.returncode == 2 and "--spending must be one of obf, pocock" in r.stderr
+
+
+@pytest.mark.engine
+def test_ab_on_the_real_engine_ends_with_a_b_over_a_verdict(engine_env):
+    """Two rounds on real llama-server runs (tiny-q8): the looks, the gating group's B/A and every run id."""
+    r = run_cli("ab", "-m", "tiny-q8", "--pauses", "0", "--reps", "5", "--min-rounds", "2", "--max-rounds", "2",
+                env=engine_env)
+    assert r.returncode in (0, 1, 3), r.stderr[-2000:]
+    assert "look after round 2:" in r.stdout and "obf spending" in r.stdout
+    text = flat(r.stderr)
+    assert re.search(r"ab: (pass|fail|inconclusive) after 2 rounds \(.*warm · latency_ms: B/A [\d.]+ \[", text), text
+    assert text.count("-idle-") >= 4  # every run id of both sides

@@ -35,12 +35,12 @@ def world(first_slow_build: int, inconclusive: set[int] = frozenset()):
     return execute, judge, seen
 
 
-def test_reference_is_measured_once_and_not_judged():
+def test_reference_is_measured_three_times_and_not_judged():
     execute, judge, seen = world(first_slow_build=5)
     outcome = GateBisectOutcome(lambda b: b, GateConfig(), looks_per_build=3, reporter=Quiet(),
                                 execute=execute, judge=judge)
     assert outcome(1) == NOT_SLOWER
-    assert outcome.reference_build == 1 and outcome.statuses[1] == ["reference"]
+    assert outcome.reference_build == 1 and outcome.statuses[1] == ["reference"] and len(outcome.runs[1]) == 3
     assert seen == []  # nothing to judge against yet
     assert outcome(7) == SLOWER
     assert outcome(3) == NOT_SLOWER
@@ -85,21 +85,23 @@ def test_real_engine_both_ends_on_one_binary(engine_env, engine_binary):
     first. An A/A comparison must never come out 'slower' at alpha/2 often; here we check the path:
     both ends measured with real run ids, the end judged by the gate (any of its outcomes)."""
     from harness.cli.idle import build_spec
-    from harness.runs.idle import QuietReporter, prepare_idle
+    from harness.kinds import RunOptions, get_kind
+    from harness.runs.idle import QuietReporter
 
     spec = build_spec(None, models=["tiny-q8"], pauses_s=[0.0, 0.05], reps=6)
 
     def prepare(build: int):
         import copy
 
-        return prepare_idle(copy.deepcopy(spec), llama_server=str(engine_binary), results=engine_env["LBENCH_RESULTS_DIR"],
-                            reporter=QuietReporter())
+        options = RunOptions(llama_server=str(engine_binary), results=engine_env["LBENCH_RESULTS_DIR"])
+        return get_kind("idle").prepare(copy.deepcopy(spec), options, QuietReporter())
 
     outcome = GateBisectOutcome(prepare, GateConfig(), looks_per_build=1, reporter=QuietReporter())
     result = bisect_builds([1, 2], outcome, retries=0)
     assert result.start_outcome == NOT_SLOWER
     assert outcome.statuses[2][0] in ("pass", "fail", "inconclusive", "refuse")
+    assert len(outcome.runs[1]) == outcome.reference_runs == 3 and len(outcome.runs[2]) == 1
     for build in (1, 2):
-        (run_id,) = outcome.runs[build]
-        assert (Path(engine_env["LBENCH_RESULTS_DIR"]) / run_id / "manifest.json").is_file()
+        for run_id in outcome.runs[build]:
+            assert (Path(engine_env["LBENCH_RESULTS_DIR"]) / run_id / "manifest.json").is_file()
     assert result.message  # "no change: both ends ..." or "an end of the range is undecided ..."

@@ -1,0 +1,128 @@
+"""Group-sequential boundaries for ``lbench ab``: alpha spending over looks (Lan and DeMets).
+
+The run-level statistic of harness.analysis.verdicts (a t statistic on per-run log medians) is,
+at every look, approximately a standardised Brownian motion in the information fraction
+t = runs per side so far / the round budget.  A one-sided boundary c_1..c_K with
+P(Z_k >= c_k for some k | no effect) = alpha is found look by look so that the probability first
+spent at look k equals spend(t_k) - spend(t_{k-1}), by numerical integration of the density of
+the score S_k = Z_k sqrt(t_k) over the continuation region (Armitage, McPherson and Rowe's
+recursion, a grid of 1/25 sd).
+
+* ``obf``: spend(t) = 2 - 2 Phi(z_{1-alpha/2} / sqrt(t)) (O'Brien-Fleming-like: little at early looks).
+* ``pocock``: spend(t) = alpha log(1 + (e - 1) t) (Pocock-like: even).
+
+``constant_boundary`` solves the classical shapes (Pocock: c_k = C; O'Brien-Fleming:
+c_k = C sqrt(K/k)) for equally spaced looks; their constants are the textbook ones (Jennison and
+Turnbull, Table 2.1), which the tests check.  Each look's nominal one-sided level is
+1 - Phi(c_k); ab decides at that level with the t statistic's own df.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+from scipy import optimize, stats
+
+SPENDING = ("obf", "pocock")
+_STEP = 0.04  # grid step in sd units of the score (the textbook constants to 3 decimals)
+
+
+def spend(t: float, alpha: float, kind: str = "obf") -> float:
+    t = min(max(t, 0.0), 1.0)
+    if t == 0:
+        return 0.0
+    if kind == "obf":
+        return float(2 - 2 * stats.norm.cdf(stats.norm.ppf(1 - alpha / 2) / math.sqrt(t)))
+    if kind == "pocock":
+        return float(alpha * math.log(1 + (math.e - 1) * t))
+    raise ValueError(f"spending must be one of {SPENDING}, got {kind!r}")
+
+
+def _first(t: float, drift: float) -> tuple[np.ndarray, np.ndarray]:
+    """Grid and density of the score S at the first look (mean drift * t, variance t)."""
+    sd = math.sqrt(t)
+    x = np.linspace(drift * t - 10 * sd, drift * t + 10 * sd, int(20 / _STEP) + 1)
+    return x, stats.norm.pdf(x, loc=drift * t, scale=sd)
+
+
+def _truncate(x: np.ndarray, f: np.ndarray, b: float) -> tuple[np.ndarray, np.ndarray]:
+    """The continuation part (S < b) of a density on a grid, re-gridded to end exactly at b."""
+    lo = x[0]
+    if b <= lo:
+        return x[:1], np.zeros(1)
+    grid = np.linspace(lo, min(b, x[-1]), max(int((min(b, x[-1]) - lo) / (x[1] - x[0])), 2) + 1)
+    return grid, np.interp(grid, x, f)
+
+
+def _exit_mass(x: np.ndarray, f: np.ndarray, b_next: float, dt: float, drift: float) -> float:
+    """P(S_next >= b_next) from the continuation density (x, f) over an increment of variance dt."""
+    return float(np.trapezoid(f * stats.norm.sf((b_next - x - drift * dt) / math.sqrt(dt)), x))
+
+
+def _propagate(x: np.ndarray, f: np.ndarray, dt: float, drift: float) -> tuple[np.ndarray, np.ndarray]:
+    d = math.sqrt(dt)
+    grid = np.linspace(x[0] - 8 * d + drift * dt, x[-1] + 8 * d + drift * dt,
+                       int((x[-1] - x[0] + 16 * d) / (_STEP * d)) + 1)
+    w = np.full(x.size, x[1] - x[0] if x.size > 1 else 0.0)
+    w[0] = w[-1] = w[0] / 2  # trapezoid weights
+    kernel = stats.norm.pdf((grid[:, None] - x[None, :] - drift * dt) / d) / d
+    return grid, kernel @ (f * w)
+
+
+def crossing_probabilities(boundary, fractions, drift: float = 0.0) -> list[float]:
+    """P(first crossing at look k) for Z_k = S_k / sqrt(t_k), S a Brownian motion with drift."""
+    fr = [float(t) for t in fractions]
+    out = [float(stats.norm.sf(boundary[0] - drift * math.sqrt(fr[0])))]
+    x, f = _first(fr[0], drift)
+    for k in range(1, len(fr)):
+        x, f = _truncate(x, f, boundary[k - 1] * math.sqrt(fr[k - 1]))
+        dt = fr[k] - fr[k - 1]
+        out.append(_exit_mass(x, f, boundary[k] * math.sqrt(fr[k]), dt, drift))
+        if k + 1 < len(fr):
+            x, f = _propagate(x, f, dt, drift)
+    return out
+
+
+def crossing_probability(boundary, fractions, drift: float = 0.0) -> float:
+    """P(Z_k >= c_k at some look): the level spent (drift 0) or the power (drift > 0)."""
+    return float(sum(crossing_probabilities(boundary, fractions, drift)))
+
+
+def spending_boundary(fractions, alpha: float, kind: str = "obf") -> list[float]:
+    """One-sided z boundaries c_1..c_K at information fractions ``fractions`` (increasing, last <= 1)."""
+    fr = [float(t) for t in fractions]
+    if not fr or any(b <= a for a, b in zip(fr, fr[1:])) or fr[0] <= 0 or fr[-1] > 1 + 1e-12:
+        raise ValueError(f"information fractions must increase in (0, 1], got {fr}")
+    out = [float(stats.norm.isf(spend(fr[0], alpha, kind)))]
+    x, f = _first(fr[0], 0.0)
+    for k in range(1, len(fr)):
+        x, f = _truncate(x, f, out[-1] * math.sqrt(fr[k - 1]))
+        dt = fr[k] - fr[k - 1]
+        target = spend(fr[k], alpha, kind) - spend(fr[k - 1], alpha, kind)
+        t = fr[k]
+        out.append(float(optimize.brentq(lambda c: _exit_mass(x, f, c * math.sqrt(t), dt, 0.0) - target,
+                                         -3.0, 15.0, xtol=1e-7)))
+        if k + 1 < len(fr):
+            x, f = _propagate(x, f, dt, 0.0)
+    return out
+
+
+def constant_boundary(looks: int, alpha: float, shape: str = "pocock") -> list[float]:
+    """The classical boundary for ``looks`` equally spaced looks: Pocock c_k = C, or O'Brien-Fleming
+    c_k = C sqrt(K/k), with C solved so the one-sided level is ``alpha``."""
+    fr = [(k + 1) / looks for k in range(looks)]
+
+    def bounds(C: float) -> list[float]:
+        return [C] * looks if shape == "pocock" else [C * math.sqrt(looks / (k + 1)) for k in range(looks)]
+    C = optimize.brentq(lambda C: crossing_probability(bounds(C), fr) - alpha, 1.5, 3.5, xtol=2e-4)
+    return bounds(C)
+
+
+@lru_cache(maxsize=64)
+def look_levels(min_rounds: int, max_rounds: int, alpha: float, kind: str = "obf") -> tuple[float, ...]:
+    """Nominal one-sided level per look for ab's looks at rounds min_rounds..max_rounds, information
+    fraction rounds / max_rounds; ``alpha`` is the overall one-sided level (alpha_gate / 2)."""
+    fractions = [n / max_rounds for n in range(min_rounds, max_rounds + 1)]
+    return tuple(float(stats.norm.sf(c)) for c in spending_boundary(fractions, alpha, kind))
