@@ -163,7 +163,7 @@ def load_claim(path: Path) -> ClaimSpec:
 
 def load_claims(selected: list[str] | None = None, directory: Path | None = None) -> list[ClaimSpec]:
     directory = directory or resources.claims_dir()
-    claims = [load_claim(p) for p in sorted(directory.glob("*.toml"))]
+    claims = [load_claim(p) for p in sorted(directory.glob("*.toml")) if p.name != "code_paths.toml"]
     ids = [c.id for c in claims]
     dupes = {i for i in ids if ids.count(i) > 1}
     if dupes:

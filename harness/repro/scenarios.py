@@ -318,6 +318,42 @@ def startup_exceeds(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
+def startup_load(ctx: Context, p: dict) -> Evidence:
+    """Load-on-startup models under a cap that fits them (the control: the router starts and
+    loads them, through load_startup_models) and under ``models_max`` (0 = no cap by the
+    documents): does the router start, and does it load them?"""
+    refs = list(p.get("models", ["tiny-q8"]))
+    presets = {str(i): {"preset": {"load-on-startup": "true"}} for i in range(len(refs))}
+    ev = Evidence()
+
+    def attempt(cap: int, tag: str) -> tuple[bool, int, str]:
+        models = ctx.router_models(refs, **presets)
+        run_dir = ctx.claim_dir / tag
+        try:
+            with Lab(ctx.binary, models, run_dir, models_max=cap) as lab:
+                loaded = sum(lab.wait_for("status:loaded", m.name, timeout=float(p.get("load_timeout_s", 60)))
+                             is not None for m in models)
+                _save(lab, Evidence())
+            started = True
+        except EngineError:
+            started, loaded = False, 0
+        log = run_dir / "logs" / "router.stderr.log"
+        text = log.read_text(errors="replace") if log.exists() else ""
+        refused = next((line.strip() for line in text.splitlines() if "exceeds models_max" in line), "")
+        return started, loaded, refused
+
+    control_cap = int(p.get("control_models_max", len(refs)))
+    c_started, c_loaded, _ = attempt(control_cap, "control")
+    started, loaded, refused = attempt(int(p.get("models_max", 0)), "case")
+    ev.figures.update(n_startup=len(refs), control_models_max=control_cap, control_started=c_started,
+                      control_loaded=c_loaded, models_max=int(p.get("models_max", 0)), router_started=started,
+                      startup_loaded=loaded, refused=bool(refused))
+    ev.lines = [f"control (models_max {control_cap}): started {c_started}, {c_loaded} of {len(refs)} loaded at startup",
+                f"models_max {int(p.get('models_max', 0))}: started {started}, {loaded} loaded"
+                + (f"; router log: {refused}" if refused else "")]
+    return ev
+
+
 def sleeping_slot(ctx: Context, p: dict) -> Evidence:
     """models_max 1 and --sleep-idle-seconds: a sleeping A still holds the only slot."""
     models = ctx.router_models(p["models"])
@@ -409,7 +445,9 @@ def cancel_waiting(ctx: Context, p: dict) -> Evidence:
     ev = Evidence()
     with ctx.lab(models, models_max=1, ctx_size=int(p.get("ctx_size", 4096))) as lab:
         long_thread = _loaded_and_busy(lab, a, p, 6000)
-        b_reply = lab.request(b, timeout=float(p.get("client_timeout_s", 0.3)))
+        session = p.get("conversation_id")  # X-Conversation-Id: the router's resumable-stream sessions
+        b_reply = lab.request(b, timeout=float(p.get("client_timeout_s", 0.3)),
+                              headers={"X-Conversation-Id": str(session)} if session else None)
         c_thread = lab.request_in_background(c)
         busy = long_thread.is_alive()
         long_thread.join(120)
@@ -601,7 +639,7 @@ SCENARIOS: dict[str, Callable[[Context, dict], Evidence]] = {
     "sleeping-slot": sleeping_slot, "unload-while-loading": unload_while_loading, "stop-timeout": stop_timeout,
     "cancel-waiting": cancel_waiting, "env-models-max": env_models_max, "ini-models-max": ini_models_max,
     "default-cap": default_cap, "fifo-order": fifo_order, "stopping-counts": stopping_counts,
-    "loading-counts": loading_counts,
+    "loading-counts": loading_counts, "startup-load": startup_load,
 }
 
 import harness.repro.idle_scenarios  # noqa: E402,F401  (registers the idle equivalence scenario)
