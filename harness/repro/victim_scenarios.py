@@ -26,8 +26,10 @@ import time
 from pathlib import Path
 
 from harness.engines.router import TimelineEvent
-from harness.repro import scenarios as _sc
-from harness.repro.scenarios import Context, Evidence, Inconclusive, _long_request_busy, _save
+from dataclasses import dataclass, field
+
+from harness.repro.base import Context, Evidence, Inconclusive, Params, RouterParams, save_evidence as _save
+from harness.repro.base import long_request_busy as _long_request_busy
 
 
 def _first(events: list[TimelineEvent], kind: str, model: str | None = None, after: float | None = None):
@@ -101,7 +103,7 @@ def wanted_figures(events: list[TimelineEvent], a: str, c: str, t_thaw: float) -
     }
 
 
-def wanted_victim(ctx: Context, p: dict) -> Evidence:
+def wanted_victim(ctx: Context, p: Params) -> Evidence:
     """models_max 2: B busy with a long request whose child is frozen (SIGSTOP), so the request
     stays in flight; a request for A spawns A (frozen while loading); a request for C queues (no
     victim: A loading, B busy).  A is thawed: at the tick of A's status change, A is idle and the
@@ -184,7 +186,7 @@ def _via_load(p: dict) -> bool:
     return via == "load"
 
 
-def lru_order(ctx: Context, p: dict) -> Evidence:
+def lru_order(ctx: Context, p: Params) -> Evidence:
     """models_max N with N+1 models: each round uses the N residents one after the other in a
     chosen order, then requests (or POSTs /models/load for) the one outside: the router must
     evict the first one used."""
@@ -244,7 +246,7 @@ def loading_lru_figures(events: list[TimelineEvent], a: str, b: str, t_c: float)
             "a_evicted_while_loading": bool(killed or (first and first.model == a))}
 
 
-def loading_lru(ctx: Context, p: dict) -> Evidence:
+def loading_lru(ctx: Context, p: Params) -> Evidence:
     """models_max 2: B loaded; POST /models/load A (no queue entry protects it) and freeze A's
     child while loading; use B (now A is the least recently used); request C.  A is thawed
     after ``hold_s``."""
@@ -315,7 +317,7 @@ def tick_evictions(events: list[TimelineEvent], after: float, before: float) -> 
             if len(stamps) > 1 and None not in stamps else None}
 
 
-def _multi_evict_once(ctx: Context, p: dict) -> Evidence:
+def _multi_evict_once(ctx: Context, p: Params) -> Evidence:
     """models_max 4: A and B loaded and idle; H's load (a request) frozen, so H heads the queue;
     X queues behind H (a slot is free, so no eviction); Z loaded by POST /models/load (no queue
     entry, no tick) and frozen: now the 4 slots are taken while X still needs one.  A and B are
@@ -384,7 +386,7 @@ class EarlyEviction(Inconclusive):
     """Z's first status message beat the freeze: the attempt cannot show the situation."""
 
 
-def multi_evict(ctx: Context, p: dict) -> Evidence:
+def multi_evict(ctx: Context, p: Params) -> Evidence:
     """``_multi_evict_once``, tried up to ``attempts`` times (default 3): freezing Z before its
     first status message is a race.  Failed attempts keep their files in ``failed-attempt-N/``."""
     attempts = int(p.get("attempts", 3))
@@ -394,7 +396,7 @@ def multi_evict(ctx: Context, p: dict) -> Evidence:
         except EarlyEviction as exc:
             keep = ctx.claim_dir / f"failed-attempt-{n}"
             keep.mkdir(exist_ok=True)
-            for name in ("logs", "events.csv", "memory.csv", "recipe.sh"):
+            for name in ("logs", "events.parquet", "memory.parquet", "recipe.sh"):
                 if (ctx.claim_dir / name).exists():
                     shutil.move(str(ctx.claim_dir / name), str(keep / name))
             if n == attempts:
@@ -408,6 +410,32 @@ def multi_evict(ctx: Context, p: dict) -> Evidence:
     raise AssertionError("unreachable")
 
 
-SCENARIOS = {"wanted-victim": wanted_victim, "lru-order": lru_order, "loading-lru": loading_lru,
-             "multi-evict": multi_evict}
-_sc.SCENARIOS.update(SCENARIOS)
+@dataclass(frozen=True)
+class WantedParams(RouterParams):
+    models: list[str] = field(default_factory=lambda: ["llama3.2-1b-q4", "tiny-q8", "tiny-f16"])
+
+
+@dataclass(frozen=True)
+class LruParams(Params):
+    models: list[str]
+    models_max: int | None = None  # default: one fewer than the models
+    rounds: int = 4
+    seed: int = 0
+    via: str = "request"  # or "load": POST /models/load (unload_lru) instead of a request (tick)
+
+
+@dataclass(frozen=True)
+class LoadingLruParams(Params):
+    models: list[str]
+    hold_s: float = 2.0
+    via: str = "request"
+
+
+@dataclass(frozen=True)
+class MultiEvictParams(Params):
+    models: list[str]
+    attempts: int = 3
+
+
+SCENARIOS = {"wanted-victim": (wanted_victim, WantedParams), "lru-order": (lru_order, LruParams),
+             "loading-lru": (loading_lru, LoadingLruParams), "multi-evict": (multi_evict, MultiEvictParams)}

@@ -8,7 +8,7 @@ from harness.models.resolve import resolve
 from harness.probes.proc_events import ProcEvent, available
 from harness.repro.claims import CONTRADICTED, HOLDS, INCONCLUSIVE, judge, load_claims
 from harness.repro.order_scenarios import exit_before_spawn, fork_exit_order
-from harness.repro.scenarios import Context
+from harness.repro.base import Context
 
 SPEC = next(c for c in load_claims() if c.id == "router-exit-before-spawn")
 

@@ -11,7 +11,7 @@ from harness.engines.llama_server import locate
 from harness.engines.router import TimelineEvent
 from harness.models.resolve import resolve
 from harness.repro.claims import CONTRADICTED, HOLDS, judge, load_claims
-from harness.repro.scenarios import SCENARIOS, Context, Inconclusive
+from harness.repro.registry import SCENARIOS, Context, Inconclusive
 from harness.repro.victim_scenarios import (_touch_order, loading_lru_figures, lru_round, router_stamp_s, tick_evictions,
                                             wanted_figures)
 

@@ -1,9 +1,9 @@
-"""Scripted scenarios that put the real router (or server) where a claim can be seen.
+"""The router scenarios: scripted situations that put the real llama-server router where a
+claim about it can be seen (the swap storm, the queue, the victim rules' simple cases, the
+cap and its env/INI forms, stop-timeout, startup models, cancellation).
 
-Each scenario takes a ``Context`` and the spec's ``params`` and returns ``Evidence``:
-named figures (what the claim's check compares), the log lines that show them,
-and notes.  A scenario that cannot set up the situation it needs (say, a model
-that finished loading before it could be frozen) raises ``Inconclusive``.
+Each is ``(Context, <its Params>) -> Evidence`` (harness.repro.base); ``SCENARIOS`` below maps
+the names the specs use to (function, parameter class) for harness.repro.registry.
 """
 
 from __future__ import annotations
@@ -11,99 +11,28 @@ from __future__ import annotations
 import json
 import shlex
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pandas as pd
 
 from harness.analysis.swap import summarize_frames
-from harness.engines.llama_server import Binary
-from harness.engines.router import RouterModel
 from harness.errors import EngineError
-from harness.models.resolve import ResolvedModel
+from harness.repro.base import (Context, Evidence, Inconclusive, Params, RouterParams, children_from_log,
+                                loaded_and_busy, long_request_busy, save_evidence, scheduler_evictions,
+                                spawns_over_cap, write_evidence_table)
 from harness.repro.lab import Lab
 from harness.workloads.swap import Pattern, waves
 
 STORM_PROMPT = "Hello world, this is a swap probe."  # the storm driver's prompt (as before the router session)
 
-
-class Inconclusive(Exception):
-    """The scenario could not create the situation the claim is about."""
-
-
-@dataclass
-class Evidence:
-    figures: dict = field(default_factory=dict)
-    lines: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-
-@dataclass
-class Context:
-    binary: Binary
-    claim_dir: Path
-    resolve: Callable[[str], ResolvedModel]
-
-    def router_models(self, refs: list[str], **per_model) -> list[RouterModel]:
-        names: dict[str, int] = {}
-        out = []
-        for i, ref in enumerate(refs):
-            m = self.resolve(ref)
-            names[m.label] = names.get(m.label, 0) + 1
-            name = m.label if names[m.label] == 1 else f"{m.label}-{names[m.label]}"
-            extra = per_model.get(name, per_model.get(str(i), {}))
-            out.append(RouterModel(name, m.path, extra.get("stop_timeout_s"),
-                                   tuple((k, str(v)) for k, v in extra.get("preset", {}).items())))
-        return out
-
-    def lab(self, models: list[RouterModel], **kw) -> Lab:
-        return Lab(self.binary, models, self.claim_dir, **kw)
-
-
-def _save(lab: Lab, ev: Evidence) -> None:
-    lab.event_frame().to_csv(lab.run_dir / "events.csv", index=False)
-    lab.memory_frame().to_csv(lab.run_dir / "memory.csv", index=False)
-    ev.figures.setdefault("peak_children", lab.peak_children())
-
-
-def children_from_log(events: list) -> dict:
-    """Children count by the router log's line order: +1 at each ``spawn``, -1 at each ``exited``.
-    Not exact: the ``exited`` line is written by the child's monitor thread and can follow the spawn
-    line of the model that was waiting for that exit (seen on build 11434)."""
-    alive, peak, order = 0, 0, []
-    for e in events:
-        if e.source != "router" or e.kind not in ("spawn", "exited"):
-            continue
-        alive += 1 if e.kind == "spawn" else -1
-        peak = max(peak, alive)
-        order.append((e.kind, e.model, alive))
-    return {"peak_children_log": peak, "log_order": order}
-
-
-def spawns_over_cap(order: list[tuple[str, str, int]], models_max: int) -> int:
-    """Spawns that made more than ``models_max`` children alive by the log's own order."""
-    return sum(1 for kind, _, alive in order if kind == "spawn" and models_max > 0 and alive > models_max)
-
-
-def _long_request_busy(lab: Lab, model: str, n_predict: int):
-    """Start a long generation on ``model``; return its thread once the router has proxied it."""
-    after = lab.now()
-    thread = lab.request_in_background(model, n_predict, ignore_eos=True)
-    if lab.wait_for("proxy", model, timeout=30, after=after) is None:
-        raise Inconclusive(f"the long request to {model} was never proxied")
-    return thread
-
-
-def _loaded_and_busy(lab: Lab, model: str, p: dict, default_n: int = 4000):
-    """Load ``model`` with one request, then keep it busy with a long generation."""
-    lab.request(model)
-    return _long_request_busy(lab, model, int(p.get("n_predict", default_n)))
+_save = save_evidence
+_long_request_busy = long_request_busy
+_loaded_and_busy = loaded_and_busy
 
 
 # ---- scenarios ------------------------------------------------------------------
 
-def storm(ctx: Context, p: dict) -> Evidence:
+def storm(ctx: Context, p: Params) -> Evidence:
     """A swap storm (pattern over models under a cap); figures from the swap analysis."""
     models = ctx.router_models(p["models"])
     names = [m.name for m in models]
@@ -127,7 +56,7 @@ def storm(ctx: Context, p: dict) -> Evidence:
         memory = lab.memory_frame()
         _save(lab, ev)
     requests = pd.DataFrame(rows)
-    requests.to_csv(lab.run_dir / "requests.csv", index=False)
+    write_evidence_table(requests, lab.run_dir, "requests")
     summary = summarize_frames(requests, events, memory, models_max=int(p.get("models_max", 2)),
                                model_sizes=[m.path.stat().st_size for m in models])
     f = summary.figures
@@ -165,27 +94,7 @@ def storm(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
-def scheduler_evictions(events: pd.DataFrame) -> int:
-    """Children the router's scheduler stopped to make room.  Builds log it differently: 11434
-    "evicting idle LRU ... for a queued request" (``evict``); 10327 "went idle, giving up its slot"
-    and "evicting idle LRU ... to make room", several lines for one child, or only "unload: stopping
-    model instance"; 9093 "removing LRU" then "unload: stopping".  With the timeline (``model``,
-    ``t_s``) each evicted child counts once (the swap analysis's rules); without it, the larger of
-    the eviction lines and the "unload: stopping" lines.  Only for scenarios where lbench never
-    unloads a model itself."""
-    if events.empty:
-        return 0
-    if {"model", "t_s"} <= set(events.columns):
-        from harness.analysis.swap_served import with_inferred_evictions, with_repeated_evictions_marked
-
-        return int(with_repeated_evictions_marked(with_inferred_evictions(events))["kind"].eq("evict").sum())
-    evict_lines = int((events["kind"] == "evict").sum())
-    unload_stops = int(((events["kind"] == "stop_sent")
-                        & events["text"].astype(str).str.contains("unload: stopping model instance")).sum())
-    return max(evict_lines, unload_stops)
-
-
-def same_model_burst(ctx: Context, p: dict) -> Evidence:
+def same_model_burst(ctx: Context, p: Params) -> Evidence:
     """models_max 1: load A, then K concurrent requests for B: one queue entry, one spawn of B."""
     models = ctx.router_models(p["models"])
     a, b = models[0].name, models[1].name
@@ -226,7 +135,7 @@ def same_model_burst(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
-def busy_victim(ctx: Context, p: dict) -> Evidence:
+def busy_victim(ctx: Context, p: Params) -> Evidence:
     """models_max 2: A busy with a long request that started before B's last use, so A is the
     least recently used; C then needs a slot.  The router must skip busy A and evict B."""
     models = ctx.router_models(p["models"])
@@ -250,7 +159,7 @@ def busy_victim(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
-def limit_reached(ctx: Context, p: dict) -> Evidence:
+def limit_reached(ctx: Context, p: Params) -> Evidence:
     """models_max 1, the only resident model busy: POST /models/load of another model."""
     models = ctx.router_models(p["models"])
     a, b = models[0].name, models[1].name
@@ -269,7 +178,7 @@ def limit_reached(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
-def waiter_recheck(ctx: Context, p: dict) -> Evidence:
+def waiter_recheck(ctx: Context, p: Params) -> Evidence:
     """models_max 1: B waits while A is busy; how long after A goes idle does B's swap start?"""
     models = ctx.router_models(p["models"])
     a, b = models[0].name, models[1].name
@@ -296,7 +205,7 @@ def waiter_recheck(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
-def startup_exceeds(ctx: Context, p: dict) -> Evidence:
+def startup_exceeds(ctx: Context, p: Params) -> Evidence:
     """More load-on-startup models than models_max: the router must refuse to start."""
     n = int(p.get("n_models", 3))
     cap = int(p.get("models_max", 2))
@@ -318,7 +227,7 @@ def startup_exceeds(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
-def startup_load(ctx: Context, p: dict) -> Evidence:
+def startup_load(ctx: Context, p: Params) -> Evidence:
     """Load-on-startup models under a cap that fits them (the control: the router starts and
     loads them, through load_startup_models) and under ``models_max`` (0 = no cap by the
     documents): does the router start, and does it load them?"""
@@ -354,7 +263,7 @@ def startup_load(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
-def sleeping_slot(ctx: Context, p: dict) -> Evidence:
+def sleeping_slot(ctx: Context, p: Params) -> Evidence:
     """models_max 1 and --sleep-idle-seconds: a sleeping A still holds the only slot."""
     models = ctx.router_models(p["models"])
     a, b = models[0].name, models[1].name
@@ -382,7 +291,7 @@ def sleeping_slot(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
-def unload_while_loading(ctx: Context, p: dict) -> Evidence:
+def unload_while_loading(ctx: Context, p: Params) -> Evidence:
     """Freeze a child while it is LOADING, then unload it: the router must SIGKILL it at once."""
     models = ctx.router_models(p["models"])
     a = models[0].name
@@ -411,7 +320,7 @@ def unload_while_loading(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
-def stop_timeout(ctx: Context, p: dict) -> Evidence:
+def stop_timeout(ctx: Context, p: Params) -> Evidence:
     """Freeze a loaded child (SIGSTOP), unload it: force-kill after the stop-timeout."""
     configured = p.get("stop_timeout_s")
     models = ctx.router_models(p["models"], **({"0": {"stop_timeout_s": configured}} if configured else {}))
@@ -437,7 +346,7 @@ def stop_timeout(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
-def cancel_waiting(ctx: Context, p: dict) -> Evidence:
+def cancel_waiting(ctx: Context, p: Params) -> Evidence:
     """models_max 1, A busy: B's client gives up while waiting; then C waits.  B must never be
     loaded and C must get the slot when A goes idle."""
     models = ctx.router_models(p["models"])
@@ -471,7 +380,7 @@ def cancel_waiting(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
-def env_models_max(ctx: Context, p: dict) -> Evidence:
+def env_models_max(ctx: Context, p: Params) -> Evidence:
     """Cap from LLAMA_ARG_MODELS_MAX only; what the children's environment holds."""
     models = ctx.router_models(p["models"])
     names = [m.name for m in models]
@@ -497,7 +406,7 @@ def env_models_max(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
-def ini_models_max(ctx: Context, p: dict) -> Evidence:
+def ini_models_max(ctx: Context, p: Params) -> Evidence:
     """Cap given only in the preset's [*] section."""
     models = ctx.router_models(p["models"])
     names = [m.name for m in models]
@@ -516,7 +425,7 @@ def ini_models_max(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
-def default_cap(ctx: Context, p: dict) -> Evidence:
+def default_cap(ctx: Context, p: Params) -> Evidence:
     """No --models-max on the command line, optionally LLAMA_ARG_MODELS_MAX: load every model one
     after the other and count the children from the router log (exact) and /proc."""
     models = ctx.router_models(p["models"])
@@ -535,7 +444,7 @@ def default_cap(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
-def fifo_order(ctx: Context, p: dict) -> Evidence:
+def fifo_order(ctx: Context, p: Params) -> Evidence:
     """models_max 1, A busy: requests for B, C, D queue in that order (one after the other);
     when A goes idle they must be loaded in arrival order."""
     models = ctx.router_models(p["models"])
@@ -565,7 +474,7 @@ def fifo_order(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
-def stopping_counts(ctx: Context, p: dict) -> Evidence:
+def stopping_counts(ctx: Context, p: Params) -> Evidence:
     """models_max 1: A loaded and frozen (SIGSTOP) so it cannot exit; a request for B must wait
     until A exits (force-killed after stop-timeout): a stopping model still counts as running, and
     a hung child blocks every load until the stop timeout."""
@@ -596,7 +505,7 @@ def stopping_counts(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
-def loading_counts(ctx: Context, p: dict) -> Evidence:
+def loading_counts(ctx: Context, p: Params) -> Evidence:
     """models_max 1: A's child frozen (SIGSTOP) while LOADING; a request for B must neither spawn B
     nor evict A while A is loading (LOADING counts as running, a loading model is never a victim).
     Then A is thawed: B is served after A finishes loading and is evicted."""
@@ -633,18 +542,111 @@ def loading_counts(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
-SCENARIOS: dict[str, Callable[[Context, dict], Evidence]] = {
-    "storm": storm, "same-model-burst": same_model_burst, "busy-victim": busy_victim,
-    "limit-reached": limit_reached, "waiter-recheck": waiter_recheck, "startup-exceeds": startup_exceeds,
-    "sleeping-slot": sleeping_slot, "unload-while-loading": unload_while_loading, "stop-timeout": stop_timeout,
-    "cancel-waiting": cancel_waiting, "env-models-max": env_models_max, "ini-models-max": ini_models_max,
-    "default-cap": default_cap, "fifo-order": fifo_order, "stopping-counts": stopping_counts,
-    "loading-counts": loading_counts, "startup-load": startup_load,
+# ---- parameters (the spec's [params]; defaults as the scenario bodies read them) ------------
+
+@dataclass(frozen=True)
+class StormParams(Params):
+    models: list[str]
+    models_max: int = 2
+    pattern: str = "round-robin"
+    zipf_s: float = 1.1
+    burst_k: int = 3
+    requests: int = 30
+    seed: int = 0
+    concurrency: int = 1
+    sleep_idle_seconds: int | None = None
+
+
+@dataclass(frozen=True)
+class BurstParams(Params):
+    models: list[str]
+    k: int = 4
+
+
+@dataclass(frozen=True)
+class BusyParams(RouterParams):
+    """A scenario that keeps a model busy with one long generation (``n_predict`` tokens)."""
+    models: list[str] = field(default_factory=lambda: ["tiny-q8", "tiny-q4"])
+
+
+@dataclass(frozen=True)
+class StartupExceedsParams(Params):
+    n_models: int = 3
+    models_max: int = 2
+    models: list[str] | None = None  # default: n_models copies of tiny-q8
+
+
+@dataclass(frozen=True)
+class StartupLoadParams(Params):
+    models: list[str] = field(default_factory=lambda: ["tiny-q8"])
+    models_max: int = 0
+    control_models_max: int | None = None  # default: one slot per startup model
+    load_timeout_s: float = 60.0
+
+
+@dataclass(frozen=True)
+class SleepParams(Params):
+    models: list[str]
+    sleep_idle_seconds: int = 1
+
+
+@dataclass(frozen=True)
+class ModelsParams(Params):
+    models: list[str]
+
+
+@dataclass(frozen=True)
+class StopTimeoutParams(Params):
+    models: list[str]
+    stop_timeout_s: int | None = None  # None: the preset key is not set (the router's default)
+
+
+@dataclass(frozen=True)
+class CancelParams(RouterParams):
+    models: list[str] = field(default_factory=lambda: ["tiny-q8", "tiny-q4", "tiny-f16"])
+    client_timeout_s: float = 0.3
+    conversation_id: str | None = None  # sent as X-Conversation-Id with the request that gives up
+
+
+@dataclass(frozen=True)
+class EnvCapParams(Params):
+    models: list[str]
+    value: int = 1
+    reserved: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class IniCapParams(Params):
+    models: list[str]
+    value: int = 1
+
+
+@dataclass(frozen=True)
+class DefaultCapParams(Params):
+    models: list[str]
+    env_value: int | None = None  # LLAMA_ARG_MODELS_MAX, unset when absent
+
+
+@dataclass(frozen=True)
+class StoppingParams(Params):
+    models: list[str]
+    stop_timeout_s: float = 3.0
+
+
+@dataclass(frozen=True)
+class HoldParams(Params):
+    models: list[str]
+    hold_s: float = 3.0
+
+
+SCENARIOS = {
+    "storm": (storm, StormParams), "same-model-burst": (same_model_burst, BurstParams),
+    "busy-victim": (busy_victim, BusyParams), "limit-reached": (limit_reached, BusyParams),
+    "waiter-recheck": (waiter_recheck, BusyParams), "startup-exceeds": (startup_exceeds, StartupExceedsParams),
+    "startup-load": (startup_load, StartupLoadParams), "sleeping-slot": (sleeping_slot, SleepParams),
+    "unload-while-loading": (unload_while_loading, ModelsParams), "stop-timeout": (stop_timeout, StopTimeoutParams),
+    "cancel-waiting": (cancel_waiting, CancelParams), "env-models-max": (env_models_max, EnvCapParams),
+    "ini-models-max": (ini_models_max, IniCapParams), "default-cap": (default_cap, DefaultCapParams),
+    "fifo-order": (fifo_order, BusyParams), "stopping-counts": (stopping_counts, StoppingParams),
+    "loading-counts": (loading_counts, HoldParams),
 }
-
-import harness.repro.idle_scenarios  # noqa: E402,F401  (registers the idle equivalence scenario)
-import harness.repro.ollama_scenarios  # noqa: E402,F401  (registers the Ollama and Metal scenarios)
-import harness.repro.victim_scenarios  # noqa: E402,F401  (registers the scheduler's victim-rule scenarios)
-import harness.repro.order_scenarios  # noqa: E402,F401  (registers the exit-before-spawn scenario)
-
-__all__ = ["SCENARIOS", "Context", "Evidence", "Inconclusive"]
