@@ -285,6 +285,48 @@ def loading_lru(ctx: Context, p: Params) -> Evidence:
 
 
 
+# ---- lru-get: is a GET a use? ---------------------------------------------------------
+
+def lru_get_figures(events: list[TimelineEvent], a: str, b: str, t_c: float) -> dict:
+    """A and B resident (A requested first, then B, both by POST), then a GET for A, then C
+    requested at ``t_c``: if every request is a use, B is the least recently used and goes; if
+    only POSTs stamp ``last_used``, A goes."""
+    first = _first(events, "evict", None, t_c)
+    return {"victim": first.model if first else None, "lru_by_use": b, "lru_by_post_only": a}
+
+
+@dataclass(frozen=True)
+class LruGetParams(Params):
+    models: list[str]
+    get_path: str = "/props"  # a GET the router proxies to the model's child (proxy_get)
+
+
+def lru_get(ctx: Context, p: LruGetParams) -> Evidence:
+    """models_max 2: POST A, POST B, GET <get_path>?model=A, POST C: which model is evicted."""
+    models = ctx.router_models(p.models)
+    a, b, c = (m.name for m in models[:3])
+    ev = Evidence()
+    with ctx.lab(models, models_max=2) as lab:
+        lab.request(a)
+        lab.request(b)
+        got = lab.get(p.get_path, a)
+        t_c = lab.t0 + lab.now()
+        lab.request(c)
+        lab.wait_for("evict", timeout=5, after=t_c - lab.t0)
+        lab.sleep(0.2)
+        _save(lab, ev)
+    proxied_get = any(e.kind == "proxy" and e.model == a and e.t >= got.t_send for e in lab.events
+                      if e.t <= t_c)
+    if got.status != 200 or not proxied_get:
+        raise Inconclusive(f"GET {p.get_path}?model={a} was not proxied to {a} (status {got.status}); "
+                           "choose a GET the router proxies")
+    ev.figures.update(lru_get_figures(lab.events, a, b, t_c))
+    ev.figures.update(get_status=got.status, c_ok=any(r.model == c and r.status == 200 for r in lab.replies))
+    ev.lines = [f"POST {a}, POST {b}, GET {p.get_path}?model={a} ({got.status}), POST {c}: "
+                f"evicted {ev.figures['victim']}"] + lab.lines("proxy", "evict", "spawn")[:10]
+    return ev
+
+
 # ---- multi-evict: several evictions in one tick -----------------------------------------
 
 ROUTER_STAMP = re.compile(r"^(\d+)\.(\d{2})\.(\d{3})\.(\d{3}) ")
@@ -438,4 +480,5 @@ class MultiEvictParams(Params):
 
 
 SCENARIOS = {"wanted-victim": (wanted_victim, WantedParams), "lru-order": (lru_order, LruParams),
+             "lru-get": (lru_get, LruGetParams),
              "loading-lru": (loading_lru, LoadingLruParams), "multi-evict": (multi_evict, MultiEvictParams)}

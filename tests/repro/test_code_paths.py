@@ -71,3 +71,12 @@ def test_enclosing_function_on_a_small_cpp_file(tmp_path):
     assert enclosing_function(src, 4) == "sched::has_capacity"
     assert enclosing_function(src, 9) == "models::load"
     assert enclosing_function(src, 14) == "routes::proxy_post"
+
+
+def test_docs_claims_md_holds_the_generated_matrix():
+    from pathlib import Path
+
+    from harness.repro.code_paths import matrix_markdown
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "claims.md").read_text()
+    assert matrix_markdown(MATRIX, load_claims()) in doc, "regenerate: python -m harness.repro.code_paths"
