@@ -227,6 +227,19 @@ def startup_exceeds(ctx: Context, p: Params) -> Evidence:
     return ev
 
 
+def _loaded_count(lab: Lab, names: list[str], timeout: float) -> int:
+    """How many of ``names`` GET /models lists as loaded, polled until all are or ``timeout``
+    (a startup load can finish before /models/sse is subscribed, so its event may be missed)."""
+    deadline = time.monotonic() + timeout
+    lab.act("curl -sS \"http://127.0.0.1:$PORT/models\"")
+    while True:
+        data = lab.http.get("/models").json().get("data", [])
+        n = sum(1 for m in data if m.get("id") in names and (m.get("status") or {}).get("value") == "loaded")
+        if n == len(names) or time.monotonic() > deadline:
+            return n
+        time.sleep(0.1)
+
+
 def startup_load(ctx: Context, p: Params) -> Evidence:
     """Load-on-startup models under a cap that fits them (the control: the router starts and
     loads them, through load_startup_models) and under ``models_max`` (0 = no cap by the
@@ -240,8 +253,7 @@ def startup_load(ctx: Context, p: Params) -> Evidence:
         run_dir = ctx.claim_dir / tag
         try:
             with Lab(ctx.binary, models, run_dir, models_max=cap) as lab:
-                loaded = sum(lab.wait_for("status:loaded", m.name, timeout=float(p.get("load_timeout_s", 60)))
-                             is not None for m in models)
+                loaded = _loaded_count(lab, [m.name for m in models], float(p.get("load_timeout_s", 60)))
                 _save(lab, Evidence())
             started = True
         except EngineError:

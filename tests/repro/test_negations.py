@@ -25,6 +25,15 @@ CASES = {
           "b_ok": True},  # LOADING not counted: B spawned next to it
          {"b_spawned_while_a_loading": True, "a_evicted_while_loading": True, "b_spawned_after_thaw": False,
           "b_ok": True}]),  # a loading model taken as victim
+    # --models-max 0 is no cap: the startup model loads (the control under a cap of 1 loads too)
+    "router-no-cap-startup": (
+        {"control_started": True, "control_loaded": 1, "n_startup": 1, "router_started": True, "startup_loaded": 1},
+        [{"control_started": True, "control_loaded": 1, "n_startup": 1, "router_started": False,
+          "startup_loaded": 0}]),  # 0 compared as a cap: "exceeds models_max (0)" (build 11434)
+    # a session request whose client left is cancelled like any other
+    "router-cancel-waiting-session": (
+        {"b_spawned": False, "cancel_logged": True, "c_ok": True},
+        [{"b_spawned": True, "cancel_logged": False, "c_ok": True}]),  # no should_stop: B waits and loads
 }
 
 
