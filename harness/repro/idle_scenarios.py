@@ -50,14 +50,14 @@ def equivalence_figures(verdicts: list, *, margin: float, models: list[str], sta
             "worst_ratio_ci_high": round(worst.ratio_ci[1], 4)}
 
 
-def idle_equivalence(ctx, p: Params) -> Evidence:
+def idle_equivalence(ctx, p: EquivalenceParams) -> Evidence:
     """Fresh servers per model; per (model, long pause) an equivalence verdict against the short pauses."""
     from harness.analysis.verdicts import VerdictConfig, decide_groups
 
-    refs = list(p.get("models", ["tiny-q8"]))
-    short = [float(x) for x in p.get("short_pauses_s", [0.0, 0.05])]
-    long = [float(x) for x in p.get("long_pauses_s", [1.4, 3.0])]
-    starts, reps, margin = int(p.get("starts", 2)), int(p.get("reps", 5)), float(p.get("margin", 0.10))
+    refs = list(p.models)
+    short = [float(x) for x in p.short_pauses_s]
+    long = [float(x) for x in p.long_pauses_s]
+    starts, reps, margin = int(p.starts), int(p.reps), float(p.margin)
     rows: list[dict] = []
     labels = []
     for ref in refs:

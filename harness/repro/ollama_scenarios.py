@@ -67,7 +67,7 @@ def _client(p: Params) -> httpx.Client:
 
 def _model(http: httpx.Client, p: Params) -> str:
     if p.get("model", "auto") != "auto":
-        return p["model"]
+        return p.model
     tags = http.get("/api/tags").json().get("models", [])
     if not tags:
         raise _sc.Inconclusive("Ollama has no model pulled (ollama pull a small one, e.g. llama3.2:1b)")
@@ -81,9 +81,9 @@ def _generate(http: httpx.Client, model: str, **kw) -> dict:
     return r.json()
 
 
-def ollama_keep_alive(ctx: _sc.Context, p: Params) -> _sc.Evidence:
+def ollama_keep_alive(ctx: _sc.Context, p: OllamaParams) -> _sc.Evidence:
     """keep_alive "Ns" keeps the runner listed in /api/ps about N s; keep_alive 0 unloads at once."""
-    keep = float(p.get("keep_alive_s", 3))
+    keep = float(p.keep_alive_s)
     ev = _sc.Evidence()
     with _client(p) as http:
         model = _model(http, p)
@@ -109,7 +109,7 @@ def ollama_keep_alive(ctx: _sc.Context, p: Params) -> _sc.Evidence:
     return ev
 
 
-def ollama_reuse(ctx: _sc.Context, p: Params) -> _sc.Evidence:
+def ollama_reuse(ctx: _sc.Context, p: OllamaParams) -> _sc.Evidence:
     """Unload, then two requests: the first loads (load_duration large), the second reuses."""
     ev = _sc.Evidence()
     with _client(p) as http:
@@ -122,13 +122,13 @@ def ollama_reuse(ctx: _sc.Context, p: Params) -> _sc.Evidence:
     return ev
 
 
-def ollama_queue(ctx: _sc.Context, p: Params) -> _sc.Evidence:
+def ollama_queue(ctx: _sc.Context, p: OllamaParams) -> _sc.Evidence:
     """Start `ollama serve` with OLLAMA_MAX_QUEUE small and flood it: overflow must get 503."""
     exe = shutil.which("ollama")
     if exe is None:
         raise _sc.Inconclusive("setting OLLAMA_MAX_QUEUE needs an `ollama` binary to start (none on PATH)")
     port = free_port()
-    env = {**os.environ, "OLLAMA_HOST": f"127.0.0.1:{port}", "OLLAMA_MAX_QUEUE": str(p.get("max_queue", 1)),
+    env = {**os.environ, "OLLAMA_HOST": f"127.0.0.1:{port}", "OLLAMA_MAX_QUEUE": str(p.max_queue),
            "OLLAMA_NUM_PARALLEL": "1"}
     log = (ctx.claim_dir / "ollama.log").open("w")
     proc = subprocess.Popen([exe, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -138,7 +138,7 @@ def ollama_queue(ctx: _sc.Context, p: Params) -> _sc.Evidence:
         deadline = time.monotonic() + 30
         while True:
             try:
-                httpx.get(p["url"] + "/api/version", timeout=1, trust_env=False)
+                httpx.get(p.url + "/api/version", timeout=1, trust_env=False)
                 break
             except httpx.HTTPError:
                 if time.monotonic() > deadline:
@@ -150,12 +150,12 @@ def ollama_queue(ctx: _sc.Context, p: Params) -> _sc.Evidence:
             def one() -> None:
                 try:
                     r = http.post("/api/generate", json={"model": model, "prompt": "Hello", "stream": False,
-                                                         "options": {"num_predict": int(p.get("n_predict", 64))}})
+                                                         "options": {"num_predict": int(p.n_predict)}})
                     results.append((r.status_code, r.text[:300]))
                 except httpx.HTTPError as exc:
                     results.append((None, str(exc)))
 
-            threads = [threading.Thread(target=one) for _ in range(int(p.get("flood", 8)))]
+            threads = [threading.Thread(target=one) for _ in range(int(p.flood))]
             for t in threads:
                 t.start()
             for t in threads:
@@ -356,15 +356,15 @@ def ollama_eviction(ctx: _sc.Context, p: EvictionParams) -> _sc.Evidence:
     return ev
 
 
-def metal_keep_alive_parse(ctx: _sc.Context, p: Params) -> _sc.Evidence:
+def metal_keep_alive_parse(ctx: _sc.Context, p: KeepAliveParseParams) -> _sc.Evidence:
     """Start llama-server with GGML_METAL_RESIDENCY_KEEP_ALIVE_S=<value> and -lv 4; read the
     keep-alive from its startup log, for each value."""
     from harness.engines.base import Setting
     from harness.engines.llama_server import LlamaServerEngine
 
-    model = ctx.resolve(p.get("model", "tiny-q8"))
+    model = ctx.resolve(p.model)
     ev = _sc.Evidence()
-    for value in p.get("values", ["0", "-5", "abc", "30"]):
+    for value in p.values:
         log_path = ctx.claim_dir / "logs" / f"server-keepalive-{value}.log"
         engine = LlamaServerEngine(ctx.binary, extra_args=["-lv", "4"])
         with engine.start(model.path, Setting(keep_alive=str(value)), log_path):  # sets the variable

@@ -46,21 +46,21 @@ def fork_exit_order(events: list[ProcEvent], models_max: int) -> dict:
             "median_exit_to_spawn_us": round(sorted(gaps_us)[len(gaps_us) // 2], 1) if gaps_us else None}
 
 
-def exit_before_spawn(ctx: Context, p: Params) -> Evidence:
+def exit_before_spawn(ctx: Context, p: ExitOrderParams) -> Evidence:
     """models_max N over more models: ``rounds`` of one request per model in turn, then ``waves``
     of one request per model sent at once, with the kernel's fork and exit events recorded."""
-    models = ctx.router_models(p["models"])
+    models = ctx.router_models(p.models)
     names = [m.name for m in models]
-    cap = int(p.get("models_max", 2))
+    cap = int(p.models_max)
     ev = Evidence()
     listener = ChildEvents()
     try:
         with ctx.lab(models, models_max=cap) as lab:
             listener.watch(lab.router.pid)
-            for _ in range(int(p.get("rounds", 3))):
+            for _ in range(int(p.rounds)):
                 for n in names:
                     lab.request(n)
-            for _ in range(int(p.get("waves", 3))):
+            for _ in range(int(p.waves)):
                 threads = [lab.request_in_background(n) for n in names]
                 for t in threads:
                     t.join(120)

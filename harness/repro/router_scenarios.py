@@ -32,16 +32,16 @@ _loaded_and_busy = loaded_and_busy
 
 # ---- scenarios ------------------------------------------------------------------
 
-def storm(ctx: Context, p: Params) -> Evidence:
+def storm(ctx: Context, p: StormParams) -> Evidence:
     """A swap storm (pattern over models under a cap); figures from the swap analysis."""
-    models = ctx.router_models(p["models"])
+    models = ctx.router_models(p.models)
     names = [m.name for m in models]
-    pattern = Pattern(p.get("pattern", "round-robin"), p.get("zipf_s", 1.1), p.get("burst_k", 3)).validate(len(names))
-    plan = waves(pattern, names, int(p.get("requests", 30)), int(p.get("seed", 0)))
+    pattern = Pattern(p.pattern, p.zipf_s, p.burst_k).validate(len(names))
+    plan = waves(pattern, names, int(p.requests), int(p.seed))
     rows: list[dict] = []
     ev = Evidence()
-    with ctx.lab(models, models_max=p.get("models_max", 2), sleep_idle_seconds=p.get("sleep_idle_seconds")) as lab:
-        lab.act(f"# the request plan: {len(plan)} waves, at most {int(p.get('concurrency', 1))} in flight; "
+    with ctx.lab(models, models_max=p.models_max, sleep_idle_seconds=p.sleep_idle_seconds) as lab:
+        lab.act(f"# the request plan: {len(plan)} waves, at most {int(p.concurrency)} in flight; "
                 "each wave's requests are sent together")
         for wave in plan:
             lab.actions.append(" & ".join(
@@ -49,7 +49,7 @@ def storm(ctx: Context, p: Params) -> Evidence:
                 f"{shlex.quote(json.dumps(lab.router.request_body(m, STORM_PROMPT, 1)))} "
                 f"\"http://127.0.0.1:$PORT{lab.router.request_path}\"" for m in wave) + " & wait")
         # the storm driver and request rows of `lbench swap`: resident_at_send comes from /models/sse
-        lab.session.drive(plan, concurrency=int(p.get("concurrency", 1)), n_predict=1, prompt=STORM_PROMPT,
+        lab.session.drive(plan, concurrency=int(p.concurrency), n_predict=1, prompt=STORM_PROMPT,
                           emit=rows.append)
         time.sleep(0.2)
         events = lab.event_frame()
@@ -57,10 +57,10 @@ def storm(ctx: Context, p: Params) -> Evidence:
         _save(lab, ev)
     requests = pd.DataFrame(rows)
     write_evidence_table(requests, lab.run_dir, "requests")
-    summary = summarize_frames(requests, events, memory, models_max=int(p.get("models_max", 2)),
+    summary = summarize_frames(requests, events, memory, models_max=int(p.models_max),
                                model_sizes=[m.path.stat().st_size for m in models])
     f = summary.figures
-    ev.figures.update(models_max=int(p.get("models_max", 2)), n_models=len(models), requests=len(rows),
+    ev.figures.update(models_max=int(p.models_max), n_models=len(models), requests=len(rows),
                       spawns=f.get("swaps", 0), evictions=scheduler_evictions(events),
                       lru_matches=f.get("lru_matches", 0), lru_judged=f.get("lru_judged", 0),
                       time_above_cap_ms=1000 * f.get("time_above_cap_s", 0.0), samples=len(memory),
@@ -94,11 +94,11 @@ def storm(ctx: Context, p: Params) -> Evidence:
     return ev
 
 
-def same_model_burst(ctx: Context, p: Params) -> Evidence:
+def same_model_burst(ctx: Context, p: BurstParams) -> Evidence:
     """models_max 1: load A, then K concurrent requests for B: one queue entry, one spawn of B."""
-    models = ctx.router_models(p["models"])
+    models = ctx.router_models(p.models)
     a, b = models[0].name, models[1].name
-    k = int(p.get("k", 4))
+    k = int(p.k)
     ev = Evidence()
     with ctx.lab(models, models_max=1) as lab:
         lab.request(a)
@@ -135,13 +135,13 @@ def same_model_burst(ctx: Context, p: Params) -> Evidence:
     return ev
 
 
-def busy_victim(ctx: Context, p: Params) -> Evidence:
+def busy_victim(ctx: Context, p: BusyParams) -> Evidence:
     """models_max 2: A busy with a long request that started before B's last use, so A is the
     least recently used; C then needs a slot.  The router must skip busy A and evict B."""
-    models = ctx.router_models(p["models"])
+    models = ctx.router_models(p.models)
     a, b, c = (m.name for m in models[:3])
     ev = Evidence()
-    with ctx.lab(models, models_max=2, ctx_size=int(p.get("ctx_size", 4096))) as lab:
+    with ctx.lab(models, models_max=2, ctx_size=int(p.ctx_size)) as lab:
         lab.request(a)
         lab.request(b)
         long_thread = _long_request_busy(lab, a, int(p.get("n_predict", 4000)))
@@ -159,12 +159,12 @@ def busy_victim(ctx: Context, p: Params) -> Evidence:
     return ev
 
 
-def limit_reached(ctx: Context, p: Params) -> Evidence:
+def limit_reached(ctx: Context, p: BusyParams) -> Evidence:
     """models_max 1, the only resident model busy: POST /models/load of another model."""
-    models = ctx.router_models(p["models"])
+    models = ctx.router_models(p.models)
     a, b = models[0].name, models[1].name
     ev = Evidence()
-    with ctx.lab(models, models_max=1, ctx_size=int(p.get("ctx_size", 4096))) as lab:
+    with ctx.lab(models, models_max=1, ctx_size=int(p.ctx_size)) as lab:
         long_thread = _loaded_and_busy(lab, a, p, 4000)
         reply = lab.post("/models/load", b)
         busy = long_thread.is_alive()
@@ -178,12 +178,12 @@ def limit_reached(ctx: Context, p: Params) -> Evidence:
     return ev
 
 
-def waiter_recheck(ctx: Context, p: Params) -> Evidence:
+def waiter_recheck(ctx: Context, p: BusyParams) -> Evidence:
     """models_max 1: B waits while A is busy; how long after A goes idle does B's swap start?"""
-    models = ctx.router_models(p["models"])
+    models = ctx.router_models(p.models)
     a, b = models[0].name, models[1].name
     ev = Evidence()
-    with ctx.lab(models, models_max=1, ctx_size=int(p.get("ctx_size", 4096))) as lab:
+    with ctx.lab(models, models_max=1, ctx_size=int(p.ctx_size)) as lab:
         long_thread = _loaded_and_busy(lab, a, p, 4000)
         b_thread = lab.request_in_background(b)
         queued = lab.wait_for("queued", b, timeout=10)
@@ -205,10 +205,10 @@ def waiter_recheck(ctx: Context, p: Params) -> Evidence:
     return ev
 
 
-def startup_exceeds(ctx: Context, p: Params) -> Evidence:
+def startup_exceeds(ctx: Context, p: StartupExceedsParams) -> Evidence:
     """More load-on-startup models than models_max: the router must refuse to start."""
-    n = int(p.get("n_models", 3))
-    cap = int(p.get("models_max", 2))
+    n = int(p.n_models)
+    cap = int(p.models_max)
     refs = list(p.get("models", ["tiny-q8"] * n))
     models = ctx.router_models(refs, **{str(i): {"preset": {"load-on-startup": "true"}} for i in range(len(refs))})
     ev = Evidence()
@@ -240,11 +240,11 @@ def _loaded_count(lab: Lab, names: list[str], timeout: float) -> int:
         time.sleep(0.1)
 
 
-def startup_load(ctx: Context, p: Params) -> Evidence:
+def startup_load(ctx: Context, p: StartupLoadParams) -> Evidence:
     """Load-on-startup models under a cap that fits them (the control: the router starts and
     loads them, through load_startup_models) and under ``models_max`` (0 = no cap by the
     documents): does the router start, and does it load them?"""
-    refs = list(p.get("models", ["tiny-q8"]))
+    refs = list(p.models)
     presets = {str(i): {"preset": {"load-on-startup": "true"}} for i in range(len(refs))}
     ev = Evidence()
 
@@ -253,7 +253,7 @@ def startup_load(ctx: Context, p: Params) -> Evidence:
         run_dir = ctx.claim_dir / tag
         try:
             with Lab(ctx.binary, models, run_dir, models_max=cap) as lab:
-                loaded = _loaded_count(lab, [m.name for m in models], float(p.get("load_timeout_s", 60)))
+                loaded = _loaded_count(lab, [m.name for m in models], float(p.load_timeout_s))
                 _save(lab, Evidence())
             started = True
         except EngineError:
@@ -265,21 +265,21 @@ def startup_load(ctx: Context, p: Params) -> Evidence:
 
     control_cap = int(p.get("control_models_max", len(refs)))
     c_started, c_loaded, _ = attempt(control_cap, "control")
-    started, loaded, refused = attempt(int(p.get("models_max", 0)), "case")
+    started, loaded, refused = attempt(int(p.models_max), "case")
     ev.figures.update(n_startup=len(refs), control_models_max=control_cap, control_started=c_started,
-                      control_loaded=c_loaded, models_max=int(p.get("models_max", 0)), router_started=started,
+                      control_loaded=c_loaded, models_max=int(p.models_max), router_started=started,
                       startup_loaded=loaded, refused=bool(refused))
     ev.lines = [f"control (models_max {control_cap}): started {c_started}, {c_loaded} of {len(refs)} loaded at startup",
-                f"models_max {int(p.get('models_max', 0))}: started {started}, {loaded} loaded"
+                f"models_max {p.models_max}: started {started}, {loaded} loaded"
                 + (f"; router log: {refused}" if refused else "")]
     return ev
 
 
-def sleeping_slot(ctx: Context, p: Params) -> Evidence:
+def sleeping_slot(ctx: Context, p: SleepParams) -> Evidence:
     """models_max 1 and --sleep-idle-seconds: a sleeping A still holds the only slot."""
-    models = ctx.router_models(p["models"])
+    models = ctx.router_models(p.models)
     a, b = models[0].name, models[1].name
-    sleep_s = int(p.get("sleep_idle_seconds", 1))
+    sleep_s = int(p.sleep_idle_seconds)
     ev = Evidence()
     with ctx.lab(models, models_max=1, sleep_idle_seconds=sleep_s) as lab:
         lab.request(a)
@@ -303,9 +303,9 @@ def sleeping_slot(ctx: Context, p: Params) -> Evidence:
     return ev
 
 
-def unload_while_loading(ctx: Context, p: Params) -> Evidence:
+def unload_while_loading(ctx: Context, p: ModelsParams) -> Evidence:
     """Freeze a child while it is LOADING, then unload it: the router must SIGKILL it at once."""
-    models = ctx.router_models(p["models"])
+    models = ctx.router_models(p.models)
     a = models[0].name
     ev = Evidence()
     with ctx.lab(models, models_max=2) as lab:
@@ -332,10 +332,10 @@ def unload_while_loading(ctx: Context, p: Params) -> Evidence:
     return ev
 
 
-def stop_timeout(ctx: Context, p: Params) -> Evidence:
+def stop_timeout(ctx: Context, p: StopTimeoutParams) -> Evidence:
     """Freeze a loaded child (SIGSTOP), unload it: force-kill after the stop-timeout."""
-    configured = p.get("stop_timeout_s")
-    models = ctx.router_models(p["models"], **({"0": {"stop_timeout_s": configured}} if configured else {}))
+    configured = p.stop_timeout_s
+    models = ctx.router_models(p.models, **({"0": {"stop_timeout_s": configured}} if configured else {}))
     a = models[0].name
     ev = Evidence()
     with ctx.lab(models, models_max=2) as lab:
@@ -358,16 +358,16 @@ def stop_timeout(ctx: Context, p: Params) -> Evidence:
     return ev
 
 
-def cancel_waiting(ctx: Context, p: Params) -> Evidence:
+def cancel_waiting(ctx: Context, p: CancelParams) -> Evidence:
     """models_max 1, A busy: B's client gives up while waiting; then C waits.  B must never be
     loaded and C must get the slot when A goes idle."""
-    models = ctx.router_models(p["models"])
+    models = ctx.router_models(p.models)
     a, b, c = (m.name for m in models[:3])
     ev = Evidence()
-    with ctx.lab(models, models_max=1, ctx_size=int(p.get("ctx_size", 4096))) as lab:
+    with ctx.lab(models, models_max=1, ctx_size=int(p.ctx_size)) as lab:
         long_thread = _loaded_and_busy(lab, a, p, 6000)
-        session = p.get("conversation_id")  # X-Conversation-Id: the router's resumable-stream sessions
-        b_reply = lab.request(b, timeout=float(p.get("client_timeout_s", 0.3)),
+        session = p.conversation_id  # X-Conversation-Id: the router's resumable-stream sessions
+        b_reply = lab.request(b, timeout=float(p.client_timeout_s),
                               headers={"X-Conversation-Id": str(session)} if session else None)
         c_thread = lab.request_in_background(c)
         busy = long_thread.is_alive()
@@ -392,12 +392,12 @@ def cancel_waiting(ctx: Context, p: Params) -> Evidence:
     return ev
 
 
-def env_models_max(ctx: Context, p: Params) -> Evidence:
+def env_models_max(ctx: Context, p: EnvCapParams) -> Evidence:
     """Cap from LLAMA_ARG_MODELS_MAX only; what the children's environment holds."""
-    models = ctx.router_models(p["models"])
+    models = ctx.router_models(p.models)
     names = [m.name for m in models]
     ev = Evidence()
-    env_set = {"LLAMA_ARG_MODELS_MAX": str(p.get("value", 1)), **{k: str(v) for k, v in p.get("reserved", {}).items()}}
+    env_set = {"LLAMA_ARG_MODELS_MAX": str(p.value), **{k: str(v) for k, v in p.reserved.items()}}
     with ctx.lab(models, models_max=None, extra_env=env_set) as lab:
         lab.request(names[0])
         pid = lab.child_pid(names[0])
@@ -408,23 +408,23 @@ def env_models_max(ctx: Context, p: Params) -> Evidence:
             lab.request(name)
         time.sleep(0.2)
         _save(lab, ev)
-    ev.figures.update(env_value=int(p.get("value", 1)), child_sees_models_max_var="LLAMA_ARG_MODELS_MAX" in env,
+    ev.figures.update(env_value=int(p.value), child_sees_models_max_var="LLAMA_ARG_MODELS_MAX" in env,
                       child_sees_router_port="LLAMA_SERVER_ROUTER_PORT" in env,
                       router_port_matches=env.get("LLAMA_SERVER_ROUTER_PORT") == str(lab.router.port),
-                      reserved_inherited=all(env.get(k) == v for k, v in p.get("reserved", {}).items()),
+                      reserved_inherited=all(env.get(k) == v for k, v in p.reserved.items()),
                       peak_children_log=children_from_log(lab.events)["peak_children_log"])
     ev.lines = [f"child environment: LLAMA_ARG_MODELS_MAX={env.get('LLAMA_ARG_MODELS_MAX', '(absent)')}, "
                 f"LLAMA_SERVER_ROUTER_PORT={env.get('LLAMA_SERVER_ROUTER_PORT', '(absent)')}"]
     return ev
 
 
-def ini_models_max(ctx: Context, p: Params) -> Evidence:
+def ini_models_max(ctx: Context, p: IniCapParams) -> Evidence:
     """Cap given only in the preset's [*] section."""
-    models = ctx.router_models(p["models"])
+    models = ctx.router_models(p.models)
     names = [m.name for m in models]
     ev = Evidence()
     try:
-        with ctx.lab(models, models_max=None, preset_global={"models-max": str(p.get("value", 1))}) as lab:
+        with ctx.lab(models, models_max=None, preset_global={"models-max": str(p.value)}) as lab:
             for name in names + names[:1]:
                 lab.request(name)
             time.sleep(0.2)
@@ -433,15 +433,15 @@ def ini_models_max(ctx: Context, p: Params) -> Evidence:
     except EngineError as exc:
         ev.figures.update(router_started=False, peak_children=None)
         ev.lines = str(exc).splitlines()[-5:]
-    ev.figures.update(ini_value=int(p.get("value", 1)), n_models=len(models))
+    ev.figures.update(ini_value=int(p.value), n_models=len(models))
     return ev
 
 
-def default_cap(ctx: Context, p: Params) -> Evidence:
+def default_cap(ctx: Context, p: DefaultCapParams) -> Evidence:
     """No --models-max on the command line, optionally LLAMA_ARG_MODELS_MAX: load every model one
     after the other and count the children from the router log (exact) and /proc."""
-    models = ctx.router_models(p["models"])
-    env = {"LLAMA_ARG_MODELS_MAX": str(p["env_value"])} if "env_value" in p else {}
+    models = ctx.router_models(p.models)
+    env = {"LLAMA_ARG_MODELS_MAX": str(p.env_value)} if p.env_value is not None else {}
     ev = Evidence()
     with ctx.lab(models, models_max=None, extra_env=env) as lab:
         for m in models:
@@ -456,13 +456,13 @@ def default_cap(ctx: Context, p: Params) -> Evidence:
     return ev
 
 
-def fifo_order(ctx: Context, p: Params) -> Evidence:
+def fifo_order(ctx: Context, p: BusyParams) -> Evidence:
     """models_max 1, A busy: requests for B, C, D queue in that order (one after the other);
     when A goes idle they must be loaded in arrival order."""
-    models = ctx.router_models(p["models"])
+    models = ctx.router_models(p.models)
     a, *rest = (m.name for m in models)
     ev = Evidence()
-    with ctx.lab(models, models_max=1, ctx_size=int(p.get("ctx_size", 4096))) as lab:
+    with ctx.lab(models, models_max=1, ctx_size=int(p.ctx_size)) as lab:
         long_thread = _loaded_and_busy(lab, a, p, 4000)
         threads = []
         for name in rest:
@@ -486,12 +486,12 @@ def fifo_order(ctx: Context, p: Params) -> Evidence:
     return ev
 
 
-def stopping_counts(ctx: Context, p: Params) -> Evidence:
+def stopping_counts(ctx: Context, p: StoppingParams) -> Evidence:
     """models_max 1: A loaded and frozen (SIGSTOP) so it cannot exit; a request for B must wait
     until A exits (force-killed after stop-timeout): a stopping model still counts as running, and
     a hung child blocks every load until the stop timeout."""
-    st = float(p.get("stop_timeout_s", 3))
-    models = ctx.router_models(p["models"], **{"0": {"stop_timeout_s": int(st)}})
+    st = float(p.stop_timeout_s)
+    models = ctx.router_models(p.models, **{"0": {"stop_timeout_s": int(st)}})
     a, b = models[0].name, models[1].name
     ev = Evidence()
     with ctx.lab(models, models_max=1) as lab:
@@ -517,13 +517,13 @@ def stopping_counts(ctx: Context, p: Params) -> Evidence:
     return ev
 
 
-def loading_counts(ctx: Context, p: Params) -> Evidence:
+def loading_counts(ctx: Context, p: HoldParams) -> Evidence:
     """models_max 1: A's child frozen (SIGSTOP) while LOADING; a request for B must neither spawn B
     nor evict A while A is loading (LOADING counts as running, a loading model is never a victim).
     Then A is thawed: B is served after A finishes loading and is evicted."""
-    models = ctx.router_models(p["models"])
+    models = ctx.router_models(p.models)
     a, b = models[0].name, models[1].name
-    hold_s = float(p.get("hold_s", 3))
+    hold_s = float(p.hold_s)
     ev = Evidence()
     with ctx.lab(models, models_max=1) as lab:
         lab.post("/models/load", a)

@@ -103,15 +103,15 @@ def wanted_figures(events: list[TimelineEvent], a: str, c: str, t_thaw: float) -
     }
 
 
-def wanted_victim(ctx: Context, p: Params) -> Evidence:
+def wanted_victim(ctx: Context, p: WantedParams) -> Evidence:
     """models_max 2: B busy with a long request whose child is frozen (SIGSTOP), so the request
     stays in flight; a request for A spawns A (frozen while loading); a request for C queues (no
     victim: A loading, B busy).  A is thawed: at the tick of A's status change, A is idle and the
     only candidate, but its own request is still queued.  B is thawed at the end."""
-    models = ctx.router_models(p["models"])
+    models = ctx.router_models(p.models)
     a, b, c = (m.name for m in models[:3])
     ev = Evidence()
-    with ctx.lab(models, models_max=2, ctx_size=int(p.get("ctx_size", 4096))) as lab:
+    with ctx.lab(models, models_max=2, ctx_size=int(p.ctx_size)) as lab:
         lab.request(b)
         long_b = _long_request_busy(lab, b, int(p.get("n_predict", 4000)))
         pid_b = lab.child_pid(b)
@@ -186,16 +186,16 @@ def _via_load(p: dict) -> bool:
     return via == "load"
 
 
-def lru_order(ctx: Context, p: Params) -> Evidence:
+def lru_order(ctx: Context, p: LruParams) -> Evidence:
     """models_max N with N+1 models: each round uses the N residents one after the other in a
     chosen order, then requests (or POSTs /models/load for) the one outside: the router must
     evict the first one used."""
-    models = ctx.router_models(p["models"])
+    models = ctx.router_models(p.models)
     names = [m.name for m in models]
     cap = int(p.get("models_max", len(names) - 1))
     if cap < 3 or len(names) != cap + 1:
         raise Inconclusive("lru-order needs models_max >= 3 and exactly models_max + 1 models")
-    rng = random.Random(int(p.get("seed", 0)))
+    rng = random.Random(int(p.seed))
     via_load = _via_load(p)
     rounds = []
     ev = Evidence()
@@ -206,7 +206,7 @@ def lru_order(ctx: Context, p: Params) -> Evidence:
             lab.request(n)
             since[n] = i
         load_no = cap
-        for _ in range(int(p.get("rounds", 4))):
+        for _ in range(int(p.rounds)):
             order = _touch_order(resident, since, rng)
             lab.act(f"# use order (oldest first): {', '.join(order)}")
             for n in order:
@@ -226,7 +226,7 @@ def lru_order(ctx: Context, p: Params) -> Evidence:
                       distinguishing_rounds=sum(r["distinguishing"] for r in rounds),
                       evictions=sum(1 for r in rounds if r["victim"]))
     ev.figures["non_lru_victims"] = ev.figures["rounds"] - ev.figures["lru_victims"]
-    ev.figures["rounds_wanted"] = int(p.get("rounds", 4))
+    ev.figures["rounds_wanted"] = int(p.rounds)
     ev.figures["path"] = "POST /models/load (unload_lru)" if via_load else "request (tick)"
     ev.lines = [f"round {i + 1}: least recently used {r['expected']}, evicted {r['victim']}"
                 for i, r in enumerate(rounds)] + lab.lines("evict")[:8]
@@ -246,13 +246,13 @@ def loading_lru_figures(events: list[TimelineEvent], a: str, b: str, t_c: float)
             "a_evicted_while_loading": bool(killed or (first and first.model == a))}
 
 
-def loading_lru(ctx: Context, p: Params) -> Evidence:
+def loading_lru(ctx: Context, p: LoadingLruParams) -> Evidence:
     """models_max 2: B loaded; POST /models/load A (no queue entry protects it) and freeze A's
     child while loading; use B (now A is the least recently used); request C.  A is thawed
     after ``hold_s``."""
-    models = ctx.router_models(p["models"])
+    models = ctx.router_models(p.models)
     a, b, c = (m.name for m in models[:3])
-    hold_s = float(p.get("hold_s", 2))
+    hold_s = float(p.hold_s)
     ev = Evidence()
     with ctx.lab(models, models_max=2) as lab:
         lab.request(b)
@@ -359,13 +359,13 @@ def tick_evictions(events: list[TimelineEvent], after: float, before: float) -> 
             if len(stamps) > 1 and None not in stamps else None}
 
 
-def _multi_evict_once(ctx: Context, p: Params) -> Evidence:
+def _multi_evict_once(ctx: Context, p: MultiEvictParams) -> Evidence:
     """models_max 4: A and B loaded and idle; H's load (a request) frozen, so H heads the queue;
     X queues behind H (a slot is free, so no eviction); Z loaded by POST /models/load (no queue
     entry, no tick) and frozen: now the 4 slots are taken while X still needs one.  A and B are
     frozen too (idle, but unable to exit).  A request for Y then finds two queued requests short
     of slots and two idle models: its tick should evict both.  (Two requests sent at once cannot show this: each request's own tick evicts one.)"""
-    models = ctx.router_models(p["models"])
+    models = ctx.router_models(p.models)
     a, b, h, z, x, y = (m.name for m in models[:6])
     ev = Evidence()
     with ctx.lab(models, models_max=4) as lab:
@@ -428,10 +428,10 @@ class EarlyEviction(Inconclusive):
     """Z's first status message beat the freeze: the attempt cannot show the situation."""
 
 
-def multi_evict(ctx: Context, p: Params) -> Evidence:
+def multi_evict(ctx: Context, p: MultiEvictParams) -> Evidence:
     """``_multi_evict_once``, tried up to ``attempts`` times (default 3): freezing Z before its
     first status message is a race.  Failed attempts keep their files in ``failed-attempt-N/``."""
-    attempts = int(p.get("attempts", 3))
+    attempts = int(p.attempts)
     for n in range(1, attempts + 1):
         try:
             ev = _multi_evict_once(ctx, p)

@@ -11,8 +11,9 @@ from standins.ollama_standin import OllamaStandIn
 
 from harness.repro.claims import HOLDS, judge, load_claims
 from harness.repro.ollama_scenarios import (QUEUE_FULL, is_queue_full, is_unload, load_ms, loaded_models,
-                                            metal_keep_alive_s, ollama_reuse)
+                                            metal_keep_alive_s)
 from harness.repro.base import Context
+from harness.repro.registry import SCENARIOS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -42,7 +43,8 @@ def test_metal_keep_alive_line():
 
 def test_reuse_scenario_drives_the_api(tmp_path):
     with OllamaStandIn() as standin:
-        ev = ollama_reuse(Context(None, tmp_path, lambda r: None), {"model": "qwen2.5-coder:7b", "url": standin.url})
+        ev = SCENARIOS["ollama-reuse"](Context(None, tmp_path, lambda r: None),
+                                       {"model": "qwen2.5-coder:7b", "url": standin.url})
         bodies = standin.requests
     assert [b.get("keep_alive") for b in bodies] == [0, None, None]  # unload first, then two requests
     assert ev.figures["first_load_ms"] == 250.0 and ev.figures["second_load_ms"] == 0.0
