@@ -23,7 +23,8 @@ import dataclasses
 import json
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -66,8 +67,16 @@ class Context:
                                    tuple((k, str(v)) for k, v in extra.get("preset", {}).items())))
         return out
 
-    def lab(self, models: list[RouterModel], **kw) -> Lab:
-        return Lab(self.binary, models, self.claim_dir, **kw)
+    @contextmanager
+    def lab(self, models: list[RouterModel], evidence: "Evidence | None" = None, **kw) -> Iterator[Lab]:
+        """The router scenarios' skeleton: a ``Lab`` (the router, its timeline and sampler) over
+        ``models``; with ``evidence``, the lab's events and memory samples are saved as evidence
+        tables when the block ends normally, before the router stops (``save_evidence``).  A
+        block that raises (``Inconclusive``) saves nothing, as before."""
+        with Lab(self.binary, models, self.claim_dir, **kw) as lab:
+            yield lab
+            if evidence is not None:
+                save_evidence(lab, evidence)
 
 
 # ---- typed parameters -----------------------------------------------------------------------

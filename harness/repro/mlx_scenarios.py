@@ -91,7 +91,8 @@ def generate_figures(records: list[dict]) -> dict:
             "limit_after_server_call": srv.get("prev_limit"),
             "generate_restored": gen.get("prev_limit") == 0 if gen else None,
             "server_call_kept": (srv.get("prev_limit") == rec) if srv and rec else None,
-            "wired_bytes_after_generate": gen.get("wired_bytes"), "wired_bytes_after_server_call": srv.get("wired_bytes")}
+            "wired_bytes_after_generate": gen.get("wired_bytes"),
+            "wired_bytes_after_server_call": srv.get("wired_bytes")}
 
 
 def server_wiring_figures(wired: dict[str, int | None], model_bytes: int, share: float = 0.5) -> dict:

@@ -55,7 +55,7 @@ def exit_before_spawn(ctx: Context, p: ExitOrderParams) -> Evidence:
     ev = Evidence()
     listener = ChildEvents()
     try:
-        with ctx.lab(models, models_max=cap) as lab:
+        with ctx.lab(models, models_max=cap, evidence=ev) as lab:
             listener.watch(lab.router.pid)
             for _ in range(int(p.rounds)):
                 for n in names:
@@ -66,7 +66,6 @@ def exit_before_spawn(ctx: Context, p: ExitOrderParams) -> Evidence:
                     t.join(120)
             lab.sleep(0.3)
             events = list(listener.events)  # before the router's shutdown stops its children
-            _save(lab, ev)
     finally:
         listener.close()
     ev.figures.update(fork_exit_order(events, cap))

@@ -40,7 +40,7 @@ def storm(ctx: Context, p: StormParams) -> Evidence:
     plan = waves(pattern, names, int(p.requests), int(p.seed))
     rows: list[dict] = []
     ev = Evidence()
-    with ctx.lab(models, models_max=p.models_max, sleep_idle_seconds=p.sleep_idle_seconds) as lab:
+    with ctx.lab(models, models_max=p.models_max, sleep_idle_seconds=p.sleep_idle_seconds, evidence=ev) as lab:
         lab.act(f"# the request plan: {len(plan)} waves, at most {int(p.concurrency)} in flight; "
                 "each wave's requests are sent together")
         for wave in plan:
@@ -54,7 +54,6 @@ def storm(ctx: Context, p: StormParams) -> Evidence:
         time.sleep(0.2)
         events = lab.event_frame()
         memory = lab.memory_frame()
-        _save(lab, ev)
     requests = pd.DataFrame(rows)
     write_evidence_table(requests, lab.run_dir, "requests")
     summary = summarize_frames(requests, events, memory, models_max=int(p.models_max),
@@ -100,14 +99,13 @@ def same_model_burst(ctx: Context, p: BurstParams) -> Evidence:
     a, b = models[0].name, models[1].name
     k = int(p.k)
     ev = Evidence()
-    with ctx.lab(models, models_max=1) as lab:
+    with ctx.lab(models, models_max=1, evidence=ev) as lab:
         lab.request(a)
         threads = [lab.request_in_background(b) for _ in range(k)]
         for t in threads:
             t.join(60)
         time.sleep(0.2)
         evs = lab.event_frame()
-        _save(lab, ev)
     b_events = evs[evs["model"] == b]
     queued_b, joined_b = int((b_events["kind"] == "queued").sum()), int((b_events["kind"] == "joined").sum())
     ev.figures.update(k=k, spawns_b=int((b_events["kind"] == "spawn").sum()), queued_b=queued_b, joined_b=joined_b,
@@ -141,7 +139,7 @@ def busy_victim(ctx: Context, p: BusyParams) -> Evidence:
     models = ctx.router_models(p.models)
     a, b, c = (m.name for m in models[:3])
     ev = Evidence()
-    with ctx.lab(models, models_max=2, ctx_size=int(p.ctx_size)) as lab:
+    with ctx.lab(models, models_max=2, ctx_size=int(p.ctx_size), evidence=ev) as lab:
         lab.request(a)
         lab.request(b)
         long_thread = _long_request_busy(lab, a, int(p.get("n_predict", 4000)))
@@ -150,7 +148,6 @@ def busy_victim(ctx: Context, p: BusyParams) -> Evidence:
         a_still_busy = long_thread.is_alive()
         long_thread.join(120)
         evict = lab.wait_for("evict", timeout=1)
-        _save(lab, ev)
     if not a_still_busy:
         raise Inconclusive("the long request to A finished before C was sent; raise n_predict")
     ev.figures.update(victim=evict.model if evict else None, busy_model=a, lru_if_busy_ignored=a, expected=b,
@@ -164,12 +161,11 @@ def limit_reached(ctx: Context, p: BusyParams) -> Evidence:
     models = ctx.router_models(p.models)
     a, b = models[0].name, models[1].name
     ev = Evidence()
-    with ctx.lab(models, models_max=1, ctx_size=int(p.ctx_size)) as lab:
+    with ctx.lab(models, models_max=1, ctx_size=int(p.ctx_size), evidence=ev) as lab:
         long_thread = _loaded_and_busy(lab, a, p, 4000)
         reply = lab.post("/models/load", b)
         busy = long_thread.is_alive()
         long_thread.join(120)
-        _save(lab, ev)
     if not busy:
         raise Inconclusive("A's long request ended before the load was answered")
     ev.figures.update(load_status=reply.status, load_body=reply.body[:200],
@@ -183,13 +179,12 @@ def waiter_recheck(ctx: Context, p: BusyParams) -> Evidence:
     models = ctx.router_models(p.models)
     a, b = models[0].name, models[1].name
     ev = Evidence()
-    with ctx.lab(models, models_max=1, ctx_size=int(p.ctx_size)) as lab:
+    with ctx.lab(models, models_max=1, ctx_size=int(p.ctx_size), evidence=ev) as lab:
         long_thread = _loaded_and_busy(lab, a, p, 4000)
         b_thread = lab.request_in_background(b)
         queued = lab.wait_for("queued", b, timeout=10)
         long_thread.join(120)
         b_thread.join(120)
-        _save(lab, ev)
     long_n = int(p.get("n_predict", 4000))
     a_reply = next((r for r in lab.replies if r.model == a and r.n_predict == long_n), None)
     if a_reply is None:
@@ -281,7 +276,7 @@ def sleeping_slot(ctx: Context, p: SleepParams) -> Evidence:
     a, b = models[0].name, models[1].name
     sleep_s = int(p.sleep_idle_seconds)
     ev = Evidence()
-    with ctx.lab(models, models_max=1, sleep_idle_seconds=sleep_s) as lab:
+    with ctx.lab(models, models_max=1, sleep_idle_seconds=sleep_s, evidence=ev) as lab:
         lab.request(a)
         slept = lab.wait_for("status:sleeping", a, timeout=sleep_s + 10)
         if slept is None:
@@ -290,7 +285,6 @@ def sleeping_slot(ctx: Context, p: SleepParams) -> Evidence:
         lab.request(b)
         time.sleep(0.2)
         evs = lab.event_frame()
-        _save(lab, ev)
     after = evs[evs["t_s"] >= t_b]
     evict_a = after[(after["kind"].isin(["evict", "stop_sent"])) & (after["model"] == a)]
     spawn_b = after[(after["kind"] == "spawn") & (after["model"] == b)]
@@ -308,7 +302,7 @@ def unload_while_loading(ctx: Context, p: ModelsParams) -> Evidence:
     models = ctx.router_models(p.models)
     a = models[0].name
     ev = Evidence()
-    with ctx.lab(models, models_max=2) as lab:
+    with ctx.lab(models, models_max=2, evidence=ev) as lab:
         lab.post("/models/load", a)
         pid = lab.child_pid(a, timeout=10)
         if pid is None:
@@ -323,7 +317,6 @@ def unload_while_loading(ctx: Context, p: ModelsParams) -> Evidence:
         lab.post("/models/unload", a)
         exited = lab.wait_for("exited", a, timeout=30, after=t_unload)
         lab.thaw(pid)
-        _save(lab, ev)
     kill_line = any(e.kind == "kill_loading" and e.model == a for e in lab.events)
     ev.figures.update(force_kill_logged=kill_line,
                       unload_to_exit_ms=round((lab.rel(exited.t) - t_unload) * 1000, 1) if exited else None,
@@ -338,7 +331,7 @@ def stop_timeout(ctx: Context, p: StopTimeoutParams) -> Evidence:
     models = ctx.router_models(p.models, **({"0": {"stop_timeout_s": configured}} if configured else {}))
     a = models[0].name
     ev = Evidence()
-    with ctx.lab(models, models_max=2) as lab:
+    with ctx.lab(models, models_max=2, evidence=ev) as lab:
         lab.request(a)
         pid = lab.child_pid(a)
         if pid is None:
@@ -348,7 +341,6 @@ def stop_timeout(ctx: Context, p: StopTimeoutParams) -> Evidence:
         lab.post("/models/unload", a)
         exited = lab.wait_for("exited", a, timeout=(configured or 10) + 20, after=t_unload)
         lab.thaw(pid)
-        _save(lab, ev)
     ev.figures.update(configured_s=configured if configured else 10, preset_key_set=bool(configured),
                       timeout_kill_logged=any(e.kind == "kill_timeout" and e.model == a for e in lab.events),
                       unload_to_exit_s=round(lab.rel(exited.t) - t_unload, 3) if exited else None)
@@ -364,7 +356,7 @@ def cancel_waiting(ctx: Context, p: CancelParams) -> Evidence:
     models = ctx.router_models(p.models)
     a, b, c = (m.name for m in models[:3])
     ev = Evidence()
-    with ctx.lab(models, models_max=1, ctx_size=int(p.ctx_size)) as lab:
+    with ctx.lab(models, models_max=1, ctx_size=int(p.ctx_size), evidence=ev) as lab:
         long_thread = _loaded_and_busy(lab, a, p, 6000)
         session = p.conversation_id  # X-Conversation-Id: the router's resumable-stream sessions
         b_reply = lab.request(b, timeout=float(p.client_timeout_s),
@@ -374,7 +366,6 @@ def cancel_waiting(ctx: Context, p: CancelParams) -> Evidence:
         long_thread.join(120)
         c_thread.join(120)
         time.sleep(0.5)
-        _save(lab, ev)
     if not busy:
         raise Inconclusive("A finished before B gave up; raise n_predict")
     spawned = {e.model for e in lab.events if e.kind == "spawn"}
@@ -398,7 +389,7 @@ def env_models_max(ctx: Context, p: EnvCapParams) -> Evidence:
     names = [m.name for m in models]
     ev = Evidence()
     env_set = {"LLAMA_ARG_MODELS_MAX": str(p.value), **{k: str(v) for k, v in p.reserved.items()}}
-    with ctx.lab(models, models_max=None, extra_env=env_set) as lab:
+    with ctx.lab(models, models_max=None, extra_env=env_set, evidence=ev) as lab:
         lab.request(names[0])
         pid = lab.child_pid(names[0])
         if pid is None:
@@ -407,7 +398,6 @@ def env_models_max(ctx: Context, p: EnvCapParams) -> Evidence:
         for name in names[1:] + names[:1]:
             lab.request(name)
         time.sleep(0.2)
-        _save(lab, ev)
     ev.figures.update(env_value=int(p.value), child_sees_models_max_var="LLAMA_ARG_MODELS_MAX" in env,
                       child_sees_router_port="LLAMA_SERVER_ROUTER_PORT" in env,
                       router_port_matches=env.get("LLAMA_SERVER_ROUTER_PORT") == str(lab.router.port),
@@ -424,11 +414,10 @@ def ini_models_max(ctx: Context, p: IniCapParams) -> Evidence:
     names = [m.name for m in models]
     ev = Evidence()
     try:
-        with ctx.lab(models, models_max=None, preset_global={"models-max": str(p.value)}) as lab:
+        with ctx.lab(models, models_max=None, preset_global={"models-max": str(p.value)}, evidence=ev) as lab:
             for name in names + names[:1]:
                 lab.request(name)
             time.sleep(0.2)
-            _save(lab, ev)
         ev.figures["router_started"] = True
     except EngineError as exc:
         ev.figures.update(router_started=False, peak_children=None)
@@ -443,11 +432,10 @@ def default_cap(ctx: Context, p: DefaultCapParams) -> Evidence:
     models = ctx.router_models(p.models)
     env = {"LLAMA_ARG_MODELS_MAX": str(p.env_value)} if p.env_value is not None else {}
     ev = Evidence()
-    with ctx.lab(models, models_max=None, extra_env=env) as lab:
+    with ctx.lab(models, models_max=None, extra_env=env, evidence=ev) as lab:
         for m in models:
             lab.request(m.name)
         lab.sleep(0.3)
-        _save(lab, ev)
     log = children_from_log(lab.events)
     ev.figures.update(n_models=len(models), peak_children_log=log["peak_children_log"],
                       evictions=sum(1 for e in lab.events if e.kind == "evict"),
@@ -462,7 +450,7 @@ def fifo_order(ctx: Context, p: BusyParams) -> Evidence:
     models = ctx.router_models(p.models)
     a, *rest = (m.name for m in models)
     ev = Evidence()
-    with ctx.lab(models, models_max=1, ctx_size=int(p.ctx_size)) as lab:
+    with ctx.lab(models, models_max=1, ctx_size=int(p.ctx_size), evidence=ev) as lab:
         long_thread = _loaded_and_busy(lab, a, p, 4000)
         threads = []
         for name in rest:
@@ -474,7 +462,6 @@ def fifo_order(ctx: Context, p: BusyParams) -> Evidence:
         long_thread.join(180)
         for t in threads:
             t.join(180)
-        _save(lab, ev)
     if not busy:
         raise Inconclusive("A finished before every request was queued; raise n_predict")
     queued = [e.model for e in lab.events if e.kind == "queued" and e.model in rest]
@@ -494,7 +481,7 @@ def stopping_counts(ctx: Context, p: StoppingParams) -> Evidence:
     models = ctx.router_models(p.models, **{"0": {"stop_timeout_s": int(st)}})
     a, b = models[0].name, models[1].name
     ev = Evidence()
-    with ctx.lab(models, models_max=1) as lab:
+    with ctx.lab(models, models_max=1, evidence=ev) as lab:
         lab.request(a)
         pid = lab.child_pid(a)
         if pid is None:
@@ -503,7 +490,6 @@ def stopping_counts(ctx: Context, p: StoppingParams) -> Evidence:
         t_b = lab.now()
         reply = lab.request(b, timeout=st + 60)
         lab.thaw(pid)
-        _save(lab, ev)
     exit_a = next((e for e in lab.events if e.kind == "exited" and e.model == a and lab.rel(e.t) >= t_b), None)
     spawn_b = next((e for e in lab.events if e.kind == "spawn" and e.model == b), None)
     if exit_a is None or spawn_b is None:
@@ -525,7 +511,7 @@ def loading_counts(ctx: Context, p: HoldParams) -> Evidence:
     a, b = models[0].name, models[1].name
     hold_s = float(p.hold_s)
     ev = Evidence()
-    with ctx.lab(models, models_max=1) as lab:
+    with ctx.lab(models, models_max=1, evidence=ev) as lab:
         lab.post("/models/load", a)
         pid = lab.child_pid(a, timeout=10)
         if pid is None:
@@ -543,7 +529,6 @@ def loading_counts(ctx: Context, p: HoldParams) -> Evidence:
         t_thaw = lab.now()
         lab.thaw(pid)
         b_thread.join(hold_s + 120)
-        _save(lab, ev)
     spawn_b = next((e for e in lab.events if e.kind == "spawn" and e.model == b), None)
     ev.figures.update(hold_s=hold_s, actions_while_a_loading=len(during),
                       b_spawned_while_a_loading=any(e.kind == "spawn" and e.model == b for e in during),

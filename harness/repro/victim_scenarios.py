@@ -111,7 +111,7 @@ def wanted_victim(ctx: Context, p: WantedParams) -> Evidence:
     models = ctx.router_models(p.models)
     a, b, c = (m.name for m in models[:3])
     ev = Evidence()
-    with ctx.lab(models, models_max=2, ctx_size=int(p.ctx_size)) as lab:
+    with ctx.lab(models, models_max=2, ctx_size=int(p.ctx_size), evidence=ev) as lab:
         lab.request(b)
         long_b = _long_request_busy(lab, b, int(p.get("n_predict", 4000)))
         pid_b = lab.child_pid(b)
@@ -135,7 +135,6 @@ def wanted_victim(ctx: Context, p: WantedParams) -> Evidence:
             lab.thaw(pid_b)
         long_b.join(180)
         lab.sleep(0.2)
-        _save(lab, ev)
     if queued_c is None:
         raise Inconclusive(f"the request for {c} was never queued")
     if premature:
@@ -199,7 +198,7 @@ def lru_order(ctx: Context, p: LruParams) -> Evidence:
     via_load = _via_load(p)
     rounds = []
     ev = Evidence()
-    with ctx.lab(models, models_max=cap) as lab:
+    with ctx.lab(models, models_max=cap, evidence=ev) as lab:
         resident, outside = names[:cap], names[cap]
         since = {}
         for i, n in enumerate(resident):
@@ -221,7 +220,6 @@ def lru_order(ctx: Context, p: LruParams) -> Evidence:
             since[outside] = load_no
             load_no += 1
             outside = evict.model
-        _save(lab, ev)
     ev.figures.update(rounds=len(rounds), lru_victims=sum(r["lru"] for r in rounds),
                       distinguishing_rounds=sum(r["distinguishing"] for r in rounds),
                       evictions=sum(1 for r in rounds if r["victim"]))
@@ -254,7 +252,7 @@ def loading_lru(ctx: Context, p: LoadingLruParams) -> Evidence:
     a, b, c = (m.name for m in models[:3])
     hold_s = float(p.hold_s)
     ev = Evidence()
-    with ctx.lab(models, models_max=2) as lab:
+    with ctx.lab(models, models_max=2, evidence=ev) as lab:
         lab.request(b)
         lab.post("/models/load", a)
         pid = _freeze_while_loading(lab, a)
@@ -271,7 +269,6 @@ def loading_lru(ctx: Context, p: LoadingLruParams) -> Evidence:
         lab.thaw(pid)
         c_thread.join(hold_s + 120)
         lab.sleep(0.2)
-        _save(lab, ev)
     if not still_loading:
         raise Inconclusive(f"{a} came up while frozen")
     ev.figures.update(loading_lru_figures(lab.events, a, b, t_c))
@@ -306,7 +303,7 @@ def lru_get(ctx: Context, p: LruGetParams) -> Evidence:
     models = ctx.router_models(p.models)
     a, b, c = (m.name for m in models[:3])
     ev = Evidence()
-    with ctx.lab(models, models_max=2) as lab:
+    with ctx.lab(models, models_max=2, evidence=ev) as lab:
         lab.request(a)
         lab.request(b)
         got = lab.get(p.get_path, a)
@@ -314,7 +311,6 @@ def lru_get(ctx: Context, p: LruGetParams) -> Evidence:
         lab.request(c)
         lab.wait_for("evict", timeout=5, after=t_c - lab.t0)
         lab.sleep(0.2)
-        _save(lab, ev)
     proxied_get = any(e.kind == "proxy" and e.model == a and e.t >= got.t_send for e in lab.events
                       if e.t <= t_c)
     if got.status != 200 or not proxied_get:
@@ -368,7 +364,7 @@ def _multi_evict_once(ctx: Context, p: MultiEvictParams) -> Evidence:
     models = ctx.router_models(p.models)
     a, b, h, z, x, y = (m.name for m in models[:6])
     ev = Evidence()
-    with ctx.lab(models, models_max=4) as lab:
+    with ctx.lab(models, models_max=4, evidence=ev) as lab:
         lab.request(a)
         lab.request(b)
         threads = [lab.request_in_background(h, timeout=180)]
@@ -408,7 +404,6 @@ def _multi_evict_once(ctx: Context, p: MultiEvictParams) -> Evidence:
         for t in threads:
             t.join(180)
         lab.sleep(0.2)
-        _save(lab, ev)
     if queued_x is None or queued_y is None:
         raise Inconclusive("the request for X or Y was never queued")
     if early:
