@@ -162,12 +162,12 @@ class Lab:
         except httpx.HTTPError as exc:
             return Reply(model, t_send, time.perf_counter(), None, "", f"{type(exc).__name__}: {exc}")
 
-    def get(self, path: str, model: str) -> Reply:
+    def get(self, path: str, model: str, timeout: float = 120.0) -> Reply:
         """``GET path?model=<model>`` (the router proxies it to the model's child)."""
-        self.act(f"curl -sS -m 120 \"http://127.0.0.1:$PORT{path}?model={model}\"")
+        self.act(f"curl -sS -m {timeout:g} \"http://127.0.0.1:$PORT{path}?model={model}\"")
         t_send = time.perf_counter()
         try:
-            r = self.http.get(path, params={"model": model})
+            r = self.http.get(path, params={"model": model}, timeout=timeout)
             reply = Reply(model, t_send, time.perf_counter(), r.status_code, r.text[:500])
         except httpx.HTTPError as exc:
             reply = Reply(model, t_send, time.perf_counter(), None, "", f"{type(exc).__name__}: {exc}")

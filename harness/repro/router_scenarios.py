@@ -359,8 +359,11 @@ def cancel_waiting(ctx: Context, p: CancelParams) -> Evidence:
     with ctx.lab(models, models_max=1, ctx_size=int(p.ctx_size), evidence=ev) as lab:
         long_thread = _loaded_and_busy(lab, a, p, 6000)
         session = p.conversation_id  # X-Conversation-Id: the router's resumable-stream sessions
-        b_reply = lab.request(b, timeout=float(p.client_timeout_s),
-                              headers={"X-Conversation-Id": str(session)} if session else None)
+        if p.waiting_get:  # B's waiting request is a GET the router proxies (proxy_get)
+            b_reply = lab.get(p.waiting_get, b, timeout=float(p.client_timeout_s))
+        else:
+            b_reply = lab.request(b, timeout=float(p.client_timeout_s),
+                                  headers={"X-Conversation-Id": str(session)} if session else None)
         c_thread = lab.request_in_background(c)
         busy = long_thread.is_alive()
         long_thread.join(120)
@@ -603,6 +606,7 @@ class CancelParams(RouterParams):
     models: list[str] = field(default_factory=lambda: ["tiny-q8", "tiny-q4", "tiny-f16"])
     client_timeout_s: float = 0.3
     conversation_id: str | None = None  # sent as X-Conversation-Id with the request that gives up
+    waiting_get: str | None = None  # e.g. "/props": the request that gives up is GET <path>?model=B
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,11 @@ CASES = {
     "router-cancel-waiting-session": (
         {"b_spawned": False, "cancel_logged": True, "c_ok": True},
         [{"b_spawned": True, "cancel_logged": False, "c_ok": True}]),  # no should_stop: B waits and loads
+    # a waiting GET is cancelled too, and its slot goes to the next waiter
+    "router-cancel-waiting-get": (
+        {"b_spawned": False, "cancel_logged": True, "c_took_a_slot": True, "c_ok": True},
+        [{"b_spawned": True, "cancel_logged": False, "c_took_a_slot": True, "c_ok": True},  # GET not cancelled
+         {"b_spawned": False, "cancel_logged": True, "c_took_a_slot": False, "c_ok": True}]),  # slot not passed on
 }
 
 
