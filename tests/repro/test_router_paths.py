@@ -37,3 +37,11 @@ def test_a_proxied_get_is_not_a_use_for_lru(engine_binary, tmp_path):
     spec, e = _run("router-victim-lru-get", engine_binary, tmp_path)
     assert e.figures["get_status"] == 200 and e.figures["c_ok"]
     assert judge(spec, e.figures)[0] == CONTRADICTED and e.figures["victim"] == e.figures["lru_by_post_only"]
+
+
+def test_a_waiting_get_is_cancelled_when_its_client_leaves(engine_binary, tmp_path):
+    from harness.repro.claims import HOLDS
+
+    spec, e = _run("router-cancel-waiting-get", engine_binary, tmp_path)
+    assert e.figures["b_client_gave_up"] and judge(spec, e.figures)[0] == HOLDS, judge(spec, e.figures)[1]
+    assert "/props?model=" in (tmp_path / "recipe.sh").read_text()
