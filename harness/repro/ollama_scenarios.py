@@ -74,6 +74,12 @@ def _model(http: httpx.Client, p: Params) -> str:
     return min(tags, key=lambda t: t.get("size", 0))["name"]
 
 
+def _unload(http: httpx.Client, model: str) -> None:
+    """Unload ``model`` without loading it first (a generate request with no prompt and
+    keep_alive 0; one with a prompt would load the model to answer it)."""
+    http.post("/api/generate", json={"model": model, "keep_alive": 0}).raise_for_status()
+
+
 def _generate(http: httpx.Client, model: str, **kw) -> dict:
     r = http.post("/api/generate", json={"model": model, "prompt": "Hello", "stream": False,
                                          "options": {"num_predict": 1}, **kw})
@@ -291,7 +297,7 @@ def ollama_one_load(ctx: _sc.Context, p: OneLoadParams) -> _sc.Evidence:
             models = _smallest(http, 2, p.models)
             for _ in range(p.rounds):
                 for m in models:
-                    _generate(http, m, keep_alive=0)
+                    _unload(http, m)
                 threads = [threading.Thread(target=_generate, args=(http, m)) for m in models]
                 for t in threads:
                     t.start()
@@ -324,7 +330,7 @@ def ollama_eviction(ctx: _sc.Context, p: EvictionParams) -> _sc.Evidence:
             rounds = []
             for busy_round in (False, True):
                 for m in models:
-                    _generate(http, m, keep_alive=0)
+                    _unload(http, m)
                 _generate(http, a)
                 _generate(http, b)
                 busy: set[str] = set()
