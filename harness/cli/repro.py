@@ -23,7 +23,7 @@ def repro(
     """Reproduce the seeds' claims on the real engine: holds / contradicted / not checkable here.
 
     Each claim is a spec in experiments/claims/ (text, source, scenario, check). Evidence
-    for each (router logs, events.csv, memory.csv) lands in results/<run>/claims/<id>/.
+    for each (router logs, events.parquet, memory.parquet) lands in results/<run>/claims/<id>/.
 
     \b
     Examples:

@@ -12,9 +12,10 @@ A spec (``experiments/claims/*.toml``)::
     not_tested = "..."               # what it cannot (shown with the verdict)
     engine = "llama-server"          # or "ollama"
     requires = []                    # any of: "metal", "cuda", "not-metal", "apple-cpu", "cpu",
-                                     # "ollama", "proc-events" (the kernel's fork/exit events)
-    scenario = "storm"               # a name from harness.repro.scenarios.SCENARIOS
-    [params]                         # handed to the scenario
+                                     # "ollama", "proc-events" (the kernel's fork/exit events),
+                                     # "mlx" (mlx and mlx-lm with Metal)
+    scenario = "storm"               # a name from harness.repro.registry.SCENARIOS
+    [params]                         # the scenario's typed parameters (its Params dataclass)
     models = ["tiny-q8", "tiny-q4", "tiny-f16"]
     models_max = 2
     [[check]]                        # every requirement must hold
@@ -51,13 +52,13 @@ from harness.errors import BadInput
 
 OPS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq,
        "!=": operator.ne}
-REQUIREMENTS = ("metal", "cuda", "not-metal", "apple-cpu", "cpu", "ollama", "proc-events")
+REQUIREMENTS = ("metal", "cuda", "not-metal", "apple-cpu", "cpu", "ollama", "proc-events", "mlx")
 HOLDS, CONTRADICTED, NOT_CHECKABLE, ERROR = "holds", "contradicted", "not checkable here", "error"
 INCONCLUSIVE = "inconclusive"
 # why a claim is not checkable here
 PLATFORM, SCENARIO_MISSING, SETUP_FAILED = "platform", "scenario", "setup"
 OP_WORDS = {"<=": "at most", "<": "below", ">=": "at least", ">": "above", "==": "", "!=": "not"}
-ENGINES = ("llama-server", "ollama")  # the engines claim scenarios exist for (a subset of engines.registry)
+ENGINES = ("llama-server", "ollama", "mlx")  # the engines claim scenarios exist for (a subset of engines.registry)
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,7 @@ class ClaimSpec:
 
 
 def load_claim(path: Path) -> ClaimSpec:
-    from harness.repro.scenarios import SCENARIOS
+    from harness.repro.registry import SCENARIOS
 
     where = str(path)
     try:
@@ -157,13 +158,15 @@ def load_claim(path: Path) -> ClaimSpec:
     note = ""
     if data.get("tested") or data.get("not_tested"):
         note = f"Tested: {data.get('tested', '-')} Not tested: {data.get('not_tested', '-')}"
+    if data["scenario"] != "none":  # names and types of [params] checked now, before anything runs
+        SCENARIOS[data["scenario"]].validate(dict(data.get("params", {})), where=f"{where}: [params]")
     return ClaimSpec(data["id"], data["claim"], data["source"], data["scenario"], engine,
                      list(data.get("requires", [])), dict(data.get("params", {})), checks, path, timing, repeat, note)
 
 
 def load_claims(selected: list[str] | None = None, directory: Path | None = None) -> list[ClaimSpec]:
     directory = directory or resources.claims_dir()
-    claims = [load_claim(p) for p in sorted(directory.glob("*.toml"))]
+    claims = [load_claim(p) for p in sorted(directory.glob("*.toml")) if p.name != "code_paths.toml"]
     ids = [c.id for c in claims]
     dupes = {i for i in ids if ids.count(i) > 1}
     if dupes:
@@ -187,6 +190,22 @@ def _ollama_reachable() -> bool:
             return True
     except OSError:
         return False
+
+
+@lru_cache(maxsize=1)
+def _mlx_metal() -> tuple[bool, str]:
+    """mlx and mlx-lm importable and mlx's Metal backend available (Apple Silicon)."""
+    where = f"this host: {platform.system()} {platform.machine()}"
+    try:
+        import mlx.core as mx
+        import mlx_lm  # noqa: F401
+    except ImportError:
+        return False, f"needs mlx and mlx-lm with Metal on Apple Silicon (pip install 'lbench[mlx]'); {where}"
+    try:
+        ok = bool(mx.metal.is_available())
+    except Exception as exc:  # mlx[cpu] on Linux has no metal module to ask
+        return False, f"needs mlx with Metal on Apple Silicon ({exc}); {where}"
+    return ok, "" if ok else f"needs mlx with Metal on Apple Silicon (mlx has no Metal here); {where}"
 
 
 @lru_cache(maxsize=1)
@@ -228,6 +247,7 @@ def availability(backend: str) -> dict[str, tuple[bool, str]]:
         "ollama": lambda: (_ollama_reachable(),
                            "needs Ollama: no `ollama` on PATH and nothing answers on 127.0.0.1:11434"),
         "proc-events": lambda: (_proc_events()[0], f"needs the kernel's process events: {_proc_events()[1]}"),
+        "mlx": _mlx_metal,
     })
 
 

@@ -17,7 +17,9 @@ import pandas as pd
 
 from harness.engines.base import Setting
 from harness.engines.llama_server import LlamaServerEngine
-from harness.repro import scenarios as _sc
+from dataclasses import dataclass, field
+
+from harness.repro.base import Evidence, Params, write_evidence_table
 from harness.workloads.idle import run_idle_sweep
 
 
@@ -48,14 +50,14 @@ def equivalence_figures(verdicts: list, *, margin: float, models: list[str], sta
             "worst_ratio_ci_high": round(worst.ratio_ci[1], 4)}
 
 
-def idle_equivalence(ctx, p: dict):
+def idle_equivalence(ctx, p: EquivalenceParams) -> Evidence:
     """Fresh servers per model; per (model, long pause) an equivalence verdict against the short pauses."""
     from harness.analysis.verdicts import VerdictConfig, decide_groups
 
-    refs = list(p.get("models", ["tiny-q8"]))
-    short = [float(x) for x in p.get("short_pauses_s", [0.0, 0.05])]
-    long = [float(x) for x in p.get("long_pauses_s", [1.4, 3.0])]
-    starts, reps, margin = int(p.get("starts", 2)), int(p.get("reps", 5)), float(p.get("margin", 0.10))
+    refs = list(p.models)
+    short = [float(x) for x in p.short_pauses_s]
+    long = [float(x) for x in p.long_pauses_s]
+    starts, reps, margin = int(p.starts), int(p.reps), float(p.margin)
     rows: list[dict] = []
     labels = []
     for ref in refs:
@@ -68,14 +70,23 @@ def idle_equivalence(ctx, p: dict):
                 run_idle_sweep(server, short + long, reps=reps, seed=start, warmup=3,
                                emit=lambda row, s=start, m=model.label: rows.append({**row, "model": m, "start": s}))
     frame = pd.DataFrame(rows)
-    frame.to_csv(ctx.claim_dir / "samples.csv", index=False)
+    write_evidence_table(frame, ctx.claim_dir, "samples")
     verdicts = decide_groups(equivalence_groups(frame, short, long), VerdictConfig(margin=margin))
-    ev = _sc.Evidence(figures=equivalence_figures(verdicts, margin=margin, models=labels, starts=starts, long=long))
+    ev = Evidence(figures=equivalence_figures(verdicts, margin=margin, models=labels, starts=starts, long=long))
     ev.lines = [v.line() for v in verdicts]
     ev.notes = [f"design fixed in the spec: {len(labels)} models x {starts} server starts, short pauses {short} s, "
                 f"long pauses {long} s, {reps} reps each, margin +/-{margin:.0%}; the unit is the server start"]
     return ev
 
 
-SCENARIOS = {"idle-equivalence": idle_equivalence}
-_sc.SCENARIOS.update(SCENARIOS)
+@dataclass(frozen=True)
+class EquivalenceParams(Params):
+    models: list[str] = field(default_factory=lambda: ["tiny-q8"])
+    short_pauses_s: list[float] = field(default_factory=lambda: [0.0, 0.05])
+    long_pauses_s: list[float] = field(default_factory=lambda: [1.4, 3.0])
+    starts: int = 2
+    reps: int = 5
+    margin: float = 0.10
+
+
+SCENARIOS = {"idle-equivalence": (idle_equivalence, EquivalenceParams)}

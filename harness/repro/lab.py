@@ -133,14 +133,14 @@ class Lab:
 
     # ---- driving ---------------------------------------------------------
     def request(self, model: str, n_predict: int = 1, *, timeout: float = 120.0, ignore_eos: bool = False,
-                prompt: str = "Hello world") -> Reply:
+                prompt: str = "Hello world", headers: dict[str, str] | None = None) -> Reply:
         body = {"model": model, "prompt": prompt, "n_predict": n_predict, "cache_prompt": True,
                 "ignore_eos": ignore_eos, "response_fields": ["timings"]}
-        self.act(_curl("/completion", body, timeout) + (" &" if threading.current_thread() is not threading.main_thread()
-                                                         else ""))
+        self.act(_curl("/completion", body, timeout, headers) + (" &" if threading.current_thread() is not
+                                                                  threading.main_thread() else ""))
         t_send = time.perf_counter()
         try:
-            r = self.http.post("/completion", json=body, timeout=timeout)
+            r = self.http.post("/completion", json=body, timeout=timeout, headers=headers)
             reply = Reply(model, t_send, time.perf_counter(), r.status_code, r.text[:500], n_predict=n_predict)
         except httpx.HTTPError as exc:
             reply = Reply(model, t_send, time.perf_counter(), None, "", f"{type(exc).__name__}: {exc}",
@@ -161,6 +161,18 @@ class Lab:
             return Reply(model, t_send, time.perf_counter(), r.status_code, r.text[:500])
         except httpx.HTTPError as exc:
             return Reply(model, t_send, time.perf_counter(), None, "", f"{type(exc).__name__}: {exc}")
+
+    def get(self, path: str, model: str, timeout: float = 120.0) -> Reply:
+        """``GET path?model=<model>`` (the router proxies it to the model's child)."""
+        self.act(f"curl -sS -m {timeout:g} \"http://127.0.0.1:$PORT{path}?model={model}\"")
+        t_send = time.perf_counter()
+        try:
+            r = self.http.get(path, params={"model": model}, timeout=timeout)
+            reply = Reply(model, t_send, time.perf_counter(), r.status_code, r.text[:500])
+        except httpx.HTTPError as exc:
+            reply = Reply(model, t_send, time.perf_counter(), None, "", f"{type(exc).__name__}: {exc}")
+        self.replies.append(reply)
+        return reply
 
     def child_pid(self, model: str, timeout: float = 10.0) -> int | None:
         """PID of the router child serving ``model`` (found by its ``--alias``)."""
@@ -211,11 +223,12 @@ class Lab:
         return self.session.peak_children()
 
 
-def _curl(path: str, body: dict, timeout: float) -> str:
+def _curl(path: str, body: dict, timeout: float, headers: dict[str, str] | None = None) -> str:
     import json
     import shlex
 
-    return (f"curl -sS -m {timeout:g} -H 'Content-Type: application/json' "
+    extra = "".join(f"-H {shlex.quote(f'{k}: {v}')} " for k, v in (headers or {}).items())
+    return (f"curl -sS -m {timeout:g} -H 'Content-Type: application/json' {extra}"
             f"-d {shlex.quote(json.dumps(body))} \"http://127.0.0.1:$PORT{path}\"")
 
 

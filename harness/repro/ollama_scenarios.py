@@ -14,11 +14,15 @@ import shutil
 import subprocess
 import threading
 import time
+from contextlib import contextmanager
 
 import httpx
 
 from harness.engines.llama_server import free_port
-from harness.repro import scenarios as _sc  # attributes read at call time (scenarios imports this module)
+from dataclasses import dataclass, field, replace
+
+from harness.repro import base as _sc
+from harness.repro.base import Params
 
 DEFAULT_URL = "http://127.0.0.1:11434"
 QUEUE_FULL = "server busy, please try again. maximum pending requests exceeded"
@@ -54,20 +58,26 @@ def metal_keep_alive_s(log_text: str) -> int | None:
 
 # ---- scenarios ---------------------------------------------------------------------
 
-def _client(p: dict) -> httpx.Client:
+def _client(p: Params) -> httpx.Client:
     from harness.engines.http_engines import check_loopback
 
     url = check_loopback(p.get("url", os.environ.get("LBENCH_OLLAMA_URL", DEFAULT_URL)), "ollama url")
     return httpx.Client(base_url=url, timeout=300, trust_env=False)
 
 
-def _model(http: httpx.Client, p: dict) -> str:
+def _model(http: httpx.Client, p: Params) -> str:
     if p.get("model", "auto") != "auto":
-        return p["model"]
+        return p.model
     tags = http.get("/api/tags").json().get("models", [])
     if not tags:
         raise _sc.Inconclusive("Ollama has no model pulled (ollama pull a small one, e.g. llama3.2:1b)")
     return min(tags, key=lambda t: t.get("size", 0))["name"]
+
+
+def _unload(http: httpx.Client, model: str) -> None:
+    """Unload ``model`` without loading it first (a generate request with no prompt and
+    keep_alive 0; one with a prompt would load the model to answer it)."""
+    http.post("/api/generate", json={"model": model, "keep_alive": 0}).raise_for_status()
 
 
 def _generate(http: httpx.Client, model: str, **kw) -> dict:
@@ -77,9 +87,9 @@ def _generate(http: httpx.Client, model: str, **kw) -> dict:
     return r.json()
 
 
-def ollama_keep_alive(ctx: "_sc.Context", p: dict) -> "_sc.Evidence":
+def ollama_keep_alive(ctx: _sc.Context, p: OllamaParams) -> _sc.Evidence:
     """keep_alive "Ns" keeps the runner listed in /api/ps about N s; keep_alive 0 unloads at once."""
-    keep = float(p.get("keep_alive_s", 3))
+    keep = float(p.keep_alive_s)
     ev = _sc.Evidence()
     with _client(p) as http:
         model = _model(http, p)
@@ -105,7 +115,7 @@ def ollama_keep_alive(ctx: "_sc.Context", p: dict) -> "_sc.Evidence":
     return ev
 
 
-def ollama_reuse(ctx: "_sc.Context", p: dict) -> "_sc.Evidence":
+def ollama_reuse(ctx: _sc.Context, p: OllamaParams) -> _sc.Evidence:
     """Unload, then two requests: the first loads (load_duration large), the second reuses."""
     ev = _sc.Evidence()
     with _client(p) as http:
@@ -118,23 +128,23 @@ def ollama_reuse(ctx: "_sc.Context", p: dict) -> "_sc.Evidence":
     return ev
 
 
-def ollama_queue(ctx: "_sc.Context", p: dict) -> "_sc.Evidence":
+def ollama_queue(ctx: _sc.Context, p: OllamaParams) -> _sc.Evidence:
     """Start `ollama serve` with OLLAMA_MAX_QUEUE small and flood it: overflow must get 503."""
     exe = shutil.which("ollama")
     if exe is None:
         raise _sc.Inconclusive("setting OLLAMA_MAX_QUEUE needs an `ollama` binary to start (none on PATH)")
     port = free_port()
-    env = {**os.environ, "OLLAMA_HOST": f"127.0.0.1:{port}", "OLLAMA_MAX_QUEUE": str(p.get("max_queue", 1)),
+    env = {**os.environ, "OLLAMA_HOST": f"127.0.0.1:{port}", "OLLAMA_MAX_QUEUE": str(p.max_queue),
            "OLLAMA_NUM_PARALLEL": "1"}
     log = (ctx.claim_dir / "ollama.log").open("w")
     proc = subprocess.Popen([exe, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
     results: list[tuple[int | None, str]] = []
     try:
-        p = {**p, "url": f"http://127.0.0.1:{port}"}
+        p = replace(p, url=f"http://127.0.0.1:{port}")
         deadline = time.monotonic() + 30
         while True:
             try:
-                httpx.get(p["url"] + "/api/version", timeout=1, trust_env=False)
+                httpx.get(p.url + "/api/version", timeout=1, trust_env=False)
                 break
             except httpx.HTTPError:
                 if time.monotonic() > deadline:
@@ -146,12 +156,12 @@ def ollama_queue(ctx: "_sc.Context", p: dict) -> "_sc.Evidence":
             def one() -> None:
                 try:
                     r = http.post("/api/generate", json={"model": model, "prompt": "Hello", "stream": False,
-                                                         "options": {"num_predict": int(p.get("n_predict", 64))}})
+                                                         "options": {"num_predict": int(p.n_predict)}})
                     results.append((r.status_code, r.text[:300]))
                 except httpx.HTTPError as exc:
                     results.append((None, str(exc)))
 
-            threads = [threading.Thread(target=one) for _ in range(int(p.get("flood", 8)))]
+            threads = [threading.Thread(target=one) for _ in range(int(p.flood))]
             for t in threads:
                 t.start()
             for t in threads:
@@ -169,15 +179,198 @@ def ollama_queue(ctx: "_sc.Context", p: dict) -> "_sc.Evidence":
                     lines=[f"{s}: {b[:160]}" for s, b in results][:10])
 
 
-def metal_keep_alive_parse(ctx: "_sc.Context", p: dict) -> "_sc.Evidence":
+# ---- one load at a time; eviction (parsers and judges tested on recorded lines) -------------
+
+RUNNER_STARTED = re.compile(r'^time=(?P<time>\S+) .*msg="llama runner started in (?P<s>[0-9.]+) seconds"', re.M)
+SHOW_FROM = re.compile(r"^FROM (?P<path>\S+)", re.M)
+
+
+def _log_time(stamp: str) -> float:
+    """``time=`` of an Ollama log line (RFC 3339 with ms, e.g. 2026-04-10T21:13:59.427+09:00) in Unix s."""
+    from datetime import datetime
+
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def load_intervals(log_text: str) -> list[tuple[float, float]]:
+    """(start, end) in Unix seconds of every runner load in an Ollama server log: each
+    ``llama runner started in X seconds`` line ends a load that began X seconds before
+    (``loadStart``, llm/server.go)."""
+    out = []
+    for m in RUNNER_STARTED.finditer(log_text):
+        end = _log_time(m.group("time"))
+        out.append((end - float(m.group("s")), end))
+    return sorted(out)
+
+
+def overlap_figures(intervals: list[tuple[float, float]], resolution_s: float = 0.01) -> dict:
+    """Loads whose intervals overlap (one began before the other ended, beyond the log's 1 ms
+    stamps and the 2-decimal duration: ``resolution_s``), and the smallest gap between the end
+    of a load and the start of the next."""
+    pairs = sum(1 for i, a in enumerate(intervals) for b in intervals[i + 1:] if b[0] < a[1] - resolution_s)
+    gaps = [b[0] - a[1] for a, b in zip(intervals, intervals[1:])]
+    return {"loads": len(intervals), "overlapping_loads": pairs,
+            "min_gap_ms": round(min(gaps) * 1000, 1) if gaps else None}
+
+
+def model_paths(show_replies: dict[str, dict]) -> dict[str, str]:
+    """Model name -> its blob path, from ``POST /api/show`` replies (the modelfile's ``FROM`` line):
+    Ollama's ``ByDurationAndName`` breaks keep-alive ties by this path."""
+    out = {}
+    for name, reply in show_replies.items():
+        m = SHOW_FROM.search(reply.get("modelfile", ""))
+        if m:
+            out[name] = m.group("path")
+    return out
+
+
+def eviction_figures(before: list[str], after: list[str], loaded_order: list[str], paths: dict[str, str],
+                     busy: set[str]) -> dict:
+    """One eviction: the residents ``before`` the new model's request and ``after`` it; which
+    went, whether it was busy, whether it was the oldest idle (first loaded) or the first by
+    model path (the tie-break of Ollama's sort)."""
+    gone = [m for m in before if m not in after]
+    victim = gone[0] if len(gone) == 1 else None
+    idle = [m for m in loaded_order if m in before and m not in busy]
+    oldest_idle = idle[0] if idle else None
+    first_by_path = min(idle, key=lambda m: paths.get(m, m)) if idle else None
+    return {"evicted": len(gone), "victim": victim, "victim_was_busy": victim in busy if victim else None,
+            "oldest_idle": oldest_idle, "first_idle_by_path": first_by_path,
+            "victim_is_oldest_idle": victim is not None and victim == oldest_idle,
+            "distinguishing": oldest_idle != first_by_path}
+
+
+@contextmanager
+def _ollama_serve(ctx: _sc.Context, env_extra: dict[str, str], name: str = "ollama.log"):
+    """``ollama serve`` on a free loopback port with ``env_extra``; yields (url, log path)."""
+    exe = shutil.which("ollama")
+    if exe is None:
+        raise _sc.Inconclusive(f"setting {', '.join(env_extra)} needs an `ollama` binary to start (none on PATH)")
+    port = free_port()
+    env = {**os.environ, "OLLAMA_HOST": f"127.0.0.1:{port}", **env_extra}
+    log_path = ctx.claim_dir / name
+    log = log_path.open("w")
+    proc = subprocess.Popen([exe, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(url + "/api/version", timeout=1, trust_env=False)
+                break
+            except httpx.HTTPError:
+                if time.monotonic() > deadline:
+                    raise _sc.Inconclusive("ollama serve did not answer within 30 s") from None
+                time.sleep(0.2)
+        yield url, log_path
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def _smallest(http: httpx.Client, n: int, given: list[str]) -> list[str]:
+    if given:
+        return list(given)
+    tags = sorted(http.get("/api/tags").json().get("models", []), key=lambda t: t.get("size", 0))
+    if len(tags) < n:
+        raise _sc.Inconclusive(f"Ollama has {len(tags)} model(s) pulled; this scenario needs {n} "
+                               "(ollama pull small ones, e.g. qwen2.5:0.5b, llama3.2:1b, smollm2:360m)")
+    return [t["name"] for t in tags[:n]]
+
+
+@dataclass(frozen=True)
+class OneLoadParams(Params):
+    models: list[str] = field(default_factory=list)  # empty: the two smallest pulled
+    rounds: int = 3
+
+
+def ollama_one_load(ctx: _sc.Context, p: OneLoadParams) -> _sc.Evidence:
+    """Two models requested together (both unloaded first), ``rounds`` times; each load's
+    interval from Ollama's own log: the second load must begin after the first ended."""
+    ev = _sc.Evidence()
+    with _ollama_serve(ctx, {"OLLAMA_MAX_LOADED_MODELS": "2", "OLLAMA_NUM_PARALLEL": "1"}) as (url, log_path):
+        with httpx.Client(base_url=url, timeout=300, trust_env=False) as http:
+            models = _smallest(http, 2, p.models)
+            for _ in range(p.rounds):
+                for m in models:
+                    _unload(http, m)
+                threads = [threading.Thread(target=_generate, args=(http, m)) for m in models]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join(300)
+        text = log_path.read_text(errors="replace")
+    intervals = load_intervals(text)
+    ev.figures.update(overlap_figures(intervals), models=", ".join(models), loads_wanted=2 * p.rounds)
+    ev.lines = [f"load {i + 1}: {b - a:.2f} s, ended {b:.3f}" for i, (a, b) in enumerate(intervals)][:12]
+    return ev
+
+
+@dataclass(frozen=True)
+class EvictionParams(Params):
+    models: list[str] = field(default_factory=list)  # empty: the three smallest pulled
+    busy_predict: int = 2000  # tokens of the long generation that keeps a runner busy
+
+
+def ollama_eviction(ctx: _sc.Context, p: EvictionParams) -> _sc.Evidence:
+    """OLLAMA_MAX_LOADED_MODELS=2 (count pressure: the same findRunnerToUnload as VRAM pressure).
+    Round 1: two idle residents, loaded so that the oldest is not the first by model path; the
+    third model's request evicts one.  Round 2: the oldest is busy with a long generation."""
+    ev = _sc.Evidence()
+    with _ollama_serve(ctx, {"OLLAMA_MAX_LOADED_MODELS": "2", "OLLAMA_NUM_PARALLEL": "1"}) as (url, _):
+        with httpx.Client(base_url=url, timeout=600, trust_env=False) as http:
+            models = _smallest(http, 3, p.models)
+            paths = model_paths({m: http.post("/api/show", json={"model": m}).json() for m in models})
+            a, b = sorted(models[:2], key=lambda m: paths.get(m, m), reverse=True)  # oldest = later by path
+            third = models[2]
+            rounds = []
+            for busy_round in (False, True):
+                for m in models:
+                    _unload(http, m)
+                _generate(http, a)
+                _generate(http, b)
+                busy: set[str] = set()
+                long_thread = None
+                if busy_round:
+                    long_thread = threading.Thread(target=_generate, args=(http, a),
+                                                   kwargs={"options": {"num_predict": p.busy_predict}})
+                    long_thread.start()
+                    time.sleep(1.0)
+                    busy = {a}
+                before = loaded_models(http.get("/api/ps").json())
+                _generate(http, third)
+                after = loaded_models(http.get("/api/ps").json())
+                if long_thread is not None:
+                    still_busy = long_thread.is_alive()
+                    long_thread.join(600)
+                    if not still_busy:
+                        raise _sc.Inconclusive(f"{a}'s long generation ended before {third} was loaded; "
+                                               "raise busy_predict")
+                rounds.append(eviction_figures(before, after, [a, b], paths, busy))
+    idle_round, busy_round = rounds
+    ev.figures.update({f"idle_{k}": v for k, v in idle_round.items()})
+    ev.figures.update({f"busy_{k}": v for k, v in busy_round.items()})
+    ev.lines = [f"idle round: residents {a} (older), {b}; {third} evicted {idle_round['victim']}",
+                f"busy round: {a} busy, {b} idle; {third} evicted {busy_round['victim']}"]
+    ev.notes = ["pressure from OLLAMA_MAX_LOADED_MODELS=2 (the runner count), not VRAM: both go through "
+                "findRunnerToUnload; with equal keep-alives Ollama's sort breaks ties by model path, so the "
+                "scenario loads the two residents in an order where the oldest is not first by path"]
+    return ev
+
+
+def metal_keep_alive_parse(ctx: _sc.Context, p: KeepAliveParseParams) -> _sc.Evidence:
     """Start llama-server with GGML_METAL_RESIDENCY_KEEP_ALIVE_S=<value> and -lv 4; read the
     keep-alive from its startup log, for each value."""
     from harness.engines.base import Setting
     from harness.engines.llama_server import LlamaServerEngine
 
-    model = ctx.resolve(p.get("model", "tiny-q8"))
+    model = ctx.resolve(p.model)
     ev = _sc.Evidence()
-    for value in p.get("values", ["0", "-5", "abc", "30"]):
+    for value in p.values:
         log_path = ctx.claim_dir / "logs" / f"server-keepalive-{value}.log"
         engine = LlamaServerEngine(ctx.binary, extra_args=["-lv", "4"])
         with engine.start(model.path, Setting(keep_alive=str(value)), log_path):  # sets the variable
@@ -188,6 +381,23 @@ def metal_keep_alive_parse(ctx: "_sc.Context", p: dict) -> "_sc.Evidence":
     return ev
 
 
-SCENARIOS = {"ollama-keep-alive": ollama_keep_alive, "ollama-reuse": ollama_reuse, "ollama-queue": ollama_queue,
-             "metal-keep-alive-parse": metal_keep_alive_parse}
-_sc.SCENARIOS.update(SCENARIOS)
+@dataclass(frozen=True)
+class OllamaParams(Params):
+    model: str = "auto"  # "auto": the smallest model Ollama has pulled
+    url: str | None = None  # default: $LBENCH_OLLAMA_URL, else 127.0.0.1:11434
+    keep_alive_s: float = 3.0
+    max_queue: int = 1
+    flood: int = 8
+    n_predict: int = 64
+
+
+@dataclass(frozen=True)
+class KeepAliveParseParams(Params):
+    model: str = "tiny-q8"
+    values: list[str] = field(default_factory=lambda: ["0", "-5", "abc", "30"])
+
+
+SCENARIOS = {"ollama-keep-alive": (ollama_keep_alive, OllamaParams), "ollama-reuse": (ollama_reuse, OllamaParams),
+             "ollama-queue": (ollama_queue, OllamaParams), "ollama-one-load": (ollama_one_load, OneLoadParams),
+             "ollama-eviction": (ollama_eviction, EvictionParams),
+             "metal-keep-alive-parse": (metal_keep_alive_parse, KeepAliveParseParams)}

@@ -10,8 +10,10 @@ alive (exited = gone, even before the router reaps it) is a spawn before the vic
 from __future__ import annotations
 
 from harness.probes.proc_events import ChildEvents, ProcEvent
-from harness.repro import scenarios as _sc
-from harness.repro.scenarios import Context, Evidence, _save, children_from_log, spawns_over_cap
+from dataclasses import dataclass
+
+from harness.repro.base import Context, Evidence, Params, children_from_log, spawns_over_cap
+from harness.repro.base import save_evidence as _save
 
 
 def fork_exit_order(events: list[ProcEvent], models_max: int) -> dict:
@@ -44,27 +46,26 @@ def fork_exit_order(events: list[ProcEvent], models_max: int) -> dict:
             "median_exit_to_spawn_us": round(sorted(gaps_us)[len(gaps_us) // 2], 1) if gaps_us else None}
 
 
-def exit_before_spawn(ctx: Context, p: dict) -> Evidence:
+def exit_before_spawn(ctx: Context, p: ExitOrderParams) -> Evidence:
     """models_max N over more models: ``rounds`` of one request per model in turn, then ``waves``
     of one request per model sent at once, with the kernel's fork and exit events recorded."""
-    models = ctx.router_models(p["models"])
+    models = ctx.router_models(p.models)
     names = [m.name for m in models]
-    cap = int(p.get("models_max", 2))
+    cap = int(p.models_max)
     ev = Evidence()
     listener = ChildEvents()
     try:
-        with ctx.lab(models, models_max=cap) as lab:
+        with ctx.lab(models, models_max=cap, evidence=ev) as lab:
             listener.watch(lab.router.pid)
-            for _ in range(int(p.get("rounds", 3))):
+            for _ in range(int(p.rounds)):
                 for n in names:
                     lab.request(n)
-            for _ in range(int(p.get("waves", 3))):
+            for _ in range(int(p.waves)):
                 threads = [lab.request_in_background(n) for n in names]
                 for t in threads:
                     t.join(120)
             lab.sleep(0.3)
             events = list(listener.events)  # before the router's shutdown stops its children
-            _save(lab, ev)
     finally:
         listener.close()
     ev.figures.update(fork_exit_order(events, cap))
@@ -88,5 +89,12 @@ def exit_before_spawn(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
-SCENARIOS = {"exit-before-spawn": exit_before_spawn}
-_sc.SCENARIOS.update(SCENARIOS)
+@dataclass(frozen=True)
+class ExitOrderParams(Params):
+    models: list[str]
+    models_max: int = 2
+    rounds: int = 3
+    waves: int = 3
+
+
+SCENARIOS = {"exit-before-spawn": (exit_before_spawn, ExitOrderParams)}

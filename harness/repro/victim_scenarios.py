@@ -26,8 +26,10 @@ import time
 from pathlib import Path
 
 from harness.engines.router import TimelineEvent
-from harness.repro import scenarios as _sc
-from harness.repro.scenarios import Context, Evidence, Inconclusive, _long_request_busy, _save
+from dataclasses import dataclass, field
+
+from harness.repro.base import Context, Evidence, Inconclusive, Params, RouterParams, save_evidence as _save
+from harness.repro.base import long_request_busy as _long_request_busy
 
 
 def _first(events: list[TimelineEvent], kind: str, model: str | None = None, after: float | None = None):
@@ -101,15 +103,15 @@ def wanted_figures(events: list[TimelineEvent], a: str, c: str, t_thaw: float) -
     }
 
 
-def wanted_victim(ctx: Context, p: dict) -> Evidence:
+def wanted_victim(ctx: Context, p: WantedParams) -> Evidence:
     """models_max 2: B busy with a long request whose child is frozen (SIGSTOP), so the request
     stays in flight; a request for A spawns A (frozen while loading); a request for C queues (no
     victim: A loading, B busy).  A is thawed: at the tick of A's status change, A is idle and the
     only candidate, but its own request is still queued.  B is thawed at the end."""
-    models = ctx.router_models(p["models"])
+    models = ctx.router_models(p.models)
     a, b, c = (m.name for m in models[:3])
     ev = Evidence()
-    with ctx.lab(models, models_max=2, ctx_size=int(p.get("ctx_size", 4096))) as lab:
+    with ctx.lab(models, models_max=2, ctx_size=int(p.ctx_size), evidence=ev) as lab:
         lab.request(b)
         long_b = _long_request_busy(lab, b, int(p.get("n_predict", 4000)))
         pid_b = lab.child_pid(b)
@@ -133,7 +135,6 @@ def wanted_victim(ctx: Context, p: dict) -> Evidence:
             lab.thaw(pid_b)
         long_b.join(180)
         lab.sleep(0.2)
-        _save(lab, ev)
     if queued_c is None:
         raise Inconclusive(f"the request for {c} was never queued")
     if premature:
@@ -184,27 +185,27 @@ def _via_load(p: dict) -> bool:
     return via == "load"
 
 
-def lru_order(ctx: Context, p: dict) -> Evidence:
+def lru_order(ctx: Context, p: LruParams) -> Evidence:
     """models_max N with N+1 models: each round uses the N residents one after the other in a
     chosen order, then requests (or POSTs /models/load for) the one outside: the router must
     evict the first one used."""
-    models = ctx.router_models(p["models"])
+    models = ctx.router_models(p.models)
     names = [m.name for m in models]
     cap = int(p.get("models_max", len(names) - 1))
     if cap < 3 or len(names) != cap + 1:
         raise Inconclusive("lru-order needs models_max >= 3 and exactly models_max + 1 models")
-    rng = random.Random(int(p.get("seed", 0)))
+    rng = random.Random(int(p.seed))
     via_load = _via_load(p)
     rounds = []
     ev = Evidence()
-    with ctx.lab(models, models_max=cap) as lab:
+    with ctx.lab(models, models_max=cap, evidence=ev) as lab:
         resident, outside = names[:cap], names[cap]
         since = {}
         for i, n in enumerate(resident):
             lab.request(n)
             since[n] = i
         load_no = cap
-        for _ in range(int(p.get("rounds", 4))):
+        for _ in range(int(p.rounds)):
             order = _touch_order(resident, since, rng)
             lab.act(f"# use order (oldest first): {', '.join(order)}")
             for n in order:
@@ -219,12 +220,11 @@ def lru_order(ctx: Context, p: dict) -> Evidence:
             since[outside] = load_no
             load_no += 1
             outside = evict.model
-        _save(lab, ev)
     ev.figures.update(rounds=len(rounds), lru_victims=sum(r["lru"] for r in rounds),
                       distinguishing_rounds=sum(r["distinguishing"] for r in rounds),
                       evictions=sum(1 for r in rounds if r["victim"]))
     ev.figures["non_lru_victims"] = ev.figures["rounds"] - ev.figures["lru_victims"]
-    ev.figures["rounds_wanted"] = int(p.get("rounds", 4))
+    ev.figures["rounds_wanted"] = int(p.rounds)
     ev.figures["path"] = "POST /models/load (unload_lru)" if via_load else "request (tick)"
     ev.lines = [f"round {i + 1}: least recently used {r['expected']}, evicted {r['victim']}"
                 for i, r in enumerate(rounds)] + lab.lines("evict")[:8]
@@ -244,15 +244,15 @@ def loading_lru_figures(events: list[TimelineEvent], a: str, b: str, t_c: float)
             "a_evicted_while_loading": bool(killed or (first and first.model == a))}
 
 
-def loading_lru(ctx: Context, p: dict) -> Evidence:
+def loading_lru(ctx: Context, p: LoadingLruParams) -> Evidence:
     """models_max 2: B loaded; POST /models/load A (no queue entry protects it) and freeze A's
     child while loading; use B (now A is the least recently used); request C.  A is thawed
     after ``hold_s``."""
-    models = ctx.router_models(p["models"])
+    models = ctx.router_models(p.models)
     a, b, c = (m.name for m in models[:3])
-    hold_s = float(p.get("hold_s", 2))
+    hold_s = float(p.hold_s)
     ev = Evidence()
-    with ctx.lab(models, models_max=2) as lab:
+    with ctx.lab(models, models_max=2, evidence=ev) as lab:
         lab.request(b)
         lab.post("/models/load", a)
         pid = _freeze_while_loading(lab, a)
@@ -269,7 +269,6 @@ def loading_lru(ctx: Context, p: dict) -> Evidence:
         lab.thaw(pid)
         c_thread.join(hold_s + 120)
         lab.sleep(0.2)
-        _save(lab, ev)
     if not still_loading:
         raise Inconclusive(f"{a} came up while frozen")
     ev.figures.update(loading_lru_figures(lab.events, a, b, t_c))
@@ -281,6 +280,47 @@ def loading_lru(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
+
+
+# ---- lru-get: is a GET a use? ---------------------------------------------------------
+
+def lru_get_figures(events: list[TimelineEvent], a: str, b: str, t_c: float) -> dict:
+    """A and B resident (A requested first, then B, both by POST), then a GET for A, then C
+    requested at ``t_c``: if every request is a use, B is the least recently used and goes; if
+    only POSTs stamp ``last_used``, A goes."""
+    first = _first(events, "evict", None, t_c)
+    return {"victim": first.model if first else None, "lru_by_use": b, "lru_by_post_only": a}
+
+
+@dataclass(frozen=True)
+class LruGetParams(Params):
+    models: list[str]
+    get_path: str = "/props"  # a GET the router proxies to the model's child (proxy_get)
+
+
+def lru_get(ctx: Context, p: LruGetParams) -> Evidence:
+    """models_max 2: POST A, POST B, GET <get_path>?model=A, POST C: which model is evicted."""
+    models = ctx.router_models(p.models)
+    a, b, c = (m.name for m in models[:3])
+    ev = Evidence()
+    with ctx.lab(models, models_max=2, evidence=ev) as lab:
+        lab.request(a)
+        lab.request(b)
+        got = lab.get(p.get_path, a)
+        t_c = lab.t0 + lab.now()
+        lab.request(c)
+        lab.wait_for("evict", timeout=5, after=t_c - lab.t0)
+        lab.sleep(0.2)
+    proxied_get = any(e.kind == "proxy" and e.model == a and e.t >= got.t_send for e in lab.events
+                      if e.t <= t_c)
+    if got.status != 200 or not proxied_get:
+        raise Inconclusive(f"GET {p.get_path}?model={a} was not proxied to {a} (status {got.status}); "
+                           "choose a GET the router proxies")
+    ev.figures.update(lru_get_figures(lab.events, a, b, t_c))
+    ev.figures.update(get_status=got.status, c_ok=any(r.model == c and r.status == 200 for r in lab.replies))
+    ev.lines = [f"POST {a}, POST {b}, GET {p.get_path}?model={a} ({got.status}), POST {c}: "
+                f"evicted {ev.figures['victim']}"] + lab.lines("proxy", "evict", "spawn")[:10]
+    return ev
 
 
 # ---- multi-evict: several evictions in one tick -----------------------------------------
@@ -315,16 +355,16 @@ def tick_evictions(events: list[TimelineEvent], after: float, before: float) -> 
             if len(stamps) > 1 and None not in stamps else None}
 
 
-def _multi_evict_once(ctx: Context, p: dict) -> Evidence:
+def _multi_evict_once(ctx: Context, p: MultiEvictParams) -> Evidence:
     """models_max 4: A and B loaded and idle; H's load (a request) frozen, so H heads the queue;
     X queues behind H (a slot is free, so no eviction); Z loaded by POST /models/load (no queue
     entry, no tick) and frozen: now the 4 slots are taken while X still needs one.  A and B are
     frozen too (idle, but unable to exit).  A request for Y then finds two queued requests short
     of slots and two idle models: its tick should evict both.  (Two requests sent at once cannot show this: each request's own tick evicts one.)"""
-    models = ctx.router_models(p["models"])
+    models = ctx.router_models(p.models)
     a, b, h, z, x, y = (m.name for m in models[:6])
     ev = Evidence()
-    with ctx.lab(models, models_max=4) as lab:
+    with ctx.lab(models, models_max=4, evidence=ev) as lab:
         lab.request(a)
         lab.request(b)
         threads = [lab.request_in_background(h, timeout=180)]
@@ -364,7 +404,6 @@ def _multi_evict_once(ctx: Context, p: dict) -> Evidence:
         for t in threads:
             t.join(180)
         lab.sleep(0.2)
-        _save(lab, ev)
     if queued_x is None or queued_y is None:
         raise Inconclusive("the request for X or Y was never queued")
     if early:
@@ -384,17 +423,17 @@ class EarlyEviction(Inconclusive):
     """Z's first status message beat the freeze: the attempt cannot show the situation."""
 
 
-def multi_evict(ctx: Context, p: dict) -> Evidence:
+def multi_evict(ctx: Context, p: MultiEvictParams) -> Evidence:
     """``_multi_evict_once``, tried up to ``attempts`` times (default 3): freezing Z before its
     first status message is a race.  Failed attempts keep their files in ``failed-attempt-N/``."""
-    attempts = int(p.get("attempts", 3))
+    attempts = int(p.attempts)
     for n in range(1, attempts + 1):
         try:
             ev = _multi_evict_once(ctx, p)
         except EarlyEviction as exc:
             keep = ctx.claim_dir / f"failed-attempt-{n}"
             keep.mkdir(exist_ok=True)
-            for name in ("logs", "events.csv", "memory.csv", "recipe.sh"):
+            for name in ("logs", "events.parquet", "memory.parquet", "recipe.sh"):
                 if (ctx.claim_dir / name).exists():
                     shutil.move(str(ctx.claim_dir / name), str(keep / name))
             if n == attempts:
@@ -408,6 +447,33 @@ def multi_evict(ctx: Context, p: dict) -> Evidence:
     raise AssertionError("unreachable")
 
 
-SCENARIOS = {"wanted-victim": wanted_victim, "lru-order": lru_order, "loading-lru": loading_lru,
-             "multi-evict": multi_evict}
-_sc.SCENARIOS.update(SCENARIOS)
+@dataclass(frozen=True)
+class WantedParams(RouterParams):
+    models: list[str] = field(default_factory=lambda: ["llama3.2-1b-q4", "tiny-q8", "tiny-f16"])
+
+
+@dataclass(frozen=True)
+class LruParams(Params):
+    models: list[str]
+    models_max: int | None = None  # default: one fewer than the models
+    rounds: int = 4
+    seed: int = 0
+    via: str = "request"  # or "load": POST /models/load (unload_lru) instead of a request (tick)
+
+
+@dataclass(frozen=True)
+class LoadingLruParams(Params):
+    models: list[str]
+    hold_s: float = 2.0
+    via: str = "request"
+
+
+@dataclass(frozen=True)
+class MultiEvictParams(Params):
+    models: list[str]
+    attempts: int = 3
+
+
+SCENARIOS = {"wanted-victim": (wanted_victim, WantedParams), "lru-order": (lru_order, LruParams),
+             "lru-get": (lru_get, LruGetParams),
+             "loading-lru": (loading_lru, LoadingLruParams), "multi-evict": (multi_evict, MultiEvictParams)}

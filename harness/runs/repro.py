@@ -20,7 +20,7 @@ from harness.models.resolve import resolve
 from harness.models.gguf_info import file_sha256
 from harness.repro.claims import (ERROR, NOT_CHECKABLE, SETUP_FAILED, ClaimSpec, evaluate, gate_cause, judge_repeats,
                                   summarize_repeats)
-from harness.repro.scenarios import SCENARIOS, Context, Inconclusive
+from harness.repro.registry import SCENARIOS, Context, Inconclusive
 from harness.runs.idle import QuietReporter, Reporter
 from harness.runs.session import RunSession
 from harness.store import Run, RunWriter

@@ -47,9 +47,10 @@ def test_repetitions_decide_holds_contradicted_or_inconclusive():
 def test_timing_specs_repeat_three_times_by_default(tmp_path):
     f = tmp_path / "x.toml"
     f.write_text('id = "x"\nclaim = "c"\nsource = {seed = "s", statement = "t"}\nscenario = "storm"\n'
-                 'timing = true\n')
+                 'timing = true\n[params]\nmodels = ["tiny-q8"]\n')
     assert load_claim(f).repeat == 3
-    f.write_text('id = "x"\nclaim = "c"\nsource = {seed = "s", statement = "t"}\nscenario = "storm"\n')
+    f.write_text('id = "x"\nclaim = "c"\nsource = {seed = "s", statement = "t"}\nscenario = "storm"\n'
+                 '[params]\nmodels = ["tiny-q8"]\n')
     assert load_claim(f).repeat == 1
     f.write_text('id = "x"\nclaim = "c"\nsource = {seed = "s", statement = "t"}\nscenario = "storm"\n'
                  'engine = "vllm"\n')
@@ -148,7 +149,7 @@ def test_evictions_are_counted_in_every_build_s_log_format():
     line): router-cap once said 'evictions was 0' there and called itself contradicted."""
     import pandas as pd
 
-    from harness.repro.scenarios import scheduler_evictions
+    from harness.repro.base import scheduler_evictions
 
     def frame(rows):
         return pd.DataFrame(rows, columns=["kind", "text"])

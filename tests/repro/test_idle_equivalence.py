@@ -10,8 +10,9 @@ import pytest
 from harness.analysis.verdicts import VerdictConfig, decide_groups
 from harness.engines.llama_server import locate
 from harness.repro.claims import CONTRADICTED, HOLDS, INCONCLUSIVE, gate_cause, judge_repeats, load_claims
-from harness.repro.idle_scenarios import equivalence_figures, equivalence_groups, idle_equivalence
-from harness.repro.scenarios import Context
+from harness.repro.base import Context, read_evidence_table
+from harness.repro.idle_scenarios import equivalence_figures, equivalence_groups
+from harness.repro.registry import SCENARIOS
 
 
 def frame(levels: dict[float, float], *, starts=3, n=12, noise=0.01, model="m") -> pd.DataFrame:
@@ -75,10 +76,10 @@ def test_the_seed_claim_is_about_apple_cpu_and_the_linux_result_is_lbench_s_own(
 def test_idle_equivalence_runs_fresh_servers_per_model(engine_env, tmp_path):
     from harness.models.resolve import resolve
 
-    ev = idle_equivalence(Context(locate(), tmp_path, resolve),
+    ev = SCENARIOS["idle-equivalence"](Context(locate(), tmp_path, resolve),
                           {"models": ["tiny-q8", "tiny-q4"], "short_pauses_s": [0.0], "long_pauses_s": [0.2],
                            "reps": 3, "starts": 2, "margin": 0.10})
-    samples = pd.read_csv(tmp_path / "samples.csv")
+    samples = read_evidence_table(tmp_path, "samples")
     assert set(samples["model"]) == {"tiny-q8", "tiny-q4"} and set(samples["start"]) == {1, 2}
     assert ev.figures["groups"] == 2 and ev.figures["starts_per_model"] == 2
     assert len(ev.lines) == 2 and all("pause=0.2s" in line for line in ev.lines)

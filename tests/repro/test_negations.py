@@ -25,6 +25,20 @@ CASES = {
           "b_ok": True},  # LOADING not counted: B spawned next to it
          {"b_spawned_while_a_loading": True, "a_evicted_while_loading": True, "b_spawned_after_thaw": False,
           "b_ok": True}]),  # a loading model taken as victim
+    # --models-max 0 is no cap: the startup model loads (the control under a cap of 1 loads too)
+    "router-no-cap-startup": (
+        {"control_started": True, "control_loaded": 1, "n_startup": 1, "router_started": True, "startup_loaded": 1},
+        [{"control_started": True, "control_loaded": 1, "n_startup": 1, "router_started": False,
+          "startup_loaded": 0}]),  # 0 compared as a cap: "exceeds models_max (0)" (build 11434)
+    # a session request whose client left is cancelled like any other
+    "router-cancel-waiting-session": (
+        {"b_spawned": False, "cancel_logged": True, "c_ok": True},
+        [{"b_spawned": True, "cancel_logged": False, "c_ok": True}]),  # no should_stop: B waits and loads
+    # a waiting GET is cancelled too, and its slot goes to the next waiter
+    "router-cancel-waiting-get": (
+        {"b_spawned": False, "cancel_logged": True, "c_took_a_slot": True, "c_ok": True},
+        [{"b_spawned": True, "cancel_logged": False, "c_took_a_slot": True, "c_ok": True},  # GET not cancelled
+         {"b_spawned": False, "cancel_logged": True, "c_took_a_slot": False, "c_ok": True}]),  # slot not passed on
 }
 
 

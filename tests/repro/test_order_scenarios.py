@@ -7,8 +7,9 @@ from harness.engines.llama_server import locate
 from harness.models.resolve import resolve
 from harness.probes.proc_events import ProcEvent, available
 from harness.repro.claims import CONTRADICTED, HOLDS, INCONCLUSIVE, judge, load_claims
-from harness.repro.order_scenarios import exit_before_spawn, fork_exit_order
-from harness.repro.scenarios import Context
+from harness.repro.base import Context
+from harness.repro.order_scenarios import fork_exit_order
+from harness.repro.registry import SCENARIOS
 
 SPEC = next(c for c in load_claims() if c.id == "router-exit-before-spawn")
 
@@ -59,7 +60,7 @@ def test_exit_before_spawn_on_the_real_router(engine_env, engine_binary, tmp_pat
     if not ok:
         pytest.skip(why)
     models = {r: resolve(r) for r in SPEC.params["models"]}
-    e = exit_before_spawn(Context(locate(str(engine_binary)), tmp_path, models.__getitem__), SPEC.params)
+    e = SCENARIOS["exit-before-spawn"](Context(locate(str(engine_binary)), tmp_path, models.__getitem__), SPEC.params)
     assert e.figures["spawns_seen"] == e.figures["router_spawn_lines"] >= 10
     assert e.figures["requests"] == 18
     # the claim is about fork/exit order, not answers: under load (the full suite on 2 cores) one of 18

@@ -11,8 +11,9 @@ from standins.ollama_standin import OllamaStandIn
 
 from harness.repro.claims import HOLDS, judge, load_claims
 from harness.repro.ollama_scenarios import (QUEUE_FULL, is_queue_full, is_unload, load_ms, loaded_models,
-                                            metal_keep_alive_s, ollama_reuse)
-from harness.repro.scenarios import Context
+                                            metal_keep_alive_s)
+from harness.repro.base import Context
+from harness.repro.registry import SCENARIOS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -42,7 +43,8 @@ def test_metal_keep_alive_line():
 
 def test_reuse_scenario_drives_the_api(tmp_path):
     with OllamaStandIn() as standin:
-        ev = ollama_reuse(Context(None, tmp_path, lambda r: None), {"model": "qwen2.5-coder:7b", "url": standin.url})
+        ev = SCENARIOS["ollama-reuse"](Context(None, tmp_path, lambda r: None),
+                                       {"model": "qwen2.5-coder:7b", "url": standin.url})
         bodies = standin.requests
     assert [b.get("keep_alive") for b in bodies] == [0, None, None]  # unload first, then two requests
     assert ev.figures["first_load_ms"] == 250.0 and ev.figures["second_load_ms"] == 0.0
@@ -55,3 +57,51 @@ def test_platform_specs_have_real_scenarios_and_checks():
     for cid in ("ollama-reuse-loaded", "ollama-keep-alive-expiry", "ollama-bounded-queue",
                 "idle-metal-keepalive-env-parse"):
         assert specs[cid].scenario != "none" and specs[cid].check, cid
+
+
+def test_ollama_load_intervals_from_a_recorded_log_and_the_negation():
+    from harness.repro.ollama_scenarios import load_intervals, overlap_figures
+
+    spec = next(c for c in load_claims() if c.id == "ollama-one-load-at-a-time")
+    intervals = load_intervals((FIXTURES / "ollama" / "serve_two_models_serial.log").read_text())
+    assert len(intervals) == 2 and abs((intervals[0][1] - intervals[0][0]) - 1.52) < 1e-6
+    figures = {**overlap_figures(intervals), "loads_wanted": 2}
+    assert figures["overlapping_loads"] == 0 and figures["min_gap_ms"] == 30.0
+    assert judge(spec, figures)[0] == HOLDS
+    # two loads at once: the second began 0.5 s into the first
+    together = [(100.0, 101.5), (100.5, 101.4)]
+    verdict, reason = judge(spec, {**overlap_figures(together), "loads_wanted": 2})
+    assert verdict == "contradicted" and "pairs of loads whose intervals overlap" in reason
+    few = {**overlap_figures(intervals[:1]), "loads_wanted": 2}  # the log lacks a load: cannot decide
+    assert judge(spec, few)[0] == "inconclusive"
+
+
+def test_ollama_eviction_figures_and_the_negations():
+    from harness.repro.ollama_scenarios import eviction_figures, model_paths
+
+    spec = next(c for c in load_claims() if c.id == "ollama-vram-eviction")
+    paths = model_paths({"a": {"modelfile": "# Modelfile\nFROM /m/blobs/sha256-ffff\n"},
+                         "b": {"modelfile": "FROM /m/blobs/sha256-1111\n"}})
+    assert paths == {"a": "/m/blobs/sha256-ffff", "b": "/m/blobs/sha256-1111"}
+
+    def figures(idle_victim, busy_victim):
+        idle = eviction_figures(["a", "b"], [x for x in ["a", "b", "c"] if x != idle_victim], ["a", "b"], paths,
+                                set())
+        busy = eviction_figures(["a", "b"], [x for x in ["a", "b", "c"] if x != busy_victim], ["a", "b"], paths,
+                                {"a"})
+        return {**{f"idle_{k}": v for k, v in idle.items()}, **{f"busy_{k}": v for k, v in busy.items()}}
+
+    rule = figures("a", "b")  # the oldest idle goes; with a busy, the idle b goes
+    assert rule["idle_distinguishing"] and judge(spec, rule)[0] == HOLDS
+    by_path = figures("b", "b")  # ByDurationAndName's tie-break: first by model path, not the oldest
+    verdict, reason = judge(spec, by_path)
+    assert verdict == "contradicted" and "the oldest idle one" in reason
+    busy_first = figures("a", "a")  # a busy runner evicted while an idle one exists
+    assert judge(spec, busy_first)[0] == "contradicted"
+
+
+def test_ollama_platform_claims_have_scenarios():
+    specs = {c.id: c for c in load_claims()}
+    for cid in ("ollama-one-load-at-a-time", "ollama-vram-eviction"):
+        assert specs[cid].scenario != "none" and specs[cid].check and specs[cid].engine == "ollama"
+    assert not [c.id for c in specs.values() if c.scenario == "none"]

@@ -11,9 +11,9 @@ from harness.engines.llama_server import locate
 from harness.engines.router import TimelineEvent
 from harness.models.resolve import resolve
 from harness.repro.claims import CONTRADICTED, HOLDS, judge, load_claims
-from harness.repro.scenarios import SCENARIOS, Context, Inconclusive
-from harness.repro.victim_scenarios import (_touch_order, loading_lru_figures, lru_round, router_stamp_s, tick_evictions,
-                                            wanted_figures)
+from harness.repro.registry import SCENARIOS, Context, Inconclusive
+from harness.repro.victim_scenarios import (_touch_order, loading_lru_figures, lru_get_figures, lru_round,
+                                            router_stamp_s, tick_evictions, wanted_figures)
 
 SPECS = {c.id: c for c in load_claims()}
 
@@ -23,6 +23,18 @@ def ev(t: float, kind: str, model: str, source: str = "router") -> TimelineEvent
 
 
 # ---- the checks on constructed timelines ------------------------------------------------
+
+
+def test_lru_get_rule_and_its_negation():
+    """A GET is a use: B (used before A's GET) goes; if only POSTs stamp last_used, A goes."""
+    spec = SPECS["router-victim-lru-get"]
+    use = [ev(1, "proxy", "A"), ev(2, "proxy", "B"), ev(3, "proxy", "A"), ev(4.1, "evict", "B"), ev(4.3, "spawn", "C")]
+    f = lru_get_figures(use, "A", "B", t_c=4) | {"c_ok": True}
+    assert f["victim"] == "B" and judge(spec, f)[0] == HOLDS
+    post_only = [ev(1, "proxy", "A"), ev(2, "proxy", "B"), ev(3, "proxy", "A"), ev(4.1, "evict", "A"),
+                 ev(4.3, "spawn", "C")]
+    verdict, reason = judge(spec, lru_get_figures(post_only, "A", "B", t_c=4) | {"c_ok": True})
+    assert verdict == CONTRADICTED and "was tiny" not in reason and "expected B" in reason
 
 def test_wanted_victim_rule_and_its_negation():
     spec = SPECS["router-victim-not-wanted"]

@@ -1,9 +1,9 @@
-"""Scripted scenarios that put the real router (or server) where a claim can be seen.
+"""The router scenarios: scripted situations that put the real llama-server router where a
+claim about it can be seen (the swap storm, the queue, the victim rules' simple cases, the
+cap and its env/INI forms, stop-timeout, startup models, cancellation).
 
-Each scenario takes a ``Context`` and the spec's ``params`` and returns ``Evidence``:
-named figures (what the claim's check compares), the log lines that show them,
-and notes.  A scenario that cannot set up the situation it needs (say, a model
-that finished loading before it could be frozen) raises ``Inconclusive``.
+Each is ``(Context, <its Params>) -> Evidence`` (harness.repro.base); ``SCENARIOS`` below maps
+the names the specs use to (function, parameter class) for harness.repro.registry.
 """
 
 from __future__ import annotations
@@ -11,108 +11,37 @@ from __future__ import annotations
 import json
 import shlex
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pandas as pd
 
 from harness.analysis.swap import summarize_frames
-from harness.engines.llama_server import Binary
-from harness.engines.router import RouterModel
 from harness.errors import EngineError
-from harness.models.resolve import ResolvedModel
+from harness.repro.base import (Context, Evidence, Inconclusive, Params, RouterParams, children_from_log,
+                                loaded_and_busy, long_request_busy, save_evidence, scheduler_evictions,
+                                spawns_over_cap, write_evidence_table)
 from harness.repro.lab import Lab
 from harness.workloads.swap import Pattern, waves
 
 STORM_PROMPT = "Hello world, this is a swap probe."  # the storm driver's prompt (as before the router session)
 
-
-class Inconclusive(Exception):
-    """The scenario could not create the situation the claim is about."""
-
-
-@dataclass
-class Evidence:
-    figures: dict = field(default_factory=dict)
-    lines: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-
-@dataclass
-class Context:
-    binary: Binary
-    claim_dir: Path
-    resolve: Callable[[str], ResolvedModel]
-
-    def router_models(self, refs: list[str], **per_model) -> list[RouterModel]:
-        names: dict[str, int] = {}
-        out = []
-        for i, ref in enumerate(refs):
-            m = self.resolve(ref)
-            names[m.label] = names.get(m.label, 0) + 1
-            name = m.label if names[m.label] == 1 else f"{m.label}-{names[m.label]}"
-            extra = per_model.get(name, per_model.get(str(i), {}))
-            out.append(RouterModel(name, m.path, extra.get("stop_timeout_s"),
-                                   tuple((k, str(v)) for k, v in extra.get("preset", {}).items())))
-        return out
-
-    def lab(self, models: list[RouterModel], **kw) -> Lab:
-        return Lab(self.binary, models, self.claim_dir, **kw)
-
-
-def _save(lab: Lab, ev: Evidence) -> None:
-    lab.event_frame().to_csv(lab.run_dir / "events.csv", index=False)
-    lab.memory_frame().to_csv(lab.run_dir / "memory.csv", index=False)
-    ev.figures.setdefault("peak_children", lab.peak_children())
-
-
-def children_from_log(events: list) -> dict:
-    """Children count by the router log's line order: +1 at each ``spawn``, -1 at each ``exited``.
-    Not exact: the ``exited`` line is written by the child's monitor thread and can follow the spawn
-    line of the model that was waiting for that exit (seen on build 11434)."""
-    alive, peak, order = 0, 0, []
-    for e in events:
-        if e.source != "router" or e.kind not in ("spawn", "exited"):
-            continue
-        alive += 1 if e.kind == "spawn" else -1
-        peak = max(peak, alive)
-        order.append((e.kind, e.model, alive))
-    return {"peak_children_log": peak, "log_order": order}
-
-
-def spawns_over_cap(order: list[tuple[str, str, int]], models_max: int) -> int:
-    """Spawns that made more than ``models_max`` children alive by the log's own order."""
-    return sum(1 for kind, _, alive in order if kind == "spawn" and models_max > 0 and alive > models_max)
-
-
-def _long_request_busy(lab: Lab, model: str, n_predict: int):
-    """Start a long generation on ``model``; return its thread once the router has proxied it."""
-    after = lab.now()
-    thread = lab.request_in_background(model, n_predict, ignore_eos=True)
-    if lab.wait_for("proxy", model, timeout=30, after=after) is None:
-        raise Inconclusive(f"the long request to {model} was never proxied")
-    return thread
-
-
-def _loaded_and_busy(lab: Lab, model: str, p: dict, default_n: int = 4000):
-    """Load ``model`` with one request, then keep it busy with a long generation."""
-    lab.request(model)
-    return _long_request_busy(lab, model, int(p.get("n_predict", default_n)))
+_save = save_evidence
+_long_request_busy = long_request_busy
+_loaded_and_busy = loaded_and_busy
 
 
 # ---- scenarios ------------------------------------------------------------------
 
-def storm(ctx: Context, p: dict) -> Evidence:
+def storm(ctx: Context, p: StormParams) -> Evidence:
     """A swap storm (pattern over models under a cap); figures from the swap analysis."""
-    models = ctx.router_models(p["models"])
+    models = ctx.router_models(p.models)
     names = [m.name for m in models]
-    pattern = Pattern(p.get("pattern", "round-robin"), p.get("zipf_s", 1.1), p.get("burst_k", 3)).validate(len(names))
-    plan = waves(pattern, names, int(p.get("requests", 30)), int(p.get("seed", 0)))
+    pattern = Pattern(p.pattern, p.zipf_s, p.burst_k).validate(len(names))
+    plan = waves(pattern, names, int(p.requests), int(p.seed))
     rows: list[dict] = []
     ev = Evidence()
-    with ctx.lab(models, models_max=p.get("models_max", 2), sleep_idle_seconds=p.get("sleep_idle_seconds")) as lab:
-        lab.act(f"# the request plan: {len(plan)} waves, at most {int(p.get('concurrency', 1))} in flight; "
+    with ctx.lab(models, models_max=p.models_max, sleep_idle_seconds=p.sleep_idle_seconds, evidence=ev) as lab:
+        lab.act(f"# the request plan: {len(plan)} waves, at most {int(p.concurrency)} in flight; "
                 "each wave's requests are sent together")
         for wave in plan:
             lab.actions.append(" & ".join(
@@ -120,18 +49,17 @@ def storm(ctx: Context, p: dict) -> Evidence:
                 f"{shlex.quote(json.dumps(lab.router.request_body(m, STORM_PROMPT, 1)))} "
                 f"\"http://127.0.0.1:$PORT{lab.router.request_path}\"" for m in wave) + " & wait")
         # the storm driver and request rows of `lbench swap`: resident_at_send comes from /models/sse
-        lab.session.drive(plan, concurrency=int(p.get("concurrency", 1)), n_predict=1, prompt=STORM_PROMPT,
+        lab.session.drive(plan, concurrency=int(p.concurrency), n_predict=1, prompt=STORM_PROMPT,
                           emit=rows.append)
         time.sleep(0.2)
         events = lab.event_frame()
         memory = lab.memory_frame()
-        _save(lab, ev)
     requests = pd.DataFrame(rows)
-    requests.to_csv(lab.run_dir / "requests.csv", index=False)
-    summary = summarize_frames(requests, events, memory, models_max=int(p.get("models_max", 2)),
+    write_evidence_table(requests, lab.run_dir, "requests")
+    summary = summarize_frames(requests, events, memory, models_max=int(p.models_max),
                                model_sizes=[m.path.stat().st_size for m in models])
     f = summary.figures
-    ev.figures.update(models_max=int(p.get("models_max", 2)), n_models=len(models), requests=len(rows),
+    ev.figures.update(models_max=int(p.models_max), n_models=len(models), requests=len(rows),
                       spawns=f.get("swaps", 0), evictions=scheduler_evictions(events),
                       lru_matches=f.get("lru_matches", 0), lru_judged=f.get("lru_judged", 0),
                       time_above_cap_ms=1000 * f.get("time_above_cap_s", 0.0), samples=len(memory),
@@ -165,40 +93,19 @@ def storm(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
-def scheduler_evictions(events: pd.DataFrame) -> int:
-    """Children the router's scheduler stopped to make room.  Builds log it differently: 11434
-    "evicting idle LRU ... for a queued request" (``evict``); 10327 "went idle, giving up its slot"
-    and "evicting idle LRU ... to make room", several lines for one child, or only "unload: stopping
-    model instance"; 9093 "removing LRU" then "unload: stopping".  With the timeline (``model``,
-    ``t_s``) each evicted child counts once (the swap analysis's rules); without it, the larger of
-    the eviction lines and the "unload: stopping" lines.  Only for scenarios where lbench never
-    unloads a model itself."""
-    if events.empty:
-        return 0
-    if {"model", "t_s"} <= set(events.columns):
-        from harness.analysis.swap_served import with_inferred_evictions, with_repeated_evictions_marked
-
-        return int(with_repeated_evictions_marked(with_inferred_evictions(events))["kind"].eq("evict").sum())
-    evict_lines = int((events["kind"] == "evict").sum())
-    unload_stops = int(((events["kind"] == "stop_sent")
-                        & events["text"].astype(str).str.contains("unload: stopping model instance")).sum())
-    return max(evict_lines, unload_stops)
-
-
-def same_model_burst(ctx: Context, p: dict) -> Evidence:
+def same_model_burst(ctx: Context, p: BurstParams) -> Evidence:
     """models_max 1: load A, then K concurrent requests for B: one queue entry, one spawn of B."""
-    models = ctx.router_models(p["models"])
+    models = ctx.router_models(p.models)
     a, b = models[0].name, models[1].name
-    k = int(p.get("k", 4))
+    k = int(p.k)
     ev = Evidence()
-    with ctx.lab(models, models_max=1) as lab:
+    with ctx.lab(models, models_max=1, evidence=ev) as lab:
         lab.request(a)
         threads = [lab.request_in_background(b) for _ in range(k)]
         for t in threads:
             t.join(60)
         time.sleep(0.2)
         evs = lab.event_frame()
-        _save(lab, ev)
     b_events = evs[evs["model"] == b]
     queued_b, joined_b = int((b_events["kind"] == "queued").sum()), int((b_events["kind"] == "joined").sum())
     ev.figures.update(k=k, spawns_b=int((b_events["kind"] == "spawn").sum()), queued_b=queued_b, joined_b=joined_b,
@@ -226,13 +133,13 @@ def same_model_burst(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
-def busy_victim(ctx: Context, p: dict) -> Evidence:
+def busy_victim(ctx: Context, p: BusyParams) -> Evidence:
     """models_max 2: A busy with a long request that started before B's last use, so A is the
     least recently used; C then needs a slot.  The router must skip busy A and evict B."""
-    models = ctx.router_models(p["models"])
+    models = ctx.router_models(p.models)
     a, b, c = (m.name for m in models[:3])
     ev = Evidence()
-    with ctx.lab(models, models_max=2, ctx_size=int(p.get("ctx_size", 4096))) as lab:
+    with ctx.lab(models, models_max=2, ctx_size=int(p.ctx_size), evidence=ev) as lab:
         lab.request(a)
         lab.request(b)
         long_thread = _long_request_busy(lab, a, int(p.get("n_predict", 4000)))
@@ -241,7 +148,6 @@ def busy_victim(ctx: Context, p: dict) -> Evidence:
         a_still_busy = long_thread.is_alive()
         long_thread.join(120)
         evict = lab.wait_for("evict", timeout=1)
-        _save(lab, ev)
     if not a_still_busy:
         raise Inconclusive("the long request to A finished before C was sent; raise n_predict")
     ev.figures.update(victim=evict.model if evict else None, busy_model=a, lru_if_busy_ignored=a, expected=b,
@@ -250,17 +156,16 @@ def busy_victim(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
-def limit_reached(ctx: Context, p: dict) -> Evidence:
+def limit_reached(ctx: Context, p: BusyParams) -> Evidence:
     """models_max 1, the only resident model busy: POST /models/load of another model."""
-    models = ctx.router_models(p["models"])
+    models = ctx.router_models(p.models)
     a, b = models[0].name, models[1].name
     ev = Evidence()
-    with ctx.lab(models, models_max=1, ctx_size=int(p.get("ctx_size", 4096))) as lab:
+    with ctx.lab(models, models_max=1, ctx_size=int(p.ctx_size), evidence=ev) as lab:
         long_thread = _loaded_and_busy(lab, a, p, 4000)
         reply = lab.post("/models/load", b)
         busy = long_thread.is_alive()
         long_thread.join(120)
-        _save(lab, ev)
     if not busy:
         raise Inconclusive("A's long request ended before the load was answered")
     ev.figures.update(load_status=reply.status, load_body=reply.body[:200],
@@ -269,18 +174,17 @@ def limit_reached(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
-def waiter_recheck(ctx: Context, p: dict) -> Evidence:
+def waiter_recheck(ctx: Context, p: BusyParams) -> Evidence:
     """models_max 1: B waits while A is busy; how long after A goes idle does B's swap start?"""
-    models = ctx.router_models(p["models"])
+    models = ctx.router_models(p.models)
     a, b = models[0].name, models[1].name
     ev = Evidence()
-    with ctx.lab(models, models_max=1, ctx_size=int(p.get("ctx_size", 4096))) as lab:
+    with ctx.lab(models, models_max=1, ctx_size=int(p.ctx_size), evidence=ev) as lab:
         long_thread = _loaded_and_busy(lab, a, p, 4000)
         b_thread = lab.request_in_background(b)
         queued = lab.wait_for("queued", b, timeout=10)
         long_thread.join(120)
         b_thread.join(120)
-        _save(lab, ev)
     long_n = int(p.get("n_predict", 4000))
     a_reply = next((r for r in lab.replies if r.model == a and r.n_predict == long_n), None)
     if a_reply is None:
@@ -296,10 +200,10 @@ def waiter_recheck(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
-def startup_exceeds(ctx: Context, p: dict) -> Evidence:
+def startup_exceeds(ctx: Context, p: StartupExceedsParams) -> Evidence:
     """More load-on-startup models than models_max: the router must refuse to start."""
-    n = int(p.get("n_models", 3))
-    cap = int(p.get("models_max", 2))
+    n = int(p.n_models)
+    cap = int(p.models_max)
     refs = list(p.get("models", ["tiny-q8"] * n))
     models = ctx.router_models(refs, **{str(i): {"preset": {"load-on-startup": "true"}} for i in range(len(refs))})
     ev = Evidence()
@@ -318,13 +222,61 @@ def startup_exceeds(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
-def sleeping_slot(ctx: Context, p: dict) -> Evidence:
-    """models_max 1 and --sleep-idle-seconds: a sleeping A still holds the only slot."""
-    models = ctx.router_models(p["models"])
-    a, b = models[0].name, models[1].name
-    sleep_s = int(p.get("sleep_idle_seconds", 1))
+def _loaded_count(lab: Lab, names: list[str], timeout: float) -> int:
+    """How many of ``names`` GET /models lists as loaded, polled until all are or ``timeout``
+    (a startup load can finish before /models/sse is subscribed, so its event may be missed)."""
+    deadline = time.monotonic() + timeout
+    lab.act("curl -sS \"http://127.0.0.1:$PORT/models\"")
+    while True:
+        data = lab.http.get("/models").json().get("data", [])
+        n = sum(1 for m in data if m.get("id") in names and (m.get("status") or {}).get("value") == "loaded")
+        if n == len(names) or time.monotonic() > deadline:
+            return n
+        time.sleep(0.1)
+
+
+def startup_load(ctx: Context, p: StartupLoadParams) -> Evidence:
+    """Load-on-startup models under a cap that fits them (the control: the router starts and
+    loads them, through load_startup_models) and under ``models_max`` (0 = no cap by the
+    documents): does the router start, and does it load them?"""
+    refs = list(p.models)
+    presets = {str(i): {"preset": {"load-on-startup": "true"}} for i in range(len(refs))}
     ev = Evidence()
-    with ctx.lab(models, models_max=1, sleep_idle_seconds=sleep_s) as lab:
+
+    def attempt(cap: int, tag: str) -> tuple[bool, int, str]:
+        models = ctx.router_models(refs, **presets)
+        run_dir = ctx.claim_dir / tag
+        try:
+            with Lab(ctx.binary, models, run_dir, models_max=cap) as lab:
+                loaded = _loaded_count(lab, [m.name for m in models], float(p.load_timeout_s))
+                _save(lab, Evidence())
+            started = True
+        except EngineError:
+            started, loaded = False, 0
+        log = run_dir / "logs" / "router.stderr.log"
+        text = log.read_text(errors="replace") if log.exists() else ""
+        refused = next((line.strip() for line in text.splitlines() if "exceeds models_max" in line), "")
+        return started, loaded, refused
+
+    control_cap = int(p.get("control_models_max", len(refs)))
+    c_started, c_loaded, _ = attempt(control_cap, "control")
+    started, loaded, refused = attempt(int(p.models_max), "case")
+    ev.figures.update(n_startup=len(refs), control_models_max=control_cap, control_started=c_started,
+                      control_loaded=c_loaded, models_max=int(p.models_max), router_started=started,
+                      startup_loaded=loaded, refused=bool(refused))
+    ev.lines = [f"control (models_max {control_cap}): started {c_started}, {c_loaded} of {len(refs)} loaded at startup",
+                f"models_max {p.models_max}: started {started}, {loaded} loaded"
+                + (f"; router log: {refused}" if refused else "")]
+    return ev
+
+
+def sleeping_slot(ctx: Context, p: SleepParams) -> Evidence:
+    """models_max 1 and --sleep-idle-seconds: a sleeping A still holds the only slot."""
+    models = ctx.router_models(p.models)
+    a, b = models[0].name, models[1].name
+    sleep_s = int(p.sleep_idle_seconds)
+    ev = Evidence()
+    with ctx.lab(models, models_max=1, sleep_idle_seconds=sleep_s, evidence=ev) as lab:
         lab.request(a)
         slept = lab.wait_for("status:sleeping", a, timeout=sleep_s + 10)
         if slept is None:
@@ -333,7 +285,6 @@ def sleeping_slot(ctx: Context, p: dict) -> Evidence:
         lab.request(b)
         time.sleep(0.2)
         evs = lab.event_frame()
-        _save(lab, ev)
     after = evs[evs["t_s"] >= t_b]
     evict_a = after[(after["kind"].isin(["evict", "stop_sent"])) & (after["model"] == a)]
     spawn_b = after[(after["kind"] == "spawn") & (after["model"] == b)]
@@ -346,12 +297,12 @@ def sleeping_slot(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
-def unload_while_loading(ctx: Context, p: dict) -> Evidence:
+def unload_while_loading(ctx: Context, p: ModelsParams) -> Evidence:
     """Freeze a child while it is LOADING, then unload it: the router must SIGKILL it at once."""
-    models = ctx.router_models(p["models"])
+    models = ctx.router_models(p.models)
     a = models[0].name
     ev = Evidence()
-    with ctx.lab(models, models_max=2) as lab:
+    with ctx.lab(models, models_max=2, evidence=ev) as lab:
         lab.post("/models/load", a)
         pid = lab.child_pid(a, timeout=10)
         if pid is None:
@@ -366,7 +317,6 @@ def unload_while_loading(ctx: Context, p: dict) -> Evidence:
         lab.post("/models/unload", a)
         exited = lab.wait_for("exited", a, timeout=30, after=t_unload)
         lab.thaw(pid)
-        _save(lab, ev)
     kill_line = any(e.kind == "kill_loading" and e.model == a for e in lab.events)
     ev.figures.update(force_kill_logged=kill_line,
                       unload_to_exit_ms=round((lab.rel(exited.t) - t_unload) * 1000, 1) if exited else None,
@@ -375,13 +325,13 @@ def unload_while_loading(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
-def stop_timeout(ctx: Context, p: dict) -> Evidence:
+def stop_timeout(ctx: Context, p: StopTimeoutParams) -> Evidence:
     """Freeze a loaded child (SIGSTOP), unload it: force-kill after the stop-timeout."""
-    configured = p.get("stop_timeout_s")
-    models = ctx.router_models(p["models"], **({"0": {"stop_timeout_s": configured}} if configured else {}))
+    configured = p.stop_timeout_s
+    models = ctx.router_models(p.models, **({"0": {"stop_timeout_s": configured}} if configured else {}))
     a = models[0].name
     ev = Evidence()
-    with ctx.lab(models, models_max=2) as lab:
+    with ctx.lab(models, models_max=2, evidence=ev) as lab:
         lab.request(a)
         pid = lab.child_pid(a)
         if pid is None:
@@ -391,7 +341,6 @@ def stop_timeout(ctx: Context, p: dict) -> Evidence:
         lab.post("/models/unload", a)
         exited = lab.wait_for("exited", a, timeout=(configured or 10) + 20, after=t_unload)
         lab.thaw(pid)
-        _save(lab, ev)
     ev.figures.update(configured_s=configured if configured else 10, preset_key_set=bool(configured),
                       timeout_kill_logged=any(e.kind == "kill_timeout" and e.model == a for e in lab.events),
                       unload_to_exit_s=round(lab.rel(exited.t) - t_unload, 3) if exited else None)
@@ -401,21 +350,25 @@ def stop_timeout(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
-def cancel_waiting(ctx: Context, p: dict) -> Evidence:
+def cancel_waiting(ctx: Context, p: CancelParams) -> Evidence:
     """models_max 1, A busy: B's client gives up while waiting; then C waits.  B must never be
     loaded and C must get the slot when A goes idle."""
-    models = ctx.router_models(p["models"])
+    models = ctx.router_models(p.models)
     a, b, c = (m.name for m in models[:3])
     ev = Evidence()
-    with ctx.lab(models, models_max=1, ctx_size=int(p.get("ctx_size", 4096))) as lab:
+    with ctx.lab(models, models_max=1, ctx_size=int(p.ctx_size), evidence=ev) as lab:
         long_thread = _loaded_and_busy(lab, a, p, 6000)
-        b_reply = lab.request(b, timeout=float(p.get("client_timeout_s", 0.3)))
+        session = p.conversation_id  # X-Conversation-Id: the router's resumable-stream sessions
+        if p.waiting_get:  # B's waiting request is a GET the router proxies (proxy_get)
+            b_reply = lab.get(p.waiting_get, b, timeout=float(p.client_timeout_s))
+        else:
+            b_reply = lab.request(b, timeout=float(p.client_timeout_s),
+                                  headers={"X-Conversation-Id": str(session)} if session else None)
         c_thread = lab.request_in_background(c)
         busy = long_thread.is_alive()
         long_thread.join(120)
         c_thread.join(120)
         time.sleep(0.5)
-        _save(lab, ev)
     if not busy:
         raise Inconclusive("A finished before B gave up; raise n_predict")
     spawned = {e.model for e in lab.events if e.kind == "spawn"}
@@ -433,13 +386,13 @@ def cancel_waiting(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
-def env_models_max(ctx: Context, p: dict) -> Evidence:
+def env_models_max(ctx: Context, p: EnvCapParams) -> Evidence:
     """Cap from LLAMA_ARG_MODELS_MAX only; what the children's environment holds."""
-    models = ctx.router_models(p["models"])
+    models = ctx.router_models(p.models)
     names = [m.name for m in models]
     ev = Evidence()
-    env_set = {"LLAMA_ARG_MODELS_MAX": str(p.get("value", 1)), **{k: str(v) for k, v in p.get("reserved", {}).items()}}
-    with ctx.lab(models, models_max=None, extra_env=env_set) as lab:
+    env_set = {"LLAMA_ARG_MODELS_MAX": str(p.value), **{k: str(v) for k, v in p.reserved.items()}}
+    with ctx.lab(models, models_max=None, extra_env=env_set, evidence=ev) as lab:
         lab.request(names[0])
         pid = lab.child_pid(names[0])
         if pid is None:
@@ -448,47 +401,44 @@ def env_models_max(ctx: Context, p: dict) -> Evidence:
         for name in names[1:] + names[:1]:
             lab.request(name)
         time.sleep(0.2)
-        _save(lab, ev)
-    ev.figures.update(env_value=int(p.get("value", 1)), child_sees_models_max_var="LLAMA_ARG_MODELS_MAX" in env,
+    ev.figures.update(env_value=int(p.value), child_sees_models_max_var="LLAMA_ARG_MODELS_MAX" in env,
                       child_sees_router_port="LLAMA_SERVER_ROUTER_PORT" in env,
                       router_port_matches=env.get("LLAMA_SERVER_ROUTER_PORT") == str(lab.router.port),
-                      reserved_inherited=all(env.get(k) == v for k, v in p.get("reserved", {}).items()),
+                      reserved_inherited=all(env.get(k) == v for k, v in p.reserved.items()),
                       peak_children_log=children_from_log(lab.events)["peak_children_log"])
     ev.lines = [f"child environment: LLAMA_ARG_MODELS_MAX={env.get('LLAMA_ARG_MODELS_MAX', '(absent)')}, "
                 f"LLAMA_SERVER_ROUTER_PORT={env.get('LLAMA_SERVER_ROUTER_PORT', '(absent)')}"]
     return ev
 
 
-def ini_models_max(ctx: Context, p: dict) -> Evidence:
+def ini_models_max(ctx: Context, p: IniCapParams) -> Evidence:
     """Cap given only in the preset's [*] section."""
-    models = ctx.router_models(p["models"])
+    models = ctx.router_models(p.models)
     names = [m.name for m in models]
     ev = Evidence()
     try:
-        with ctx.lab(models, models_max=None, preset_global={"models-max": str(p.get("value", 1))}) as lab:
+        with ctx.lab(models, models_max=None, preset_global={"models-max": str(p.value)}, evidence=ev) as lab:
             for name in names + names[:1]:
                 lab.request(name)
             time.sleep(0.2)
-            _save(lab, ev)
         ev.figures["router_started"] = True
     except EngineError as exc:
         ev.figures.update(router_started=False, peak_children=None)
         ev.lines = str(exc).splitlines()[-5:]
-    ev.figures.update(ini_value=int(p.get("value", 1)), n_models=len(models))
+    ev.figures.update(ini_value=int(p.value), n_models=len(models))
     return ev
 
 
-def default_cap(ctx: Context, p: dict) -> Evidence:
+def default_cap(ctx: Context, p: DefaultCapParams) -> Evidence:
     """No --models-max on the command line, optionally LLAMA_ARG_MODELS_MAX: load every model one
     after the other and count the children from the router log (exact) and /proc."""
-    models = ctx.router_models(p["models"])
-    env = {"LLAMA_ARG_MODELS_MAX": str(p["env_value"])} if "env_value" in p else {}
+    models = ctx.router_models(p.models)
+    env = {"LLAMA_ARG_MODELS_MAX": str(p.env_value)} if p.env_value is not None else {}
     ev = Evidence()
-    with ctx.lab(models, models_max=None, extra_env=env) as lab:
+    with ctx.lab(models, models_max=None, extra_env=env, evidence=ev) as lab:
         for m in models:
             lab.request(m.name)
         lab.sleep(0.3)
-        _save(lab, ev)
     log = children_from_log(lab.events)
     ev.figures.update(n_models=len(models), peak_children_log=log["peak_children_log"],
                       evictions=sum(1 for e in lab.events if e.kind == "evict"),
@@ -497,13 +447,13 @@ def default_cap(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
-def fifo_order(ctx: Context, p: dict) -> Evidence:
+def fifo_order(ctx: Context, p: BusyParams) -> Evidence:
     """models_max 1, A busy: requests for B, C, D queue in that order (one after the other);
     when A goes idle they must be loaded in arrival order."""
-    models = ctx.router_models(p["models"])
+    models = ctx.router_models(p.models)
     a, *rest = (m.name for m in models)
     ev = Evidence()
-    with ctx.lab(models, models_max=1, ctx_size=int(p.get("ctx_size", 4096))) as lab:
+    with ctx.lab(models, models_max=1, ctx_size=int(p.ctx_size), evidence=ev) as lab:
         long_thread = _loaded_and_busy(lab, a, p, 4000)
         threads = []
         for name in rest:
@@ -515,7 +465,6 @@ def fifo_order(ctx: Context, p: dict) -> Evidence:
         long_thread.join(180)
         for t in threads:
             t.join(180)
-        _save(lab, ev)
     if not busy:
         raise Inconclusive("A finished before every request was queued; raise n_predict")
     queued = [e.model for e in lab.events if e.kind == "queued" and e.model in rest]
@@ -527,15 +476,15 @@ def fifo_order(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
-def stopping_counts(ctx: Context, p: dict) -> Evidence:
+def stopping_counts(ctx: Context, p: StoppingParams) -> Evidence:
     """models_max 1: A loaded and frozen (SIGSTOP) so it cannot exit; a request for B must wait
     until A exits (force-killed after stop-timeout): a stopping model still counts as running, and
     a hung child blocks every load until the stop timeout."""
-    st = float(p.get("stop_timeout_s", 3))
-    models = ctx.router_models(p["models"], **{"0": {"stop_timeout_s": int(st)}})
+    st = float(p.stop_timeout_s)
+    models = ctx.router_models(p.models, **{"0": {"stop_timeout_s": int(st)}})
     a, b = models[0].name, models[1].name
     ev = Evidence()
-    with ctx.lab(models, models_max=1) as lab:
+    with ctx.lab(models, models_max=1, evidence=ev) as lab:
         lab.request(a)
         pid = lab.child_pid(a)
         if pid is None:
@@ -544,7 +493,6 @@ def stopping_counts(ctx: Context, p: dict) -> Evidence:
         t_b = lab.now()
         reply = lab.request(b, timeout=st + 60)
         lab.thaw(pid)
-        _save(lab, ev)
     exit_a = next((e for e in lab.events if e.kind == "exited" and e.model == a and lab.rel(e.t) >= t_b), None)
     spawn_b = next((e for e in lab.events if e.kind == "spawn" and e.model == b), None)
     if exit_a is None or spawn_b is None:
@@ -558,15 +506,15 @@ def stopping_counts(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
-def loading_counts(ctx: Context, p: dict) -> Evidence:
+def loading_counts(ctx: Context, p: HoldParams) -> Evidence:
     """models_max 1: A's child frozen (SIGSTOP) while LOADING; a request for B must neither spawn B
     nor evict A while A is loading (LOADING counts as running, a loading model is never a victim).
     Then A is thawed: B is served after A finishes loading and is evicted."""
-    models = ctx.router_models(p["models"])
+    models = ctx.router_models(p.models)
     a, b = models[0].name, models[1].name
-    hold_s = float(p.get("hold_s", 3))
+    hold_s = float(p.hold_s)
     ev = Evidence()
-    with ctx.lab(models, models_max=1) as lab:
+    with ctx.lab(models, models_max=1, evidence=ev) as lab:
         lab.post("/models/load", a)
         pid = lab.child_pid(a, timeout=10)
         if pid is None:
@@ -584,7 +532,6 @@ def loading_counts(ctx: Context, p: dict) -> Evidence:
         t_thaw = lab.now()
         lab.thaw(pid)
         b_thread.join(hold_s + 120)
-        _save(lab, ev)
     spawn_b = next((e for e in lab.events if e.kind == "spawn" and e.model == b), None)
     ev.figures.update(hold_s=hold_s, actions_while_a_loading=len(during),
                       b_spawned_while_a_loading=any(e.kind == "spawn" and e.model == b for e in during),
@@ -595,18 +542,112 @@ def loading_counts(ctx: Context, p: dict) -> Evidence:
     return ev
 
 
-SCENARIOS: dict[str, Callable[[Context, dict], Evidence]] = {
-    "storm": storm, "same-model-burst": same_model_burst, "busy-victim": busy_victim,
-    "limit-reached": limit_reached, "waiter-recheck": waiter_recheck, "startup-exceeds": startup_exceeds,
-    "sleeping-slot": sleeping_slot, "unload-while-loading": unload_while_loading, "stop-timeout": stop_timeout,
-    "cancel-waiting": cancel_waiting, "env-models-max": env_models_max, "ini-models-max": ini_models_max,
-    "default-cap": default_cap, "fifo-order": fifo_order, "stopping-counts": stopping_counts,
-    "loading-counts": loading_counts,
+# ---- parameters (the spec's [params]; defaults as the scenario bodies read them) ------------
+
+@dataclass(frozen=True)
+class StormParams(Params):
+    models: list[str]
+    models_max: int = 2
+    pattern: str = "round-robin"
+    zipf_s: float = 1.1
+    burst_k: int = 3
+    requests: int = 30
+    seed: int = 0
+    concurrency: int = 1
+    sleep_idle_seconds: int | None = None
+
+
+@dataclass(frozen=True)
+class BurstParams(Params):
+    models: list[str]
+    k: int = 4
+
+
+@dataclass(frozen=True)
+class BusyParams(RouterParams):
+    """A scenario that keeps a model busy with one long generation (``n_predict`` tokens)."""
+    models: list[str] = field(default_factory=lambda: ["tiny-q8", "tiny-q4"])
+
+
+@dataclass(frozen=True)
+class StartupExceedsParams(Params):
+    n_models: int = 3
+    models_max: int = 2
+    models: list[str] | None = None  # default: n_models copies of tiny-q8
+
+
+@dataclass(frozen=True)
+class StartupLoadParams(Params):
+    models: list[str] = field(default_factory=lambda: ["tiny-q8"])
+    models_max: int = 0
+    control_models_max: int | None = None  # default: one slot per startup model
+    load_timeout_s: float = 60.0
+
+
+@dataclass(frozen=True)
+class SleepParams(Params):
+    models: list[str]
+    sleep_idle_seconds: int = 1
+
+
+@dataclass(frozen=True)
+class ModelsParams(Params):
+    models: list[str]
+
+
+@dataclass(frozen=True)
+class StopTimeoutParams(Params):
+    models: list[str]
+    stop_timeout_s: int | None = None  # None: the preset key is not set (the router's default)
+
+
+@dataclass(frozen=True)
+class CancelParams(RouterParams):
+    models: list[str] = field(default_factory=lambda: ["tiny-q8", "tiny-q4", "tiny-f16"])
+    client_timeout_s: float = 0.3
+    conversation_id: str | None = None  # sent as X-Conversation-Id with the request that gives up
+    waiting_get: str | None = None  # e.g. "/props": the request that gives up is GET <path>?model=B
+
+
+@dataclass(frozen=True)
+class EnvCapParams(Params):
+    models: list[str]
+    value: int = 1
+    reserved: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class IniCapParams(Params):
+    models: list[str]
+    value: int = 1
+
+
+@dataclass(frozen=True)
+class DefaultCapParams(Params):
+    models: list[str]
+    env_value: int | None = None  # LLAMA_ARG_MODELS_MAX, unset when absent
+
+
+@dataclass(frozen=True)
+class StoppingParams(Params):
+    models: list[str]
+    stop_timeout_s: float = 3.0
+
+
+@dataclass(frozen=True)
+class HoldParams(Params):
+    models: list[str]
+    hold_s: float = 3.0
+
+
+SCENARIOS = {
+    "storm": (storm, StormParams), "same-model-burst": (same_model_burst, BurstParams),
+    "busy-victim": (busy_victim, BusyParams), "limit-reached": (limit_reached, BusyParams),
+    "waiter-recheck": (waiter_recheck, BusyParams), "startup-exceeds": (startup_exceeds, StartupExceedsParams),
+    "startup-load": (startup_load, StartupLoadParams), "sleeping-slot": (sleeping_slot, SleepParams),
+    "unload-while-loading": (unload_while_loading, ModelsParams), "stop-timeout": (stop_timeout, StopTimeoutParams),
+    "cancel-waiting": (cancel_waiting, CancelParams), "env-models-max": (env_models_max, EnvCapParams),
+    "ini-models-max": (ini_models_max, IniCapParams), "default-cap": (default_cap, DefaultCapParams),
+    "fifo-order": (fifo_order, BusyParams), "stopping-counts": (stopping_counts, StoppingParams),
+    "loading-counts": (loading_counts, HoldParams),
 }
-
-import harness.repro.idle_scenarios  # noqa: E402,F401  (registers the idle equivalence scenario)
-import harness.repro.ollama_scenarios  # noqa: E402,F401  (registers the Ollama and Metal scenarios)
-import harness.repro.victim_scenarios  # noqa: E402,F401  (registers the scheduler's victim-rule scenarios)
-import harness.repro.order_scenarios  # noqa: E402,F401  (registers the exit-before-spawn scenario)
-
-__all__ = ["SCENARIOS", "Context", "Evidence", "Inconclusive"]
