@@ -20,10 +20,11 @@ from harness.errors import EngineError
 from harness.repro.base import (Context, Evidence, Inconclusive, Params, RouterParams, children_from_log,
                                 loaded_and_busy, long_request_busy, save_evidence, scheduler_evictions,
                                 spawns_over_cap, write_evidence_table)
+from harness.engines.prompts import SWAP_PROMPT
 from harness.repro.lab import Lab
 from harness.workloads.swap import Pattern, waves
 
-STORM_PROMPT = "Hello world, this is a swap probe."  # the storm driver's prompt (as before the router session)
+STORM_PROMPT = SWAP_PROMPT  # the storm driver's prompt (harness/engines/prompts.py)
 
 _save = save_evidence
 _long_request_busy = long_request_busy

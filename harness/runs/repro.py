@@ -1,7 +1,9 @@
 """``lbench repro``: run each claim's scenario on the real engine and judge it.
 
-One run directory; each claim gets ``claims/<id>/`` (its router logs, events.csv,
-memory.csv) and one row in ``verdicts`` (journaled as it is decided).
+One run directory (its lifecycle is ``harness/runs/session.py``); each claim gets ``claims/<id>/``
+(its router logs and evidence tables ``events``/``memory``/``requests``/``samples.parquet`` in the
+store's schema, see harness/repro/base.py) and one row in ``verdicts`` (journaled as it is decided).
+
 """
 
 from __future__ import annotations
