@@ -103,6 +103,15 @@ def _loaded_and_busy(lab: Lab, model: str, p: dict, default_n: int = 4000):
 
 # ---- scenarios ------------------------------------------------------------------
 
+def wave_line(lab: Lab, wave: list[str]) -> str:
+    """One storm wave for ``recipe.sh``: its requests sent together, every body a quoted word; the
+    next wave starts when they are done (``wait_jobs``: every job but the router's)."""
+    return " & ".join(
+        f"curl -sS -o /dev/null -H 'Content-Type: application/json' -d "
+        f"{shlex.quote(json.dumps(lab.router.request_body(m, STORM_PROMPT, 1)))} "
+        f"\"http://127.0.0.1:$PORT\"{shlex.quote(lab.router.request_path)}" for m in wave) + " & wait_jobs"
+
+
 def storm(ctx: Context, p: dict) -> Evidence:
     """A swap storm (pattern over models under a cap); figures from the swap analysis."""
     models = ctx.router_models(p["models"])
@@ -112,13 +121,10 @@ def storm(ctx: Context, p: dict) -> Evidence:
     rows: list[dict] = []
     ev = Evidence()
     with ctx.lab(models, models_max=p.get("models_max", 2), sleep_idle_seconds=p.get("sleep_idle_seconds")) as lab:
-        lab.act(f"# the request plan: {len(plan)} waves, at most {int(p.get('concurrency', 1))} in flight; "
+        lab.note(f"the request plan: {len(plan)} waves, at most {int(p.get('concurrency', 1))} in flight; "
                 "each wave's requests are sent together")
         for wave in plan:
-            lab.actions.append(" & ".join(
-                f"curl -sS -o /dev/null -H 'Content-Type: application/json' -d "
-                f"{shlex.quote(json.dumps(lab.router.request_body(m, STORM_PROMPT, 1)))} "
-                f"\"http://127.0.0.1:$PORT{lab.router.request_path}\"" for m in wave) + " & wait")
+            lab.actions.append(wave_line(lab, wave))
         # the storm driver and request rows of `lbench swap`: resident_at_send comes from /models/sse
         lab.session.drive(plan, concurrency=int(p.get("concurrency", 1)), n_predict=1, prompt=STORM_PROMPT,
                           emit=rows.append)
