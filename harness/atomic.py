@@ -48,6 +48,27 @@ def atomic_write_bytes(path: Path, data: bytes) -> Path:
     return path
 
 
+def atomic_write_many(files: dict[Path, bytes]) -> None:
+    """Several files that belong together (the gate's --markdown, --junit, --json): each staged
+    in an exclusive temporary file beside its target, then all renamed into place; a failure
+    while staging leaves every target as it was."""
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for path, data in files.items():
+            path = Path(path)
+            fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:100]}.", suffix=".tmp")
+            staged.append((Path(tmp_name), path))
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.chmod(tmp_name, _FILE_MODE)
+        for tmp, path in staged:
+            os.replace(tmp, path)
+    except BaseException:
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
+        raise
+
+
 def atomic_write_text(path: Path, text: str) -> Path:
     return atomic_write_bytes(path, text.encode())
 

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from harness.engines import processes
+from harness.engines import processes, reserved
 from harness.engines.base import Completion, Setting
 from harness.engines.llama_server import HOST, OneTokenClient, free_port
 from harness.errors import BadInput, EngineError
@@ -124,6 +124,7 @@ class MlxServerEngine:
                            hint="pip install 'lbench[mlx]' (from a checkout: pip install '.[mlx]'); on Linux "
                                 "this installs mlx[cpu]") from None
         self.prompt_cache_size = prompt_cache_size
+        reserved.check_args(extra_args or [], "extra mlx_lm.server arguments")  # the loopback rule, where it starts
         self.extra_args = list(extra_args or [])
         self.startup_timeout_s = startup_timeout_s
 

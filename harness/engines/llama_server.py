@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from harness.engines import processes, provision
+from harness.engines import processes, provision, reserved
 from harness.engines.base import Completion, Setting
 from harness.engines.timed_http import TimedConnection, build_request
 from harness.errors import BadInput, EngineError
@@ -144,6 +144,7 @@ class LlamaServerEngine:
                  client_spin: bool = False):
         self.binary = binary
         self.ctx_size = ctx_size
+        reserved.check_args(extra_args or [], "extra llama-server arguments")  # the loopback rule, here too
         self.extra_args = list(extra_args or [])
         self.startup_timeout_s = startup_timeout_s
         self.prompt = prompt
