@@ -95,7 +95,7 @@ def _probe_version(path: Path) -> tuple[str, int | None, str]:
 
 
 def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return provision.file_sha256(path)  # hashed once per process and file version
 
 
 def candidates(explicit: str | None = None) -> list[tuple[str, Path | None]]:
@@ -117,6 +117,7 @@ def locate(explicit: str | None = None) -> Binary:
         if not path.is_file() or not os.access(path, os.X_OK):
             raise BadInput(f"llama-server not found or not executable: {path}", where=f"given by {source}",
                            hint="fix the path, or drop it to use lbench's own build (lbench engine install)")
+        provision.verify_cached(path)  # a binary in lbench's cache is the one its engine.json recorded
         version, build, commit = _probe_version(path)
         return Binary(path.resolve(), source, version, build, commit, _sha256(path))
     raise EngineError(
