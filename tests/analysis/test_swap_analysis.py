@@ -173,3 +173,19 @@ def test_a_slow_resident_class_under_concurrency_is_explained_not_left_as_a_puzz
     why = [f for f in served_findings(requests, latency, concurrency=4) if "not the fastest" in f]
     assert len(why) == 1 and "4 requests in flight" in why[0] and "np = 1" in why[0]
     assert not [f for f in served_findings(requests, latency, concurrency=1) if "not the fastest" in f]
+
+
+def test_a_storm_where_every_request_failed_is_a_failed_run():
+    """HTTP 400 for every request (or empty answers): nothing was measured, so the run fails."""
+    import pandas as pd
+
+    from harness.analysis.swap import failure_reason
+
+    requests = pd.DataFrame({"index": [0, 1, 2], "model": ["a", "b", "a"], "t_send_s": [0.0, 0.1, 0.2],
+                             "t_done_s": [0.05, 0.15, 0.25], "error": ["bad n_predict"] * 2 + ["truncated: 0 bytes"],
+                             "error_kind": ["http_400", "http_400", "truncated"]})
+    events = pd.DataFrame(columns=["t_s", "source", "kind", "model", "detail", "text"])
+    reason = failure_reason(requests, events, 1.0)
+    assert reason is not None and "all 3 requests failed (2 http_400, 1 truncated)" in reason
+    ok = requests.assign(error=[None, "bad", "bad"], error_kind=[None, "http_400", "http_400"])
+    assert failure_reason(ok, events, 1.0) is None  # some errors are findings, not a failed run
