@@ -195,6 +195,18 @@ def check_idle_engines(engines: list[str], cache_states: list[str], where: str) 
                              hint="drop --cache-state, or use an engine that loads a local model file")
 
 
+def check_axes(spec: object, keys: tuple[str, ...], where: str) -> None:
+    """The list fields whose items have their own parsers: a list (or one value) of plain values
+    (text, numbers, booleans), never a table or a nested list, before those parsers see them."""
+    for key in keys:
+        value = getattr(spec, key)
+        items = value if isinstance(value, list) else [value]
+        for item in items:
+            if item is not None and not isinstance(item, (str, int, float, bool)):
+                raise BadInput(f"{key} holds {type(item).__name__} {item!r}"[:300] + ", expected text or numbers",
+                               where=f"{where}: {key}", hint="fix the value in the spec (TOML) or on the command line")
+
+
 def check_types(spec: object, where: str) -> None:
     """Refuse a value of the wrong type (a spec file can hold anything) before the checks that
     compare or convert it: scalars against their annotation (an int is a float, a bool is not a
@@ -278,6 +290,7 @@ class IdleSpec:
 
     def validate(self, where: str = "spec") -> "IdleSpec":
         check_types(self, where)
+        check_axes(self, ("pauses_s", "keep_alive", "sleep_idle_seconds", "cache_state", "engines", *CPU_KNOBS), where)
         reserved.check_args(self.server_args, f"{where}: server_args / --server-arg")
         if not self.models:
             raise BadInput("no models given", where=where, hint="--model tiny-q8 (or a .gguf path)")

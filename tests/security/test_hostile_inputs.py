@@ -108,7 +108,7 @@ SPEC_CASES = {
     "section-not-a-table": "idle = 5\n",
     "invalid-utf8": b"[idle]\nname = \"\xff\xfe\"\n",
     "huge-axes": "[idle]\n" + "\n".join(f"{k} = {list(range(1, 301)) if k != 'poll' else list(range(101))}"
-                                        for k in ("threads", "prio", "poll")) + "\n",
+                                        for k in ("threads", "keep_alive", "sleep_idle_seconds", "poll")) + "\n",
     "20000-pauses": "[idle]\npauses_s = [" + ", ".join(["0.5"] * 20_000) + "]\n",
     "reps-1e9": "[idle]\nreps = 1000000000\n",
     "models-not-a-list-of-strings": "[idle]\nmodels = [1, 2]\n",
@@ -128,12 +128,17 @@ CLAIM_CASES = {
 }
 
 
+SPEC_SAYS = {"deep-nesting": "nested too deeply", "section-not-a-table": "must be a table", "invalid-utf8": "UTF-8",
+             "huge-axes": "cells", "20000-pauses": "more than 10000", "reps-1e9": "reps must be",
+             "models-not-a-list-of-strings": "models", "server-args-host": "reserved"}
+
+
 @pytest.mark.parametrize("case", SPEC_CASES)
 def test_fixed_spec_cases_are_bad_input(tmp_path, case):
     path = tmp_path / "s.toml"
     text = SPEC_CASES[case]
     path.write_bytes(text if isinstance(text, bytes) else text.encode())
-    with pytest.raises(BadInput):
+    with pytest.raises(BadInput, match=SPEC_SAYS[case]):
         load_spec(path)
 
 
