@@ -219,3 +219,43 @@ def test_evidence_command_not_from_lbench_is_shown_as_a_comment():
 def test_fence_cannot_be_closed_by_its_text():
     lines = shell.fence("a\n```\n<img src=x onerror=alert(1)>\n````", "sh")
     assert lines[0] == "`````sh" and lines[-1] == "`````"
+
+
+@pytest.mark.engine
+def test_a_real_storm_recipe_with_a_hostile_model_name_reruns_safely(engine_env, tmp_path):
+    """End to end: `lbench repro` of a storm on a model file named ``a'$(touch pwned)'.gguf`` (the
+    issue's case), then its recipe.sh run with bash against the real llama-server router in a
+    sandbox folder: it finishes (every wave waits for its own requests only), the router serves
+    the hostile name, and no ``pwned`` file appears."""
+    import socket
+
+    from harness.models import presets
+    from harness.models.synth import synthesize
+
+    models = tmp_path / "models"
+    models.mkdir()
+    hostile = synthesize(presets.get_shape("tiny"), presets.get_quant("q8"), models / "a'$(touch pwned)'.gguf").path
+    claims = tmp_path / "claims"
+    claims.mkdir()
+    (claims / "storm.toml").write_text(
+        'id = "hostile-storm"\nclaim = "x"\nsource = { seed = "s.txt", statement = "s" }\nscenario = "storm"\n'
+        f"[params]\nmodels = [{json.dumps(str(hostile))}, \"tiny-q4\"]\nmodels_max = 1\nrequests = 4\n"
+        '[[check]]\nfigure = "peak_children"\nop = "<="\nvalue = 1\n')
+    box = tmp_path / "box"
+    box.mkdir()
+    r = subprocess.run([os.sys.executable, "-m", "harness", "repro", "hostile-storm"], cwd=box, capture_output=True,
+                       text=True, timeout=600, env={**os.environ, **engine_env, "LBENCH_CLAIMS": str(claims)})
+    assert r.returncode in (0, 1), r.stderr[-3000:]
+    (recipe,) = Path(engine_env["LBENCH_RESULTS_DIR"]).glob("*/claims/hostile-storm/recipe.sh")
+    _no_pwned(box, tmp_path)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    done = subprocess.run([BASH, str(recipe)], cwd=box, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PORT": str(port), "TMPDIR": str(box)})
+    _no_pwned(box, tmp_path, Path.cwd())
+    assert "logs in" in done.stdout, done.stderr[-3000:]
+    work = Path(done.stdout.strip().split("logs in ", 1)[1])
+    log = (work / "router.stderr.log").read_text(errors="replace")
+    # the router served the waves' requests for the model under its hostile name
+    assert "proxying request to model a'$(touch pwned)'" in log, log[-3000:]
