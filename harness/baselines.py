@@ -123,8 +123,18 @@ def list_baselines() -> list[dict]:
     return out
 
 
+def _saved_name(name: object) -> str:
+    """A name to look a saved baseline up by: one folder name under the baselines, never a path
+    (``baseline:../../x``); looser than ``check_name``, so baselines saved before it still load."""
+    if not isinstance(name, str) or not name or "/" in name or "\0" in name or name.startswith(".") \
+            or len(name.encode(errors="replace")) > 255:
+        raise BadInput(f"bad baseline name {str(name)[:120]!r}", where="baseline:NAME",
+                       hint="the name given to `lbench baseline save --name` (lbench baseline show lists them)")
+    return name
+
+
 def load(name: str) -> Run:
-    meta = root() / check_name(name) / "baseline.json"
+    meta = root() / _saved_name(name) / "baseline.json"
     if not meta.is_file():
         known = ", ".join(b["name"] for b in list_baselines()) or "none saved"
         raise BadInput(f"no baseline named {name!r}", where=str(root()), hint=f"known: {known}; "

@@ -8,7 +8,6 @@ validated here, before a run directory exists, so bad input leaves nothing behin
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 

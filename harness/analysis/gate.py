@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import math
-import tomllib
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path

@@ -6,7 +6,6 @@ Binary choice, first match wins (and is reported): ``--llama-server PATH``, env
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform

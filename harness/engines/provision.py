@@ -10,7 +10,6 @@ package version + OS + CPU arch + backend + recipe revision (+ a hash of extra
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -143,12 +142,8 @@ def list_builds() -> list[dict]:
 @contextmanager
 def _build_lock(root: Path) -> Iterator[None]:
     root.mkdir(parents=True, exist_ok=True)
-    with open(root / ".lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)  # a second installer waits for the first
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    with locked(root / ".lock"):  # a second installer waits for the first (the lock file is never followed)
+        yield
 
 
 def _source_tree(log: Callable[[str], None], version: str = PACKAGE_VERSION) -> Path:

@@ -40,7 +40,6 @@ import re
 import platform
 import shutil
 import socket
-import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path

@@ -259,3 +259,26 @@ def test_a_real_storm_recipe_with_a_hostile_model_name_reruns_safely(engine_env,
     log = (work / "router.stderr.log").read_text(errors="replace")
     # the router served the waves' requests for the model under its hostile name
     assert "proxying request to model a'$(touch pwned)'" in log, log[-3000:]
+
+
+@pytest.mark.parametrize("hostile", [h for h in HOSTILE if h])
+def test_the_printed_rebuild_command_runs_as_printed(tmp_path, hostile, monkeypatch):
+    """The rebuild hint of a damaged engine (a line people paste into a shell) with hostile
+    CMAKE_ARGS: an `lbench` stand-in gets exactly the install words and CMAKE_ARGS that split
+    back to the same cmake arguments; nothing else runs."""
+    import shlex
+
+    from harness.engines import provision
+
+    monkeypatch.setenv("LBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    plan = provision.plan_build(shlex.join([f"-DX={hostile}", "-DGGML_CUDA=ON"]), build=10500)
+    cmd = provision.rebuild_command(plan)
+    assert len(cmd.splitlines()) == 1 or any(c in hostile for c in "\n\r")  # only inside its quotes
+    box, stubs, record = _sandbox(tmp_path)
+    _stub(stubs / "lbench", 'printf "%s\\0" "$CMAKE_ARGS" "$@" > "$RECORD_DIR/0.lbench"\n')
+    subprocess.run([BASH, "-c", cmd], cwd=box, env={"PATH": f"{stubs}:/usr/bin:/bin", "RECORD_DIR": str(record)},
+                   capture_output=True, timeout=30)
+    _no_pwned(box, tmp_path)
+    (got,) = _records(record, ".lbench")
+    assert shlex.split(got[0]) == plan.extra_cmake_args
+    assert got[1:] == ["engine", "install", "--force", "--build", "10500"]
