@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 import shutil
+import stat
 import time
 from collections.abc import Collection
 from pathlib import Path
 
 from harness import paths
+from harness.atomic import atomic_dir, atomic_write_json, locked
 from harness.errors import BadInput
 from harness.record import RunRecord
 from harness.store import Run, open_run
@@ -42,18 +46,71 @@ def root() -> Path:
     return paths.cache_dir() / "baselines"
 
 
-def save(run: Run, name: str) -> Path:
-    if not name or "/" in name or name.startswith("."):
-        raise BadInput(f"bad baseline name {name!r}", where="--name", hint="letters, digits, - and _")
-    dest = root() / name
-    tmp = root() / f".{name}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(run.dir, tmp / run.dir.name)
-    (tmp / "baseline.json").write_text(json.dumps({"name": name, "run_id": run.run_id, "saved_at":
-                                                   time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                                                   "fingerprint": fingerprint(run.record)}, indent=2))
-    shutil.rmtree(dest, ignore_errors=True)
-    tmp.rename(dest)
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+MAX_COPY_BYTES = 8 << 30  # a run directory is megabytes; this much is not a run
+
+
+def check_name(name: object) -> str:
+    if not isinstance(name, str) or not NAME.fullmatch(name):
+        raise BadInput(f"bad baseline name {str(name)[:120]!r}", where="--name",
+                       hint="1-100 letters, digits, '.', '-' and '_', starting with a letter or digit")
+    return name
+
+
+MAX_DEPTH = 16
+
+
+def copy_regular(src: Path, dst: Path, notes: list[str], budget: list[int], depth: int = 0) -> None:
+    """Copy the run directory ``src`` to ``dst``: directories and regular files only, never
+    through a link (a ``logs/zero -> /dev/zero`` or ``loop -> ..`` inside a run is skipped
+    with a note, as are FIFOs, sockets and devices).  Each file is opened with O_NOFOLLOW and
+    checked with fstat, so a file swapped for a link while copying is skipped too."""
+    dst.mkdir()
+    with os.scandir(src) as it:
+        entries = sorted(it, key=lambda e: e.name)
+    for e in entries:
+        where = f"{src.name}/{e.name}"
+        if e.is_symlink():
+            notes.append(f"skipped {where}: a symbolic link")
+        elif e.is_dir(follow_symlinks=False):
+            if depth >= MAX_DEPTH:
+                notes.append(f"skipped {where}: folders nested deeper than {MAX_DEPTH}")
+                continue
+            copy_regular(Path(e.path), dst / e.name, notes, budget, depth + 1)
+        elif e.is_file(follow_symlinks=False):
+            try:
+                fd = os.open(e.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+            except OSError as exc:
+                notes.append(f"skipped {where}: {exc.strerror}")
+                continue
+            with os.fdopen(fd, "rb") as fin:
+                st = os.fstat(fin.fileno())
+                if not stat.S_ISREG(st.st_mode):
+                    notes.append(f"skipped {where}: not a regular file")
+                    continue
+                budget[0] -= st.st_size
+                if budget[0] < 0:
+                    raise BadInput(f"the run directory holds more than {MAX_COPY_BYTES >> 30} GiB", where=str(src),
+                                   hint="a run directory is megabytes; check what was put into it")
+                with open(dst / e.name, "xb") as fout:
+                    shutil.copyfileobj(fin, fout, 1 << 20)
+            os.utime(dst / e.name, ns=(st.st_atime_ns, st.st_mtime_ns))
+        else:
+            notes.append(f"skipped {where}: not a regular file (FIFO, socket or device)")
+
+
+def save(run: Run, name: str, notes: list[str] | None = None) -> Path:
+    """Copy the run into ``<cache>/baselines/<name>/`` (regular files only, see ``copy_regular``):
+    built in a temporary directory and swapped in whole, under a lock, so concurrent saves of
+    one name never share a temporary directory and a reader sees the old baseline or the new."""
+    notes = notes if notes is not None else []
+    dest = root() / check_name(name)
+    root().mkdir(parents=True, exist_ok=True)
+    with locked(root() / f".{name}.lock"), atomic_dir(dest) as tmp:
+        copy_regular(run.dir, tmp / run.dir.name, notes, [MAX_COPY_BYTES])
+        atomic_write_json(tmp / "baseline.json", {"name": name, "run_id": run.dir.name, "saved_at":
+                                                  time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                                  "fingerprint": fingerprint(run.record)})
     return dest
 
 
@@ -67,8 +124,18 @@ def list_baselines() -> list[dict]:
     return out
 
 
+def _saved_name(name: object) -> str:
+    """A name to look a saved baseline up by: one folder name under the baselines, never a path
+    (``baseline:../../x``); looser than ``check_name``, so baselines saved before it still load."""
+    if not isinstance(name, str) or not name or "/" in name or "\0" in name or name.startswith(".") \
+            or len(name.encode(errors="replace")) > 255:
+        raise BadInput(f"bad baseline name {str(name)[:120]!r}", where="baseline:NAME",
+                       hint="the name given to `lbench baseline save --name` (lbench baseline show lists them)")
+    return name
+
+
 def load(name: str) -> Run:
-    meta = root() / name / "baseline.json"
+    meta = root() / _saved_name(name) / "baseline.json"
     if not meta.is_file():
         known = ", ".join(b["name"] for b in list_baselines()) or "none saved"
         raise BadInput(f"no baseline named {name!r}", where=str(root()), hint=f"known: {known}; "
@@ -77,8 +144,22 @@ def load(name: str) -> Run:
     return open_run(meta.parent / info["run_id"], meta.parent)
 
 
+MAX_REF = 1024
+
+
+def check_ref(ref: object) -> str:
+    """A run reference from the command line: text a path can be made of (the file system refuses
+    a name over 255 bytes with ENAMETOOLONG; lbench says so first)."""
+    if not isinstance(ref, str) or not ref or "\0" in ref or len(ref.encode(errors="replace")) > MAX_REF \
+            or any(len(part.encode(errors="replace")) > 255 for part in ref.split("/")):
+        raise BadInput(f"bad run reference {str(ref)[:80]!r}{'...' if len(str(ref)) > 80 else ''}", where="RUN",
+                       hint="a run id (lbench runs lists them), a run directory, 'latest' or baseline:NAME")
+    return ref
+
+
 def resolve_run(ref: str, results_root: Path, *, kinds: Collection[str] | None = None) -> Run:
     """A run id / directory / 'latest' (of ``kinds`` when given), or ``baseline:NAME``."""
+    check_ref(ref)
     if ref.startswith(PREFIX):
         return load(ref[len(PREFIX):])
     return open_run(ref, results_root, kinds=kinds)

@@ -8,13 +8,13 @@ validated here, before a run directory exists, so bad input leaves nothing behin
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from harness.engines import registry
+from harness.engines import registry, reserved
 from harness.engines.base import Setting
 from harness.errors import BadInput
+from harness.toml_input import read_toml
 
 # llama-idle covers 0-4 s in 0.8 s steps; the penalty appears between ~0.8 and ~1.6 s
 # on Apple Silicon, so the default grid is dense there.
@@ -23,7 +23,25 @@ DEFAULT_MODEL = "llama3.2-1b-q8"
 CACHE_STATES = ("as-is", "warm", "cold")
 MAX_PAUSE_S = 3600.0
 MAX_TIMEOUT_S = 86400.0
-MAX_PAUSES = 10_000  # one grid; a range is checked against it before it is expanded
+MAX_PAUSES = 10_000  # one grid; a range is checked against it before it is expanded, a list after
+# upper bounds, checked before any run directory exists (a value past them would exhaust memory
+# or be refused by the server after the run started)
+MAX_REPS = 10_000
+MAX_WARMUP = 10_000
+MAX_SELF_CHECK = 10_000
+MAX_CELLS = 10_000  # models x settings x engines in one idle run (settings: the product of the axes)
+MAX_IDLE_REQUESTS = 1_000_000  # cells x pauses x (reps + warm-up)
+MAX_SEED = 2**32 - 1
+MAX_CTX = 1 << 24  # as engines/server_flags.MAX_CTX
+MAX_NAME = 100  # a run's name, shown in listings and reports
+MAX_SWAP_REQUESTS = 1_000_000
+MAX_CONCURRENCY = 1024
+MAX_PARALLEL = 256
+MAX_N_PREDICT = 1 << 20  # far beyond any context lbench starts; llama.cpp keeps it in an int32
+MAX_MODELS_MAX = 1024
+MAX_SLEEP_IDLE_S = 86_400  # a day; llama.cpp keeps it in an int32 of seconds
+MAX_SWAP_MODELS = 1024
+MAX_ZIPF_S = 100.0
 
 
 def parse_pauses(text: str, where: str = "--pauses") -> list[float]:
@@ -64,6 +82,9 @@ def _number(text: str, where: str) -> float:
 def validate_pauses(pauses: list[float], where: str = "pauses") -> list[float]:
     if not pauses:
         raise BadInput("no pauses given", where=where, hint="e.g. --pauses 0,0.5,1.2")
+    if len(pauses) > MAX_PAUSES:  # the limit a range has, for an explicit list too
+        raise BadInput(f"{len(pauses)} pauses, more than {MAX_PAUSES} in one grid", where=where,
+                       hint="use fewer pauses (a range with a larger step, e.g. 0:4:0.1)")
     for p in pauses:
         if isinstance(p, bool) or not isinstance(p, (int, float)):
             raise BadInput(f"pause {p!r} is not a number", where=where)
@@ -95,8 +116,8 @@ def parse_sleep_idle(value: object, where: str = "--sleep-idle-seconds") -> int 
         raise BadInput(f"bad sleep-idle value {value!r}", where=where, hint="seconds >= 1, or 'off'") from None
     if n == -1:
         return None
-    if n < 1:
-        raise BadInput(f"sleep-idle must be >= 1 s (or off), got {n}", where=where)
+    if not 1 <= n <= MAX_SLEEP_IDLE_S:
+        raise BadInput(f"sleep-idle must be 1..{MAX_SLEEP_IDLE_S} s (or off), got {n}", where=where)
     return n
 
 
@@ -171,6 +192,18 @@ def check_idle_engines(engines: list[str], cache_states: list[str], where: str) 
         for k in kinds:
             registry.require(k.name, "local_model", where, why="take a cache state (it loads no file lbench can see)",
                              hint="drop --cache-state, or use an engine that loads a local model file")
+
+
+def check_axes(spec: object, keys: tuple[str, ...], where: str) -> None:
+    """The list fields whose items have their own parsers: a list (or one value) of plain values
+    (text, numbers, booleans), never a table or a nested list, before those parsers see them."""
+    for key in keys:
+        value = getattr(spec, key)
+        items = value if isinstance(value, list) else [value]
+        for item in items:
+            if item is not None and not isinstance(item, (str, int, float, bool)):
+                raise BadInput(f"{key} holds {type(item).__name__} {item!r}"[:300] + ", expected text or numbers",
+                               where=f"{where}: {key}", hint="fix the value in the spec (TOML) or on the command line")
 
 
 def check_types(spec: object, where: str) -> None:
@@ -256,13 +289,15 @@ class IdleSpec:
 
     def validate(self, where: str = "spec") -> "IdleSpec":
         check_types(self, where)
+        check_axes(self, ("pauses_s", "keep_alive", "sleep_idle_seconds", "cache_state", "engines", *CPU_KNOBS), where)
+        reserved.check_args(self.server_args, f"{where}: server_args / --server-arg")
         if not self.models:
             raise BadInput("no models given", where=where, hint="--model tiny-q8 (or a .gguf path)")
         self.pauses_s = validate_pauses(list(self.pauses_s), f"{where}: pauses")
-        for key, minimum in (("reps", 1), ("warmup", 0), ("ctx_size", 64), ("seed", 0)):
-            value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-                raise BadInput(f"{key} must be an integer >= {minimum}, got {value!r}", where=where)
+        check_name(self.name, where)
+        for key, minimum, maximum in (("reps", 1, MAX_REPS), ("warmup", 0, MAX_WARMUP), ("ctx_size", 64, MAX_CTX),
+                                      ("seed", 0, MAX_SEED)):
+            check_int(self, key, minimum, maximum, where)
         self.keep_alive = [parse_keep_alive(k, f"{where}: keep_alive") for k in self.keep_alive] or ["default"]
         self.sleep_idle_seconds = [parse_sleep_idle(s, f"{where}: sleep_idle_seconds")
                                    for s in self.sleep_idle_seconds] or [None]
@@ -280,8 +315,7 @@ class IdleSpec:
         if self.match is not None and self.match not in MATCH_MODES:
             raise BadInput(f"unknown match mode {self.match!r}", where=f"{where}: --match",
                            hint="llama-idle (do llama-idle's per-iteration work through the server)")
-        if isinstance(self.self_check, bool) or not isinstance(self.self_check, int) or self.self_check < 0:
-            raise BadInput(f"self_check must be an integer >= 0, got {self.self_check!r}", where=f"{where}: --self-check")
+        check_int(self, "self_check", 0, MAX_SELF_CHECK, where)
         for key in ("request_timeout_s", "cell_timeout_s"):
             check_timeout(self, key, where, "derived from the warm-up")
         if self.client_cpus is not None:
@@ -289,12 +323,28 @@ class IdleSpec:
         if self.client_nice is not None and not (-20 <= int(self.client_nice) <= 19):
             raise BadInput(f"client nice must be -20..19, got {self.client_nice}", where=f"{where}: --client-nice")
         check_idle_engines(self.engines, self.cache_state, f"{where}: --engine")
+        self.check_size(where)
         if self.match is not None:  # the match mode names the cross-check engine whose work the server does
             pairs = registry.get(self.match, f"{where}: --match").pairs_with
             if pairs != self.server_engine:
                 raise BadInput(f"--match {self.match} works with {pairs} only", where=f"{where}: --match",
                                hint=f"drop --match, or use --engine {pairs}")
         return self
+
+    def check_size(self, where: str) -> None:
+        """The run's size from its axes' lengths, before any list of cells is built."""
+        n_settings = 1
+        for axis in (self.keep_alive, self.sleep_idle_seconds, self.cache_state,
+                     *(getattr(self, k) for k in CPU_KNOBS)):
+            n_settings *= max(len(axis), 1)
+        cells = len(self.models) * n_settings * max(len(self.engines), 1)
+        if cells > MAX_CELLS:
+            raise BadInput(f"{cells} cells (models x settings x engines), more than {MAX_CELLS} in one run",
+                           where=where, hint="split the run, or give fewer values per axis")
+        requests = cells * len(self.pauses_s) * (self.reps + self.warmup)
+        if requests > MAX_IDLE_REQUESTS:
+            raise BadInput(f"{requests} requests (cells x pauses x (reps + warm-up)), more than {MAX_IDLE_REQUESTS} "
+                           "in one run", where=where, hint="use fewer pauses, repetitions or cells")
 
     @property
     def server_engine(self) -> str:
@@ -323,11 +373,11 @@ def _spec_table(path: Path, section: str, spec_class: type, example_hint: str) -
     where = str(path)
     if not path.is_file():
         raise BadInput(f"spec file not found: {path}", hint=example_hint)
-    try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"spec file is not valid TOML: {exc}", where=where) from None
+    data = read_toml(path, "spec file")
     table = data.get(section, data)
+    if not isinstance(table, dict):
+        raise BadInput(f"[{section}] in the spec must be a table, got {type(table).__name__}", where=where,
+                       hint=f"write [{section}] on its own line, then key = value lines (or the keys at the top)")
     known = {f.name for f in fields(spec_class)}
     unknown = sorted(set(table) - known)
     if unknown:
@@ -349,6 +399,21 @@ def load_spec(path: Path) -> IdleSpec:
 
 
 SWAP_PATTERNS = ("round-robin", "uniform", "zipf", "ping-pong", "burst")
+
+
+def check_int(spec: object, key: str, minimum: int, maximum: int, where: str) -> None:
+    """An integer field in [minimum, maximum] (a bool is not an integer)."""
+    value = getattr(spec, key)
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+        raise BadInput(f"{key} must be an integer >= {minimum} and <= {maximum}, got {value!r}"[:300],
+                       where=f"{where}: --{key.replace('_', '-')}")
+
+
+def check_name(name: object, where: str) -> None:
+    """A run's name (shown in listings and reports): 1 to MAX_NAME characters, none a control character."""
+    if not isinstance(name, str) or not 1 <= len(name) <= MAX_NAME or not name.isprintable():
+        raise BadInput(f"bad run name {name!r}"[:300], where=f"{where}: name",
+                       hint=f"1-{MAX_NAME} printable characters")
 
 
 def check_timeout(spec: object, key: str, where: str, default: str) -> None:
@@ -391,24 +456,33 @@ class SwapSpec:
 
     def validate(self, where: str = "swap options") -> "SwapSpec":
         check_types(self, where)
+        reserved.check_args(self.server_args, f"{where}: server_args / --server-arg")
         check_timeout(self, "request_timeout_s", where, "derived from the models and the concurrency")
         if len(self.models) < 2:
             raise BadInput(f"a swap storm needs at least two models, got {len(self.models)}", where=f"{where}: --model",
                            hint="give at least two with --model (e.g. -m tiny-q8 -m tiny-q4); one model never swaps "
                                 "(for its idle behaviour use lbench idle)")
-        if isinstance(self.models_max, bool) or not isinstance(self.models_max, int) or self.models_max < 0:
-            raise BadInput(f"models_max must be an integer >= 0 (0 = no cap), got {self.models_max!r}",
-                           where=f"{where}: --models-max")
-        for key, minimum in (("requests", 1), ("concurrency", 1), ("n_predict", 1), ("ctx_size", 64),
-                             ("parallel", 1), ("seed", 0), ("burst_k", 1)):
-            value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-                raise BadInput(f"{key} must be an integer >= {minimum}, got {value!r}", where=f"{where}: --{key.replace('_', '-')}")
+        check_name(self.name, where)
+        if len(self.models) > MAX_SWAP_MODELS:
+            raise BadInput(f"{len(self.models)} models, more than {MAX_SWAP_MODELS}", where=f"{where}: --model")
+        if isinstance(self.models_max, bool) or not isinstance(self.models_max, int) \
+                or not 0 <= self.models_max <= MAX_MODELS_MAX:
+            raise BadInput(f"models_max must be an integer >= 0 (0 = no cap) and <= {MAX_MODELS_MAX}, got "
+                           f"{self.models_max!r}"[:300], where=f"{where}: --models-max")
+        for key, minimum, maximum in (("requests", 1, MAX_SWAP_REQUESTS), ("concurrency", 1, MAX_CONCURRENCY),
+                                      ("n_predict", 1, MAX_N_PREDICT), ("ctx_size", 64, MAX_CTX),
+                                      ("parallel", 1, MAX_PARALLEL), ("seed", 0, MAX_SEED),
+                                      ("burst_k", 1, MAX_SWAP_REQUESTS)):
+            check_int(self, key, minimum, maximum, where)
+        if not math.isfinite(self.zipf_s) or not 0 < self.zipf_s <= MAX_ZIPF_S:
+            raise BadInput(f"zipf_s must be a number in (0, {MAX_ZIPF_S:g}], got {self.zipf_s!r}",
+                           where=f"{where}: --zipf-s", hint="e.g. --zipf-s 1.1 (larger: more skewed)")
         if self.pattern not in SWAP_PATTERNS:
             raise BadInput(f"unknown pattern {self.pattern!r}", where=f"{where}: --pattern",
                            hint=f"use one of: {', '.join(SWAP_PATTERNS)}")
-        if self.duration_s is not None and not (self.duration_s > 0):
-            raise BadInput(f"duration must be > 0 s, got {self.duration_s}", where=f"{where}: --duration")
+        if self.duration_s is not None and not (0 < self.duration_s <= MAX_TIMEOUT_S):
+            raise BadInput(f"duration must be in (0, {MAX_TIMEOUT_S:g}] s, got {self.duration_s}",
+                           where=f"{where}: --duration")
         if not (1.0 <= self.sample_hz <= 1000.0):
             raise BadInput(f"sample rate must be 1-1000 Hz, got {self.sample_hz}", where=f"{where}: --sample-hz")
         kind = registry.require(self.engine, "swap", f"{where}: --engine")
@@ -417,8 +491,9 @@ class SwapSpec:
                            hint="as-is, warm or cold")
         if self.cache_state != "as-is":
             registry.require(kind.name, "local_model", f"{where}: --engine", why="take a cache state")
-        if self.stop_timeout_s is not None and self.stop_timeout_s < 1:
-            raise BadInput(f"stop-timeout must be >= 1 s, got {self.stop_timeout_s}", where=f"{where}: --stop-timeout")
+        if self.stop_timeout_s is not None and not 1 <= self.stop_timeout_s <= MAX_SLEEP_IDLE_S:
+            raise BadInput(f"stop-timeout must be 1..{MAX_SLEEP_IDLE_S} s, got {self.stop_timeout_s}",
+                           where=f"{where}: --stop-timeout")
         self.sleep_idle_seconds = parse_sleep_idle(self.sleep_idle_seconds, f"{where}: --sleep-idle-seconds")
         if self.sleep_idle_seconds is not None:
             registry.require(kind.name, "sleep_idle", f"{where}: --sleep-idle-seconds",

@@ -21,6 +21,7 @@ import os
 import secrets
 import shlex
 import sys
+import tempfile
 import threading
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -180,9 +181,11 @@ class RunWriter:
                       for table in sorted(set(self.counts) | set(TABLES)) if (self.dir / f"{table}.jsonl").exists()}
             for table, frame in frames.items():  # what was measured; derived columns live with the analysis
                 out = self.dir / f"{table}.parquet"
-                tmp = out.with_name(f".{out.name}.tmp")
+                fd, name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=self.dir)  # exclusive, unpredictable
+                tmp = Path(name)
                 try:
-                    frame.to_parquet(tmp, index=False)
+                    with os.fdopen(fd, "wb") as fh:
+                        frame.to_parquet(fh, index=False)
                     os.replace(tmp, out)
                 except OSError as exc:
                     tmp.unlink(missing_ok=True)

@@ -17,7 +17,7 @@ maps it to 0).  ``threshold`` is the equivalence margin m (default 5%): band [1/
 from __future__ import annotations
 
 import json
-import tomllib
+import math
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,29 +26,39 @@ from harness.analysis.gate_config import GateConfig  # defined there (light), us
 from harness.errors import BadInput
 
 
+def _number(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{value!r} is not a number")
+    return float(value)
+
+
 def load_config(path: Path | None, **overrides) -> GateConfig:
     cfg = GateConfig()
     if path is not None:
+        from harness.toml_input import read_toml
+
+        data = read_toml(Path(path), "gate config")
+        g, per = data.get("gate", {}), data.get("thresholds", {})
+        if not isinstance(g, dict) or not isinstance(per, dict):
+            raise BadInput("[gate] and [thresholds] must be tables", where=str(path))
         try:
-            data = tomllib.loads(Path(path).read_text())
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise BadInput(f"cannot read gate config: {exc}", where=str(path)) from None
-        g = data.get("gate", {})
-        cfg = GateConfig(float(g.get("alpha", cfg.alpha)), int(g.get("min_n", cfg.min_n)),
-                         float(g.get("threshold", cfg.threshold)),
-                         {k: float(v) for k, v in data.get("thresholds", {}).items()},
-                         str(g.get("slower_rule", cfg.slower_rule)), float(g.get("target", cfg.target)))
+            cfg = GateConfig(_number(g.get("alpha", cfg.alpha)), int(_number(g.get("min_n", cfg.min_n))),
+                             _number(g.get("threshold", cfg.threshold)), {str(k): _number(v) for k, v in per.items()},
+                             str(g.get("slower_rule", cfg.slower_rule)), _number(g.get("target", cfg.target)))
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise BadInput(f"gate config values must be numbers: {exc}", where=str(path)) from None
     for k, v in overrides.items():
         if v is not None:
             setattr(cfg, k, v)
     if not 0 < cfg.alpha < 1:
         raise BadInput(f"alpha must be between 0 and 1, got {cfg.alpha}", where="--alpha")
-    if cfg.threshold < 0 or any(t < 0 for t in cfg.per_metric.values()):
-        raise BadInput("thresholds must be >= 0", where=str(path or "--threshold"))
+    if not all(math.isfinite(t) and 0 <= t <= 1e6 for t in [cfg.threshold, *cfg.per_metric.values()]):
+        raise BadInput("thresholds must be finite numbers >= 0", where=str(path or "--threshold"),
+                       hint="e.g. --threshold 0.05 (a 5% margin)")
     if cfg.slower_rule not in ("margin", "zero"):
         raise BadInput(f"slower_rule must be 'margin' or 'zero', got {cfg.slower_rule!r}", where="--slower-rule")
-    if not 0 < cfg.target:
-        raise BadInput(f"the target slowdown must be > 0, got {cfg.target}", where="--target")
+    if not (math.isfinite(cfg.target) and 0 < cfg.target):
+        raise BadInput(f"the target slowdown must be a finite number > 0, got {cfg.target}", where="--target")
     if cfg.min_n < 2:
         raise BadInput(f"min_n must be >= 2, got {cfg.min_n}", where="--min-n")
     return cfg

@@ -184,8 +184,14 @@ def deadline_findings(requests: pd.DataFrame) -> list[str]:
 
 def failure_reason(requests: pd.DataFrame, events: pd.DataFrame, until_s: float | None) -> str | None:
     """Why a storm whose router lived is still a failed run: children that died, requests past their
-    deadline.  None when neither happened (other request errors are findings, not failures)."""
+    deadline, not one request answered (every one an HTTP error, e.g. a 400 for every request,
+    or an empty or cut-off answer).  None when none of these happened (some request errors are
+    findings, not failures)."""
     parts = []
+    if not requests.empty and requests["error"].notna().all():
+        kinds = requests["error_kind"].fillna("error").value_counts()
+        parts.append(f"all {len(requests)} requests failed ("
+                     + ", ".join(f"{n} {k}" for k, n in kinds.head(3).items()) + "); nothing was measured")
     deaths = child_deaths(requests, events, until_s)
     if not deaths.empty:
         models = ", ".join(dict.fromkeys(deaths["model"]))

@@ -70,6 +70,7 @@ def ab(
     spec_a, spec_b = copy.deepcopy(spec), copy.deepcopy(spec)
     spec_a.server_args = list(spec.server_args) + list(a_arg or [])
     spec_b.server_args = list(spec.server_args) + list(b_arg or [])
+    spec_a.validate("--a-arg"), spec_b.validate("--b-arg")  # both sides' bad input before either side starts
     with RichReporter() as rep:
         prep_a = get_kind("idle").prepare(spec_a, RunOptions(llama_server=a_server, results=results), rep)
         prep_b = get_kind("idle").prepare(spec_b, RunOptions(llama_server=b_server, results=results), rep)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from harness.cli.options import ResultsDir
-from harness.cli.ui import out, print_wrapped
+from harness.cli.ui import console, out, print_wrapped
 
 app = typer.Typer(help="Save and list baselines (keyed by machine fingerprint).", no_args_is_help=True)
 
@@ -26,8 +26,12 @@ def baseline_save(
     from harness import baselines, paths
     from harness.kinds import latest_kinds_to_compare
 
+    baselines.check_name(name)
     r = baselines.resolve_run(run, paths.results_dir(results), kinds=latest_kinds_to_compare())
-    dest = baselines.save(r, name)
+    notes: list[str] = []
+    dest = baselines.save(r, name, notes)
+    for note in notes:
+        print_wrapped(console, f"note: {note}")
     fp = baselines.fingerprint(r.record)
     print_wrapped(out, f"baseline {name!r} = run {r.run_id} (fingerprint {fp['id']}), kept in {dest}")
 

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import typer
 
+from harness.errors import BadInput
+
 from harness.cli.options import Alpha, GateOn, History, InconclusiveOk, Margin, MinN, ResultsDir, SlowerRule
 from harness.cli.ui import console, out, print_wrapped
 from harness.cli.verdicts import group_name, next_step_lines, print_verdicts, resolve_sides, warn_fingerprints
@@ -65,15 +67,19 @@ def gate(
 
     red, red_xml = Redactor(redact, runs=ra + rb), Redactor(redact, runs=ra + rb, xml=True)
     md = red(markdown(outcome, ", ".join(names_a), ", ".join(names_b)))
-    if md_path:
-        md_path.write_text(md)
+    from harness.atomic import atomic_write_many
+
+    outputs = {md_path: md, junit_path: red_xml(junit(outcome)) if junit_path else "",
+               json_path: red(verdict_json(outcome, names_a, names_b, info)) if json_path else ""}
+    # all three staged first, then renamed into place together: never one new beside two old
+    try:
+        atomic_write_many({Path(p): text.encode() for p, text in outputs.items() if p})
+    except OSError as exc:
+        raise BadInput(f"cannot write the gate's output: {exc.strerror or exc}", where=str(exc.filename or ""),
+                       hint="give --markdown/--junit/--json paths in a folder that exists and is writable") from None
     if os.environ.get("GITHUB_STEP_SUMMARY"):
         with open(os.environ["GITHUB_STEP_SUMMARY"], "a") as fh:
             fh.write(md)
-    if junit_path:
-        junit_path.write_text(red_xml(junit(outcome)))
-    if json_path:
-        json_path.write_text(red(verdict_json(outcome, names_a, names_b, info)))
     print_verdicts(res, info, ra, rb)
     for r in outcome.missing:
         print_wrapped(console, f"not enough data for {group_name(r)}: n {r.n_a} vs {r.n_b} samples, need {cfg.min_n} "

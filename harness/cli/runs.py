@@ -158,9 +158,10 @@ def report(
       lbench report latest
       lbench report 20261130T120000Z-idle-1a2b --out /tmp/idle.html
     """
+    from harness.baselines import check_ref
     from harness.report.render import render_report
     from harness.store import open_run
 
-    r = open_run(run, paths.results_dir(results))
+    r = open_run(check_ref(run), paths.results_dir(results))  # a 300-character ref: bad input, not ENAMETOOLONG
     path = render_report(r, output, reanalyze=reanalyze)
     print_wrapped(out, f"report: {path}")

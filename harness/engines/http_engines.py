@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from harness.engines import processes
+from harness.engines import processes, reserved
 from harness.engines.base import Completion, EngineDefaults, Setting
 from harness.engines.prompts import IDLE_PROMPT
 from harness.engines.readiness import wait_until_ready
@@ -113,6 +113,7 @@ class MlxServerEngine(EngineDefaults):
                            hint="pip install 'lbench[mlx]' (from a checkout: pip install '.[mlx]'); on Linux "
                                 "this installs mlx[cpu]") from None
         self.prompt_cache_size = prompt_cache_size
+        reserved.check_args(extra_args or [], "extra mlx_lm.server arguments")  # the loopback rule, where it starts
         self.extra_args = list(extra_args or [])
         self.startup_timeout_s = startup_timeout_s
 

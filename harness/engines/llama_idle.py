@@ -72,6 +72,7 @@ def locate(explicit: str | None, server_binary: Path | None) -> Path:
         raise EngineError("no llama-idle found", hint="run `lbench engine install` or pass --llama-idle PATH")
     if not path.is_file() or not os.access(path, os.X_OK):
         raise BadInput(f"llama-idle not found or not executable: {path}", where="--llama-idle / LBENCH_LLAMA_IDLE")
+    provision.verify_cached(path)
     return path.resolve()
 
 

@@ -6,7 +6,6 @@ Binary choice, first match wins (and is reported): ``--llama-server PATH``, env
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
@@ -20,7 +19,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 
-from harness.engines import processes, provision
+from harness.engines import processes, provision, reserved
 from harness.engines.base import Completion, EngineDefaults, Setting
 from harness.engines.prompts import IDLE_PROMPT
 from harness.engines.readiness import wait_until_ready
@@ -95,7 +94,7 @@ def _probe_version(path: Path) -> tuple[str, int | None, str]:
 
 
 def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return provision.file_sha256(path)  # hashed once per process and file version
 
 
 def candidates(explicit: str | None = None) -> list[tuple[str, Path | None]]:
@@ -117,6 +116,7 @@ def locate(explicit: str | None = None) -> Binary:
         if not path.is_file() or not os.access(path, os.X_OK):
             raise BadInput(f"llama-server not found or not executable: {path}", where=f"given by {source}",
                            hint="fix the path, or drop it to use lbench's own build (lbench engine install)")
+        provision.verify_cached(path)  # a binary in lbench's cache is the one its engine.json recorded
         version, build, commit = _probe_version(path)
         return Binary(path.resolve(), source, version, build, commit, _sha256(path))
     raise EngineError(
@@ -144,6 +144,7 @@ class LlamaServerEngine(EngineDefaults):
                  client_spin: bool = False):
         self.binary = binary
         self.ctx_size = ctx_size
+        reserved.check_args(extra_args or [], "extra llama-server arguments")  # the loopback rule, here too
         self.extra_args = list(extra_args or [])
         self.startup_timeout_s = startup_timeout_s
         self.prompt = prompt

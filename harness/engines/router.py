@@ -21,7 +21,8 @@ from pathlib import Path
 
 import httpx
 
-from harness.engines import processes
+from harness import shell
+from harness.engines import processes, reserved
 from harness.engines.llama_server import HOST, Binary, LlamaServerEngine, free_port
 from harness.engines.base import Setting
 from harness.engines.readiness import wait_until_ready
@@ -78,8 +79,32 @@ def check_ini_value(value: str, where: str) -> None:
                        where=value, hint="rename or move the file")
 
 
+def _env_name_ok(key: object) -> bool:
+    try:
+        shell.env_name(key)  # type: ignore[arg-type]
+        return True
+    except ValueError:
+        return False
+
+
+def _bad_env(key: object) -> None:
+    raise BadInput(f"not an environment variable name: {key!r}", where="router environment",
+                   hint="letters, digits and _, not starting with a digit")
+
+
 def preset_ini(models: list[RouterModel], *, ctx_size: int, parallel: int,
                global_extra: dict[str, str] | None = None) -> str:
+    """The router's preset INI.  Keys lbench sets itself (address, port, model) are refused
+    (engines/reserved.py); every key and value must fit on one INI line."""
+    reserved.check_preset_keys(global_extra or {}, "preset [*] keys")
+    for k, v in (global_extra or {}).items():
+        check_ini_value(str(k), "preset key")
+        check_ini_value(str(v), "preset value")
+    for m in models:
+        reserved.check_preset_keys((k for k, _ in m.extra), f"preset keys of {m.name}")
+        for k, v in m.extra:
+            check_ini_value(str(k), "preset key")
+            check_ini_value(str(v), "preset value")
     lines = ["; written by lbench", "[*]", f"c = {ctx_size}", f"np = {parallel}"]
     lines += [f"{k} = {v}" for k, v in (global_extra or {}).items()]
     lines.append("")
@@ -129,6 +154,11 @@ class RouterProcess:
                  extra_args: list[str] | None = None, on_event: Callable[[TimelineEvent], None] = lambda e: None,
                  startup_timeout_s: float = 60.0, extra_env: dict[str, str] | None = None,
                  preset_global: dict[str, str] | None = None):
+        reserved.check_args(extra_args or [], "extra router arguments")  # the loopback rule, where it starts
+        reserved.check_env(extra_env, "router environment")
+        for key in extra_env or {}:
+            if not _env_name_ok(key):
+                _bad_env(key)
         self.models = models
         self.models_max = models_max
         self.on_event = on_event

@@ -15,6 +15,7 @@ import re
 import subprocess
 from pathlib import Path
 
+from harness.engines import reserved
 from harness.errors import BadInput
 from harness.filecache import FileKeyedCache
 
@@ -109,6 +110,7 @@ def check_run(binary: Path | None, ctx_size: int, server_args: list[str],
     """A run's llama-server arguments: known flags, and the context size that takes effect (a
     ``-c`` among them wins; 0 means the model's own) within bounds for every model
     (``models``: label, trained context or None)."""
+    reserved.check_args(server_args, "--server-arg")
     if binary is not None:
         check_server_args(binary, server_args)
     in_args = ctx_from_args(server_args)

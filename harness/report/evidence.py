@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from pathlib import Path
 
 from harness.analysis import stats
 from harness.analysis.persisted import with_analysis
-from harness.atomic import atomic_write_text
+from harness.atomic import atomic_dir, atomic_write_text
+from harness.errors import BadInput
+from harness import shell
 from harness import schema
 from harness.kinds import find_kind
 from harness.report.redact import Redactor
@@ -23,8 +26,44 @@ from harness.store import Run
 def md(value: object) -> str:
     """A user string (model name, setting, note, reason) made inert in Markdown outside code
     blocks: no HTML, and a pipe cannot split a table cell."""
-    return (str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return (str(value).replace("&", "&amp;").replace("`", "'").replace("<", "&lt;").replace(">", "&gt;")
             .replace("|", "\\|").replace("\n", " "))
+
+
+def file_stem(text: object) -> str:
+    """A run id or model name as part of a file name in the bundle: letters, digits, ``. _ -``
+    only, no leading dot, at most 80 characters (a manifest's ``run_id`` of ``../x`` or ``/etc/x``
+    cannot name a file outside the output directory)."""
+    stem = re.sub(r"[^A-Za-z0-9._-]", "_", str(text))[:80].lstrip(".")
+    return stem or "_"
+
+
+RECIPE_MAX_BYTES = 1 << 20
+
+
+def _recipe_text(path: Path) -> str | None:
+    """A claim's ``recipe.sh``, read only when it is a regular file (never through a link: a
+    hostile run's ``recipe.sh -> ~/.ssh/id_rsa`` would paste the key into the bundle) and small."""
+    import os
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_size > RECIPE_MAX_BYTES:
+            return None
+        return fh.read(RECIPE_MAX_BYTES).decode(errors="replace")
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+        return True
+    except (ValueError, OSError, RuntimeError):
+        return False
 
 
 def _median_text(row) -> str:
@@ -62,7 +101,7 @@ def idle_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[str
         table.append(f"| {md(r['model'])} | {md(r['setting'])} | {r['pause_requested_s']:g} | {r['n']} | {r['median']:.2f} | "
                      f"{r['ci_low']:.2f}–{r['ci_high']:.2f} | {r['mean']:.2f} ± {r['sd']:.2f} |")
     for model in dict.fromkeys(good["model"]) if not good.empty else []:
-        name = f"{run.run_id}-{re.sub(r'[^A-Za-z0-9._-]', '_', model)}.png"
+        name = f"{file_stem(run.run_id)}-{file_stem(model)}.png"
         (out_dir / name).write_bytes(latency_vs_pause(good, summary, model, run.run_id))
         files.append(name)
     return "\n".join(lines + [""] + table), files
@@ -79,7 +118,7 @@ def swap_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[str
     for r in s.latency.to_dict("records"):
         if r["n"]:
             table.append(f"| {r['class']} | {r['n']} | {r['p50_ms']:.1f} | {r['p90_ms']:.1f} | {r['p99_ms']:.1f} |")
-    name = f"{run.run_id}-timeline.png"
+    name = f"{file_stem(run.run_id)}-timeline.png"
     (out_dir / name).write_bytes(timeline_png(run, storm_events(run.table("events")), run.table("memory"),
                                               run.table("requests"),
                                               int(run.record.config.get("models_max", 0)), s.served))
@@ -100,27 +139,29 @@ def repro_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[st
     for r in records:
         parts += [f"#### {md(r['claim_id'])}: {md(r['verdict'])}", "", f"Claim: {md(r['claim'])}", "",
                   f"Source ({md(r.get('seed'))}): \"{md(r.get('statement'))}\""
-                  + (f" — code: `{r['source_ref']}`" if r.get("source_ref") else ""), "", f"Why: {md(r['reason'])}", ""]
+                  + (f" — code: `{md(r['source_ref'])}`" if r.get("source_ref") else ""), "", f"Why: {md(r['reason'])}", ""]
         checks = json.loads(r.get("checks") or "[]") if isinstance(r.get("checks"), str) else []
         if checks:
             parts += ["| check | expected | observed | met |", "|---|---|---|---|"]
-            parts += [f"| `{c['check']}` | {md(c['expected'])} | {md(c['observed'])} | {md(c['met'])} |" for c in checks]
+            parts += [f"| `{md(c.get('check'))}` | {md(c['expected'])} | {md(c['observed'])} | {md(c['met'])} |" for c in checks]
             parts.append("")
         models = json.loads(r.get("models") or "[]") if isinstance(r.get("models"), str) else []
         for m in models:
-            parts.append(f"- model `{m.get('label', m.get('ref'))}`: {'synthetic (random weights), ' if m.get('synthetic') else ''}"
-                         f"{m.get('bytes')} bytes, sha256 `{m.get('sha256')}`")
+            parts.append(f"- model `{md(m.get('label', m.get('ref')))}`: {'synthetic (random weights), ' if m.get('synthetic') else ''}"
+                         f"{md(m.get('bytes'))} bytes, sha256 `{md(m.get('sha256'))}`")
         parts.append(f"- engine: llama-server build {engine.get('build_number')} ({engine.get('backend')}), "
-                     f"{engine.get('source_package', 'source: ' + str(engine.get('source')))}, sha256 `{engine.get('sha256')}`")
-        claim_dir = run.dir / r["evidence_dir"]
-        recipes = sorted(claim_dir.rglob("recipe.sh"))
-        logs = sorted(p.relative_to(run.dir) for p in claim_dir.rglob("*.log"))
+                     f"{engine.get('source_package', 'source: ' + str(engine.get('source')))}, sha256 `{md(engine.get('sha256'))}`")
+        claim_dir = run.dir / str(r.get("evidence_dir") or "")
+        inside = _inside(claim_dir, run.dir) and claim_dir.is_dir()  # a path from a table stays in the run
+        recipes = sorted(p for p in claim_dir.rglob("recipe.sh") if _inside(p, run.dir)) if inside else []
+        logs = sorted(p.relative_to(run.dir) for p in claim_dir.rglob("*.log")) if inside else []
         if logs:
-            parts.append("- raw logs: " + ", ".join(f"`{x}`" for x in logs))
+            parts.append("- raw logs: " + ", ".join(f"`{md(x)}`" for x in logs))
         parts.append("")
-        if recipes:
-            parts += ["<details><summary>Rerun without lbench (recipe.sh)</summary>", "", "```sh",
-                      recipes[0].read_text().rstrip(), "```", "", "</details>", ""]
+        recipe = _recipe_text(recipes[0]) if recipes else None
+        if recipe is not None:
+            parts += ["<details><summary>Rerun without lbench (recipe.sh)</summary>", "",
+                      *shell.fence(recipe.rstrip(), "sh"), "", "</details>", ""]
     return "\n".join(parts), []
 
 
@@ -130,7 +171,7 @@ def _summary_line(run: Run) -> str:
     where = md(f"{r.host.cpu_model or '?'} · {r.host.os or '?'} · {r.engine.name} {r.engine.build_label}")
     kind = find_kind(r.kind)
     what = kind.title if kind is not None else r.kind
-    return f"**{what}** of {models or 'the engine'} on {where} (run `{run.run_id}`, {r.status})"
+    return f"**{what}** of {models or 'the engine'} on {where} (run `{md(run.run_id)}`, {md(r.status)})"
 
 
 def _synthetic_text(model: dict) -> str:
@@ -141,8 +182,48 @@ def _synthetic_text(model: dict) -> str:
            "timing and memory follow the shape, outputs are meaningless)"
 
 
+BUNDLE_FILES = re.compile(r"evidence\.md|[^/]+\.png")
+
+
+def _check_out_dir(out_dir: Path) -> None:
+    """The bundle replaces ``out_dir`` whole, so it must be new, empty, or an earlier bundle."""
+    if not out_dir.exists() and not out_dir.is_symlink():
+        return
+    if not out_dir.is_dir() or out_dir.is_symlink():
+        raise BadInput(f"{out_dir} is not a directory", where="--out",
+                       hint="give a new directory for the bundle (lbench writes evidence.md and PNGs there)")
+    foreign = sorted(p.name for p in out_dir.iterdir() if not BUNDLE_FILES.fullmatch(p.name) or not p.is_file())
+    if foreign:
+        raise BadInput(f"{out_dir} holds files that are not an evidence bundle: {', '.join(foreign[:5])}"
+                       + (" ..." if len(foreign) > 5 else ""), where="--out",
+                       hint="the bundle replaces the whole directory: give a new or empty one")
+
+
+LBENCH_PROGRAMS = ("lbench", "__main__.py", "harness")  # sys.argv[0] of the console script / python -m harness
+
+
+def command_text(raw: object) -> str:
+    """The run's recorded command (``RunRecord.command``), re-quoted word by word (harness/shell.py):
+    a manifest from elsewhere cannot put a second command, a substitution or a fence end into the bundle."""
+    cmd = shell.normalized_command(raw)
+    if cmd is None:
+        return "# (the recorded command is not a shell command line; not shown)"
+    if Path(shlex.split(cmd)[0]).name not in LBENCH_PROGRAMS:
+        return shell.comment(f"recorded command (not an lbench command line): {raw}")
+    return cmd
+
+
 def write_evidence(runs: list[Run], out_dir: Path, *, redact: bool = True) -> Path:
-    out_dir.mkdir(parents=True, exist_ok=True)
+    """Write ``evidence.md`` and its PNGs into a temporary directory beside ``out_dir``, then
+    swap it in whole: an interrupted run leaves the previous bundle as it was."""
+    out_dir = Path(out_dir)
+    _check_out_dir(out_dir)
+    with atomic_dir(out_dir) as tmp:
+        _write_bundle(runs, tmp, redact=redact)
+    return out_dir / "evidence.md"
+
+
+def _write_bundle(runs: list[Run], out_dir: Path, *, redact: bool) -> Path:
     hosts = [r.record.host.hostname for r in runs]
     red = Redactor(redact, [h for h in hosts if h], runs=runs)
     parts: list[str] = []
@@ -160,7 +241,7 @@ def write_evidence(runs: list[Run], out_dir: Path, *, redact: bool = True) -> Pa
         quality = run.record.quality.warnings
         if quality:
             parts += ["> **Run quality** (read the figures with these in mind):"] + [f"> - {md(w)}" for w in quality] + [""]
-        parts += ["```sh", (run.record.command or ""), "```", "", section, ""]
+        parts += [*shell.fence(command_text(run.record.command), "sh"), "", section, ""]
         parts += [f"![{f}]({f})" for f in files] + [""]
         env = {"host": run.record.host.facts, "engine": run.record.engine.facts,
                "models": [{k: m.get(k) for k in ("label", "path", "bytes", "quant", "sha256", "synthetic")}

@@ -41,7 +41,6 @@ import re
 import platform
 import shutil
 import socket
-import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -49,6 +48,7 @@ from pathlib import Path
 from harness import resources
 from harness.engines import registry
 from harness.errors import BadInput
+from harness.toml_input import read_toml
 
 OPS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq,
        "!=": operator.ne}
@@ -115,53 +115,102 @@ class ClaimSpec:
     recipe_note: str = ""
 
 
+MAX_REPEAT = 1000
+
+
+def _want(value: object, kind: type | tuple, key: str, where: str, expected: str) -> object:
+    ok = isinstance(value, kind) and not (isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple)
+                                                                                  else (kind,)))
+    if not ok:
+        raise BadInput(f"{key} must be {expected}, got {value!r}"[:300], where=where,
+                       hint="fix the value in the claim spec (TOML)")
+    return value
+
+
+def _str_list(value: object, key: str, where: str) -> list[str]:
+    _want(value, list, key, where, "a list of strings")
+    for v in value:  # type: ignore[union-attr]
+        _want(v, str, key, where, "a list of strings")
+    return list(value)  # type: ignore[arg-type]
+
+
+def check_params(params: dict, where: str) -> None:
+    """The parameters a scenario receives, as far as lbench can judge them without running it:
+    environment variables (``reserved``) are variable names and never ones lbench reserves;
+    extra server arguments never choose the address, port or model (engines/reserved.py)."""
+    from harness import shell
+    from harness.engines import reserved
+
+    env = params.get("reserved", {})
+    _want(env, dict, "params.reserved", where, "a table of environment variables")
+    for k, v in env.items():
+        try:
+            shell.env_name(k)
+        except ValueError:
+            raise BadInput(f"params.reserved: not an environment variable name: {k!r}", where=where) from None
+        _want(v, (str, int, float), f"params.reserved.{k}", where, "a string or number")
+    reserved.check_env(env, f"{where}: params.reserved")
+    for key in ("server_args", "extra_args"):
+        if key in params:
+            reserved.check_args(_str_list(params[key], f"params.{key}", where), f"{where}: params.{key}")
+    if "models" in params:
+        _str_list(params["models"], "params.models", where)
+
+
 def load_claim(path: Path) -> ClaimSpec:
     from harness.repro.registry import SCENARIOS
 
     where = str(path)
-    try:
-        data = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise BadInput(f"cannot read claim spec: {exc}", where=where) from None
+    data = read_toml(path, "claim spec")
     known = {"id", "claim", "source", "scenario", "engine", "requires", "params", "check", "timing", "repeat",
              "tested", "not_tested"}
     missing = {"id", "claim", "source", "scenario"} - set(data)
     if missing:
         raise BadInput(f"claim spec lacks {', '.join(sorted(missing))}", where=where)
+    for key in ("id", "claim", "scenario", "engine", "tested", "not_tested"):
+        if key in data:
+            _want(data[key], str, key, where, "a string")
     src = data["source"]
     if not isinstance(src, dict) or "statement" not in src or not ({"seed", "document"} & set(src)):
         raise BadInput("claim source needs a statement and a seed (shared/seeds/) or a document (shared/...)",
                        where=where)
+    for key, value in src.items():
+        _want(value, str, f"source.{key}", where, "a string")
     unknown = set(data) - known
     if unknown:
         raise BadInput(f"unknown keys in claim spec: {', '.join(sorted(unknown))}", where=where)
     if data["scenario"] not in SCENARIOS and data["scenario"] != "none":
         raise BadInput(f"unknown scenario {data['scenario']!r}", where=where,
                        hint=f"known: {', '.join(SCENARIOS)}, or 'none' for claims with no experiment here")
-    for r in data.get("requires", []):
+    for r in _str_list(data.get("requires", []), "requires", where):
         if r not in REQUIREMENTS:
             raise BadInput(f"unknown requirement {r!r}", where=where, hint=f"known: {', '.join(REQUIREMENTS)}")
+    params = _want(data.get("params", {}), dict, "params", where, "a table")
+    check_params(params, where)  # type: ignore[arg-type]
     checks = []
-    for c in data.get("check", []):
-        if c.get("op") not in OPS or "figure" not in c or ("value" not in c and "ref" not in c):
-            raise BadInput(f"bad check {c!r}", where=where, hint="figure, op (<= < >= > == !=), and value or ref")
+    for c in _want(data.get("check", []), list, "check", where, "a list of [[check]] tables"):  # type: ignore[union-attr]
+        if not isinstance(c, dict) or c.get("op") not in OPS or not isinstance(c.get("figure"), str) \
+                or ("value" not in c and "ref" not in c) or not isinstance(c.get("ref", ""), str) \
+                or not isinstance(c.get("says", ""), str) or not isinstance(c.get("undecided", False), bool):
+            raise BadInput(f"bad check {c!r}"[:300], where=where,
+                           hint="figure (a string), op (<= < >= > == !=), and value or ref (a figure's name)")
         checks.append(Requirement(c["figure"], c["op"], c.get("value"), c.get("ref"), c.get("says"),
                                   bool(c.get("undecided", False))))
     engine = data.get("engine", "llama-server")
     registry.get(engine, where)
     if engine not in ENGINES:
         raise BadInput(f"unknown engine {engine!r}", where=where, hint=f"known: {', '.join(ENGINES)}")
-    timing = bool(data.get("timing", False))
-    repeat = int(data.get("repeat", 3 if timing else 1))
-    if repeat < 1:
-        raise BadInput("repeat must be at least 1", where=where)
+    timing = _want(data.get("timing", False), bool, "timing", where, "true or false")
+    repeat = _want(data.get("repeat", 3 if timing else 1), int, "repeat", where, f"an integer from 1 to {MAX_REPEAT}")
+    if not 1 <= repeat <= MAX_REPEAT:  # type: ignore[operator]
+        raise BadInput(f"repeat must be an integer from 1 to {MAX_REPEAT}, got {repeat}", where=where)
     note = ""
     if data.get("tested") or data.get("not_tested"):
         note = f"Tested: {data.get('tested', '-')} Not tested: {data.get('not_tested', '-')}"
     if data["scenario"] != "none":  # names and types of [params] checked now, before anything runs
         SCENARIOS[data["scenario"]].validate(dict(data.get("params", {})), where=f"{where}: [params]")
     return ClaimSpec(data["id"], data["claim"], data["source"], data["scenario"], engine,
-                     list(data.get("requires", [])), dict(data.get("params", {})), checks, path, timing, repeat, note)
+                     list(data.get("requires", [])), dict(params), checks, path, bool(timing), int(repeat), note)  # type: ignore[arg-type]
 
 
 def load_claims(selected: list[str] | None = None, directory: Path | None = None) -> list[ClaimSpec]:

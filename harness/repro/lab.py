@@ -22,6 +22,7 @@ import psutil
 
 from harness.engines.llama_server import Binary
 from harness.engines.router import RouterModel, RouterProcess, TimelineEvent
+from harness import shell
 from harness.errors import EngineError
 from harness.probes.process_tree import TreeSample
 from harness.workloads.router_session import RouterSession
@@ -94,11 +95,15 @@ class Lab:
         try:
             write_recipe(self)
         except Exception as exc:  # the recipe must never hide the scenario's own outcome
-            (self.run_dir / "recipe.sh").write_text(f"# recipe could not be written: {exc}\n")
+            (self.run_dir / "recipe.sh").write_text(shell.comment(f"recipe could not be written: {exc}") + "\n")
 
     def act(self, line: str) -> None:
         """Record a step the harness took, as a shell line for the recipe (with its lab time)."""
         self.actions.append(f"# t={self.now():.3f}s\n{line}")
+
+    def note(self, text: str) -> None:
+        """Record a comment for the recipe (one inert comment line whatever ``text`` holds)."""
+        self.act(shell.comment(text))
 
     def environment_set(self) -> dict[str, str]:
         """The variables lbench set or changed for the router (the rest is the caller's environment)."""
@@ -194,7 +199,9 @@ class Lab:
 
     def _pid_sh(self, pid: int) -> str:
         model = getattr(self, "_pid_model", {}).get(pid)
-        return f"$(pgrep -P $ROUTER_PID -f -- '--alias {model}( |$)')" if model else str(pid)
+        if not model:
+            return str(int(pid))
+        return f"$(pgrep -P \"$ROUTER_PID\" -f -- {shell.quote('--alias ' + shell.ere_literal(model) + '( |$)')})"
 
     def freeze(self, pid: int) -> None:
         self.act(f"kill -STOP {self._pid_sh(pid)}")
@@ -208,7 +215,7 @@ class Lab:
             pass
 
     def sleep(self, seconds: float) -> None:
-        self.act(f"sleep {seconds}")
+        self.act(f"sleep {float(seconds):g}")
         time.sleep(seconds)
 
     def environ(self, pid: int | None) -> dict[str, str]:
@@ -225,40 +232,47 @@ class Lab:
 
 def _curl(path: str, body: dict, timeout: float, headers: dict[str, str] | None = None) -> str:
     import json
-    import shlex
 
-    extra = "".join(f"-H {shlex.quote(f'{k}: {v}')} " for k, v in (headers or {}).items())
-    return (f"curl -sS -m {timeout:g} -H 'Content-Type: application/json' {extra}"
-            f"-d {shlex.quote(json.dumps(body))} \"http://127.0.0.1:$PORT{path}\"")
+    extra = "".join(f"-H {shell.quote(f'{k}: {v}')} " for k, v in (headers or {}).items())
+    return (f"curl -sS -m {float(timeout):g} -H 'Content-Type: application/json' {extra}"
+            f"-d {shell.quote(json.dumps(body))} \"http://127.0.0.1:$PORT\"{shell.quote(path)}")
+
+
+def _heredoc_delimiter(text: str, base: str = "INI") -> str:
+    """A here-document delimiter that no line of ``text`` equals (so ``text`` cannot end it)."""
+    lines = set(text.splitlines())
+    n = 0
+    while (delimiter := base + (f"_{n}" if n else "")) in lines:
+        n += 1
+    return delimiter
 
 
 def write_recipe(lab: Lab) -> None:
-    """``recipe.sh``: the same experiment as a standalone shell script (no lbench needed)."""
-    import shlex
-
+    """``recipe.sh``: the same experiment as a standalone shell script (no lbench needed).  Every
+    value in it is a shell word quoted by ``shlex`` (harness/shell.py); comments are one line."""
     router = lab.router
-    argv = list(router.argv)
-    port_at = argv.index("--port") + 1
-    argv[port_at] = "$PORT"
+    words = [shell.quote(a) for a in router.argv]
+    words[router.argv.index("--port") + 1] = '"$PORT"'
+    preset_at = router.argv.index("--models-preset") + 1
+    words[preset_at] = '"$WORK/preset.ini"'
     preset = router.preset_path.read_text() if router.preset_path.exists() else ""
+    delimiter = _heredoc_delimiter(preset)
     env = lab.environment_set()
+    b = lab.binary
     lines = ["#!/usr/bin/env bash",
              "# Rerun of this claim's experiment without lbench: the router command, its environment,",
              "# the preset INI, then the harness's steps in order (times are seconds after the lab start).",
-             f"# engine: {lab.binary.path} (version {lab.binary.version}, build {lab.binary.build_number})",
+             shell.comment(f"engine: {b.path} (version {b.version}, build {b.build_number})"),
              "set -u", "PORT=${PORT:-18080}", "WORK=$(mktemp -d)", "mkdir -p \"$WORK/llama-cache\"",
-             "cat > \"$WORK/preset.ini\" <<'INI'", preset.rstrip("\n"), "INI"]
+             f"cat > \"$WORK/preset.ini\" <<'{delimiter}'", preset.rstrip("\n"), delimiter]
     for k, v in sorted(env.items()):
         if k == "LLAMA_CACHE":
-            v = "$WORK/llama-cache"
-            lines.append(f'export {k}="{v}"')
+            lines.append(f'export {k}="$WORK/llama-cache"')
         else:
-            lines.append(f"export {k}={shlex.quote(v)}")
-    cmd = " ".join(a if a == "$PORT" else shlex.quote(a) for a in argv)
-    cmd = cmd.replace(shlex.quote(str(router.preset_path)), '"$WORK/preset.ini"')
-    lines += [f"{cmd} 2> \"$WORK/router.stderr.log\" > \"$WORK/router.stdout.log\" &", "ROUTER_PID=$!",
-              'until curl -sf "http://127.0.0.1:$PORT/health" >/dev/null; do sleep 0.1; done']
+            lines.append(shell.export(k, v))
+    lines += [" ".join(words) + " 2> \"$WORK/router.stderr.log\" > \"$WORK/router.stdout.log\" &", "ROUTER_PID=$!",
+              'until curl -sf "http://127.0.0.1:$PORT/health" >/dev/null; do sleep 0.1; done',
+              "wait_jobs() { for j in $(jobs -p); do [ \"$j\" = \"$ROUTER_PID\" ] || wait \"$j\"; done; }"]
     lines += lab.actions
-    lines += ["wait_jobs() { for j in $(jobs -p); do [ \"$j\" = \"$ROUTER_PID\" ] || wait \"$j\"; done; }",
-              "wait_jobs", 'kill "$ROUTER_PID"; wait "$ROUTER_PID"', 'echo "logs in $WORK"']
+    lines += ["wait_jobs", 'kill "$ROUTER_PID"; wait "$ROUTER_PID"', 'echo "logs in $WORK"']
     (lab.run_dir / "recipe.sh").write_text("\n".join(lines) + "\n")

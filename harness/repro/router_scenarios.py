@@ -33,6 +33,15 @@ _loaded_and_busy = loaded_and_busy
 
 # ---- scenarios ------------------------------------------------------------------
 
+def wave_line(lab: Lab, wave: list[str]) -> str:
+    """One storm wave for ``recipe.sh``: its requests sent together, every body a quoted word; the
+    next wave starts when they are done (``wait_jobs``: every job but the router's)."""
+    return " & ".join(
+        f"curl -sS -o /dev/null -H 'Content-Type: application/json' -d "
+        f"{shlex.quote(json.dumps(lab.router.request_body(m, STORM_PROMPT, 1)))} "
+        f"\"http://127.0.0.1:$PORT\"{shlex.quote(lab.router.request_path)}" for m in wave) + " & wait_jobs"
+
+
 def storm(ctx: Context, p: StormParams) -> Evidence:
     """A swap storm (pattern over models under a cap); figures from the swap analysis."""
     models = ctx.router_models(p.models)
@@ -42,13 +51,10 @@ def storm(ctx: Context, p: StormParams) -> Evidence:
     rows: list[dict] = []
     ev = Evidence()
     with ctx.lab(models, models_max=p.models_max, sleep_idle_seconds=p.sleep_idle_seconds, evidence=ev) as lab:
-        lab.act(f"# the request plan: {len(plan)} waves, at most {int(p.concurrency)} in flight; "
+        lab.note(f"the request plan: {len(plan)} waves, at most {int(p.concurrency)} in flight; "
                 "each wave's requests are sent together")
         for wave in plan:
-            lab.actions.append(" & ".join(
-                f"curl -sS -o /dev/null -H 'Content-Type: application/json' -d "
-                f"{shlex.quote(json.dumps(lab.router.request_body(m, STORM_PROMPT, 1)))} "
-                f"\"http://127.0.0.1:$PORT{lab.router.request_path}\"" for m in wave) + " & wait")
+            lab.actions.append(wave_line(lab, wave))
         # the storm driver and request rows of `lbench swap`: resident_at_send comes from /models/sse
         lab.session.drive(plan, concurrency=int(p.concurrency), n_predict=1, prompt=STORM_PROMPT,
                           emit=rows.append)

@@ -207,7 +207,7 @@ def lru_order(ctx: Context, p: LruParams) -> Evidence:
         load_no = cap
         for _ in range(int(p.rounds)):
             order = _touch_order(resident, since, rng)
-            lab.act(f"# use order (oldest first): {', '.join(order)}")
+            lab.note(f"use order (oldest first): {', '.join(order)}")
             for n in order:
                 lab.request(n)
             after = lab.now()
@@ -375,7 +375,7 @@ def _multi_evict_once(ctx: Context, p: MultiEvictParams) -> Evidence:
             queued_x = lab.wait_for("queued", x, timeout=10, after=after)
             # Z is frozen within a millisecond of its spawn: its first status message would run a
             # tick while X is one slot short, and that tick would evict A alone
-            lab.act("# lbench sends this POST in the background and stops Z within a millisecond of its spawn; the "
+            lab.note("lbench sends this POST in the background and stops Z within a millisecond of its spawn; the "
                     "shell line below is slower: if the router logs an eviction before Y's request, run it again")
             poster = threading.Thread(target=lab.post, args=("/models/load", z), daemon=True)
             poster.start()

@@ -43,8 +43,8 @@ class Pattern:
         if self.name == "burst" and not 1 <= self.burst_k <= n_models:
             raise BadInput(f"--burst-k must be between 1 and the number of models ({n_models}), got {self.burst_k}",
                            where="--burst-k")
-        if self.name == "zipf" and self.zipf_s <= 0:
-            raise BadInput(f"--zipf-s must be > 0, got {self.zipf_s}", where="--zipf-s")
+        if self.name == "zipf" and not 0 < self.zipf_s <= 100:  # nan and inf fail too
+            raise BadInput(f"--zipf-s must be in (0, 100], got {self.zipf_s}", where="--zipf-s")
         return self
 
 

@@ -194,3 +194,19 @@ def test_swap_servers_without_a_router_log_are_summarised_by_what_they_declare(m
     s = summarize_frames(requests, pd.DataFrame(), pd.DataFrame(), models_max=1, model_sizes=[1], engine="other")
     assert s.figures["swaps"] is None and "other logs no loads" in s.findings[0]
     assert not any("mlx" in f for f in s.findings)
+
+
+def test_a_storm_where_every_request_failed_is_a_failed_run():
+    """HTTP 400 for every request (or empty answers): nothing was measured, so the run fails."""
+    import pandas as pd
+
+    from harness.analysis.swap import failure_reason
+
+    requests = pd.DataFrame({"index": [0, 1, 2], "model": ["a", "b", "a"], "t_send_s": [0.0, 0.1, 0.2],
+                             "t_done_s": [0.05, 0.15, 0.25], "error": ["bad n_predict"] * 2 + ["truncated: 0 bytes"],
+                             "error_kind": ["http_400", "http_400", "truncated"]})
+    events = pd.DataFrame(columns=["t_s", "source", "kind", "model", "detail", "text"])
+    reason = failure_reason(requests, events, 1.0)
+    assert reason is not None and "all 3 requests failed (2 http_400, 1 truncated)" in reason
+    ok = requests.assign(error=[None, "bad", "bad"], error_kind=[None, "http_400", "http_400"])
+    assert failure_reason(ok, events, 1.0) is None  # some errors are findings, not a failed run
