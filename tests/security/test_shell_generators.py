@@ -91,7 +91,7 @@ def _fake_lab(tmp_path: Path, hostile: str, monkeypatch) -> Lab:
 
 def _drive(lab: Lab, hostile: str) -> None:
     """Every step a scenario can record, each carrying the hostile value."""
-    from harness.repro.scenarios import wave_line
+    from harness.repro.router_scenarios import wave_line
 
     me = os.getpid()
     lab.__dict__["_pid_model"] = {me: hostile}
