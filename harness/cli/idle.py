@@ -59,7 +59,8 @@ def _summary_table(run: Run) -> Table:
 
 
 def _run(spec: IdleSpec, llama_server: str | None, results: str | None, kind: str, report: bool,
-         llama_idle_path: str | None = None, engine_options: dict | None = None) -> Run:
+         llama_idle_path: str | None = None, engine_options: dict | None = None) -> tuple[Run, Path | None]:
+    """Run the sweep; returns the run and its report's path (printed last by the caller)."""
     from harness.report.render import render_report
     from harness.kinds import get_kind
     from harness.runs.idle import prepare_idle
@@ -68,22 +69,33 @@ def _run(spec: IdleSpec, llama_server: str | None, results: str | None, kind: st
         prep = prepare_idle(spec, llama_server=llama_server, results=results, reporter=reporter, kind=kind,
                             llama_idle_path=llama_idle_path, engine_options=engine_options)
         run = get_kind(kind).executor_fn()(prep, reporter)
-    if report:
-        path = render_report(run)
-        print_wrapped(out, f"report: {path}")
+    return run, (render_report(run) if report else None)
+
+
+def print_outcome(run: Run, report_path: Path | None, sentences: list[str]) -> None:
+    """The end of a run's output, in the order a person reads it: warnings (each once), the
+    result in sentences, then where the report and the run are: the last lines on the screen."""
     for w in (run.manifest.get("quality") or {}).get("warnings", []):
         print_wrapped(console, f"warning: {w}", rest="  ")
-    for sentence in findings(run):
+    noisy = [c for c in run.manifest.get("cells", []) if (c.get("self_check") or {}).get("warnings")]
+    if noisy:
+        print_wrapped(console, f"note: the self-check was over target in {len(noisy)} of "
+                               f"{len(run.manifest.get('cells', []))} cells (the warnings above; the report's "
+                               "banner has them)", rest="  ")
+    for sentence in sentences:
         print_wrapped(out, sentence, rest="  ")
+    if report_path is not None:
+        print_wrapped(out, f"report: {report_path}")
     print_wrapped(out, f"run: {run.run_id} ({run.manifest['status']}) in {run.dir}")
-    return run
 
 
 def findings(run: Run) -> list[str]:
-    """The run's findings in plain sentences (kept in analysis.json): wake step or none, per cell."""
+    """The run's result in plain sentences (kept in analysis.json): the idle headline, per cell,
+    from the one wake model; calibrate runs have findings in its place."""
     from harness.analysis.persisted import load_analysis
 
-    return list(load_analysis(run).get("findings", []))
+    analysis = load_analysis(run)
+    return list(analysis.get("headline") or analysis.get("findings", []))
 
 
 def idle(
@@ -205,10 +217,11 @@ def idle(
     servers = [str(b.path) for b in binaries(build, llama_server)] if build else [llama_server]
     failed = False
     for server in servers:
-        run = _run(spec, server, results, "idle", report, llama_idle_path,
-                   {"url": url, "ollama_url": ollama_url, "prompt_cache_size": prompt_cache_size})
+        run, report_path = _run(spec, server, results, "idle", report, llama_idle_path,
+                                {"url": url, "ollama_url": ollama_url, "prompt_cache_size": prompt_cache_size})
         out.print(_summary_table(run))
         _print_self_checks(run)
+        print_outcome(run, report_path, findings(run))
         failed |= run.manifest["status"] != "complete"
     if failed:
         raise typer.Exit(1)
@@ -223,9 +236,7 @@ def _print_self_checks(run: Run) -> None:
         line = (f"self-check {cell['model']} / {cell['setting']}: overhead p50 {fmt(check['overhead_p50_ms'])} "
                 f"p99 {fmt(check['overhead_p99_ms'])} ms, HTTP floor p50 {fmt(check['floor_http_p50_ms'])} ms, "
                 f"harness p50 {fmt(check.get('harness_p50_ms'))} ms (n={check['n']})")
-        out.print(line, markup=False)
-        for warning in check.get("warnings", []):
-            out.print(f"  warning: {warning}", markup=False)
+        print_wrapped(out, line, rest="  ")  # its warnings were printed once, as the cell ran
 
 
 def calibrate(
@@ -265,8 +276,9 @@ def calibrate(
     spec = build_spec(None, models=[model], pauses_s=list(CALIBRATION_PAUSES), reps=reps, warmup=5, shuffle=False,
                       client_cpus=client_cpus, client_nice=client_nice, client_spin=client_spin,
                       cpus=[cpus] if cpus else None, threads=[threads] if threads else None)
-    run = _run(spec, llama_server, results, "calibrate", report=True)
-    figures = load_analysis(run)["calibration"]  # kept in analysis.json with the run
+    run, report_path = _run(spec, llama_server, results, "calibrate", report=True)
+    figures = {k: float("nan") if v is None else v  # analysis.json writes a figure not measured as null
+               for k, v in load_analysis(run)["calibration"].items()}
     from rich.table import Table
     table = Table(title=f"harness calibration · run {run.run_id} · {int(figures['n'])} requests")
     table.add_column("figure")
@@ -300,3 +312,4 @@ def calibrate(
     out.print(table)
     atomic_write_json(run.dir / "calibration.json", {"run_id": run.run_id, **figures})
     console.print(f"figures saved to {run.dir / 'calibration.json'}", markup=False)
+    print_outcome(run, report_path, findings(run))
