@@ -45,6 +45,9 @@ def compare(
         raise BadInput(f"compare takes two runs (A B), got {len(a)}", hint="pool more with --baseline/--candidate")
     cfg = load_config(None, alpha=alpha, min_n=min_n, threshold=margin)
     ra, rb = resolve_sides([a[0], *(baseline or [])], [a[1], *(candidate or [])], results)
+    from harness.baselines import refuse_same_runs
+
+    refuse_same_runs(ra, rb)  # a run against itself: exit 2, not a verdict
     warn_fingerprints(ra, rb)
     res, info = judge_runs(ra, rb, verdict_config(cfg))
     print_verdicts(res, info, ra, rb)

@@ -46,6 +46,9 @@ def gate(
 
     cfg = load_config(config, alpha=alpha, min_n=min_n, threshold=threshold)
     ra, rb = resolve_sides(baseline, candidate, results)
+    from harness.baselines import refuse_same_runs
+
+    refuse_same_runs(ra, rb)  # a run against itself: exit 2, not a verdict
     warn_fingerprints(ra, rb)
     res, info = judge_runs(ra, rb, verdict_config(cfg))
     outcome = decide(res, cfg, inconclusive_ok=inconclusive_ok)
