@@ -61,3 +61,14 @@ def test_the_mac_grid_run_time_is_computed_from_the_grid():
         assert f"{per_rep:.1f} s per repetition" in flat, doc
         assert f"{per_rep * reps * settings / 60:.1f} min" in flat, doc
         assert "untested" in flat.lower(), doc
+
+
+def test_top_level_help_gives_the_readme_quick_start():
+    import re
+
+    from conftest import run_cli
+
+    readme = (REPO / "README.md").read_text()
+    quick = re.search(r"## The two commands.*?```sh\n(.+?)\n```", readme, flags=re.S).group(1)
+    shown = " ".join(run_cli("--help").stdout.split())
+    assert quick in shown, (quick, shown[:400])

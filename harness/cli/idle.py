@@ -34,6 +34,8 @@ def build_spec(spec_file: Path | None, **overrides) -> IdleSpec:
     for key, value in overrides.items():
         if value is not None:
             setattr(spec, key, value)
+    if overrides.get("ctx_size") is not None:
+        spec.ctx_size_given = True
     return spec.validate("command line" if not spec_file else f"{spec_file} + command line")
 
 

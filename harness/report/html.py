@@ -23,6 +23,7 @@ def environment() -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined)
     env.filters["ms"] = lambda v: "–" if v is None or v != v else f"{v:,.2f}"
     env.filters["gb"] = size_text
+    env.filters["num"] = lambda v, fmt="%.2f": "–" if v is None or v != v else fmt % v  # null/NaN: not measured
     return env
 
 
