@@ -15,7 +15,7 @@ def ms_ci(value: float | None, ci) -> str:
     """"118 ms [115, 121]" (a 95% interval), or "118 ms (no interval)"."""
     lo, hi = (ci or (None, None))[:2] if ci is not None else (None, None)
     if lo is None or hi is None or lo != lo or hi != hi:
-        return f"{ms(value)} ms (too few samples for a 95% interval)"
+        return f"{ms(value)} ms (too few samples for an interval)"
     return f"{ms(value)} ms [{ms(lo)}, {ms(hi)}]"
 
 
@@ -36,7 +36,8 @@ def headline(wake: list[dict], summary: pd.DataFrame) -> list[str]:
             text = f"{cell}: no clear wake step"
             if len(g):
                 first, last = g.iloc[0], g.iloc[-1]
-                text += (f" from {first['pause_requested_s']:g} to {last['pause_requested_s']:g} s: the first "
+                text += (f" from {first['pause_requested_s']:g} to {last['pause_requested_s']:g} s (median "
+                         f"{ms_ci(w['warm_median_ms'], w['warm_ci'])} over all pauses): the first "
                          f"token takes {ms_ci(last['median'], (last['ci_low'], last['ci_high']))} "
                          f"{_after(last['pause_requested_s'])}, against "
                          f"{ms_ci(first['median'], (first['ci_low'], first['ci_high']))} "
