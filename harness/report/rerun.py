@@ -192,20 +192,24 @@ def swap_script(run_id: str, manifest: dict, requests: pd.DataFrame, findings: l
     lines += [_server_words(router.get("argv") or [], engine.get("path"), {}) + " " + _START[0]] + _START[1:]
     order = [str(m) for m in (requests.sort_values("index")["model"] if "index" in requests else requests["model"])]
     n_predict = int(config.get("n_predict") or 1)
-    lines += ["ask() {  # one completion for model $1, as lbench sent it (streamed, one token)",
-              f"  body=$(printf '{{\"model\": \"%s\", \"prompt\": \"Hello\", \"n_predict\": {n_predict}, "
-              "\"cache_prompt\": true, \"stream\": true}' \"$1\")",
+    names = list(dict.fromkeys(order))
+    lines += ["# the request body per model, as lbench sent it (streamed, one token)"]
+    for i, name in enumerate(names, start=1):
+        body = {"model": name, "prompt": "Hello", "n_predict": n_predict, "cache_prompt": True, "stream": True}
+        lines.append(f"BODY_{i}={shlex.quote(json.dumps(body))}  # {shlex.quote(name)}")
+    lines += ["ask() {  # one completion with body number $1",
+              '  eval "body=\\$BODY_$1"',
               "  curl -s -o /dev/null -w '%{http_code} %{time_total}\\n' -H 'Content-Type: application/json' "
               '-d "$body" "$URL/completion"',
               "}",
-              f"# the models in the order lbench asked for them ({config.get('concurrency') or 1} at a time there; "
-              "one at a time here)",
-              f"set -- {' '.join(shlex.quote(m) for m in order)}",
+              f"# the models in the order lbench asked for them, by body number ({config.get('concurrency') or 1} "
+              "at a time there; one at a time here)",
+              f"set -- {' '.join(str(names.index(m) + 1) for m in order)}",
               ": > times.txt", "peak=0",
-              'for model in "$@"; do',
-              '  echo "$model $(ask "$model")" >> times.txt',
+              'for i in "$@"; do',
+              '  echo "$i $(ask "$i")" >> times.txt',
               "  loaded=$(curl -s \"$URL/models\" | grep -o '\"value\": *\"loaded\"' | wc -l | tr -d ' ')",
-              '  [ "$loaded" -gt "$peak" ] && peak=$loaded',
+              '  if [ "$loaded" -gt "$peak" ]; then peak=$loaded; fi',
               "done"]
     lines += _MEDIAN
     limit = config.get("models_max")
@@ -213,6 +217,8 @@ def swap_script(run_id: str, manifest: dict, requests: pd.DataFrame, findings: l
     lines += ["ok=$(awk '$2 == 200' times.txt | wc -l | tr -d ' ')",
               "p50=$(awk '$2 == 200 {print $3 * 1000}' times.txt | median)",
               f'echo "answered $ok of $# requests, p50 $p50 ms; most models loaded at once: $peak (models_max={limit})"']
+    lines += ['if [ "$peak" -eq 0 ]; then echo "verdict: cannot tell (GET /models never listed a loaded model)"; '
+              'exit 2; fi']
     if limit:
         lines += [f'if [ "$peak" -le {int(limit)} ]; then echo "verdict: the cap held"; exit 0; '
                   'else echo "verdict: the cap did NOT hold"; exit 1; fi']

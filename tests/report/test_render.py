@@ -174,3 +174,33 @@ def test_sizes_in_a_unit_that_shows_them():
     from harness.units import size_text
 
     assert size_text(132_832) == "133 KB" and size_text(8_530_000_000) == "8.53 GB" and size_text(512) == "512 B"
+
+
+def test_swap_rerun_script_quotes_names_and_checks_the_cap():
+    import json
+    import shlex
+    import subprocess
+    import tempfile
+
+    import pandas as pd
+
+    from harness.report.rerun import swap_script
+
+    name = "it's $(x)"
+    manifest = {"engine": {"path": "/x/llama-server", "build_number": 1}, "config": {"models_max": 1,
+                                                                                   "pattern": "ping-pong"},
+                "models": [{"label": name, "path": "/c/a.gguf", "sha256": "ab" * 32, "synthetic": False,
+                            "name": "Real Model", "quant": "Q4_K_M"}],
+                "router": {"argv": ["/x/llama-server", "--port", "9", "--models-preset", "/r/preset.ini"],
+                           "preset": f"[{name}]\nmodel = /c/a.gguf\n"}}
+    requests = pd.DataFrame({"index": [0, 1], "model": [name, name]})
+    text = swap_script("20260101T000000Z-swap-abcd", manifest, requests, ["the cap held"])
+    with tempfile.NamedTemporaryFile("w", suffix=".sh") as fh:
+        fh.write(text)
+        fh.flush()
+        assert subprocess.run(["sh", "-n", fh.name]).returncode == 0
+    body = json.dumps({"model": name, "prompt": "Hello", "n_predict": 1, "cache_prompt": True, "stream": True})
+    assert f"BODY_1={shlex.quote(body)}" in text and "set -- 1 1" in text
+    assert "printf 'model = %s\\n' \"$MODEL_1\" >> preset.ini" in text
+    assert '"$LLAMA_SERVER" --port "$PORT" --models-preset preset.ini' in text
+    assert "Real Model, Q4_K_M" in text and 'if [ "$peak" -le 1 ]' in text
