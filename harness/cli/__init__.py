@@ -94,8 +94,9 @@ def main() -> None:
         _stop_children()
         print(_interrupted_text(), file=sys.stderr)
         sys.exit(130)
-    except typer.Abort:
+    except typer.Abort:  # click's name for a Ctrl-C it caught itself
         _stop_children()
+        print(_interrupted_text(), file=sys.stderr)
         sys.exit(130)
     except SystemExit:
         raise
@@ -112,4 +113,7 @@ def main() -> None:
             exc.show()
             sys.exit(exc.exit_code)
         raise
+    if code == 130:  # Typer turned a Ctrl-C into its exit code: say what was kept, as above
+        _stop_children()
+        print(_interrupted_text(), file=sys.stderr)
     sys.exit(code if isinstance(code, int) else 0)

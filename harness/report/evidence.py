@@ -27,14 +27,6 @@ def md(value: object) -> str:
             .replace("|", "\\|").replace("\n", " "))
 
 
-def _median_text(row) -> str:
-    """"41.2 ms (95% CI 40.1–43.0, n=10)", or "(n=4, too few for a CI)"."""
-    lo, hi = row.get("ci_low"), row.get("ci_high")
-    if lo is None or hi is None or lo != lo or hi != hi:
-        return f"{row['median']:.1f} ms (n={row['n']}, too few for a 95% CI)"
-    return f"{row['median']:.1f} ms (95% CI {lo:.1f}–{hi:.1f}, n={row['n']})"
-
-
 def _script_block(title: str, name: str, text: str) -> list[str]:
     return [f"<details><summary>{title} (<code>{name}</code>, written next to this file)</summary>", "",
             "```sh", text.rstrip(), "```", "", "</details>", ""]
@@ -62,11 +54,7 @@ def idle_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[str
         ci = "–" if r["ci_low"] is None or r["ci_low"] != r["ci_low"] else f"{r['ci_low']:.2f}–{r['ci_high']:.2f}"
         table.append(f"| {md(r['model'])} | {md(r['setting'])} | {r['pause_requested_s']:g} | {r['n']} | {r['median']:.2f} | "
                      f"{ci} | {r['mean']:.2f} ± {r['sd']:.2f} |")
-    lines += ["", *table]
-    for (model, setting), g in summary.groupby(["model", "setting"], sort=False):
-        first, last = g.iloc[0], g.iloc[-1]
-        lines.append(f"- **{md(model)}**, {md(setting)}: median {_median_text(first)} after "
-                     f"{first['pause_requested_s']:g} s → {_median_text(last)} after {last['pause_requested_s']:g} s")
+    lines += ["", *table]  # the headline above already says what the first and last pauses show
     files = []
     for model in dict.fromkeys(good["model"]) if not good.empty else []:
         name = f"{run.run_id}-{re.sub(r'[^A-Za-z0-9._-]', '_', model)}.png"

@@ -62,7 +62,8 @@ def test_evidence_carries_synthetic_and_not_applicable_marks_and_intervals(tmp_p
     md = write_evidence([run], tmp_path / "ev", redact=False).read_text()
     assert "**Synthetic model(s)**" in md and "tiny test shape: copies no real model" in md
     assert "**Not applicable on this host**" in md and "no Metal &lt;here&gt;" in md
-    assert "(n=2, too few for a 95% CI)" in md  # two reps per pause: no interval, and the line says so
+    assert "| – |" in md  # two reps per pause: no per-pause interval, and the table says so
+    assert "- tiny-q8 · keep-alive=none: after a pause of 1 s or more the first token takes" in md  # the headline
 
 
 def test_evidence_markdown_makes_user_strings_inert(tmp_path):
