@@ -57,9 +57,14 @@ def latency_vs_pause(samples: pd.DataFrame, summary: pd.DataFrame, model: str, r
         ax.axvspan(w["last_warm_s"], w["first_woken_s"], color=colour, alpha=0.12, lw=0)
         ax.axvline(w["first_woken_s"], color=colour, ls="--", lw=0.9)
         pen = w.get("penalty_ms")
-        ax.annotate(f"{plain(w['setting'])}: {plain(w['text'])}" + (f", +{pen:.3g} ms" if pen is not None else ""),
-                    (w["first_woken_s"], 0.97 - 0.06 * steps.index(w)), xycoords=("data", "axes fraction"),
-                    xytext=(4, 0), textcoords="offset points", fontsize=7, color=colour, va="top")
+        label = (f"{plain(w['setting'])}: {w['shape']} {w['last_warm_s']:g}–{w['first_woken_s']:g} s"
+                 + (f", +{pen:.3g} ms" if pen is not None else ""))
+        left_half = w["last_warm_s"] < max(pauses) / 2  # the label goes where there is room for it
+        ax.annotate(label, (w["first_woken_s"] if left_half else w["last_warm_s"], 0.97 - 0.06 * steps.index(w)),
+                    xycoords=("data", "axes fraction"), xytext=(4 if left_half else -4, 0),
+                    textcoords="offset points", fontsize=7, color=colour, va="top",
+                    ha="left" if left_half else "right",
+                    bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.8})
     ax.set_xlabel("pause before request (s)")
     ax.set_ylabel(ylabel)
     ax.set_title(f"{model}: {ylabel} vs pause", fontsize=11, parse_math=False)
