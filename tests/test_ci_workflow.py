@@ -102,3 +102,34 @@ def test_exit_code_policy(tmp_path, code, fails_flag, expect):
     assert r.returncode == expect, r.stdout + r.stderr
     if code == "3":
         assert "::warning" in r.stdout
+
+
+def test_the_pr_comment_is_one_comment_updated_by_each_run(tmp_path):
+    """The github-script step, run under node with a stand-in GitHub API: the first run creates
+    the comment, a later run updates it (ten runs, one comment)."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed: the PR comment script was not run")
+    script = step("Comment the verdict")["with"]["script"]
+    (tmp_path / "ab.md").write_text("| group | verdict |\n")
+    harness = """
+const calls = [];
+let existing = JSON.parse(process.argv[2]);
+const github = {paginate: async (fn, args) => existing, rest: {issues: {
+  listComments: () => null,
+  createComment: async (a) => calls.push(["create", a.body.split("\\n")[1]]),
+  updateComment: async (a) => calls.push(["update", a.comment_id])}}};
+const context = {repo: {owner: "o", repo: "r"}, issue: {number: 7}, runId: 99};
+(async () => {
+%s
+})().then(() => console.log(JSON.stringify(calls)));
+""" % script
+    (tmp_path / "comment.js").write_text(harness)
+    env = {**os.environ, "OUT": str(tmp_path), "CODE": "3"}
+    first = subprocess.run([node, str(tmp_path / "comment.js"), "[]"], capture_output=True, text=True, env=env)
+    assert first.returncode == 0, first.stderr
+    assert "create" in first.stdout and "inconclusive" in first.stdout
+    old = '[{"id": 5, "body": "<!-- lbench-idle-wake-gate -->\\nold"}, {"id": 6, "body": "other"}]'
+    again = subprocess.run([node, str(tmp_path / "comment.js"), old], capture_output=True, text=True, env=env)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == '[["update",5]]'
