@@ -39,25 +39,48 @@ def build_spec(spec_file: Path | None, **overrides) -> IdleSpec:
     return spec.validate("command line" if not spec_file else f"{spec_file} + command line")
 
 
-def _summary_table(run: Run) -> Table:
+CELL_COLUMN_WIDTH = 24  # a "median [lo, hi]" figure; more cells than fit side by side: one row per cell and pause
+
+
+def _summary_table(run: Run, width: int | None = None):
+    """Median client latency per pause with its 95% interval: a column per cell when they fit in
+    ``width`` (the console's), else one row per cell and pause, so no label is broken into letters."""
     from harness.analysis.persisted import json_frame, load_analysis
+    from harness.units import ms
 
     summary = json_frame(load_analysis(run)["summary_latency"])
     from rich.table import Table
     table = Table(title=f"median client latency (ms) · run {run.run_id}")
-    table.add_column("pause (s)", justify="right")
     cells = list(dict.fromkeys(zip(summary["model"], summary["setting"])))
-    for model, setting in cells:
-        table.add_column(f"{model}\n{setting}", justify="right")
-    for pause, g in summary.groupby("pause_requested_s"):
-        row = [f"{pause:.2f}"]
+
+    def figure(m) -> str:
+        if not len(m):
+            return "–"
+        lo, hi = m["ci_low"].iloc[0], m["ci_high"].iloc[0]
+        ci = f"[{ms(lo)}, {ms(hi)}]" if lo == lo and lo is not None else f"(n={m['n'].iloc[0]}, no CI)"
+        return f"{ms(m['median'].iloc[0])} {ci}"
+
+    width = width or out.width
+    if 12 + CELL_COLUMN_WIDTH * len(cells) <= width:
+        table.add_column("pause (s)", justify="right")
         for model, setting in cells:
-            m = g[(g["model"] == model) & (g["setting"] == setting)]
-            lo, hi = m['ci_low'].iloc[0] if len(m) else 0, m['ci_high'].iloc[0] if len(m) else 0
-            ci = f"[{lo:.2f}, {hi:.2f}]" if lo == lo else f"(n={m['n'].iloc[0]}: too few for a 95% CI)"
-            row.append(f"{m['median'].iloc[0]:.2f} {ci}" if len(m) else "–")
-        table.add_row(*row)
-    return table
+            table.add_column(f"{model}\n{setting}", justify="right")
+        for pause, g in summary.groupby("pause_requested_s"):
+            table.add_row(f"{pause:g}", *(figure(g[(g["model"] == model) & (g["setting"] == setting)])
+                                          for model, setting in cells))
+        return table
+    from rich.console import Group
+
+    tables = []
+    for model, setting in cells:  # a small table per cell: its name is a title, wrapped between words
+        t = Table(title=f"{model} · {setting}: median client latency (ms) · run {run.run_id}")
+        t.add_column("pause (s)", justify="right", no_wrap=True)
+        t.add_column("median [95% CI]", justify="right", no_wrap=True)
+        g = summary[(summary["model"] == model) & (summary["setting"] == setting)]
+        for pause, p in g.groupby("pause_requested_s"):
+            t.add_row(f"{pause:g}", figure(p))
+        tables.append(t)
+    return Group(*tables)
 
 
 def _run(spec: IdleSpec, llama_server: str | None, results: str | None, kind: str, report: bool,
