@@ -1,10 +1,13 @@
 """Saved baselines, keyed by machine fingerprint.
 
 ``lbench baseline save RUN --name main`` copies the run into
-``<cache>/baselines/<name>/`` with ``baseline.json`` (name, run id, fingerprint,
-time).  The fingerprint is what makes numbers comparable: chip, OS release,
-engine build and binary hash.  Comparing against a baseline from another
-fingerprint is allowed but warned about.
+``<results>/.baselines/<name>/`` (beside the runs, so ``--results`` and
+``$LBENCH_RESULTS_DIR`` move baselines with them) with ``baseline.json`` (name, run
+id, fingerprint, time).  Baselines saved by older lbench versions in
+``<cache>/baselines/`` are still found there (read only).  The fingerprint is what
+makes numbers comparable: chip, OS release, engine build and binary hash.  Comparing
+against a baseline from another fingerprint is allowed but warned about; comparing a
+run with itself is refused (``refuse_same_runs``).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import os
 import re
 import shutil
 import stat
+import sys
 import time
 from collections.abc import Collection
 from pathlib import Path
@@ -42,7 +46,16 @@ def differences(a: dict, b: dict) -> list[str]:
     return [f"{k}: {a.get(k)!r} vs {b.get(k)!r}" for k in sorted((set(a) | set(b)) - {"id"}) if a.get(k) != b.get(k)]
 
 
-def root() -> Path:
+BASELINES_DIR = ".baselines"  # inside the results directory
+
+
+def root(results_root: Path | None = None) -> Path:
+    """Where baselines are saved: ``<results>/.baselines``."""
+    return (results_root if results_root is not None else paths.results_dir()) / BASELINES_DIR
+
+
+def old_root() -> Path:
+    """Where lbench before 0.x kept them (read only): ``<cache>/baselines``."""
     return paths.cache_dir() / "baselines"
 
 
@@ -99,14 +112,19 @@ def copy_regular(src: Path, dst: Path, notes: list[str], budget: list[int], dept
             notes.append(f"skipped {where}: not a regular file (FIFO, socket or device)")
 
 
-def save(run: Run, name: str, notes: list[str] | None = None) -> Path:
-    """Copy the run into ``<cache>/baselines/<name>/`` (regular files only, see ``copy_regular``):
+def _roots(results_root: Path | None) -> list[Path]:
+    return [root(results_root), old_root()]
+
+
+def save(run: Run, name: str, results_root: Path | None = None, notes: list[str] | None = None) -> Path:
+    """Copy the run into ``<results>/.baselines/<name>/`` (regular files only, see ``copy_regular``):
     built in a temporary directory and swapped in whole, under a lock, so concurrent saves of
     one name never share a temporary directory and a reader sees the old baseline or the new."""
     notes = notes if notes is not None else []
-    dest = root() / check_name(name)
-    root().mkdir(parents=True, exist_ok=True)
-    with locked(root() / f".{name}.lock"), atomic_dir(dest) as tmp:
+    base = root(results_root)
+    dest = base / check_name(name)
+    base.mkdir(parents=True, exist_ok=True)
+    with locked(base / f".{name}.lock"), atomic_dir(dest) as tmp:
         copy_regular(run.dir, tmp / run.dir.name, notes, [MAX_COPY_BYTES])
         atomic_write_json(tmp / "baseline.json", {"name": name, "run_id": run.dir.name, "saved_at":
                                                   time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -114,13 +132,28 @@ def save(run: Run, name: str, notes: list[str] | None = None) -> Path:
     return dest
 
 
-def list_baselines() -> list[dict]:
-    out = []
-    for d in sorted(root().glob("*/baseline.json")) if root().is_dir() else []:
-        try:
-            out.append({**json.loads(d.read_text()), "dir": str(d.parent)})
-        except ValueError:
-            continue
+def list_baselines(results_root: Path | None = None) -> list[dict]:
+    """Saved baselines, those beside the results first; one of the same name in the old cache
+    location is listed only when there is none beside the results (``old_location``: True)."""
+    out, seen = [], set()
+    for base in _roots(results_root):
+        for d in sorted(base.glob("*/baseline.json")) if base.is_dir() else []:
+            from harness.untrusted import read_json
+
+            try:
+                info = read_json(d, what="baseline.json")
+            except BadInput as exc:  # damaged: said, skipped
+                print(f"note: skipped baseline {d.parent.name}: {exc.what}", file=sys.stderr)
+                continue
+            if not isinstance(info, dict) or not isinstance(info.get("name"), str) \
+                    or not isinstance(info.get("run_id"), str) or not isinstance(info.get("fingerprint", {}), dict):
+                print(f"note: skipped baseline {d.parent.name}: its baseline.json is not one lbench wrote",
+                      file=sys.stderr)
+                continue
+            if info.get("name") in seen:
+                continue
+            seen.add(info.get("name"))
+            out.append({**info, "dir": str(d.parent), "old_location": base == old_root()})
     return out
 
 
@@ -134,14 +167,31 @@ def _saved_name(name: object) -> str:
     return name
 
 
-def load(name: str) -> Run:
-    meta = root() / _saved_name(name) / "baseline.json"
-    if not meta.is_file():
-        known = ", ".join(b["name"] for b in list_baselines()) or "none saved"
-        raise BadInput(f"no baseline named {name!r}", where=str(root()), hint=f"known: {known}; "
-                       "save one with `lbench baseline save RUN --name NAME`")
-    info = json.loads(meta.read_text())
-    return open_run(meta.parent / info["run_id"], meta.parent)
+def load(name: str, results_root: Path | None = None) -> Run:
+    from harness.untrusted import read_json
+
+    for base in _roots(results_root):
+        meta = base / _saved_name(name) / "baseline.json"
+        if meta.is_file():
+            info = read_json(meta, what="baseline.json")
+            run_id = info.get("run_id") if isinstance(info, dict) else None
+            if not isinstance(run_id, str) or not run_id or "/" in run_id or run_id.startswith("."):
+                raise BadInput("the baseline's baseline.json names no run directory of its own", where=str(meta),
+                               hint="save the baseline again: lbench baseline save RUN --name NAME")
+            return open_run(meta.parent / run_id, meta.parent)
+    known = ", ".join(b["name"] for b in list_baselines(results_root)) or "none saved"
+    raise BadInput(f"no baseline named {name!r}", where=f"{root(results_root)} (and {old_root()})",
+                   hint=f"known: {known}; save one with `lbench baseline save RUN --name NAME`")
+
+
+def refuse_same_runs(baseline: list[Run], candidate: list[Run]) -> None:
+    """Exit 2 when a run stands on both sides (e.g. ``baseline:main`` saved from the run that
+    ``latest`` picks): a verdict on a run against itself says nothing."""
+    both = sorted({r.run_id for r in baseline} & {r.run_id for r in candidate})
+    if both:
+        raise BadInput(f"baseline and candidate both hold run {', '.join(both)}: a run compared with itself "
+                       "says nothing", where="--baseline / --candidate",
+                       hint="give the candidate's run id (lbench runs lists them), or measure a new run first")
 
 
 MAX_REF = 1024
@@ -161,5 +211,5 @@ def resolve_run(ref: str, results_root: Path, *, kinds: Collection[str] | None =
     """A run id / directory / 'latest' (of ``kinds`` when given), or ``baseline:NAME``."""
     check_ref(ref)
     if ref.startswith(PREFIX):
-        return load(ref[len(PREFIX):])
+        return load(ref[len(PREFIX):], results_root)
     return open_run(ref, results_root, kinds=kinds)

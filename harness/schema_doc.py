@@ -37,7 +37,14 @@ def _analysis_section() -> list[str]:
             "only when it is missing, has an older `schema_version`, was written while the run had another status, "
             "or with `lbench report --reanalyze`. Deleting it loses nothing. Its content per kind of run comes from "
             "the kind's `summarize` (harness/kinds.py):", "",
-            "| kind | what it is | primary table |", "|---|---|---|", *rows, ""]
+            "| kind | what it is | primary table |", "|---|---|---|", *rows, "",
+            "It is strict JSON: a figure that could not be measured is `null`, never `NaN`. An idle run's "
+            "`wake` holds one row per model and setting from the one model of the wake curve "
+            "(`harness.analysis.regimes.wake_model`): `shape` (none, step, two steps, ramp), `last_warm_s` and "
+            "`first_woken_s` (where the grid puts the threshold), `warm_median_ms`, `woken_median_ms` and "
+            "`penalty_ms` with their 95% intervals (`warm_ci`, `woken_ci`, `penalty_ci`), `n_warm`, `n_woken` "
+            "and the BIC of each candidate shape; `headline` the sentences every surface shows (report, "
+            "terminal, evidence), `findings` how each shape was chosen.", ""]
 
 
 if __name__ == "__main__":

@@ -256,7 +256,7 @@ class IdleSpec:
     seed: int = 0
     keep_alive: list[str] = field(default_factory=lambda: ["default"])
     sleep_idle_seconds: list[int | None] = field(default_factory=lambda: [None])
-    ctx_size: int = 2048
+    ctx_size: int = 2048  # lowered to the model's trained context when smaller, unless given (ctx_size_given)
     server_args: list[str] = field(default_factory=list)
     shuffle: bool = True  # shuffle pause order per repetition (off only for calibration blocks)
     cache_state: list[str] = field(default_factory=lambda: ["as-is"])
@@ -279,6 +279,7 @@ class IdleSpec:
     # deadlines (docs/reliability.md); None = derived from the cell's warm-up and start-up times
     request_timeout_s: float | None = None  # one request; past it the cell fails (a frozen server)
     cell_timeout_s: float | None = None  # one cell's whole sweep, warm-up included
+    ctx_size_given: bool = False  # ctx_size came from the user (option or spec file): checked, never lowered
 
     def settings(self) -> list[Setting]:
         import itertools
@@ -395,6 +396,8 @@ def load_spec(path: Path) -> IdleSpec:
                 *CPU_KNOBS):
         if key in kwargs and not isinstance(kwargs[key], list):
             kwargs[key] = [kwargs[key]]
+    if "ctx_size" in kwargs:
+        kwargs["ctx_size_given"] = True
     return IdleSpec(**kwargs).validate(where)
 
 

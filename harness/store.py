@@ -50,6 +50,7 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
+FINISHED: list["RunWriter"] = []  # writers this process ended, newest last (Ctrl-C says what each kept)
 RESERVE_BYTES = 256 * 1024  # kept free in the run directory so a full disk still gets the final manifest
 
 
@@ -176,6 +177,7 @@ class RunWriter:
                     pass
             self._journals.clear()
             self.manifest["status"] = status
+            FINISHED.append(self)
         if self.write_error is None:
             frames = {table: apply_schema(read_journal(self.dir / f"{table}.jsonl"), table)
                       for table in sorted(set(self.counts) | set(TABLES)) if (self.dir / f"{table}.jsonl").exists()}

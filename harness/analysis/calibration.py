@@ -203,8 +203,8 @@ def pause_groups(samples: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
         return []
     good = good.sort_values(["cell", "seq"])
     steady = steady_mask(good)
-    groups = [("back to back, steady", good[steady]),
-              (f"back to back, first {STEADY_AFTER} after a pause", good[~steady & good["pause_requested_s"].eq(0)])]
+    groups = [("back to back, steady", good[steady]),  # "back to back" named once; the next row is its start
+              (f"settling: first {STEADY_AFTER} after a pause", good[~steady & good["pause_requested_s"].eq(0)])]
     groups += [(f"{p:g} s", good[good["pause_requested_s"].eq(p)]) for p in sorted(set(good["pause_requested_s"]) - {0})]
     return [(label, g) for label, g in groups if not g.empty]
 
@@ -275,4 +275,5 @@ def summarize_run(run) -> dict:
     pauses = pause_checks(samples)
     return {**summarize_idle(run), "calibration": figures, "calibration_targets": TARGETS,
             "calibration_checks": checks, "calibration_pauses": pauses,
-            "findings": calibration_findings(checks, pauses)}
+            "findings": calibration_findings(checks, pauses),
+            "headline": calibration_findings(checks, pauses)}  # a calibration's answer is its targets

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from harness.analysis.regimes import classify, fit_all
+from harness.analysis.regimes import classify, wake_model, wake_thresholds
 from harness.analysis.verdicts import GroupRow
 from harness.analysis.stats import measured
 from harness.analysis.swap import compare_classes, warm_mask
@@ -112,11 +112,10 @@ def pooled(runs: list[Run], table: str) -> pd.DataFrame:
 
 
 def compare_idle_frames(a: pd.DataFrame, b: pd.DataFrame, *, alpha: float = 0.05, min_n: int = MIN_N,
-                        metrics: tuple[str, ...] = IDLE_METRICS, n_boot: int = 2000, fit_boot: int = 1000
+                        metrics: tuple[str, ...] = IDLE_METRICS, n_boot: int = 2000
                         ) -> tuple[list[GroupResult], dict]:
     """Idle samples (measured rows) of both sides -> per-group results."""
-    fits = fit_all(a, n_boot=fit_boot)
-    thresholds = {k: f.threshold_s for k, f in fits.items()}
+    thresholds = wake_thresholds(wake_model(a))  # A's shape: the one wake model
     info = {"kind": "idle", "thresholds": {f"{m} · {s}": v for (m, s), v in thresholds.items()}}
     a = a.assign(regime=classify(a, thresholds))
     b = b.assign(regime=classify(b, thresholds))
@@ -145,7 +144,7 @@ def _compare_idle_runs(baseline: list[Run], candidate: list[Run], *, alpha: floa
     if a.empty or b.empty:
         raise BadInput("a side has no measured samples", where="baseline" if a.empty else "candidate")
     results, info = compare_idle_frames(a, b, alpha=alpha, min_n=min_n)
-    info["candidate_thresholds"] = {f"{m} · {s}": f.threshold_s for (m, s), f in fit_all(b).items()}
+    info["candidate_thresholds"] = {f"{m} · {s}": t for (m, s), t in wake_thresholds(wake_model(b)).items()}
     return results, info
 
 
@@ -204,7 +203,7 @@ def build_groups(baseline: list[Run], candidate: list[Run], *, metrics: tuple[st
     ``history``: earlier runs of the baseline; each group's between-run variance is pooled from them.
     Returns (groups, info) where info holds both sides' shape fits and step changes.
     """
-    from harness.analysis.regimes import shape_all, step_changes
+    from harness.analysis.regimes import step_changes, wake_model
     from harness.analysis.verdicts import GroupData
 
     history = list(history or [])
@@ -242,9 +241,9 @@ def build_groups(baseline: list[Run], candidate: list[Run], *, metrics: tuple[st
         raise BadInput("baseline and candidate have no model and setting in common, so nothing can be compared",
                        where=f"baseline: {names(cells_a)} | candidate: {names(cells_b)}",
                        hint="compare runs of the same model and setting (lbench runs lists them)")
-    shapes_a, shapes_b = shape_all(pool_a), shape_all(pool_b)
+    shapes_a, shapes_b = wake_model(pool_a), wake_model(pool_b)
     changes = step_changes(shapes_a, shapes_b)
-    thresholds = {k: (s.first_woken_s if s.has_step else None) for k, s in shapes_a.items()}
+    thresholds = wake_thresholds(shapes_a)
     for f in fa + fb + fh:
         f["regime"] = classify(f, thresholds)
     metrics = metrics or IDLE_METRICS

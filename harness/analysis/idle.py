@@ -8,22 +8,69 @@ import pandas as pd
 
 from harness.analysis import stats
 from harness.analysis.regimes import wake_summary
+from harness.units import ms
 
 
-def findings(good: pd.DataFrame) -> list[str]:
-    """The run's findings in plain sentences: wake step (shape chosen by BIC) or none, per cell."""
-    from harness.analysis.regimes import shape_all
+def ms_ci(value: float | None, ci) -> str:
+    """"118 ms [115, 121]" (a 95% interval), or "118 ms (no interval)"."""
+    lo, hi = (ci or (None, None))[:2] if ci is not None else (None, None)
+    if lo is None or hi is None or lo != lo or hi != hi:
+        return f"{ms(value)} ms (too few samples for an interval)"
+    return f"{ms(value)} ms [{ms(lo)}, {ms(hi)}]"
 
+
+def _after(pause: float) -> str:
+    return "back to back" if pause == 0 else f"after a {pause:g} s pause"
+
+
+def headline(wake: list[dict], summary: pd.DataFrame) -> list[str]:
+    """One sentence per (model, setting) with numbers and 95% intervals, read from the one wake
+    model (``wake`` rows of analysis.json): the answer to "how slow is the first token after idle"."""
     lines = []
-    for (model, setting), fit in shape_all(good).items():
-        n_reps = good[(good["model"] == model) & (good["setting"] == setting)].groupby("pause_requested_s").size()
-        text = f"{model} · {setting}: {fit.threshold_text()}"
-        if fit.has_step:
-            text += (f"; latency {fit.warm_median_ms:.1f} ms warm -> {fit.woken_median_ms:.1f} ms woken, penalty "
-                     f"{fit.penalty_ms:.1f} ms (95% CI {fit.penalty_ci[0]:.1f}–{fit.penalty_ci[1]:.1f}, "
-                     f"bootstrap over samples)")
-        text += f" (shape by BIC among {', '.join(fit.bic)}; {int(n_reps.min()) if len(n_reps) else 0} reps per pause)."
-        if len(n_reps) and n_reps.min() < 6:
+    for w in wake:
+        cell = f"{w['model']} · {w['setting']}"
+        g = summary[(summary["model"] == w["model"]) & (summary["setting"] == w["setting"])] \
+            if not summary.empty else summary
+        g = g.sort_values("pause_requested_s")
+        if w["shape"] == "none" or g.empty:
+            text = f"{cell}: no clear wake step"
+            if len(g):
+                first, last = g.iloc[0], g.iloc[-1]
+                text += (f" from {first['pause_requested_s']:g} to {last['pause_requested_s']:g} s (median "
+                         f"{ms_ci(w['warm_median_ms'], w['warm_ci'])} over all pauses): the first "
+                         f"token takes {ms_ci(last['median'], (last['ci_low'], last['ci_high']))} "
+                         f"{_after(last['pause_requested_s'])}, against "
+                         f"{ms_ci(first['median'], (first['ci_low'], first['ci_high']))} "
+                         f"{_after(first['pause_requested_s'])}")
+            lines.append(text + ".")
+            continue
+        warm_upto = w["last_warm_s"]
+        warm_where = "back to back" if warm_upto == 0 else f"after pauses up to {warm_upto:g} s"
+        if w["shape"] == "ramp":
+            woken_where = f"after a pause of {w['first_woken_s']:g} s or more"
+        else:
+            woken_where = f"after a pause of {w['first_woken_s']:g} s" + (
+                " or more" if w.get("second_first_s") is None else f" (to {w['second_last_s']:g} s)")
+        text = (f"{cell}: {woken_where} the first token takes {ms_ci(w['woken_median_ms'], w['woken_ci'])}, "
+                f"against {ms_ci(w['warm_median_ms'], w['warm_ci'])} {warm_where}: {w['text']}, "
+                f"penalty {ms_ci(w['penalty_ms'], w['penalty_ci'])}")
+        lines.append(text + ".")
+    return lines
+
+
+def findings(wake: list[dict], good: pd.DataFrame) -> list[str]:
+    """How the wake model was chosen, per cell (the headline says what it found)."""
+    lines = []
+    for w in wake:
+        cell = good[(good["model"] == w["model"]) & (good["setting"] == w["setting"])]
+        n_reps = cell.groupby("pause_requested_s").size()
+        reps = int(n_reps.min()) if len(n_reps) else 0
+        text = (f"{w['model']} · {w['setting']}: shape by BIC among {', '.join(w['bic']) or 'none'}"
+                f" (chosen: {w['shape']}); {reps} reps per pause")
+        if w.get("note"):
+            text += f"; {w['note']}"
+        text += "."
+        if len(n_reps) and reps < 6:
             text += " Fewer than 6 reps per pause: no per-pause 95% interval; treat the shape as tentative."
         lines.append(text)
     return lines
@@ -104,11 +151,13 @@ def analyze_idle(samples: pd.DataFrame, models: list) -> dict:
     good = stats.measured(samples)
     wake, per_gb = wake_summary(good, models) if not good.empty else ([], [])
     errors = samples[samples["error"].notna()] if not samples.empty else samples
+    summary = stats.summarize_by_pause(samples, "latency_ms")
     out = {
-        "summary_latency": stats.summarize_by_pause(samples, "latency_ms"),
+        "summary_latency": summary,
         "summary_server": stats.summarize_by_pause(samples, "server_prompt_ms"),
-        "wake": wake, "per_gb": per_gb,
-        "findings": findings(good) if not good.empty else [],
+        "wake": wake, "per_gb": per_gb,  # the one wake model (harness.analysis.regimes.wake_model)
+        "headline": headline(wake, summary),
+        "findings": findings(wake, good) if not good.empty else [],
         "cross_check": cross_check(samples),
         "harness": harness_figures(good),
         "n_measured": int(len(good)), "n_errors": int(len(errors)),

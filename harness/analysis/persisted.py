@@ -13,6 +13,7 @@ deleting ``analysis.json`` loses nothing.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -23,11 +24,12 @@ from harness.atomic import atomic_write_text
 from harness.store import Run, utc_now
 
 ANALYSIS_FILE = "analysis.json"
-ANALYSIS_VERSION = 2  # bump when the content changes: older files are recomputed on read
+ANALYSIS_VERSION = 3  # bump when the content changes: older files are recomputed on read
 
 
 def jsonable(value):
-    """Plain JSON types: numpy scalars -> Python, NA/NaT -> None, tuples -> lists (NaN stays NaN)."""
+    """Plain JSON types: numpy scalars -> Python, NA/NaT/NaN/inf -> None (strict JSON: ``null``, which
+    every parser reads), tuples -> lists."""
     if isinstance(value, dict):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -35,7 +37,9 @@ def jsonable(value):
     if isinstance(value, np.ndarray):
         return [jsonable(v) for v in value.tolist()]
     if isinstance(value, np.generic):
-        return value.item()
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
     if value is pd.NA or value is pd.NaT:
         return None
     if isinstance(value, pd.Timestamp):
@@ -48,7 +52,14 @@ def frame_json(frame: pd.DataFrame) -> dict:
 
 
 def json_frame(data: dict) -> pd.DataFrame:
-    return pd.DataFrame(data.get("records", []), columns=data.get("columns"))
+    """The frame back from ``frame_json``: a numeric column's nulls (NaN when written) are NaN again."""
+    frame = pd.DataFrame(data.get("records", []), columns=data.get("columns"))
+    for column in frame.columns:
+        values = frame[column]
+        if values.dtype == object and values.isna().any() and all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) for v in values.dropna()):
+            frame[column] = values.astype(float)
+    return frame
 
 
 def _summarizer(kind: str) -> Callable[[Run], dict] | None:
@@ -70,7 +81,7 @@ def analyze(run: Run) -> dict:
 
 def write_analysis(run: Run) -> dict:
     analysis = analyze(run)
-    atomic_write_text(run.dir / ANALYSIS_FILE, json.dumps(analysis, indent=1, default=str))
+    atomic_write_text(run.dir / ANALYSIS_FILE, json.dumps(analysis, indent=1, default=str, allow_nan=False))
     return analysis
 
 

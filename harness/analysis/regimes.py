@@ -2,12 +2,14 @@
 (after a reload).  Pooling them hides regressions, so every comparison is made
 within a regime.
 
-The wake threshold is found from the data, not assumed: a two-segment step fit of
-log latency against pause (exhaustive over the grid's pauses, least squares).  The
-step counts only when it is clear: the woken/warm median ratio's bootstrap
-interval lies above 1 + ``min_step``.  Intervals come from resampling samples
-within each pause (seeded).  ``cold`` is the known mechanism of
-``--sleep-idle-seconds``: a pause at or beyond it reloads the model.
+One model of the wake curve (``wake_model``): the shape of log latency against pause,
+chosen among none / step / two steps / ramp by BIC (``fit_shape``).  A step counts only
+when it is clear: a rise of at least ``MIN_STEP`` in median terms, and a penalty whose
+bootstrap interval (samples resampled within each side) excludes 0.  Every surface reads
+this one model: analysis.json's ``wake`` rows, the findings and the headline, the wake
+table and the plot, the terminal, evidence, and compare/gate (``wake_thresholds``).
+``cold`` is the known mechanism of ``--sleep-idle-seconds``: a pause at or beyond it
+reloads the model.
 """
 
 from __future__ import annotations
@@ -21,68 +23,6 @@ from scipy import stats
 
 MIN_STEP = 0.10  # a step smaller than 10% is not called a regime change
 MIN_BIC_GAIN = 6.0  # a richer shape must lower BIC by this much (Kass & Raftery: "strong")
-N_BOOT = 1000
-
-
-@dataclass
-class StepFit:
-    threshold_s: float | None  # first pause of the upper segment; None: no clear step
-    threshold_ci: tuple[float, float]
-    warm_median_ms: float
-    woken_median_ms: float | None
-    penalty_ms: float | None  # woken - warm median
-    penalty_ci: tuple[float, float]
-    ratio: float | None
-    n_warm: int
-    n_woken: int
-
-
-def _best_split(pauses: np.ndarray, logy: np.ndarray) -> float | None:
-    levels = np.unique(pauses)
-    if levels.size < 2:
-        return None
-    best, best_sse = None, math.inf
-    for cut in levels[1:]:
-        lo, hi = logy[pauses < cut], logy[pauses >= cut]
-        sse = ((lo - lo.mean()) ** 2).sum() + ((hi - hi.mean()) ** 2).sum()
-        if sse < best_sse:
-            best, best_sse = float(cut), sse
-    return best
-
-
-def fit_step(pauses, latency_ms, *, seed: int = 0, n_boot: int = N_BOOT, min_step: float = MIN_STEP) -> StepFit:
-    p = np.asarray(pauses, dtype=float)
-    y = np.asarray(latency_ms, dtype=float)
-    ok = np.isfinite(p) & np.isfinite(y) & (y > 0)
-    p, y = p[ok], y[ok]
-    if y.size == 0:
-        return StepFit(None, (math.nan, math.nan), math.nan, None, None, (math.nan, math.nan), None, 0, 0)
-    cut = _best_split(p, np.log(y))
-    none = StepFit(None, (math.nan, math.nan), float(np.median(y)), None, None, (math.nan, math.nan), None,
-                   int(y.size), 0)
-    if cut is None:
-        return none
-    rng = np.random.default_rng(seed)
-    groups = [np.flatnonzero(p == level) for level in np.unique(p)]
-    cuts, penalties, ratios = [], [], []
-    for _ in range(n_boot):
-        idx = np.concatenate([rng.choice(g, g.size) for g in groups])
-        bp, by = p[idx], y[idx]
-        c = _best_split(bp, np.log(by))
-        if c is None:
-            continue
-        warm, woken = by[bp < c], by[bp >= c]
-        cuts.append(c)
-        penalties.append(np.median(woken) - np.median(warm))
-        ratios.append(np.median(woken) / np.median(warm))
-    warm, woken = y[p < cut], y[p >= cut]
-    ratio_lo = float(np.percentile(ratios, 2.5)) if ratios else math.nan
-    if not ratios or ratio_lo <= 1 + min_step:
-        return none
-    return StepFit(cut, (float(np.percentile(cuts, 2.5)), float(np.percentile(cuts, 97.5))),
-                   float(np.median(warm)), float(np.median(woken)), float(np.median(woken) - np.median(warm)),
-                   (float(np.percentile(penalties, 2.5)), float(np.percentile(penalties, 97.5))),
-                   float(np.median(woken) / np.median(warm)), int(warm.size), int(woken.size))
 
 
 def classify(samples: pd.DataFrame, thresholds: dict[tuple[str, str], float | None]) -> pd.Series:
@@ -98,16 +38,6 @@ def classify(samples: pd.DataFrame, thresholds: dict[tuple[str, str], float | No
     return regime
 
 
-def fit_all(samples: pd.DataFrame, value: str = "latency_ms", n_boot: int = N_BOOT) -> dict[tuple[str, str], StepFit]:
-    out = {}
-    for (model, setting), g in samples.groupby(["model", "setting"]):
-        if "sleep_idle_s" in g:
-            sleep = pd.to_numeric(g["sleep_idle_s"], errors="coerce")
-            g = g[~(sleep.notna() & (g["pause_requested_s"] >= sleep))]  # cold rows are not part of the fit
-        out[(model, setting)] = fit_step(g["pause_requested_s"], g[value], n_boot=n_boot)
-    return out
-
-
 def penalty_per_gb(points: list[tuple[float, float]]) -> dict | None:
     """Least-squares line penalty_ms = a + b * GB over models, with b's 95% interval."""
     pts = [(gb, pen) for gb, pen in points if pen is not None and math.isfinite(pen)]
@@ -121,17 +51,13 @@ def penalty_per_gb(points: list[tuple[float, float]]) -> dict | None:
             "intercept_ms": float(fit.intercept), "r2": float(fit.rvalue ** 2), "n_models": len(pts)}
 
 
-def wake_summary(samples: pd.DataFrame, models: list[dict], n_boot: int = 300) -> tuple[list[dict], list[dict]]:
-    """Per (model, setting): the fitted wake step; per setting: penalty per GB across models.
-
-    ``samples`` are measured rows; ``models`` the manifest's model entries (label, bytes).
-    """
+def wake_summary(samples: pd.DataFrame, models: list[dict]) -> tuple[list[dict], list[dict]]:
+    """Per (model, setting): the wake model (``wake_model``, the BIC shape) as a plain row; per
+    setting: penalty per GB across models.  ``samples`` are measured rows; ``models`` the
+    manifest's model entries (label, bytes)."""
     size_gb = {m.get("label"): (m.get("bytes") or 0) / 1e9 for m in models}
-    rows = []
-    for (model, setting), f in fit_all(samples, n_boot=n_boot).items():
-        rows.append({"model": model, "setting": setting, "gb": size_gb.get(model), "threshold_s": f.threshold_s,
-                     "threshold_ci": f.threshold_ci, "penalty_ms": f.penalty_ms, "penalty_ci": f.penalty_ci,
-                     "warm_median_ms": f.warm_median_ms, "woken_median_ms": f.woken_median_ms})
+    rows = [{"model": model, "setting": setting, "gb": size_gb.get(model), **fit.as_row()}
+            for (model, setting), fit in wake_model(samples).items()]
     per_gb = []
     for setting in dict.fromkeys(r["setting"] for r in rows):
         fit = penalty_per_gb([(r["gb"], r["penalty_ms"]) for r in rows
@@ -171,6 +97,19 @@ class ShapeFit:
     n_warm: int = 0
     n_woken: int = 0
     note: str = ""
+    warm_ci: tuple[float, float] = (math.nan, math.nan)  # 95% bootstrap intervals of the two medians
+    woken_ci: tuple[float, float] = (math.nan, math.nan)
+
+    def as_row(self) -> dict:
+        """The fit as analysis.json keeps it (``wake`` rows): one dict every surface reads."""
+        return {"shape": self.shape, "text": self.threshold_text(), "has_step": self.has_step,
+                "last_warm_s": self.last_warm_s, "first_woken_s": self.first_woken_s,
+                "threshold_s": self.first_woken_s if self.has_step else None,
+                "second_last_s": self.second_last_s, "second_first_s": self.second_first_s,
+                "warm_median_ms": self.warm_median_ms, "warm_ci": self.warm_ci,
+                "woken_median_ms": self.woken_median_ms, "woken_ci": self.woken_ci,
+                "penalty_ms": self.penalty_ms, "penalty_ci": self.penalty_ci,
+                "n_warm": self.n_warm, "n_woken": self.n_woken, "bic": self.bic, "note": self.note}
 
     @property
     def has_step(self) -> bool:
@@ -268,8 +207,14 @@ def fit_shape(pauses, latency_ms, *, min_step: float = MIN_STEP, seed: int = 0, 
         candidates["ramp"] = best_ramp
     shape = _choose(candidates, min_gain)
     bics = {s: round(v[0], 3) for s, v in candidates.items()}
+    rng = np.random.default_rng(seed)
+
+    def flat(note: str = "") -> ShapeFit:
+        return ShapeFit("none", bics, warm_median_ms=float(np.median(y)), n_warm=int(n), note=note,
+                        warm_ci=_median_ci(y, rng, n_boot))
+
     if shape == "none":
-        return ShapeFit("none", bics, warm_median_ms=float(np.median(y)), n_warm=int(n))
+        return flat()
     params = candidates[shape][1]
     prev = lambda c: float(levels[levels < c].max())  # noqa: E731
     if shape == "ramp":
@@ -284,19 +229,30 @@ def fit_shape(pauses, latency_ms, *, min_step: float = MIN_STEP, seed: int = 0, 
     fit.warm_median_ms, fit.woken_median_ms = float(np.median(warm)), float(np.median(woken))
     fit.penalty_ms = fit.woken_median_ms - fit.warm_median_ms
     fit.n_warm, fit.n_woken = int(warm.size), int(woken.size)
-    rng = np.random.default_rng(seed)
-    pens = np.median(woken[rng.integers(0, woken.size, (n_boot, woken.size))], axis=1) - \
-        np.median(warm[rng.integers(0, warm.size, (n_boot, warm.size))], axis=1)
-    fit.penalty_ci = (float(np.percentile(pens, 2.5)), float(np.percentile(pens, 97.5)))
+    woken_boot = np.median(woken[rng.integers(0, woken.size, (n_boot, woken.size))], axis=1)
+    warm_boot = np.median(warm[rng.integers(0, warm.size, (n_boot, warm.size))], axis=1)
+    pens = woken_boot - warm_boot
+    fit.penalty_ci = _interval(pens)
+    fit.warm_ci, fit.woken_ci = _interval(warm_boot), _interval(woken_boot)
     if fit.penalty_ci[0] <= 0:  # BIC liked a step, but its penalty's interval includes 0: not clear
-        return ShapeFit("none", bics, warm_median_ms=float(np.median(y)), n_warm=int(n),
-                        note=f"BIC chose {shape} ({fit.threshold_text()}), but its penalty's 95% interval "
-                             f"[{fit.penalty_ci[0]:.1f}, {fit.penalty_ci[1]:.1f}] ms includes 0")
+        return flat(f"BIC chose {shape} ({fit.threshold_text()}), but its penalty's 95% interval "
+                    f"[{fit.penalty_ci[0]:.1f}, {fit.penalty_ci[1]:.1f}] ms includes 0")
     return fit
 
 
-def shape_all(samples: pd.DataFrame, value: str = "latency_ms") -> dict[tuple[str, str], ShapeFit]:
-    """fit_shape per (model, setting), cold rows (pause >= sleep-idle) left out."""
+def _interval(draws: np.ndarray) -> tuple[float, float]:
+    return float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))
+
+
+def _median_ci(y: np.ndarray, rng: np.random.Generator, n_boot: int) -> tuple[float, float]:
+    if y.size < 2:
+        return math.nan, math.nan
+    return _interval(np.median(y[rng.integers(0, y.size, (n_boot, y.size))], axis=1))
+
+
+def wake_model(samples: pd.DataFrame, value: str = "latency_ms") -> dict[tuple[str, str], ShapeFit]:
+    """The one model of the wake curve: ``fit_shape`` per (model, setting) of measured rows,
+    cold rows (pause >= sleep-idle) left out.  analysis.json, compare and gate all call this."""
     out = {}
     if samples.empty:
         return out
@@ -306,6 +262,11 @@ def shape_all(samples: pd.DataFrame, value: str = "latency_ms") -> dict[tuple[st
             g = g[~(sleep.notna() & (g["pause_requested_s"] >= sleep))]
         out[(model, setting)] = fit_shape(g["pause_requested_s"], g[value])
     return out
+
+
+def wake_thresholds(shapes: dict[tuple[str, str], ShapeFit]) -> dict[tuple[str, str], float | None]:
+    """First woken pause per (model, setting) of a wake model, None without a step (for ``classify``)."""
+    return {k: (s.first_woken_s if s.has_step else None) for k, s in shapes.items()}
 
 
 def step_changes(a: dict[tuple[str, str], ShapeFit], b: dict[tuple[str, str], ShapeFit]) -> list[dict]:

@@ -22,7 +22,8 @@ from harness.errors import LbenchError
 app = typer.Typer(
     name="lbench",
     help="Benchmark idle-wake and model-swap latency of local LLM servers (llama-server).\n\n"
-         "Quick start (as in the README): lbench engine install && lbench idle",
+         "Quick start (as in the README, from a checkout): bash scripts/setup.sh && .venv/bin/lbench idle "
+         "(setup.sh installs lbench and runs `lbench engine install`; then `lbench idle` measures).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -71,6 +72,19 @@ def _sigterm(signum, frame):  # turn SIGTERM into the same clean stop as Ctrl-C
     raise KeyboardInterrupt
 
 
+def _interrupted_text() -> str:
+    """What Ctrl-C kept: per run this process stopped, the rows kept and where."""
+    store = sys.modules.get("harness.store")
+    stopped = [w for w in getattr(store, "FINISHED", []) if w.manifest.get("status") == "interrupted"]
+    if not stopped:
+        return "lbench: interrupted before any run started; nothing was written"
+    parts = []
+    for w in stopped:
+        kept = ", ".join(f"{n} {table}" for table, n in sorted(w.counts.items())) or "no samples"
+        parts.append(f"{kept} kept in {w.dir} (lbench report {w.run_id} renders them)")
+    return "lbench: interrupted; " + "; ".join(parts)
+
+
 def main() -> None:
     signal.signal(signal.SIGTERM, _sigterm)
     try:
@@ -80,10 +94,11 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         _stop_children()
-        print("lbench: interrupted; measured samples were kept", file=sys.stderr)
+        print(_interrupted_text(), file=sys.stderr)
         sys.exit(130)
-    except typer.Abort:
+    except typer.Abort:  # click's name for a Ctrl-C it caught itself
         _stop_children()
+        print(_interrupted_text(), file=sys.stderr)
         sys.exit(130)
     except SystemExit:
         raise
@@ -100,4 +115,7 @@ def main() -> None:
             exc.show()
             sys.exit(exc.exit_code)
         raise
+    if code == 130:  # Typer turned a Ctrl-C into its exit code: say what was kept, as above
+        _stop_children()
+        print(_interrupted_text(), file=sys.stderr)
     sys.exit(code if isinstance(code, int) else 0)

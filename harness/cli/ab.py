@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import copy
+import json
+import os
+from pathlib import Path
 
 import typer
 
@@ -19,9 +22,9 @@ def ab(
     pauses: str = typer.Option(None, "--pauses", help="Pause grid, as for lbench idle."),
     reps: int = typer.Option(None, "--reps", help=f"Repetitions per run. {shown(default(IdleSpec, 'reps'))}"),
     a_server: str = typer.Option(None, "--a-llama-server", help="llama-server binary of side A. "
-                                                                               + shown("as --llama-server")),
+                                 + shown("$LBENCH_LLAMA_SERVER, then PATH, then lbench's cached build")),
     b_server: str = typer.Option(None, "--b-llama-server", help="llama-server binary of side B. "
-                                                                               + shown("as --llama-server")),
+                                 + shown("$LBENCH_LLAMA_SERVER, then PATH, then lbench's cached build")),
     a_arg: list[str] = typer.Option(None, "--a-arg", metavar="ARG", help="Extra llama-server argument for A; repeat."),
     b_arg: list[str] = typer.Option(None, "--b-arg", metavar="ARG", help="Extra llama-server argument for B; repeat."),
     min_rounds: int = typer.Option(3, "--min-rounds", help="Rounds before the first look (>= 2: the run-level t "
@@ -37,6 +40,11 @@ def ab(
     gate_on: GateOn = None,
     inconclusive_ok: InconclusiveOk = False,
     results: ResultsDir = None,
+    junit_path: Path = typer.Option(None, "--junit", help="Write the final look's JUnit XML here (as lbench gate)."),
+    json_path: Path = typer.Option(None, "--json", help="Write the final look's JSON verdict here (as lbench "
+                                                        "gate: both sides' run ids), with the looks."),
+    md_path: Path = typer.Option(None, "--markdown", help="Write the Markdown summary here (also appended to "
+                                                          "$GITHUB_STEP_SUMMARY when set)."),
 ) -> None:
     """Run A and B in alternating rounds (ABBA order, a fresh server per run) until the gate's verdict
     is decided or --max-rounds is spent. From --min-rounds on it looks after every round at the level
@@ -47,7 +55,7 @@ def ab(
     Examples:
       lbench ab -m tiny-q8 --pauses 0,0.5,1 --reps 6 --b-arg --threads --b-arg 1
       lbench ab -m tiny-q8 --a-llama-server /opt/old/llama-server \\
-          --b-llama-server ./build/bin/llama-server
+          --b-llama-server ./build/bin/llama-server --json ab.json --junit ab.xml
     """
     from harness.analysis.gate import load_config
     from harness.cli.verdicts import print_verdicts
@@ -90,9 +98,33 @@ def ab(
 
     for line in next_step_lines(outcome) if outcome.status == "inconclusive" else []:
         print_wrapped(console, "next step: " + line)
+    _write_artefacts(res, outcome, junit_path, json_path, md_path)
     gating = [v for v in res.verdicts if v.primary]
     why = "; ".join(f"{group_name(v)}: {ratio_words(v.ratio, *v.ratio_ci)}, {v.verdict}" for v in gating)
     console.print(f"ab: {outcome.status} after {len(res.a_runs)} rounds" + (f" ({why})" if why else "")
                   + f" (A: {' '.join(r.run_id for r in res.a_runs)}; B: {' '.join(r.run_id for r in res.b_runs)})",
                   markup=False, soft_wrap=True)
     raise typer.Exit(outcome.exit_code)
+
+
+def _write_artefacts(res, outcome, junit_path: Path | None, json_path: Path | None, md_path: Path | None) -> None:
+    """The gate's JUnit, JSON and Markdown for the final look (redacted as lbench gate's are); the
+    JSON's ``baseline``/``candidate`` name both sides' runs (ids under --results), and its looks."""
+    from harness.analysis.gate import junit, markdown, verdict_json
+    from harness.report.redact import Redactor
+
+    runs = res.a_runs + res.b_runs
+    red, red_xml = Redactor(True, runs=runs), Redactor(True, runs=runs, xml=True)
+    names_a, names_b = [r.run_id for r in res.a_runs], [r.run_id for r in res.b_runs]
+    md = red(markdown(outcome, ", ".join(names_a), ", ".join(names_b)))
+    if md_path:
+        md_path.write_text(md)
+    if os.environ.get("GITHUB_STEP_SUMMARY"):
+        with open(os.environ["GITHUB_STEP_SUMMARY"], "a") as fh:
+            fh.write(md)
+    if junit_path:
+        junit_path.write_text(red_xml(junit(outcome)))
+    if json_path:
+        data = json.loads(verdict_json(outcome, names_a, names_b, res.info))
+        data.update({"rounds": len(res.a_runs), "looks": res.looks})
+        json_path.write_text(red(json.dumps(data, indent=2, default=str)))

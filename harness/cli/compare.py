@@ -52,6 +52,9 @@ def compare(
     cfg = load_config(None, alpha=alpha, min_n=min_n, threshold=margin, slower_rule=slower_rule)
     groups_on = parse_gate_on(gate_on)
     ra, rb = resolve_sides([a[0], *(baseline or [])], [a[1], *(candidate or [])], results)
+    from harness.baselines import refuse_same_runs
+
+    refuse_same_runs(ra, rb)  # a run against itself: exit 2, not a verdict
     warn_fingerprints(ra, rb)
     res, info = judge_runs(ra, rb, verdict_config(cfg), gate_on=groups_on, history=resolve_history(history, results))
     print_verdicts(res, info, ra, rb)

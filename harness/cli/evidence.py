@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from harness.cli.options import ResultsDir
-from harness.cli.ui import out
+from harness.cli.ui import out, print_wrapped
 
 
 def evidence(
@@ -31,6 +31,12 @@ def evidence(
     path = write_evidence(rs, output, redact=redact)
     pngs = sorted(p.name for p in path.parent.glob("*.png"))
     out.print(f"evidence: {path}", markup=False, soft_wrap=True)
-    out.print("to attach it: paste evidence.md into the GitHub issue, then drag "
-              + (", ".join(pngs) if pngs else "the PNGs") + f" from {path.parent} into the issue's text box "
-              "(GitHub uploads them and rewrites the image links)", markup=False, soft_wrap=True)
+    scripts = sorted(p.name for p in path.parent.glob("rerun-*.sh"))
+    reports = sorted(p.name for p in path.parent.glob("*-report.html"))
+    print_wrapped(out, "to attach it: paste evidence.md into the GitHub issue"
+                  + (f"; then drag {', '.join(pngs)} from {path.parent} into the comment box (a pasted "
+                     "relative image link is not uploaded: GitHub uploads only what is dropped or picked, and "
+                     "inserts its own link)" if pngs else "")
+                  + (f"; the redacted report copies ({', '.join(reports)}) can be attached the same way"
+                     if reports else "")
+                  + (f"; rerun scripts (no lbench needed): {', '.join(scripts)}" if scripts else ""), rest="  ")

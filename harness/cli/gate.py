@@ -59,6 +59,9 @@ def gate(
     groups_on = parse_gate_on(gate_on)
     ra, rb = resolve_sides(baseline, candidate, results)
     rh = resolve_history(history, results)
+    from harness.baselines import refuse_same_runs
+
+    refuse_same_runs(ra, rb)  # a run against itself: exit 2, not a verdict
     warn_fingerprints(ra, rb)
     res, info = judge_runs(ra, rb, verdict_config(cfg), gate_on=groups_on, history=rh)
     outcome = decide(res, cfg, inconclusive_ok=inconclusive_ok)

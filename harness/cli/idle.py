@@ -34,32 +34,58 @@ def build_spec(spec_file: Path | None, **overrides) -> IdleSpec:
     for key, value in overrides.items():
         if value is not None:
             setattr(spec, key, value)
+    if overrides.get("ctx_size") is not None:
+        spec.ctx_size_given = True
     return spec.validate("command line" if not spec_file else f"{spec_file} + command line")
 
 
-def _summary_table(run: Run) -> Table:
+CELL_COLUMN_WIDTH = 24  # a "median [lo, hi]" figure; more cells than fit side by side: one row per cell and pause
+
+
+def _summary_table(run: Run, width: int | None = None):
+    """Median client latency per pause with its 95% interval: a column per cell when they fit in
+    ``width`` (the console's), else one row per cell and pause, so no label is broken into letters."""
     from harness.analysis.persisted import json_frame, load_analysis
+    from harness.units import ms
 
     summary = json_frame(load_analysis(run)["summary_latency"])
     from rich.table import Table
     table = Table(title=f"median client latency (ms) · run {run.run_id}")
-    table.add_column("pause (s)", justify="right")
     cells = list(dict.fromkeys(zip(summary["model"], summary["setting"])))
-    for model, setting in cells:
-        table.add_column(f"{model}\n{setting}", justify="right")
-    for pause, g in summary.groupby("pause_requested_s"):
-        row = [f"{pause:.2f}"]
+
+    def figure(m) -> str:
+        if not len(m):
+            return "–"
+        lo, hi = m["ci_low"].iloc[0], m["ci_high"].iloc[0]
+        ci = f"[{ms(lo)}, {ms(hi)}]" if lo == lo and lo is not None else f"(n={m['n'].iloc[0]}, no CI)"
+        return f"{ms(m['median'].iloc[0])} {ci}"
+
+    width = width or out.width
+    if 12 + CELL_COLUMN_WIDTH * len(cells) <= width:
+        table.add_column("pause (s)", justify="right")
         for model, setting in cells:
-            m = g[(g["model"] == model) & (g["setting"] == setting)]
-            lo, hi = m['ci_low'].iloc[0] if len(m) else 0, m['ci_high'].iloc[0] if len(m) else 0
-            ci = f"[{lo:.2f}, {hi:.2f}]" if lo == lo else f"(n={m['n'].iloc[0]}: too few for a 95% CI)"
-            row.append(f"{m['median'].iloc[0]:.2f} {ci}" if len(m) else "–")
-        table.add_row(*row)
-    return table
+            table.add_column(f"{model}\n{setting}", justify="right")
+        for pause, g in summary.groupby("pause_requested_s"):
+            table.add_row(f"{pause:g}", *(figure(g[(g["model"] == model) & (g["setting"] == setting)])
+                                          for model, setting in cells))
+        return table
+    from rich.console import Group
+
+    tables = []
+    for model, setting in cells:  # a small table per cell: its name is a title, wrapped between words
+        t = Table(title=f"{model} · {setting}: median client latency (ms) · run {run.run_id}")
+        t.add_column("pause (s)", justify="right", no_wrap=True)
+        t.add_column("median [95% CI]", justify="right", no_wrap=True)
+        g = summary[(summary["model"] == model) & (summary["setting"] == setting)]
+        for pause, p in g.groupby("pause_requested_s"):
+            t.add_row(f"{pause:g}", figure(p))
+        tables.append(t)
+    return Group(*tables)
 
 
 def _run(spec: IdleSpec, llama_server: str | None, results: str | None, kind: str, report: bool,
-         llama_idle_path: str | None = None, engine_options: dict | None = None) -> Run:
+         llama_idle_path: str | None = None, engine_options: dict | None = None) -> tuple[Run, Path | None]:
+    """Run the sweep; returns the run and its report's path (printed last by the caller)."""
     from harness.report.render import render_report
     from harness.kinds import RunOptions, get_kind
 
@@ -68,22 +94,33 @@ def _run(spec: IdleSpec, llama_server: str | None, results: str | None, kind: st
                          engine_options=dict(engine_options or {}))
     with RichReporter() as reporter:
         run = run_kind.execute(run_kind.prepare(spec, options, reporter), reporter)
-    if report:
-        path = render_report(run)
-        print_wrapped(out, f"report: {path}")
+    return run, (render_report(run) if report else None)
+
+
+def print_outcome(run: Run, report_path: Path | None, sentences: list[str]) -> None:
+    """The end of a run's output, in the order a person reads it: warnings (each once), the
+    result in sentences, then where the report and the run are: the last lines on the screen."""
     for w in run.record.quality.warnings:
         print_wrapped(console, f"warning: {w}", rest="  ")
-    for sentence in findings(run):
+    noisy = [c for c in run.record.cells if c.self_check.get("warnings")]
+    if noisy:
+        print_wrapped(console, f"note: the self-check was over target in {len(noisy)} of "
+                               f"{len(run.record.cells)} cells (the warnings above; the report's "
+                               "banner has them)", rest="  ")
+    for sentence in sentences:
         print_wrapped(out, sentence, rest="  ")
+    if report_path is not None:
+        print_wrapped(out, f"report: {report_path}")
     print_wrapped(out, f"run: {run.run_id} ({run.record.status}) in {run.dir}")
-    return run
 
 
 def findings(run: Run) -> list[str]:
-    """The run's findings in plain sentences (kept in analysis.json): wake step or none, per cell."""
+    """The run's result in plain sentences (kept in analysis.json): the idle headline, per cell,
+    from the one wake model; calibrate runs have findings in its place."""
     from harness.analysis.persisted import load_analysis
 
-    return list(load_analysis(run).get("findings", []))
+    analysis = load_analysis(run)
+    return list(analysis.get("headline") or analysis.get("findings", []))
 
 
 def idle(
@@ -205,10 +242,11 @@ def idle(
     servers = [str(b.path) for b in binaries(build, llama_server)] if build else [llama_server]
     failed = False
     for server in servers:
-        run = _run(spec, server, results, "idle", report, llama_idle_path,
-                   {"url": url, "ollama_url": ollama_url, "prompt_cache_size": prompt_cache_size})
+        run, report_path = _run(spec, server, results, "idle", report, llama_idle_path,
+                                {"url": url, "ollama_url": ollama_url, "prompt_cache_size": prompt_cache_size})
         out.print(_summary_table(run))
         _print_self_checks(run)
+        print_outcome(run, report_path, findings(run))
         failed |= run.record.status != "complete"
     if failed:
         raise typer.Exit(1)
@@ -223,9 +261,7 @@ def _print_self_checks(run: Run) -> None:
         line = (f"self-check {cell['model']} / {cell['setting']}: overhead p50 {fmt(check['overhead_p50_ms'])} "
                 f"p99 {fmt(check['overhead_p99_ms'])} ms, HTTP floor p50 {fmt(check['floor_http_p50_ms'])} ms, "
                 f"harness p50 {fmt(check.get('harness_p50_ms'))} ms (n={check['n']})")
-        out.print(line, markup=False)
-        for warning in check.get("warnings", []):
-            out.print(f"  warning: {warning}", markup=False)
+        print_wrapped(out, line, rest="  ")  # its warnings were printed once, as the cell ran
 
 
 def calibrate(
@@ -265,8 +301,9 @@ def calibrate(
     spec = build_spec(None, models=[model], pauses_s=list(CALIBRATION_PAUSES), reps=reps, warmup=5, shuffle=False,
                       client_cpus=client_cpus, client_nice=client_nice, client_spin=client_spin,
                       cpus=[cpus] if cpus else None, threads=[threads] if threads else None)
-    run = _run(spec, llama_server, results, "calibrate", report=True)
-    figures = load_analysis(run)["calibration"]  # kept in analysis.json with the run
+    run, report_path = _run(spec, llama_server, results, "calibrate", report=True)
+    figures = {k: float("nan") if v is None else v  # analysis.json writes a figure not measured as null
+               for k, v in load_analysis(run)["calibration"].items()}
     from rich.table import Table
     table = Table(title=f"harness calibration · run {run.run_id} · {int(figures['n'])} requests")
     table.add_column("figure")
@@ -300,3 +337,4 @@ def calibrate(
     out.print(table)
     atomic_write_json(run.dir / "calibration.json", {"run_id": run.run_id, **figures})
     console.print(f"figures saved to {run.dir / 'calibration.json'}", markup=False)
+    print_outcome(run, report_path, findings(run))

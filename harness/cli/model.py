@@ -43,8 +43,10 @@ def synth(
     with RichReporter() as rep:
         result = synthesize(s, q, target, seed=seed, progress=rep.model_progress)
     remember_sha256(result.path, result.sha256)
-    out.print(f"{result.path}  {result.bytes / 1e9:.3f} GB  {result.n_params:,} params  sha256 {result.sha256}",
-              markup=False)
+    from harness.units import size_text
+
+    out.print(f"{result.path}  {size_text(result.bytes)}  {result.n_params:,} params  sha256 {result.sha256}",
+              markup=False, soft_wrap=True)
 
 
 @app.command()
@@ -86,20 +88,25 @@ def list_models() -> None:
     """
     from harness.models.discover import discover
     from harness.models.resolve import load_catalog, synthetic_path
+    from harness.units import size_text
 
-    from rich.table import Table
-    table = Table(title=f"catalog: {paths.catalog_path()}")
-    table.add_column("alias")
-    table.add_column("source")
-    table.add_column("file")
+    from harness.cli.ui import print_wrapped
+
+    # a block per model, not a table: an alias (what one types) and a path are never cut at 80 columns
+    rows: list[tuple[str, str, str]] = []  # alias, where it comes from, file and state
     for alias, path in sorted(load_catalog().items()):
-        table.add_row(alias, "catalog", str(path) + ("" if path.exists() else "  (missing)"))
+        rows.append((alias, "catalog", str(path) + ("" if path.exists() else "  (missing)")))
     for f in discover():
-        table.add_row(", ".join(f.aliases) or "(no alias: " + (f.note or "metadata incomplete") + ")",
-                      f"found in {f.source}", f"{f.path} ({f.bytes / 1e9:.2f} GB) {f.name}")
+        rows.append((", ".join(f.aliases) or "(no alias: " + (f.note or "metadata incomplete") + ")",
+                     f"found in {f.source}", f"{f.path} ({size_text(f.bytes)}) {f.name}"))
     for alias in presets.synthetic_aliases():
         shape, quant = presets.parse_synthetic_alias(alias)
         p = synthetic_path(shape, quant)
-        size = presets.expected_bytes(shape, quant) / 1e9
-        table.add_row(alias, f"synthetic {shape.family}", f"{p} ({'cached' if p.exists() else f'{size:.2f} GB, generated on first use'})")
-    out.print(table)
+        size = size_text(presets.expected_bytes(shape, quant))
+        rows.append((alias, f"synthetic {shape.family}, {size}",
+                     f"{p} (cached)" if p.exists() else "generated on first use"))
+    print_wrapped(out, f"catalog: {paths.catalog_path()}")
+    for alias, source, where in rows:
+        print_wrapped(out, f"{alias} · {source}", first="", rest="    ")
+        print_wrapped(out, where, first="    ", rest="      ")
+

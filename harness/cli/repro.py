@@ -36,13 +36,14 @@ def repro(
 
     specs = load_claims(claims or None)
     if list_only:
-        from rich.table import Table
-        table = Table(title="claims")
-        for col in ("id", "scenario", "requires", "claim"):
-            table.add_column(col)
+        from harness.cli.ui import print_wrapped
+
+        # a block per claim, not a table: the id (what one types) is never cut at 80 columns
+        print_wrapped(out, f"{len(specs)} claims (lbench repro ID...):")
         for c in specs:
-            table.add_row(c.id, c.scenario, ",".join(c.requires) or "-", c.claim)
-        out.print(table)
+            out.print(c.id, markup=False, highlight=False, soft_wrap=True)
+            print_wrapped(out, f"scenario {c.scenario} · requires {','.join(c.requires) or '-'} · {c.claim}",
+                          first="    ", rest="    ")
         return
     from harness.engines.builds import binaries
 

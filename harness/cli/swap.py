@@ -117,9 +117,7 @@ def _one_storm(spec, llama_server, results, report) -> bool:
     with RichReporter() as reporter:
         run = swap.execute(swap.prepare(spec, RunOptions(llama_server=llama_server, results=results), reporter),
                            reporter)
-    if report:
-        print_wrapped(out, f"report: {render_report(run)}")
-    print_wrapped(out, f"run: {run.run_id} ({run.record.status}) in {run.dir}")
+    report_path = render_report(run) if report else None
     summary = summary_from_analysis(load_analysis(run))
     from rich.table import Table
     table = Table(title=f"swap latency · run {run.run_id}")
@@ -135,4 +133,7 @@ def _one_storm(spec, llama_server, results, report) -> bool:
     out.print(table)
     for finding in summary.findings:
         print_wrapped(out, f"• {finding}", rest="  ")
+    if report_path is not None:  # where to look next: the last lines on the screen
+        print_wrapped(out, f"report: {report_path}")
+    print_wrapped(out, f"run: {run.run_id} ({run.record.status}) in {run.dir}")
     return run.record.status != "complete"

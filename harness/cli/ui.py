@@ -46,10 +46,16 @@ class RichReporter:
     def __init__(self) -> None:
         from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress, SpinnerColumn,
                                    TextColumn, TimeElapsedColumn, TimeRemainingColumn, TransferSpeedColumn)
+        from rich.table import Column
 
-        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                                 MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("eta"),
-                                 TimeRemainingColumn(), console=console.real, transient=False, auto_refresh=False)
+        # at 80 columns the label wraps onto a second line (fold) and the bar shrinks: the counts
+        # and times are never cut to "200/2... 0:00:..."
+        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}",
+                                                             table_column=Column(ratio=1, overflow="fold")),
+                                 BarColumn(bar_width=16), MofNCompleteColumn(table_column=Column(no_wrap=True)),
+                                 TimeElapsedColumn(table_column=Column(no_wrap=True)), TextColumn("eta"),
+                                 TimeRemainingColumn(table_column=Column(no_wrap=True)), console=console.real,
+                                 transient=False, auto_refresh=False, expand=True)
         self.bytes = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
                               TransferSpeedColumn(), TimeRemainingColumn(), console=console.real)
         self._task: TaskID | None = None

@@ -95,7 +95,9 @@ def ensure_synthetic(shape: presets.Shape, quant: presets.Quant, *, seed: int = 
             hint="free some space or set LBENCH_CACHE_DIR to a bigger disk",
         )
     size = presets.expected_bytes(shape, quant)
-    announce(f"generating synthetic model {shape.name}-{quant.name} ({size / 1e9:.3f} GB, once) into {out}")
+    from harness.units import size_text
+
+    announce(f"generating synthetic model {shape.name}-{quant.name} ({size_text(size)}, once) into {out}")
     result = synthesize(shape, quant, out, seed=seed, progress=progress)
     remember_sha256(result.path, result.sha256)
     return out

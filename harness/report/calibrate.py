@@ -32,8 +32,10 @@ INFO_FIGURES = {  # shown for information, no target
 
 
 def short(label: str) -> str:
-    """A pause group's label for a tick: "back to back, first 10 after a pause" -> "b2b\nfirst 10"."""
-    return plain(label.replace("back to back, ", "b2b\n").replace(" after a pause", ""))
+    """A pause group's label for a tick: "back to back, steady" -> "b2b\nsteady",
+    "settling: first 10 after a pause" -> "settling\nfirst 10"."""
+    return plain(label.replace("back to back, ", "b2b\n").replace("settling: ", "settling\n")
+                 .replace(" after a pause", ""))
 
 
 def target_line(ax, value: float, label: str, colour: str) -> None:

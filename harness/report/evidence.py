@@ -74,37 +74,50 @@ def _median_text(row) -> str:
     return f"{row['median']:.1f} ms (95% CI {lo:.1f}–{hi:.1f}, n={row['n']})"
 
 
+def _script_block(title: str, name: str, text: str) -> list[str]:
+    return [f"<details><summary>{title} (<code>{name}</code>, written next to this file)</summary>", "",
+            "```sh", text.rstrip(), "```", "", "</details>", ""]
+
+
 def idle_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[str]]:
+    """The headline (the one wake model's answer, with intervals), the per-pause table, the plot,
+    and per cell a script that reruns it without lbench and checks its own result."""
     from harness.analysis.persisted import json_frame
     from harness.report.plots import latency_vs_pause
+    from harness.report.rerun import idle_script
 
     summary = json_frame(analysis["summary_latency"])
-    good = stats.measured(run.table("samples"))
-    lines, files = [], []
-    for (model, setting), g in summary.groupby(["model", "setting"], sort=False):
-        first, last = g.iloc[0], g.iloc[-1]
-        lines.append(f"- **{md(model)}**, {md(setting)}: median {_median_text(first)} after {first['pause_requested_s']:g} s "
-                     f"→ {_median_text(last)} after {last['pause_requested_s']:g} s")
+    samples = run.table("samples")
+    good = stats.measured(samples)
     wake, per_gb = analysis["wake"], analysis["per_gb"]
-    for w in wake:
-        if w["threshold_s"] is not None:
-            lines.append(f"- wake step for {md(w['model'])} / {md(w['setting'])}: from {w['threshold_s']:g} s "
-                         f"(95% CI {w['threshold_ci'][0]:g}–{w['threshold_ci'][1]:g} s), penalty "
-                         f"{w['penalty_ms']:.1f} ms (95% CI {w['penalty_ci'][0]:.1f}–{w['penalty_ci'][1]:.1f})")
-        else:
-            lines.append(f"- no clear wake step for {md(w['model'])} / {md(w['setting'])}")
+    headline = list(analysis.get("headline") or [])
+    lines = [f"- {md(h)}" for h in headline]
     for g in per_gb:
         lines.append(f"- penalty per GB, {md(g['setting'])}: {g['slope_ms_per_gb']:.1f} ms/GB (95% CI "
                      f"{g['slope_ci'][0]:.1f}–{g['slope_ci'][1]:.1f}, R² {g['r2']:.2f}, {g['n_models']} models)")
+    lines += [f"- method: {md(f)}" for f in analysis.get("findings", [])]
     table = ["| model | setting | pause (s) | n | median (ms) | 95% CI | mean ± sd |", "|---|---|---|---|---|---|---|"]
     for r in summary.to_dict("records"):
+        ci = "–" if r["ci_low"] is None or r["ci_low"] != r["ci_low"] else f"{r['ci_low']:.2f}–{r['ci_high']:.2f}"
         table.append(f"| {md(r['model'])} | {md(r['setting'])} | {r['pause_requested_s']:g} | {r['n']} | {r['median']:.2f} | "
-                     f"{r['ci_low']:.2f}–{r['ci_high']:.2f} | {r['mean']:.2f} ± {r['sd']:.2f} |")
+                     f"{ci} | {r['mean']:.2f} ± {r['sd']:.2f} |")
+    lines += ["", *table]  # the headline above already says what the first and last pauses show
+    files = []
     for model in dict.fromkeys(good["model"]) if not good.empty else []:
         name = f"{file_stem(run.run_id)}-{file_stem(model)}.png"
-        (out_dir / name).write_bytes(latency_vs_pause(good, summary, model, run.run_id))
+        (out_dir / name).write_bytes(latency_vs_pause(good, summary, model, run.run_id, wake=wake))
         files.append(name)
-    return "\n".join(lines + [""] + table), files
+    lines.append("")
+    by_cell = {(w["model"], w["setting"]): (w, h) for w, h in zip(wake, headline)}
+    for cell in run.record.cells:
+        if not cell.get("argv"):
+            continue
+        w, h = by_cell.get((cell.get("model"), cell.get("setting")), (None, None))
+        name = f"rerun-{file_stem(run.run_id)}-cell{cell.index:02d}.sh"
+        text = idle_script(run.run_id, run.record, cell, samples, w, h)
+        (out_dir / name).write_text(text)
+        lines += _script_block(f"Rerun {md(cell.get('model'))} / {md(cell.get('setting'))} without lbench", name, text)
+    return "\n".join(lines), files
 
 
 def swap_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[str]]:
@@ -118,11 +131,19 @@ def swap_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[str
     for r in s.latency.to_dict("records"):
         if r["n"]:
             table.append(f"| {r['class']} | {r['n']} | {r['p50_ms']:.1f} | {r['p90_ms']:.1f} | {r['p99_ms']:.1f} |")
+    from harness.report.rerun import swap_script
+
     name = f"{file_stem(run.run_id)}-timeline.png"
     (out_dir / name).write_bytes(timeline_png(run, storm_events(run.table("events")), run.table("memory"),
                                               run.table("requests"),
                                               int(run.record.config.get("models_max", 0)), s.served))
-    return "\n".join(lines + [""] + table), [name]
+    parts = lines + [""] + table + [""]
+    if run.record.section("router").get("argv"):
+        script = f"rerun-{file_stem(run.run_id)}.sh"
+        text = swap_script(run.run_id, run.record, run.table("requests"), list(s.findings))
+        (out_dir / script).write_text(text)
+        parts += _script_block("Rerun the storm without lbench", script, text)
+    return "\n".join(parts), [name]
 
 
 def repro_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[str]]:
@@ -242,13 +263,40 @@ def _write_bundle(runs: list[Run], out_dir: Path, *, redact: bool) -> Path:
         if quality:
             parts += ["> **Run quality** (read the figures with these in mind):"] + [f"> - {md(w)}" for w in quality] + [""]
         parts += [*shell.fence(command_text(run.record.command), "sh"), "", section, ""]
-        parts += [f"![{f}]({f})" for f in files] + [""]
+        if files:  # a pasted relative image link shows nothing on GitHub: the files must be dropped in
+            parts += ["Plots (GitHub does not upload images a pasted link points at: drag each file into the "
+                      "comment box, where GitHub uploads it and inserts its own link): "
+                      + ", ".join(f"`{f}`" for f in files), ""]
         env = {"host": run.record.host.facts, "engine": run.record.engine.facts,
-               "models": [{k: m.get(k) for k in ("label", "path", "bytes", "quant", "sha256", "synthetic")}
-                          for m in run.record.models],
+               "models": [{k: m.get(k) for k in ("label", "name", "path", "bytes", "quant", "sha256", "synthetic",
+                                                 "preset")}
+                          for m in run.record.models] or _claim_models(run),
                "lbench": run.record.lbench_version, "schema_version": run.record.schema_version}
         parts += ["<details><summary>Environment</summary>", "", "```json", json.dumps(env, indent=2, default=str),
                   "```", "", "</details>", ""]
     text = red("\n".join(parts))
+    for script in out_dir.glob("rerun-*.sh"):  # the scripts carry paths too
+        script.write_text(red(script.read_text()))
+    from harness.report.render import render_report
+
+    html_red = Redactor(redact, [h for h in hosts if h], runs=runs, xml=True)
+    for run in runs:  # people attach the HTML report too: a redacted copy beside the Markdown
+        try:
+            render_report(run, out_dir / f"{run.run_id}-report.html", post=html_red)
+        except Exception as exc:  # noqa: BLE001 - the Markdown is the bundle; say why the copy is missing
+            text += f"\n\n(no report copy for {run.run_id}: {type(exc).__name__})"
     path = out_dir / "evidence.md"
     return atomic_write_text(path, text)
+
+
+def _claim_models(run: Run) -> list[dict]:
+    """A repro run's models, from its verdicts (its manifest has no model list of its own)."""
+    try:
+        v = run.table("verdicts")
+    except Exception:  # noqa: BLE001 - no verdicts table: no models to name
+        return []
+    found = {}
+    for r in schema.records(v) if not v.empty else []:
+        for m in json.loads(r.get("models") or "[]") if isinstance(r.get("models"), str) else []:
+            found.setdefault(m.get("sha256") or m.get("label"), m)
+    return list(found.values())

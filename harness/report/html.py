@@ -14,6 +14,7 @@ import jinja2
 
 from harness import resources
 from harness.atomic import atomic_write_text
+from harness.units import size_text
 
 
 def environment() -> jinja2.Environment:
@@ -21,8 +22,15 @@ def environment() -> jinja2.Environment:
                              autoescape=jinja2.select_autoescape(default=True, default_for_string=True),
                              undefined=jinja2.StrictUndefined)
     env.filters["ms"] = lambda v: "–" if v is None or v != v else f"{v:,.2f}"
-    env.filters["gb"] = lambda v: "–" if v is None else f"{v / 1e9:,.2f} GB"
+    env.filters["gb"] = size_text
+    env.filters["num"] = lambda v, fmt="%.2f": "–" if v is None or v != v else fmt % v  # null/NaN: not measured
     return env
+
+
+def scrolling_tables(html: str) -> str:
+    """Each table inside a box that scrolls sideways on its own (``div.scroll``): a wide table
+    never widens the page on a phone.  Autoescaping means no user string holds a raw ``<table``."""
+    return html.replace("<table", '<div class="scroll"><table').replace("</table>", "</table></div>")
 
 
 def data_uri(png: bytes) -> str:
@@ -32,7 +40,7 @@ def data_uri(png: bytes) -> str:
 def write_page(template: str, context: dict, out: Path, post=None) -> Path:
     """Render ``template`` with ``context`` into ``out`` (temp file + rename: never half a page);
     ``post`` rewrites the rendered page first (redaction)."""
-    html = environment().get_template(template).render(**context)
+    html = scrolling_tables(environment().get_template(template).render(**context))
     return atomic_write_text(out, post(html) if post is not None else html)
 
 

@@ -15,11 +15,12 @@ def idle_context(run: Run, analysis: dict) -> dict:
     summary = json_frame(analysis["summary_latency"])
     server_summary = json_frame(analysis["summary_server"])
     good = stats.measured(samples)
+    wake = analysis["wake"]  # the one wake model: headline, table and plot all read it
     figures = []
     for model in dict.fromkeys(good["model"]) if not good.empty else []:
         figures.append({
             "model": model,
-            "latency": data_uri(plots.latency_vs_pause(good, summary, model, run.run_id)),
+            "latency": data_uri(plots.latency_vs_pause(good, summary, model, run.run_id, wake=wake)),
             "server": data_uri(plots.latency_vs_pause(good, server_summary, model, run.run_id,
                                                       value="server_prompt_ms",
                                                       ylabel="server prompt_ms (one token)")),
@@ -37,7 +38,9 @@ def idle_context(run: Run, analysis: dict) -> dict:
         "n_measured": int(analysis["n_measured"]),
         "harness": analysis["harness"],
         "virtual_warning": virtual_mac_warning(run.record.host.facts),
-        "wake": analysis["wake"], "per_gb": analysis["per_gb"],
+        "wake": wake, "per_gb": analysis["per_gb"],
         "cross_check": analysis["cross_check"],
-        "findings": list(analysis.get("findings", [])),  # the headline, in sentences
+        "headline": [{"cell": f"{w['model']} · {w['setting']}", "shape": w["shape"], "text": text}
+                     for w, text in zip(wake, analysis.get("headline", []))],
+        "findings": list(analysis.get("findings", [])),  # how the shape was chosen
     }

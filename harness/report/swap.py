@@ -83,6 +83,34 @@ def _lanes(starts: list[float], ends: list[float]) -> tuple[list[int], int]:
     return lanes, max(len(lane_end), 1)
 
 
+DRAW_EACH_MAX = 120  # more requests than this: the timeline shows counts per time bin, not each request
+HISTOGRAM_BINS = 100
+
+
+def _request_histogram(ax, reqs: pd.DataFrame, row_of: dict, end: float) -> None:
+    """Per model row: requests sent per time bin as stacked bars (height: count, the row's
+    busiest bin fills it), coloured by what the router did; a bin with a failure gets an x."""
+    width = max(end, 1e-3) / HISTOGRAM_BINS
+    for model, group in reqs.groupby("model"):
+        y0 = row_of.get(model)
+        if y0 is None:
+            continue
+        bins = np.clip(np.floor(group["t_send_s"].to_numpy(dtype=float) / width), 0, HISTOGRAM_BINS - 1).astype(int)
+        counts = pd.crosstab(bins, group["served_as"].fillna("unknown").to_numpy())
+        peak = max(int(counts.sum(axis=1).max()), 1)
+        base = np.full(len(counts), y0 + 0.4)  # the row's bottom (the y axis runs downwards)
+        for cls in [*SERVED_COLOURS, *[c for c in counts.columns if c not in SERVED_COLOURS]]:
+            if cls not in counts.columns:
+                continue
+            h = 0.8 * counts[cls].to_numpy() / peak
+            ax.bar(counts.index * width, -h, bottom=base, width=width, align="edge", linewidth=0,
+                   color=SERVED_COLOURS.get(cls, "#888888"), zorder=3)
+            base = base - h
+        failed = group["error"].map(lambda e: isinstance(e, str)).to_numpy()
+        for b in sorted(set(bins[failed])):
+            ax.plot([(b + 0.5) * width], [y0 - 0.42], marker="x", color="k", ms=4, mew=1, zorder=4)
+
+
 def timeline_png(run: Run, events: pd.DataFrame, memory: pd.DataFrame, requests: pd.DataFrame,
                  models_max: int, served: pd.DataFrame | None = None) -> bytes:
     """One row per model: its child's state (tinted band) and each request as a line from send to done,
@@ -104,7 +132,11 @@ def timeline_png(run: Run, events: pd.DataFrame, memory: pd.DataFrame, requests:
             ax.barh(y, span["end"] - span["start"], left=span["start"], height=0.9,
                     color=STATE_TINTS[span["state"]], linewidth=0, zorder=1)
     reqs = served_frame(requests, events, served) if not requests.empty else requests
-    for model, group in (reqs.sort_values("t_send_s").groupby("model") if not reqs.empty else []):
+    aggregated = len(reqs) > DRAW_EACH_MAX
+    if aggregated:
+        _request_histogram(ax, reqs, row_of, end)
+    for model, group in (reqs.sort_values("t_send_s").groupby("model") if not reqs.empty and not aggregated
+                         else []):
         y0 = row_of.get(model)
         if y0 is None:
             continue
@@ -122,7 +154,10 @@ def timeline_png(run: Run, events: pd.DataFrame, memory: pd.DataFrame, requests:
     ax.set_yticks(range(len(names)), [plain(n) for n in names], fontsize=8)
     ax.set_ylim(len(names) - 0.5, -0.5)
     ax.set_xlim(0, max(end, 1e-3) * 1.01)
-    ax.set_title("requests (a line from send to done, coloured by what the router did) over each model's state",
+    ax.set_title(f"{len(reqs)} requests (too many to draw each): sent per {max(end, 1e-3) / HISTOGRAM_BINS:.3g} s, "
+                 "by what the router did"
+                 if aggregated else
+                 "requests (a line from send to done, coloured by what the router did) over each model's state",
                  fontsize=10, loc="left")
 
     peak = int(memory["children_alive"].max()) if not memory.empty else 0

@@ -63,6 +63,18 @@ class PreparedIdle:
     llama_idle: Path | None = None
 
 
+def fit_default_ctx(spec: IdleSpec, engine, models, reporter) -> None:
+    """A default the user never set must fit the model: the default context (2048) becomes the
+    smallest trained context among the models when that is less (a context given is checked, not changed)."""
+    trained = [m.info.n_ctx_train for m in models if getattr(m.info, "n_ctx_train", None)]
+    if spec.ctx_size_given or not trained or min(trained) >= spec.ctx_size:
+        return
+    spec.ctx_size = min(trained)
+    if hasattr(engine, "ctx_size"):
+        engine.ctx_size = spec.ctx_size
+    reporter.message(f"context size {spec.ctx_size}: the trained context of the model (the default 2048 does not fit)")
+
+
 def make_engine(spec: IdleSpec, llama_server: str | None, options: dict):
     """The server engine of the run (from the registry), built with the run's options."""
     kind = registry.require(spec.server_engine, "idle")
@@ -90,6 +102,7 @@ def prepare_idle(spec: IdleSpec, *, llama_server: str | None = None, results: st
         if m.source == "synthetic":
             reporter.message(f"{m.ref}: SYNTHETIC model (random weights, shape of preset {m.info.preset}) "
                              f"at {m.path}")
+    fit_default_ctx(spec, engine, models, reporter)
     if engine.binary is not None:
         reporter.message(f"engine: {engine.binary.path} (build {engine.binary.build_number}, "
                          f"chosen from {engine.binary.source})")

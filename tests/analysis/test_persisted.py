@@ -86,7 +86,8 @@ def test_tiny_idle_run_writes_analysis_json_and_report_reuses_it(engine_env):
     assert analysis["schema_version"] == ANALYSIS_VERSION and analysis["kind"] == "idle"
     assert analysis["run_status"] == "complete" and analysis["n_measured"] == 4
     printed = " ".join(r.stdout.split())  # the CLI wraps long sentences between words
-    for sentence in analysis["findings"]:  # the CLI printed what analysis.json holds
+    assert analysis["headline"]
+    for sentence in analysis["headline"]:  # the CLI printed the answer analysis.json holds
         assert " ".join(sentence.split()) in printed
     before = (run_dir / ANALYSIS_FILE).stat().st_mtime_ns
     again = run_cli("report", run_dir.name, env=engine_env)

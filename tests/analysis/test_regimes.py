@@ -1,9 +1,9 @@
-"""Change-point and penalty estimates on synthetic data with known answers."""
+"""The one wake model (BIC shape) on synthetic data with known answers."""
 
 import numpy as np
 import pytest
 
-from harness.analysis.regimes import fit_step, penalty_per_gb
+from harness.analysis.regimes import fit_shape, penalty_per_gb, wake_model, wake_thresholds
 
 PAUSES = [0.0, 0.2, 0.4, 0.6, 0.8, 0.9, 1.0, 1.1, 1.2, 1.4, 1.6, 2.0, 3.0]
 
@@ -18,22 +18,35 @@ def synthetic(step_at, warm=20.0, woken=60.0, reps=8, noise=0.05, seed=0):
 @pytest.mark.parametrize("step_at", [0.8, 1.1, 1.4])
 def test_change_point_recovered(step_at):
     p, y = synthetic(step_at)
-    f = fit_step(p, y)
-    assert f.threshold_s == pytest.approx(step_at)
-    assert f.threshold_ci[0] <= step_at <= f.threshold_ci[1]
+    f = fit_shape(p, y)
+    assert f.shape == "step" and f.first_woken_s == pytest.approx(step_at)
+    assert f.last_warm_s < step_at
     assert f.penalty_ci[0] <= 40.0 <= f.penalty_ci[1]
-    assert f.ratio == pytest.approx(3.0, rel=0.1)
+    assert f.warm_ci[0] <= f.warm_median_ms <= f.warm_ci[1] and f.woken_ci[0] <= f.woken_median_ms <= f.woken_ci[1]
+    assert f.woken_median_ms / f.warm_median_ms == pytest.approx(3.0, rel=0.1)
 
 
 def test_no_step_is_not_a_regime_change():
     p, y = synthetic(None)
-    f = fit_step(p, y)
-    assert f.threshold_s is None and f.penalty_ms is None and f.n_woken == 0
+    f = fit_shape(p, y)
+    assert f.shape == "none" and f.penalty_ms is None and f.n_woken == 0
+    assert f.warm_ci[0] <= f.warm_median_ms <= f.warm_ci[1]
+    assert f.as_row()["threshold_s"] is None
 
 
 def test_small_step_below_min_step_is_ignored():
     p, y = synthetic(1.0, warm=20.0, woken=20.6)  # +3%
-    assert fit_step(p, y).threshold_s is None
+    assert not fit_shape(p, y).has_step
+
+
+def test_one_model_gives_compare_its_thresholds():
+    import pandas as pd
+
+    p, y = synthetic(1.1)
+    frame = pd.DataFrame({"model": "m", "setting": "s", "pause_requested_s": p, "latency_ms": y})
+    shapes = wake_model(frame)
+    assert wake_thresholds(shapes) == {("m", "s"): pytest.approx(1.1)}
+    assert shapes[("m", "s")].as_row()["threshold_s"] == pytest.approx(1.1)
 
 
 def test_penalty_per_gb_slope():
@@ -54,7 +67,7 @@ def test_wake_summary_fits_penalty_per_gb_across_models():
         p, y = synthetic(1.1, warm=20.0, woken=20.0 + 30.0 * gb, seed=int(gb))
         rows += [{"model": label, "setting": "x", "pause_requested_s": a, "latency_ms": b} for a, b in zip(p, y)]
         models.append({"label": label, "bytes": int(gb * 1e9)})
-    wake, per_gb = wake_summary(pd.DataFrame(rows), models, n_boot=200)
+    wake, per_gb = wake_summary(pd.DataFrame(rows), models)
     assert {w["model"]: w["threshold_s"] for w in wake} == {"s": 1.1, "m": 1.1, "l": 1.1}
     (fit,) = per_gb
     assert fit["setting"] == "x" and fit["n_models"] == 3

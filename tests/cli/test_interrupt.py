@@ -47,6 +47,7 @@ def test_sigint_keeps_samples_and_leaves_no_server(engine_env, engine_binary):
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
+    assert f"samples kept in {run_dir}" in err  # how many, and where
     assert not wait_gone(servers)
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "interrupted"

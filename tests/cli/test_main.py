@@ -37,3 +37,23 @@ def test_interrupt_before_any_child_imports_nothing(monkeypatch):
         cli.main()
     assert exit_info.value.code == 130
     assert "harness.engines.processes" not in sys.modules
+
+
+def test_interrupt_says_how_many_samples_were_kept_and_where(monkeypatch, tmp_path, capsys):
+    from harness import store
+
+    writer = store.RunWriter(tmp_path, "idle", {"cells": []})
+    for i in range(3):
+        writer.append({"model": "m", "setting": "s", "phase": "measure", "latency_ms": 1.0 + i})
+    monkeypatch.setattr(store, "FINISHED", [])
+
+    def interrupted(**kwargs):
+        writer.finish("interrupted", "stopped by the user (SIGINT/SIGTERM)")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "app", interrupted)
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main()
+    assert exit_info.value.code == 130
+    err = capsys.readouterr().err
+    assert f"3 samples kept in {writer.dir}" in err and f"lbench report {writer.run_id}" in err

@@ -4,8 +4,10 @@ Real runs of each kind on tiny generated models (idle, calibrate, swap, repro, a
 two idle runs), made once for the module.  Each report is checked in the browser for:
 console errors (script errors, failed loads, anything logged), external resources (only
 data: URIs, same-directory files and loopback), tables wider than the viewport (with every
-<details> opened), the page scrolling sideways, and the headline (a Findings section with at
-least one sentence).  A screenshot of each lands in the test's temporary directory
+<details> opened), the page scrolling sideways, at 1280 px and at a phone's 420 px (where a
+table may be wider only inside its own scrolling box), and the headline (a Findings section
+with at least one sentence, before every caveat banner; for idle, sentences with numbers that
+the wake table agrees with, cell by cell).  A screenshot of each lands in the test's temporary directory
 (``LBENCH_SCREENSHOTS=DIR`` keeps them) for a person to look at.
 
 Chromium comes from the system packages (scripts/setup.sh installs Debian's ``chromium``
@@ -60,10 +62,28 @@ PROBE = """
   window.addEventListener("load", function () {
     document.querySelectorAll("details").forEach(function (d) { d.open = true; });
     var width = window.innerWidth;
+    // a table may be wider than a phone, but only inside its own scrolling box (div.scroll)
     var wide = Array.prototype.map.call(document.querySelectorAll("table"), function (t) {
-      return {right: Math.ceil(t.getBoundingClientRect().right),
+      var box = t.closest(".scroll") || t;  // the outermost box: a table in a table scrolls with it
+      while (box.parentElement && box.parentElement.closest(".scroll")) { box = box.parentElement.closest(".scroll"); }
+      return {right: Math.ceil(box.getBoundingClientRect().right), boxed: box !== t,
               first_row: (t.rows[0] ? t.rows[0].innerText : "").replace(/\\s+/g, " ").slice(0, 80)};
-    }).filter(function (t) { return t.right > width; });
+    }).filter(function (t) { return t.right > width || (!t.boxed && width < 600); });
+    // the headline comes before every caveat banner
+    var all = Array.prototype.slice.call(document.body.querySelectorAll("*"));
+    var firstBanner = document.querySelector(".banner");
+    var findingsAt = all.indexOf(document.evaluate("//h2[normalize-space(.)='Findings']", document, null, 9,
+                                                   null).singleNodeValue);
+    var bannerFirst = firstBanner !== null && findingsAt >= 0 && all.indexOf(firstBanner) < findingsAt;
+    // each headline sentence and the wake table's row for the same cell name one shape
+    var disagree = [];
+    document.querySelectorAll("ul.headline li[data-cell]").forEach(function (li) {
+      var row = null;
+      document.querySelectorAll("table.wake tr[data-cell]").forEach(function (tr) {
+        if (tr.getAttribute("data-cell") === li.getAttribute("data-cell")) { row = tr; } });
+      if (!row || row.getAttribute("data-shape") !== li.getAttribute("data-shape")) {
+        disagree.push(li.getAttribute("data-cell")); }
+    });
     var heading = document.evaluate("//h2[normalize-space(.)='Findings']", document, null, 9, null).singleNodeValue;
     var list = heading ? heading.nextElementSibling : null;
     var sentences = list && list.tagName === "UL" ? Array.prototype.map.call(list.children, function (li) {
@@ -73,7 +93,9 @@ PROBE = """
     out.textContent = JSON.stringify({errors: errors, viewport: width,
       scroll_width: document.documentElement.scrollWidth, scroll_height: document.documentElement.scrollHeight,
       wide_tables: wide, resources: performance.getEntriesByType("resource").map(function (r) { return r.name; }),
-      headline: heading ? sentences : null, h1: (document.querySelector("h1") || {}).innerText || null});
+      headline: heading ? sentences : null, h1: (document.querySelector("h1") || {}).innerText || null,
+      banner_before_headline: bannerFirst, disagree: disagree,
+      wake_rows: document.querySelectorAll("table.wake tr[data-cell]").length});
     document.body.appendChild(out);
   });
 })();
@@ -98,14 +120,14 @@ def browse(browser: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
-def check_in_browser(browser: str, report: Path, work: Path) -> dict:
+def check_in_browser(browser: str, report: Path, work: Path, width: int = VIEWPORT[0]) -> dict:
     """Open a probed copy of the report (next to the original, so relative links resolve) and read
     back what the probe wrote, plus every console message Chromium logged."""
     html = report.read_text()
     copy = report.with_name(f".browser-check-{report.name}")
     copy.write_text(html.replace("<head>", f"<head><script>{PROBE}</script>", 1))
     try:
-        proc = browse(browser, f"--window-size={VIEWPORT[0]},{VIEWPORT[1]}", "--virtual-time-budget=5000",
+        proc = browse(browser, f"--window-size={width},{VIEWPORT[1]}", "--virtual-time-budget=5000",
                       "--enable-logging=stderr", "--v=0", "--dump-dom", copy.as_uri(), cwd=work)
     finally:
         copy.unlink()
@@ -117,9 +139,9 @@ def check_in_browser(browser: str, report: Path, work: Path) -> dict:
     return result
 
 
-def screenshot(browser: str, report: Path, height: int, out: Path, work: Path) -> Path:
+def screenshot(browser: str, report: Path, height: int, out: Path, work: Path, width: int = VIEWPORT[0]) -> Path:
     height = max(VIEWPORT[1], min(height, 12000))
-    proc = browse(browser, f"--window-size={VIEWPORT[0]},{height}", f"--screenshot={out}", report.as_uri(), cwd=work)
+    proc = browse(browser, f"--window-size={width},{height}", f"--screenshot={out}", report.as_uri(), cwd=work)
     assert out.is_file() and out.stat().st_size > 10_000, proc.stderr[-2000:]
     return out
 
@@ -179,10 +201,30 @@ def test_report_reads_well_in_a_real_browser(kind, reports, tmp_path):
     assert result["headline"], "no Findings section with sentences"
     assert any(len(s) > 20 for s in result["headline"]), result["headline"]  # sentences, not a bare list
     assert HEADLINE[kind] in " ".join(result["headline"][:2]), result["headline"]
+    assert not result["banner_before_headline"], "a banner stands before the headline"
+    if kind == "idle":  # the answer has numbers, and the wake table gives the same one
+        assert all(re.search(r"\d ms \[", s) for s in result["headline"]), result["headline"]
+        assert result["wake_rows"] and result["disagree"] == [], result["disagree"]
 
     keep = Path(os.environ["LBENCH_SCREENSHOTS"]) if os.environ.get("LBENCH_SCREENSHOTS") else tmp_path
     keep.mkdir(parents=True, exist_ok=True)
     screenshot(browser, report, result["scroll_height"], keep / f"{kind}.png", tmp_path)
+
+
+PHONE = 420
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_report_at_phone_width_never_widens_the_page(kind, reports, tmp_path):
+    """At 420 px every table scrolls inside its own box; the page itself never scrolls sideways."""
+    browser = chromium()
+    result = check_in_browser(browser, reports[kind], tmp_path, width=PHONE)
+    assert result["errors"] == [], result["errors"]
+    assert result["wide_tables"] == [], f"tables widen the page at {PHONE} px: {result['wide_tables']}"
+    assert result["scroll_width"] <= result["viewport"], f"the page scrolls sideways at {PHONE} px"
+    keep = Path(os.environ["LBENCH_SCREENSHOTS"]) if os.environ.get("LBENCH_SCREENSHOTS") else tmp_path
+    keep.mkdir(parents=True, exist_ok=True)
+    screenshot(browser, reports[kind], result["scroll_height"], keep / f"{kind}-{PHONE}.png", tmp_path, width=PHONE)
 
 
 def test_the_checks_catch_what_they_look_for(reports, tmp_path):
@@ -201,3 +243,11 @@ def test_the_checks_catch_what_they_look_for(reports, tmp_path):
     assert any("boom" in line for line in result["console"])
     assert len(result["wide_tables"]) == 1 and result["scroll_width"] > result["viewport"]
     assert result["headline"] is None
+    # a banner moved above the headline, and a wake row that contradicts its sentence, are caught
+    html = reports["idle"].read_text()
+    banner = '<details class="banner warn"><summary>moved</summary></details>'
+    html = html.replace("<h2>Findings</h2>", banner + "<h2>Findings</h2>", 1)
+    html = re.sub(r'(<tr data-cell="[^"]*" data-shape=")[^"]*"', r'\1ramp"', html, count=1)
+    bad.write_text(html)
+    result = check_in_browser(chromium(), bad, tmp_path)
+    assert result["banner_before_headline"] and result["disagree"]

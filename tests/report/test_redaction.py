@@ -52,6 +52,10 @@ def test_every_artifact_that_leaves_the_machine_is_redacted(lbench_env, tmp_path
     evidence = (out / "evidence.md").read_text()
     assert_redacted(evidence, "evidence")
     assert "/data/<user>/results" in evidence and "<host>" in evidence
+    for run_id in (a, b):  # the report copies people attach are redacted too (HTML-escaped placeholders)
+        html = (out / f"{run_id}-report.html").read_text()
+        assert_redacted(html, "report copy")
+        assert "&lt;host&gt;" in html
     summary = tmp_path / "summary.md"
     r = run_cli("gate", "--baseline", a, "--candidate", b, "--markdown", str(tmp_path / "g.md"),
                 "--json", str(tmp_path / "g.json"), "--junit", str(tmp_path / "g.xml"),

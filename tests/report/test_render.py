@@ -62,7 +62,8 @@ def test_evidence_carries_synthetic_and_not_applicable_marks_and_intervals(tmp_p
     md = write_evidence([run], tmp_path / "ev", redact=False).read_text()
     assert "**Synthetic model(s)**" in md and "tiny test shape: copies no real model" in md
     assert "**Not applicable on this host**" in md and "no Metal &lt;here&gt;" in md
-    assert "(n=2, too few for a 95% CI)" in md  # two reps per pause: no interval, and the line says so
+    assert "| – |" in md  # two reps per pause: no per-pause interval, and the table says so
+    assert "- tiny-q8 · keep-alive=none: after a pause of 1 s or more the first token takes" in md  # the headline
 
 
 def test_evidence_markdown_makes_user_strings_inert(tmp_path):
@@ -78,10 +79,129 @@ def test_evidence_markdown_makes_user_strings_inert(tmp_path):
 
 
 def test_idle_report_opens_with_findings_and_folds_reference_tables(tmp_path):
+    import re
+
     run = _run_with(tmp_path, "tiny-q8")
     html = render_report(run).read_text()
     assert html.index("<h2>Findings</h2>") < html.index("Synthetic model") < html.index("<h2>Wake step</h2>")
-    assert "tiny-q8 · keep-alive=none" in html.split("<h2>Findings</h2>")[1].split("</ul>")[0]
+    headline = html.split("<h2>Findings</h2>")[1].split("</ul>")[0]
+    assert "tiny-q8 · keep-alive=none" in headline
+    assert re.search(r"takes [\d.]+ ms .* against [\d.]+ ms", headline), headline  # a sentence with numbers
+    # every caveat is one line that opens on demand, below the headline
+    assert '<details class="banner warn"><summary><b>Synthetic model:</b>' in html
+    assert '<details class="banner note"><summary><b>Not applicable here:</b>' in html
+    # tables scroll inside their own box: none can widen the page
+    assert html.count("<table") == html.count('<div class="scroll"><table')
     assert html.count("Synthetic model") == 1 and "a test shape that copies no real model" in html
     for folded in ("Cells", "Environment"):
         assert f'<summary><h2 style="display:inline">{folded}</h2>' in html
+
+
+def _stepped_run(tmp_path, label="m"):
+    """A run with a clear wake step at 1.5 s (8 reps per pause, little noise)."""
+    import numpy as np
+
+    w = RunWriter(tmp_path, "idle", {
+        "config": {"seed": 0, "warmup": 2}, "host": {"os": "Linux"}, "engine": {"path": "/x/llama-server"},
+        "models": [{"label": label, "synthetic": True, "preset": "tiny", "n_params": 10, "bytes": 132_832,
+                    "path": "/c/synthetic-tiny-q8-seed3.gguf", "quant": "Q8_0", "arch": "llama", "sha256": "ab" * 32}],
+        "cells": [{"index": 0, "model": label, "setting": "keep-alive=none", "notes": [], "error": None,
+                   "env_overrides": {"GGML_METAL_NO_RESIDENCY": "1"}, "n_samples": 40, "sweep_wall_s": 1.0, "efficiency": 1.0,
+                   "argv": ["/x/llama-server", "-m", "/c/synthetic-tiny-q8-seed3.gguf", "--host", "127.0.0.1",
+                            "--port", "4321", "-c", "256"],
+                   "request_body": '{"prompt": "it\'s $(rm -rf ~)", "n_predict": 1}'}],
+    })
+    rng = np.random.default_rng(0)
+    seq = 0
+    for rep in range(8):
+        for pause in (0.0, 0.5, 1.0, 1.5, 2.0):
+            ms = (100.0 if pause >= 1.5 else 10.0) * float(rng.lognormal(0, 0.02))
+            w.append({"model": label, "setting": "keep-alive=none", "phase": "measure", "rep": rep, "seq": seq,
+                      "pause_requested_s": pause, "pause_actual_s": pause, "latency_ms": ms,
+                      "server_prompt_ms": ms - 0.5, "server_ms": ms - 0.5, "overhead_ms": 0.5,
+                      "http_status": 200, "error": None})
+            seq += 1
+    w.finish("complete")
+    return open_run(w.dir, tmp_path)
+
+
+def test_one_wake_model_headline_table_findings_and_json_agree(tmp_path):
+    """The headline, the wake table and analysis.json give one answer (a step between 1 and 1.5 s),
+    and analysis.json is strict JSON (no NaN)."""
+    import json
+
+    run = _stepped_run(tmp_path)
+    html = render_report(run).read_text()
+    analysis = json.loads((run.dir / "analysis.json").read_text(),
+                          parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
+    (wake,) = analysis["wake"]
+    assert wake["shape"] == "step" and wake["last_warm_s"] == 1.0 and wake["first_woken_s"] == 1.5
+    (headline,) = analysis["headline"]
+    assert "after a pause of 1.5 s or more the first token takes 100 ms [" in headline
+    assert "against 9.97 ms [" in headline and "after pauses up to 1 s" in headline and "a wake step between 1 s and 1.5 s" in headline
+    assert 'data-shape="step"' in html.split("<h2>Findings</h2>")[1].split("</ul>")[0]
+    table = html.split('<table class="wake">')[1].split("</table>")[0]
+    assert 'data-shape="step"' in table and "a wake step between 1 s and 1.5 s" in table
+    from harness.analysis.compare import compare_idle_frames
+    from harness.analysis.stats import measured
+
+    samples = measured(run.table("samples"))
+    _, info = compare_idle_frames(samples, samples)
+    assert info["thresholds"] == {"m · keep-alive=none": 1.5}  # compare reads A's shape from the same model
+
+
+def test_evidence_rerun_script_is_quoted_and_checks_itself(tmp_path):
+    import shlex
+    import subprocess
+
+    from harness.report.evidence import write_evidence
+
+    run = _stepped_run(tmp_path, label="m'; touch pwned #")
+    out = tmp_path / "ev"
+    md = write_evidence([run], out, redact=False).read_text()
+    (script,) = out.glob("rerun-*.sh")
+    text = script.read_text()
+    assert subprocess.run(["sh", "-n", str(script)]).returncode == 0  # it parses
+    assert "export GGML_METAL_NO_RESIDENCY=1" in text
+    assert '"$LLAMA_SERVER" -m "$MODEL" --host 127.0.0.1 --port "$PORT" -c 256' in text
+    assert "lbench model synth tiny --quant q8 --seed 3 --out " + shlex.quote("m'; touch pwned #.gguf") in text
+    assert "printf '%s' " + shlex.quote('{"prompt": "it\'s $(rm -rf ~)", "n_predict": 1}') in text
+    assert "set -- 0 0.5 1 1.5 2" in text and "verdict:" in text
+    assert "Rerun m" in md and "drag each file into the comment box" in md and "![" not in md
+    assert (out / f"{run.run_id}-report.html").is_file()
+
+
+def test_sizes_in_a_unit_that_shows_them():
+    from harness.units import size_text
+
+    assert size_text(132_832) == "133 KB" and size_text(8_530_000_000) == "8.53 GB" and size_text(512) == "512 B"
+
+
+def test_swap_rerun_script_quotes_names_and_checks_the_cap():
+    import json
+    import shlex
+    import subprocess
+    import tempfile
+
+    import pandas as pd
+
+    from harness.report.rerun import swap_script
+
+    name = "it's $(x)"
+    manifest = {"engine": {"path": "/x/llama-server", "build_number": 1}, "config": {"models_max": 1,
+                                                                                   "pattern": "ping-pong"},
+                "models": [{"label": name, "path": "/c/a.gguf", "sha256": "ab" * 32, "synthetic": False,
+                            "name": "Real Model", "quant": "Q4_K_M"}],
+                "router": {"argv": ["/x/llama-server", "--port", "9", "--models-preset", "/r/preset.ini"],
+                           "preset": f"[{name}]\nmodel = /c/a.gguf\n"}}
+    requests = pd.DataFrame({"index": [0, 1], "model": [name, name]})
+    text = swap_script("20260101T000000Z-swap-abcd", manifest, requests, ["the cap held"])
+    with tempfile.NamedTemporaryFile("w", suffix=".sh") as fh:
+        fh.write(text)
+        fh.flush()
+        assert subprocess.run(["sh", "-n", fh.name]).returncode == 0
+    body = json.dumps({"model": name, "prompt": "Hello", "n_predict": 1, "cache_prompt": True, "stream": True})
+    assert f"BODY_1={shlex.quote(body)}" in text and "set -- 1 1" in text
+    assert "printf 'model = %s\\n' \"$MODEL_1\" >> preset.ini" in text
+    assert '"$LLAMA_SERVER" --port "$PORT" --models-preset preset.ini' in text
+    assert "Real Model, Q4_K_M" in text and 'if [ "$peak" -le 1 ]' in text
