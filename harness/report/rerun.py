@@ -62,7 +62,7 @@ def _server_words(argv: list[str], engine_path: str | None, model_flags: dict[st
             words.append(replace_next)
             replace_next = None
             continue
-        if word == engine_path or word.rsplit("/", 1)[-1] == "llama-server":
+        if word == engine_path or (engine_path and word.rsplit("/", 1)[-1] == engine_path.rsplit("/", 1)[-1]):
             words.append('"$LLAMA_SERVER"')
         elif word in ("-m", "--model") and "-m" in model_flags:
             words.append(shlex.quote(word))

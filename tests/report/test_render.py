@@ -195,7 +195,10 @@ def test_swap_rerun_script_quotes_names_and_checks_the_cap():
                 "router": {"argv": ["/x/llama-server", "--port", "9", "--models-preset", "/r/preset.ini"],
                            "preset": f"[{name}]\nmodel = /c/a.gguf\n"}}
     requests = pd.DataFrame({"index": [0, 1], "model": [name, name]})
-    text = swap_script("20260101T000000Z-swap-abcd", manifest, requests, ["the cap held"])
+    from harness.record import parse_record
+
+    record = parse_record({"kind": "swap", **manifest}, "manifest.json")
+    text = swap_script("20260101T000000Z-swap-abcd", record, requests, ["the cap held"])
     with tempfile.NamedTemporaryFile("w", suffix=".sh") as fh:
         fh.write(text)
         fh.flush()

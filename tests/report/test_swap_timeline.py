@@ -34,7 +34,10 @@ def _draw(monkeypatch, n):
         return fig, axes
 
     monkeypatch.setattr(swap_report.plt, "subplots", subplots)
-    run = SimpleNamespace(manifest={"models": [{"label": "a"}, {"label": "b"}]}, run_id="20260101T000000Z-swap-abcd")
+    from harness.record import parse_record
+
+    record = parse_record({"kind": "swap", "models": [{"label": "a"}, {"label": "b"}]}, "manifest.json")
+    run = SimpleNamespace(record=record, run_id="20260101T000000Z-swap-abcd")
     empty = pd.DataFrame(columns=["t_s", "kind", "model"])
     memory = pd.DataFrame({"t_s": [0.0, 20.0], "children_alive": [1, 1], "rss_total_bytes": [1e8, 1e8]})
     requests = _storm(n)

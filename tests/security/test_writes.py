@@ -175,7 +175,7 @@ def test_baseline_save_copies_regular_files_only(tmp_path, monkeypatch):
     os.mkfifo(logs / "fifo")
     (logs / "server.log").write_text("real log")
     notes: list[str] = []
-    dest = baselines.save(open_run(run_dir, tmp_path / "results"), "main", notes)
+    dest = baselines.save(open_run(run_dir, tmp_path / "results"), "main", tmp_path / "results", notes)
     copied = dest / run_dir.name
     assert (copied / "logs" / "server.log").read_text() == "real log"
     assert sorted(p.name for p in (copied / "logs").iterdir()) == ["server.log"]
@@ -183,7 +183,7 @@ def test_baseline_save_copies_regular_files_only(tmp_path, monkeypatch):
     assert len(notes) == 4 and all(n.startswith("skipped ") for n in notes), notes
     assert json.loads((dest / "baseline.json").read_text())["run_id"] == run_dir.name
     assert sorted(p.name for p in dest.parent.iterdir() if not p.name.endswith(".lock")) == ["main"]
-    assert baselines.load("main").dir == copied
+    assert baselines.load("main", tmp_path / "results").dir == copied
 
 
 def test_concurrent_baseline_saves_of_one_name(lbench_env):
@@ -199,6 +199,6 @@ def test_concurrent_baseline_saves_of_one_name(lbench_env):
     for t in threads:
         t.join()
     assert all(r.returncode == 0 for r in results), [r.stderr[-500:] for r in results]
-    root = Path(lbench_env["LBENCH_CACHE_DIR"]) / "baselines"
+    root = baselines.root(Path(lbench_env["LBENCH_RESULTS_DIR"]))  # beside the results
     assert sorted(p.name for p in root.iterdir() if not p.name.endswith(".lock")) == ["main"]
-    assert baselines.load("main").run_id == run_dir.name
+    assert baselines.load("main", Path(lbench_env["LBENCH_RESULTS_DIR"])).run_id == run_dir.name
