@@ -13,7 +13,8 @@ import sys
 
 import typer
 
-from harness.cli import ab, baseline, bisect, compare, engine, evidence, gate, gate_bench, idle, model, repro, runs, swap
+from harness.cli import (ab, baseline, bisect, compare, engine, evidence, gate, gate_bench, history, idle, model, repro,
+                         runs, swap)
 from harness.cli.ui import print_error
 from harness.cli.version import version_callback
 from harness.errors import LbenchError
@@ -53,6 +54,8 @@ app.command("evidence")(evidence.evidence)
 app.command("gate-bench")(gate_bench.gate_bench)
 app.command("ab")(ab.ab)
 app.command("runs")(runs.runs)
+app.add_typer(history.app, name="history")
+app.command("trend")(history.trend)
 
 
 WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG}
