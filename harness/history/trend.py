@@ -64,6 +64,9 @@ def plot_series(points: pd.DataFrame, changes: list[ChangePoint], title: str, un
         x = (xs[c.index - 1] + xs[c.index]) / 2
         ax.axvline(x, color="C3", ls="--", lw=1.2)
         ax.text(x, ax.get_ylim()[1], f" x{c.ratio:.2f}", color="C3", fontsize=8, va="top")
+    low = lo.where(has, y)
+    if len(y) and float(low.min()) > 0 and float(hi.where(has, y).max()) / float(low.min()) > 20:
+        ax.set_yscale("log")  # intervals spanning decades (a woken tail) would flatten the medians
     ax.set_xticks(range(len(builds)))
     ax.set_xticklabels(builds, rotation=45 if len(builds) > 8 else 0, fontsize=8)
     ax.set_xlabel("engine build")
@@ -74,6 +77,17 @@ def plot_series(points: pd.DataFrame, changes: list[ChangePoint], title: str, un
     newest = pts["run_id"].iloc[-1] if len(pts) else ""
     fig.text(0.99, 0.01, plain(f"{len(pts)} runs, newest {newest}"), ha="right", va="bottom", fontsize=7, color="0.4")
     return figure_png(fig)
+
+
+def changes_to_run(changes: list[ChangePoint]) -> list[dict[str, Any]]:
+    """One line per bisect to run (several series changing between the same builds share one), newest first."""
+    seen: dict[tuple[str, str | None], dict[str, Any]] = {}
+    for c in changes:
+        key = (c.machine_id, c.command)
+        entry = seen.setdefault(key, {"command": c.command, "page": machine_page(c.machine_id),
+                                      "machine": c.machine_label, "series": []})
+        entry["series"].append(f"{c.series} of {c.model}")
+    return list(seen.values())
 
 
 @dataclass
@@ -132,7 +146,8 @@ def build_site(archive: Path, *, machine: str | None = None, model: str | None =
         machines[machine_id] = {
             "machine_id": machine_id, "label": labels.get(machine_id, machine_id), "n_runs": len(mruns),
             "builds": sorted({int(b) for b in mruns["engine_build"].dropna()}), "groups": groups,
-            "changes": [c for c in changes if c.machine_id == machine_id], "index": INDEX,
+            "changes": [{"sentence": c.sentence(SERIES[c.series].unit), "command": c.command}
+                        for c in changes if c.machine_id == machine_id], "index": INDEX,
         }
     machine_ids = sorted(machines)
     matrix = [{"what": k[0], "model": k[1], "setting": k[2], "cells": [v.get(m, "–") for m in machine_ids]}
@@ -146,8 +161,7 @@ def build_site(archive: Path, *, machine: str | None = None, model: str | None =
                     f"{len(machine_ids)} machine{'s' if len(machine_ids) != 1 else ''} (Otava, p <= 0.001)."]
     index = {
         "title": "lbench history", "findings": findings,
-        "changes": [{"sentence": c.sentence(SERIES[c.series].unit), "command": c.command,
-                     "page": machine_page(c.machine_id)} for c in changes],
+        "changes": changes_to_run(changes),
         "machines": [{"id": m, "label": machines[m]["label"], "n_runs": machines[m]["n_runs"],
                       "builds": machines[m]["builds"], "page": machine_page(m),
                       "n_changes": len(machines[m]["changes"])} for m in machine_ids],
