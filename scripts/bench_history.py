@@ -106,6 +106,46 @@ def timed(label: str, fn):
     return result
 
 
+def bench_size(size: int, args, variants, samples_per_run: dict, rng: np.random.Generator) -> None:
+    from harness.history.archive import add_runs
+    from harness.history.catalog import catalog_dir, load
+    from harness.history.changes import detect_all
+    from harness.history.query import connect
+    from harness.history.series import all_series, series_rows
+    from harness.history.trend import build_site, write_site
+
+    archive = args.work / f"archive-{size}"
+    n_samples = sum(samples_per_run[args.runs[i % len(args.runs)]] for i in range(size))
+    print(f"\narchive of {size:,} runs ({n_samples:,} samples), load average {os.getloadavg()[0]:.2f}:")
+    timed(f"generate {size:,} runs", lambda: generate(args.runs, variants, archive, size, 0, rng, size + 100))
+    timed("catalog from nothing (every manifest and analysis read)", lambda: load(archive))
+    staged = args.work / f"new-{size}"
+    generate(args.runs, variants, staged, 100, size, rng, size + 100)
+    new_dirs = [d for m in staged.iterdir() for d in m.iterdir()]
+    added, refused = timed("history add of 100 new runs", lambda: add_runs(archive, new_dirs))
+    assert len(added) == 100 and not refused, refused[:3]
+    machine = sorted(p.name for p in archive.iterdir() if not p.name.startswith("."))[0]
+    con = connect(archive)
+    rows = timed(f"series idle_warm_p50 of tiny-q8 on machine {machine}",
+                 lambda: series_rows(con, "idle_warm_p50", machine=machine, model="tiny-q8"))
+    print(f"    {len(rows)} rows")
+    every = timed("every named series, every machine", lambda: all_series(con))
+    con.close()
+    changes = timed(f"change points over {len(every):,} series rows", lambda: detect_all(every))
+    print(f"    {len(changes)} change points; the known step (machine {MACHINES[STEP_MACHINE]}, x{STEP} from "
+          f"build {STEP_BUILD}):")
+    for c in changes[:8]:
+        print(f"    - {c.series} {c.model} on {c.machine_label.split(',')[0]}: build {c.build_before} -> "
+              f"{c.build_after}, x{c.ratio:.3f} [{c.ratio_lo:.3f}, {c.ratio_hi:.3f}]")
+    site = timed("trend site (build and write)",
+                 lambda: write_site(build_site(archive), args.work / f"site-{size}"))
+    print(f"    {site} ({sum(p.stat().st_size for p in site.parent.iterdir()) / 1e6:.1f} MB)")
+    print(f"    catalog: {sum(p.stat().st_size for p in catalog_dir(archive).iterdir()) / 1e6:.2f} MB")
+    if not args.keep:
+        shutil.rmtree(archive, ignore_errors=True)
+        shutil.rmtree(staged, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+", type=Path, help="measured run directories (an idle run, a swap run)")
@@ -113,18 +153,16 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/bench-history"))
     parser.add_argument("--keep", action="store_true", help="keep the generated archives")
     args = parser.parse_args()
-    from harness.history.archive import add_runs
-    from harness.history.catalog import catalog_dir, load
-    from harness.history.changes import detect_all, false_change_rate
-    from harness.history.query import connect
-    from harness.history.series import all_series, series_rows
-    from harness.history.trend import build_site, write_site
+    from harness.history.changes import false_change_rate
 
     print(f"load average at start: {os.getloadavg()[0]:.2f} ({os.cpu_count()} CPUs)")
     t = time.perf_counter()
     with_any, total = false_change_rate()
     print(f"false change points, 200 flat series x 20 points, log sd 0.1: {with_any} series of 200 "
           f"({total} change points), {time.perf_counter() - t:.1f} s")
+    with_any, total = false_change_rate(n_series=100, n_points=200)
+    print(f"false change points, 100 flat series x 200 points, log sd 0.1: {with_any} series of 100 "
+          f"({total} change points)")
     rng = np.random.default_rng(0)
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)
@@ -133,36 +171,7 @@ def main() -> None:
     samples_per_run = {src: len(pd.read_parquet(src / "samples.parquet")) if (src / "samples.parquet").exists()
                        else 0 for src in args.runs}
     for size in (int(s) for s in args.sizes.split(",")):
-        archive = args.work / f"archive-{size}"
-        print(f"\narchive of {size:,} runs ({sum(samples_per_run[args.runs[i % len(args.runs)]] for i in range(size)):,} "
-              f"samples), load average {os.getloadavg()[0]:.2f}:")
-        timed(f"generate {size:,} runs", lambda: generate(args.runs, variants, archive, size, 0, rng, size + 100))
-        timed("catalog from nothing (every manifest and analysis read)", lambda: load(archive))
-        staged = args.work / f"new-{size}"
-        generate(args.runs, variants, staged, 100, size, rng, size + 100)
-        new_dirs = [d for m in staged.iterdir() for d in m.iterdir()]
-        added, refused = timed("history add of 100 new runs", lambda: add_runs(archive, new_dirs))
-        assert len(added) == 100 and not refused, refused[:3]
-        machine = sorted(p.name for p in archive.iterdir() if not p.name.startswith("."))[0]
-        con = connect(archive)
-        rows = timed(f"series idle_warm_p50 of tiny-q8 on machine {machine}",
-                     lambda: series_rows(con, "idle_warm_p50", machine=machine, model="tiny-q8"))
-        print(f"    {len(rows)} rows")
-        every = timed("every named series, every machine", lambda: all_series(con))
-        con.close()
-        changes = timed(f"change points over {len(every):,} series rows", lambda: detect_all(every))
-        print(f"    {len(changes)} change points; the known step (machine {MACHINES[STEP_MACHINE]}, x{STEP} from "
-              f"build {STEP_BUILD}):")
-        for c in changes[:8]:
-            print(f"    - {c.series} {c.model} on {c.machine_label.split(',')[0]}: build {c.build_before} -> "
-                  f"{c.build_after}, x{c.ratio:.3f} [{c.ratio_lo:.3f}, {c.ratio_hi:.3f}]")
-        site = timed("trend site (build and write)",
-                     lambda: write_site(build_site(archive), args.work / f"site-{size}"))
-        print(f"    {site} ({sum(p.stat().st_size for p in site.parent.iterdir()) / 1e6:.1f} MB)")
-        print(f"    catalog: {sum(p.stat().st_size for p in catalog_dir(archive).iterdir()) / 1e6:.2f} MB")
-        if not args.keep:
-            shutil.rmtree(archive, ignore_errors=True)
-            shutil.rmtree(staged, ignore_errors=True)
+        bench_size(size, args, variants, samples_per_run, rng)
     print(f"\nload average at end: {os.getloadavg()[0]:.2f}")
 
 

@@ -82,7 +82,8 @@ def history_list(archive: Archive = None, results: ResultsDir = None) -> None:
     for col in ("machine", "label", "runs", "kinds", "builds", "first run", "last run"):
         table.add_column(col, overflow="fold")
     for m in machines:
-        builds = ", ".join(map(str, m.builds)) if len(m.builds) <= 6 else f"{m.builds[0]}…{m.builds[-1]} ({len(m.builds)})"
+        builds = (", ".join(map(str, m.builds)) if len(m.builds) <= 6
+                  else f"{m.builds[0]}…{m.builds[-1]} ({len(m.builds)})")
         table.add_row(m.machine_id, m.label, str(m.runs), " ".join(f"{k}:{v}" for k, v in m.kinds.items()),
                       builds, m.first or "", m.last or "")
     out.print(table)

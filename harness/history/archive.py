@@ -190,24 +190,36 @@ def add_run(archive: Path, run_dir: Path) -> Added:
     return Added(record.run_id, machine_id, run_dir, mdir / record.run_id, "added", tuple(skipped))
 
 
+def _has_manifest(d: Path) -> bool:
+    return (d / "manifest.json").exists() or (d / "manifest.json").is_symlink()
+
+
+def _runs_below(p: Path, depth: int) -> list[Path]:
+    if _has_manifest(p):
+        return [p]
+    if depth >= 3:
+        return []
+    found: list[Path] = []
+    for d in sorted(p.iterdir()):
+        if not d.name.startswith(".") and d.is_dir() and not d.is_symlink():
+            found += _runs_below(d, depth + 1)
+    return found
+
+
 def expand_sources(paths: Iterable[Path]) -> tuple[list[Path], list[Refused]]:
-    """Run directories from the paths given: a run directory as is, a folder of runs (a results
-    folder, another archive's machine folder, a whole archive) as every run under it."""
+    """Run directories from the paths given: a run directory as is; a folder of runs (a results
+    folder, a folder of CI artefacts each holding runs, another archive) as every run up to three
+    levels below it."""
     runs: list[Path] = []
     refused: list[Refused] = []
     for p in map(Path, paths):
         if p.is_symlink() or not p.is_dir():
             refused.append(Refused(p, "not a directory (symbolic links are not followed)"))
-        elif (p / "manifest.json").exists() or (p / "manifest.json").is_symlink():
-            runs.append(p)
-        else:
-            found = [d for d in sorted(p.iterdir()) if not d.name.startswith(".") and d.is_dir()
-                     and not d.is_symlink() and ((d / "manifest.json").exists() or (d / "manifest.json").is_symlink())]
-            if not found:  # an archive: machine folders of runs
-                found = [d for _, d in run_dirs(p)]
-            if not found:
-                refused.append(Refused(p, "holds no run directory (no manifest.json in it or below it)"))
-            runs += found
+            continue
+        found = _runs_below(p, 0)
+        if not found:
+            refused.append(Refused(p, "holds no run directory (no manifest.json in it or below it)"))
+        runs += found
     return runs, refused
 
 

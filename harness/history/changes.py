@@ -7,7 +7,9 @@ ordered by engine build and then by start time.  Each change point is stated wit
 
 - the builds (and run ids) either side: the last run before the change and the first after;
 - its size: the ratio of the geometric means of the segments after and before it (up to the
-  neighbouring change points), with a 95% interval (Welch's t on log values);
+  neighbouring change points), with a 95% interval (Welch's t on log values); a change whose
+  interval holds 1 (no change) is not reported, whatever Otava's p-value (on long series of few
+  distinct values its t-test can call a 2% wobble significant);
 - what to run to find the build: ``lbench bisect --gate -m MODEL --from A --to B`` for idle
   series, ``lbench bisect CLAIM --from A --to B`` for swap series (the claim that checks that
   behaviour); none when both sides ran the same build (the change is the machine's, not the
@@ -126,6 +128,8 @@ def detect(points: pd.DataFrame, **params) -> list[ChangePoint]:
     for j, (index, pvalue) in enumerate(found, start=1):
         before, after = values[cuts[j - 1]:index], values[index:cuts[j + 1]]
         ratio, lo, hi = _ratio_interval(before, after)
+        if lo <= 1 <= hi and lo < hi:
+            continue  # the size's own interval holds "no change": not reported
         rb, ra = pts.iloc[index - 1], pts.iloc[index]
         bb = None if pd.isna(rb["build"]) else int(rb["build"])
         ba = None if pd.isna(ra["build"]) else int(ra["build"])

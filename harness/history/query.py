@@ -90,7 +90,22 @@ def connect(archive: Path, *, refresh_catalog: bool = True):
             con.execute(f"CREATE VIEW {table} AS SELECT * FROM _{table}_empty")
     ranks = median_ranks()  # noqa: F841 (read by DuckDB by name)
     con.execute("CREATE TABLE median_k AS SELECT * FROM ranks")
+    con.execute("CREATE TABLE lbench_archive AS SELECT ? AS root", [str(archive.resolve())])
     return con
+
+
+def table_source(con, table: str, run_dirs: list[str]) -> str | None:
+    """SQL for the rows of ``table`` of the given runs only (their directories relative to the
+    archive, as in ``runs.dir``), run_id from the path; None when none of them has the table.
+    Reading only the runs a query selects keeps its cost with the selection, not the archive."""
+    (root,) = con.execute("SELECT root FROM lbench_archive").fetchone()
+    files = [Path(root) / d / f"{table}.parquet" for d in run_dirs]
+    files = [f for f in files if f.is_file() and not f.is_symlink()]
+    if not files:
+        return None
+    listed = ", ".join(f"'{_sql_path(f)}'" for f in files)
+    return (f"(SELECT * EXCLUDE (run_id, filename), regexp_extract(filename, '([^/]+)/[^/]+$', 1) AS run_id "
+            f"FROM read_parquet([{listed}], filename = true, union_by_name = true))")
 
 
 _COMMENT = re.compile(r"--[^\n]*|/\*.*?\*/", re.S)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from harness.errors import BadInput
+from harness.history.query import MEDIAN_K_MAX
 
 COLUMNS = ["series", "run_id", "machine_id", "machine_label", "build", "started_at", "model", "setting",
            "value", "lo", "hi", "n"]
@@ -54,31 +55,51 @@ def _filters(machine: str | None, model: str | None, setting: str | None, alias:
     return " AND ".join(where), params
 
 
+def selected_runs(con, kind: str, machine: str | None, model: str | None) -> list[str]:
+    """The directories (``runs.dir``) of the complete runs of ``kind`` that match the filters."""
+    where, params = ["r.kind = ?", "r.status = 'complete'"], [kind]
+    if machine:
+        where.append("(r.machine_id = ? OR contains(r.machine_label, ?))")
+        params += [machine, machine]
+    if model:
+        where.append("list_contains(r.models, ?)")
+        params.append(model)
+    return [d for (d,) in con.execute(f"SELECT r.dir FROM runs r WHERE {' AND '.join(where)}", params).fetchall()]
+
+
 def _idle_latency(con, name: str, woken: bool, machine=None, model=None, setting=None) -> pd.DataFrame:
+    from harness.history.query import table_source
+
+    source = table_source(con, "samples", selected_runs(con, "idle", machine, model))
+    if source is None:
+        return pd.DataFrame(columns=COLUMNS)
     regime = ("th.value IS NOT NULL AND s.pause >= th.value" if woken
               else "(th.value IS NULL AND s.pause = s.shortest) OR s.pause < th.value")
     where, params = _filters(machine, model, setting)
     sql = f"""
     WITH s AS (
         SELECT run_id, model, setting, pause_requested_s AS pause, latency_ms,
-               min(pause_requested_s) OVER (PARTITION BY run_id, model, setting) AS shortest FROM samples
-        WHERE phase = 'measure' AND error IS NULL AND latency_ms > 0),
+               min(pause_requested_s) OVER (PARTITION BY run_id, model, setting) AS shortest
+        FROM {source} WHERE phase = 'measure' AND error IS NULL AND latency_ms > 0),
     th AS (SELECT run_id, model, setting, value FROM metrics WHERE metric = 'wake_threshold_s'),
-    g AS (
-        SELECT s.run_id, s.model, s.setting, list_sort(list(s.latency_ms)) AS xs
+    w AS (
+        SELECT s.run_id, s.model, s.setting, s.latency_ms,
+               row_number() OVER (PARTITION BY s.run_id, s.model, s.setting ORDER BY s.latency_ms) AS rank,
+               count(*) OVER (PARTITION BY s.run_id, s.model, s.setting) AS n
         FROM s LEFT JOIN th ON th.run_id = s.run_id AND th.model = s.model AND th.setting = s.setting
-        WHERE {regime}
-        GROUP BY ALL),
-    k AS (
-        SELECT g.*, len(g.xs) AS n,
-               coalesce(m.k, CASE WHEN len(g.xs) > 100000
-                                  THEN floor(len(g.xs) / 2 - 0.98 * sqrt(len(g.xs)))::BIGINT END) AS k
-        FROM g LEFT JOIN median_k m ON m.n = len(g.xs))
+        WHERE {regime}),
+    g AS (
+        SELECT w.run_id, w.model, w.setting, w.n, quantile_cont(w.latency_ms, 0.5) AS value,
+               max(w.latency_ms) FILTER (WHERE w.rank = m.k) AS lo,
+               max(w.latency_ms) FILTER (WHERE w.rank = w.n - m.k + 1) AS hi
+        FROM w LEFT JOIN (
+            SELECT n, k FROM median_k
+            UNION ALL SELECT n, floor(n / 2 - 0.98 * sqrt(n))::BIGINT AS k
+            FROM (SELECT DISTINCT n FROM w WHERE n > {MEDIAN_K_MAX})) m ON m.n = w.n
+        GROUP BY ALL)
     SELECT '{name}' AS series, r.run_id, r.machine_id, r.machine_label, r.engine_build AS build, r.started_at,
-           g.model, g.setting, list_aggregate(g.xs, 'median') AS value,
-           CASE WHEN g.k IS NOT NULL THEN g.xs[g.k] END AS lo,
-           CASE WHEN g.k IS NOT NULL THEN g.xs[g.n - g.k + 1] END AS hi, g.n
-    FROM k AS g JOIN runs r ON r.run_id = g.run_id
+           g.model, g.setting, g.value, g.lo, g.hi, g.n
+    FROM g JOIN runs r ON r.run_id = g.run_id
     WHERE r.kind = 'idle' AND {where}
     ORDER BY r.machine_id, g.model, g.setting, r.engine_build NULLS FIRST, r.started_at"""
     return con.execute(sql, params).df()[COLUMNS]

@@ -119,7 +119,7 @@ def build_site(archive: Path, *, machine: str | None = None, model: str | None =
     for machine_id in sorted(set(rows["machine_id"])) if not rows.empty else []:
         mrows = rows[rows["machine_id"] == machine_id]
         mruns = runs[runs["machine_id"] == machine_id]
-        groups = []
+        groups: list[dict[str, Any]] = []
         order = list(SERIES)
         keyed = sorted(mrows.groupby(GROUP, sort=True), key=lambda kv: (order.index(kv[0][0]), kv[0][2:]))
         for (series, _, model_name, setting), g in keyed:
