@@ -153,7 +153,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/bench-history"))
     parser.add_argument("--keep", action="store_true", help="keep the generated archives")
     args = parser.parse_args()
-    from harness.history.changes import false_change_rate
+    from harness.history.changes import detection_rate, false_change_rate
 
     print(f"load average at start: {os.getloadavg()[0]:.2f} ({os.cpu_count()} CPUs)")
     t = time.perf_counter()
@@ -163,6 +163,10 @@ def main() -> None:
     with_any, total = false_change_rate(n_series=100, n_points=200)
     print(f"false change points, 100 flat series x 200 points, log sd 0.1: {with_any} series of 100 "
           f"({total} change points)")
+    for step in (1.1, 1.2, 1.3, 1.5):
+        exact, anywhere = detection_rate(step)
+        print(f"step x{step} halfway through 50 series x 20 points, log sd 0.1: found at its build in {exact} of 50 "
+              f"(a change point anywhere in {anywhere})")
     rng = np.random.default_rng(0)
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)

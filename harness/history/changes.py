@@ -85,6 +85,22 @@ def change_indices(values, *, max_pvalue: float = MAX_PVALUE, window: int = WIND
     return [(int(p.index), float(p.stats.pvalue)) for p in points if 0 < p.index < len(x)]
 
 
+def reported_changes(values, **params) -> list[tuple[int, float, float, float, float, int, int]]:
+    """Otava's change points that lbench reports: (index, p-value, ratio, lo, hi, n before, n after),
+    those whose size interval excludes 1."""
+    values = np.asarray(values, dtype=float)
+    found = change_indices(values, **params)
+    cuts = [0] + [i for i, _ in found] + [len(values)]
+    out = []
+    for j, (index, pvalue) in enumerate(found, start=1):
+        before, after = values[cuts[j - 1]:index], values[index:cuts[j + 1]]
+        ratio, lo, hi = _ratio_interval(before, after)
+        if lo <= 1 <= hi and lo < hi:
+            continue  # the size's own interval holds "no change": not reported
+        out.append((index, pvalue, ratio, lo, hi, len(before), len(after)))
+    return out
+
+
 def _ratio_interval(before: np.ndarray, after: np.ndarray) -> tuple[float, float, float]:
     from scipy import stats
 
@@ -122,14 +138,9 @@ def detect(points: pd.DataFrame, **params) -> list[ChangePoint]:
     pts = points[points["value"].notna() & (points["value"] > 0)]
     pts = pts.sort_values(["build", "started_at", "run_id"], na_position="first").reset_index(drop=True)
     values = pts["value"].to_numpy(dtype=float)
-    found = change_indices(values, **params)
     out = []
-    cuts = [0] + [i for i, _ in found] + [len(values)]
-    for j, (index, pvalue) in enumerate(found, start=1):
-        before, after = values[cuts[j - 1]:index], values[index:cuts[j + 1]]
-        ratio, lo, hi = _ratio_interval(before, after)
-        if lo <= 1 <= hi and lo < hi:
-            continue  # the size's own interval holds "no change": not reported
+    for index, pvalue, ratio, lo, hi, n_before, n_after in reported_changes(values, **params):
+        before, after = values[index - n_before:index], values[index:index + n_after]
         rb, ra = pts.iloc[index - 1], pts.iloc[index]
         bb = None if pd.isna(rb["build"]) else int(rb["build"])
         ba = None if pd.isna(ra["build"]) else int(ra["build"])
@@ -139,7 +150,7 @@ def detect(points: pd.DataFrame, **params) -> list[ChangePoint]:
             run_before=str(rb["run_id"]), run_after=str(ra["run_id"]),
             started_after=None if pd.isna(ra["started_at"]) else str(ra["started_at"]),
             mean_before=float(np.exp(np.log(before).mean())), mean_after=float(np.exp(np.log(after).mean())),
-            ratio=ratio, ratio_lo=lo, ratio_hi=hi, pvalue=pvalue, n_before=len(before), n_after=len(after),
+            ratio=ratio, ratio_lo=lo, ratio_hi=hi, pvalue=pvalue, n_before=n_before, n_after=n_after,
             command=bisect_command(str(ra["series"]), str(ra["model"]), bb, ba)))
     return out
 
@@ -164,7 +175,22 @@ def false_change_rate(n_series: int = 200, n_points: int = 20, log_sd: float = 0
     rng = np.random.default_rng(seed)
     with_any, total = 0, 0
     for _ in range(n_series):
-        found = change_indices(np.exp(rng.normal(0.0, log_sd, n_points)), **params)
+        found = reported_changes(np.exp(rng.normal(0.0, log_sd, n_points)), **params)
         with_any += bool(found)
         total += len(found)
     return with_any, total
+
+
+def detection_rate(step: float, n_series: int = 50, n_points: int = 20, log_sd: float = 0.1, seed: int = 1,
+                   **params) -> tuple[int, int]:
+    """(series whose step was found at its exact place, series with a change point anywhere) over
+    ``n_series`` simulated series of ``n_points`` lognormal points stepping by ``step`` halfway."""
+    rng = np.random.default_rng(seed)
+    half = n_points // 2
+    exact, anywhere = 0, 0
+    for _ in range(n_series):
+        values = np.exp(np.r_[rng.normal(0.0, log_sd, half), rng.normal(math.log(step), log_sd, n_points - half)])
+        found = reported_changes(values, **params)
+        exact += any(c[0] == half for c in found)
+        anywhere += bool(found)
+    return exact, anywhere
