@@ -132,3 +132,17 @@ def test_query_command_prints_csv_and_json(archive):
     assert {row["build"] for row in json.loads(r.stdout)} >= {11000, 11500}
     r = run_cli("history", "query", "DROP VIEW runs", "--archive", str(archive))
     assert r.returncode == 2 and "only SELECT" in r.stderr
+
+
+def test_a_history_baseline_is_the_newest_build_s_runs(archive):
+    from harness.history.gate_hook import history_baseline
+
+    base = history_baseline(archive, "history:idle_warm_p50", model="tiny-q8", window=5)
+    assert base.build == 11500 and len(base.run_ids) == 1 and base.dirs[0].is_dir()
+    assert np.isnan(base.log_sd) and not base.drifting
+    older = history_baseline(archive, "history:idle_warm_p50", model="tiny-q8", build=11000)
+    assert older.values[0] == pytest.approx(base.values[0] / 2)
+    with pytest.raises(BadInput):
+        history_baseline(archive, "history:no_such_series")
+    with pytest.raises(BadInput):
+        history_baseline(archive, "baseline:main")
