@@ -108,8 +108,8 @@ def history_query(
 
     \b
     Examples:
-      lbench history query "SELECT machine_label, engine_build, count(*) FROM runs GROUP BY ALL"
-      lbench history query - --series idle_warm_p50 -m tiny-q8 --setting keep-alive=default --csv
+      lbench history query "SELECT kind, count(*) FROM runs GROUP BY ALL"
+      lbench history query - --series idle_warm_p50 -m tiny-q8 --csv
     """
     where = _archive(archive, results)
     if series:

@@ -89,29 +89,25 @@ def _median_row(run_id: str, model: str, setting: str, metric: str, values) -> d
             "lo": _num(lo), "hi": _num(hi), "n": int(x.size)}
 
 
-def run_metrics(run) -> list[dict]:
-    """The catalog's metric rows of one run (a ``harness.store.Run``), from its analysis."""
-    from harness.analysis.persisted import analyze, read_analysis
-
-    record = run.record
-    if record.kind not in ("idle", "swap"):
-        return []
-    analysis = read_analysis(run) or analyze(run)  # never written into the archive
+def _idle_metrics(record, analysis: dict) -> list[dict]:
     rows: list[dict] = []
-    if record.kind == "idle":
-        for w in analysis.get("wake") or []:
-            if not isinstance(w, dict):
-                continue
-            model, setting = str(w.get("model")), str(w.get("setting"))
-            lo, hi = _interval(w.get("threshold_ci"))
-            rows.append({"run_id": record.run_id, "model": model, "setting": setting, "metric": "wake_threshold_s",
-                         "value": _num(w.get("threshold_s")), "lo": lo, "hi": hi, "n": None})
-            lo, hi = _interval(w.get("penalty_ci"))
-            rows.append({"run_id": record.run_id, "model": model, "setting": setting, "metric": "wake_penalty_ms",
-                         "value": _num(w.get("penalty_ms")), "lo": lo, "hi": hi, "n": None})
-        return rows
+    for w in analysis.get("wake") or []:
+        if not isinstance(w, dict):
+            continue
+        model, setting = str(w.get("model")), str(w.get("setting"))
+        lo, hi = _interval(w.get("threshold_ci"))
+        rows.append({"run_id": record.run_id, "model": model, "setting": setting, "metric": "wake_threshold_s",
+                     "value": _num(w.get("threshold_s")), "lo": lo, "hi": hi, "n": None})
+        lo, hi = _interval(w.get("penalty_ci"))
+        rows.append({"run_id": record.run_id, "model": model, "setting": setting, "metric": "wake_penalty_ms",
+                     "value": _num(w.get("penalty_ms")), "lo": lo, "hi": hi, "n": None})
+    return rows
+
+
+def _swap_metrics(record, analysis: dict) -> list[dict]:
     from harness.analysis.persisted import json_frame
 
+    rows: list[dict] = []
     setting = swap_setting(record.config)
     swaps = json_frame(analysis.get("swaps") or {})
     if not swaps.empty and "model" in swaps:
@@ -138,13 +134,27 @@ def run_metrics(run) -> list[dict]:
     return rows
 
 
+# what the history reads from each kind's analysis (kinds without an entry add no metrics)
+METRICS_OF_KIND = {"idle": _idle_metrics, "swap": _swap_metrics}
+
+
+def run_metrics(run) -> list[dict]:
+    """The catalog's metric rows of one run (a ``harness.store.Run``), from its analysis."""
+    from harness.analysis.persisted import analyze, read_analysis
+
+    metrics_of = METRICS_OF_KIND.get(run.record.kind)
+    if metrics_of is None:
+        return []
+    return metrics_of(run.record, read_analysis(run) or analyze(run))  # never written into the archive
+
+
 def run_row(machine_id: str, rel_dir: str, record, manifest_bytes: bytes) -> dict:
     return {"run_id": record.run_id, "machine_id": machine_id, "machine_label": record.machine.label,
             "kind": record.kind, "status": record.status, "engine": record.engine.name,
             "engine_build": record.engine.build_number, "engine_version": record.engine.version,
             "engine_sha256": record.engine.sha256, "model": record.model_labels[0] if record.models else None,
             "models": list(record.model_labels),
-            "settings": list(record.settings) if record.kind != "swap" else [swap_setting(record.config)],
+            "settings": list(record.settings) or [swap_setting(record.config)],  # a swap run has no cells
             "started_at": record.started_at, "lbench_version": record.lbench_version,
             "n_samples": record.n_samples, "dir": rel_dir,
             "manifest_sha256": hashlib.sha256(manifest_bytes).hexdigest()}

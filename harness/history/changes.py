@@ -126,9 +126,8 @@ def bisect_command(series: str, model: str, before: int | None, after: int | Non
         return None
     lo, hi = sorted((before, after))
     spec = SERIES.get(series)
-    if spec is not None and spec.kind == "swap":
-        claim = spec.claim or "router-cap"
-        return f"lbench bisect {claim} --from {lo} --to {hi}"
+    if spec is not None and spec.claim:  # a swap series: the claim that checks that behaviour
+        return f"lbench bisect {spec.claim} --from {lo} --to {hi}"
     return f"lbench bisect --gate -m {shlex.quote(model)} --from {lo} --to {hi}"
 
 
