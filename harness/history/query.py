@@ -30,6 +30,7 @@ from harness.history.catalog import METRIC_COLUMNS, RUN_COLUMNS, catalog_dir, re
 
 TABLES = ("samples", "requests", "events", "memory")
 MEDIAN_K_MAX = 100_000  # exact ranks up to here; a normal approximation beyond
+MEMORY_LIMIT = "1GB"  # DuckDB's own memory for one query (sorts and windows spill to its temp files past it)
 
 
 def median_ranks(n_max: int = MEDIAN_K_MAX, confidence: float = 0.95) -> pd.DataFrame:
@@ -58,16 +59,18 @@ def connect(archive: Path, *, refresh_catalog: bool = True):
         raise BadInput("no history archive there", where=str(archive),
                        hint="add runs first: lbench history add RESULTS_DIR (or give --archive)")
     catalog = refresh(archive) if refresh_catalog else None
-    con = duckdb.connect(":memory:")
+    con = duckdb.connect(":memory:", config={"memory_limit": MEMORY_LIMIT})  # spills to disk past it
     cdir = catalog_dir(archive)
-    for name, schema, frame in (("runs", RUN_COLUMNS, catalog.runs if catalog else None),
-                                ("metrics", METRIC_COLUMNS, catalog.metrics if catalog else None)):
+    for name, schema in (("runs", RUN_COLUMNS), ("metrics", METRIC_COLUMNS)):
         path = cdir / f"{name}.parquet"
         if path.is_file() and not path.is_symlink():
             con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{_sql_path(path)}')")
-        else:  # a read-only archive whose catalog could not be saved: the one held in memory
-            table = schema.empty_table().to_pandas() if frame is None else frame  # noqa: F841 (used by DuckDB)
-            con.execute(f"CREATE TABLE {name} AS SELECT * FROM table")
+        else:  # an empty archive, or a read-only one whose catalog could not be saved: held in memory
+            from harness.history.catalog import _arrow
+
+            catalog = catalog or refresh(archive)
+            con.register(f"_{name}_catalog", _arrow(getattr(catalog, name), schema))
+            con.execute(f"CREATE VIEW {name} AS SELECT * FROM _{name}_catalog")
     for table in TABLES:
         files = sorted(archive.glob(f"[0-9a-f]*/*/{table}.parquet"))
         files = [f for f in files if not f.is_symlink() and not f.parent.name.startswith(".")]
