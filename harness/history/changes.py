@@ -9,7 +9,8 @@ ordered by engine build and then by start time.  Each change point is stated wit
 - its size: the ratio of the geometric means of the segments after and before it (up to the
   neighbouring change points), with a 95% interval (Welch's t on log values); a change whose
   interval holds 1 (no change) is not reported, whatever Otava's p-value (on long series of few
-  distinct values its t-test can call a 2% wobble significant);
+  distinct values its t-test can call a 2% wobble significant), nor one with a single run on
+  either side (an outlier, not a change: a new step is reported from its second run on);
 - what to run to find the build: ``lbench bisect --gate -m MODEL --from A --to B`` for idle
   series, ``lbench bisect CLAIM --from A --to B`` for swap series (the claim that checks that
   behaviour); none when both sides ran the same build (the change is the machine's, not the
@@ -32,6 +33,7 @@ MAX_PVALUE = 0.001  # Otava's default significance for the merge step
 WINDOW = 50  # Otava's default sliding window (points)
 MIN_MAGNITUDE = 0.0  # no size floor: significance alone decides
 MIN_POINTS = 4  # fewer points than this: no change point is looked for
+MIN_SEGMENT = 2  # runs on each side of a reported change (one run alone has no spread)
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,8 @@ def reported_changes(values, **params) -> list[tuple[int, float, float, float, f
     out = []
     for j, (index, pvalue) in enumerate(found, start=1):
         before, after = values[cuts[j - 1]:index], values[index:cuts[j + 1]]
+        if min(len(before), len(after)) < MIN_SEGMENT:
+            continue  # one run apart from its neighbours is an outlier, not a change
         ratio, lo, hi = _ratio_interval(before, after)
         if lo <= 1 <= hi and lo < hi:
             continue  # the size's own interval holds "no change": not reported
