@@ -12,7 +12,8 @@ rsync, object storage); ``add_runs`` is the checked way in:
 - only regular files are copied (symlinks, FIFOs and devices are never followed nor copied), into
   a temporary folder inside the machine's folder that is renamed into place once complete, so an
   interrupted add leaves nothing half-copied (a leftover ``.adding-*`` folder is ignored by every
-  reader and removed by the next add).
+  reader and removed by the next add); of two adds of one run at once, one renames its copy into
+  place and the other finds the same run there.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import hashlib
 import json
 import os
 import re
+import secrets
 import shutil
 import stat
 from collections.abc import Iterable, Iterator
@@ -147,6 +149,20 @@ def _clean_leftovers(machine_dir: Path) -> None:
             pass
 
 
+def _already_there(run_id: str, machine_id: str, run_dir: Path, existing: Path, data: bytes) -> Added:
+    """The same run (the manifests' sha256 match), or ``BadInput``: another run under that id."""
+    try:
+        held = read_bytes(existing / "manifest.json", max_bytes=MAX_JSON_BYTES, what="archived manifest")
+    except BadInput:
+        held = b""
+    if _sha256(held) == _sha256(data):
+        return Added(run_id, machine_id, run_dir, existing, "already there")
+    raise BadInput(f"the archive holds another run with the id {run_id} (its manifest differs)",
+                   where=f"{run_dir} vs {existing}",
+                   hint="run ids are unique; this is a different run under the same id, or a copy that was "
+                        "changed after it was archived: keep one, rename nothing")
+
+
 def add_run(archive: Path, run_dir: Path) -> Added:
     """Copy one run directory into the archive (idempotent); ``BadInput`` when refused."""
     run_dir = Path(run_dir)
@@ -163,27 +179,24 @@ def add_run(archive: Path, run_dir: Path) -> Added:
     machine_id = record.machine.id
     existing = find_run(archive, record.run_id)
     if existing is not None:
-        try:
-            held = read_bytes(existing / "manifest.json", max_bytes=MAX_JSON_BYTES, what="archived manifest")
-        except BadInput:
-            held = b""
-        if _sha256(held) == _sha256(data):
-            return Added(record.run_id, machine_id, run_dir, existing, "already there")
-        raise BadInput(f"the archive holds another run with the id {record.run_id} (its manifest differs)",
-                       where=f"{run_dir} vs {existing}",
-                       hint="run ids are unique; this is a different run under the same id, or a copy that was "
-                            "changed after it was archived: keep one, rename nothing")
+        return _already_there(record.run_id, machine_id, run_dir, existing, data)
     mdir = Path(archive) / machine_id
     mdir.mkdir(parents=True, exist_ok=True)
     _clean_leftovers(mdir)
-    tmp = mdir / f"{TMP_PREFIX}{record.run_id}-{os.getpid()}"
+    tmp = mdir / f"{TMP_PREFIX}{record.run_id}-{secrets.token_hex(4)}-{os.getpid()}"
     skipped: list[str] = []
     try:
         _copy_tree(run_dir, tmp, skipped)
         if _sha256((tmp / "manifest.json").read_bytes()) != _sha256(data):
             raise BadInput("the run's manifest changed while it was copied", where=str(run_dir),
                            hint="add it again once the run has ended")
-        os.rename(tmp, mdir / record.run_id)
+        try:
+            os.rename(tmp, mdir / record.run_id)
+        except OSError:
+            if not (mdir / record.run_id).is_dir():
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)  # another add of the same id got there first
+            return _already_there(record.run_id, machine_id, run_dir, mdir / record.run_id, data)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -118,3 +118,31 @@ def test_not_a_run_directory_is_bad_input(tmp_path):
     assert "holds no run directory" in refused[0].reason and "not a directory" in refused[1].reason
     with pytest.raises(BadInput):
         add_run(tmp_path / "archive", tmp_path / "empty")
+
+
+def test_a_linked_manifest_or_run_is_refused(real_runs, tmp_path):
+    src = tmp_path / "run"
+    shutil.copytree(real_runs["idle"], src)
+    (src / "manifest.json").unlink()
+    (src / "manifest.json").symlink_to(real_runs["idle"] / "manifest.json")
+    with pytest.raises(BadInput, match="symbolic link"):
+        add_run(tmp_path / "archive", src)
+    (tmp_path / "linked").symlink_to(real_runs["idle"])
+    added, refused = add_runs(tmp_path / "archive", [tmp_path / "linked"])
+    assert added == [] and "symbolic links are not followed" in refused[0].reason
+
+
+def test_two_adds_of_one_run_racing_make_one_run(real_runs, tmp_path, monkeypatch):
+    """The second add finds the run renamed into place under it: the same run, already there."""
+    archive = tmp_path / "archive"
+    real_rename = archive_mod.os.rename
+
+    def rename_after_another_add(src, dst):
+        monkeypatch.setattr(archive_mod.os, "rename", real_rename)
+        add_run(archive, real_runs["idle"])  # the other add wins the race
+        real_rename(src, dst)
+
+    monkeypatch.setattr(archive_mod.os, "rename", rename_after_another_add)
+    assert add_run(archive, real_runs["idle"]).outcome == "already there"
+    assert [d.name for _, d in run_dirs(archive)] == [real_runs["idle"].name]
+    assert not list(archive.glob("*/.adding-*"))
