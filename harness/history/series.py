@@ -176,7 +176,10 @@ def series_rows(con, name: str, *, machine: str | None = None, model: str | None
 
 
 def all_series(con, *, machine: str | None = None, model: str | None = None) -> pd.DataFrame:
-    """Every named series' rows, stacked (the trend site's input)."""
-    frames = [s.rows(con, machine=machine, model=model) for s in SERIES.values()]
+    """Every named series' rows, stacked (the trend site's input); read one machine at a time, so
+    the memory a full scan takes grows with the largest machine's share, not the archive."""
+    machines = [machine] if machine else [m for (m,) in con.execute(
+        "SELECT DISTINCT machine_id FROM runs ORDER BY machine_id").fetchall()]
+    frames = [s.rows(con, machine=m, model=model) for m in machines for s in SERIES.values()]
     frames = [f for f in frames if not f.empty]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
