@@ -55,7 +55,7 @@ def plot_series(points: pd.DataFrame, changes: list[ChangePoint], title: str, un
     lo = pts["lo"].astype(float)
     hi = pts["hi"].astype(float)
     has = lo.notna() & hi.notna()
-    ax.plot(xs, y, "o", ms=4, color="C0", label="one run (median, 95% interval)")
+    ax.plot(xs, y, "o", ms=4, color="C0", label="one run (with its 95% interval)" if has.any() else "one run")
     if has.any():
         xa = [x for x, h in zip(xs, has) if h]
         ax.errorbar(xa, y[has], yerr=[(y[has] - lo[has]).clip(lower=0), (hi[has] - y[has]).clip(lower=0)],
