@@ -161,6 +161,8 @@ def run_row(machine_id: str, rel_dir: str, record, manifest_bytes: bytes) -> dic
 
 
 def _read_table(path: Path, schema: pa.Schema) -> pd.DataFrame:
+    if path.is_symlink() or not path.is_file():  # missing, or not the archive's own file: rebuilt
+        return schema.empty_table().to_pandas()
     try:
         table = pq.read_table(path)
         if table.schema.metadata and table.schema.metadata.get(b"lbench_catalog") == str(CATALOG_VERSION).encode() \
