@@ -1,0 +1,192 @@
+"""``lbench history add|list|query`` and ``lbench trend``: runs from many machines, kept and read
+across builds (docs/history.md)."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from harness.cli.options import ResultsDir, shown
+from harness.cli.ui import out, print_wrapped
+from harness.errors import BadInput
+
+app = typer.Typer(help="Keep runs from many machines in one archive, and query it.", no_args_is_help=True)
+
+Archive = Annotated[Optional[str], typer.Option(
+    "--archive", metavar="DIR",
+    help=f"History archive. {shown('$LBENCH_HISTORY_DIR, else history/ next to the results directory')}")]
+
+
+def _archive(archive: str | None, results: str | None = None) -> Path:
+    from harness.history.archive import archive_dir
+
+    return archive_dir(archive, results)
+
+
+@app.command("add")
+def history_add(
+    dirs: list[Path] = typer.Argument(..., metavar="DIR...", help="Run directories, or folders of runs (a results "
+                                                                  "directory, another archive)."),
+    archive: Archive = None,
+    results: ResultsDir = None,
+) -> None:
+    """Copy runs into the archive, <archive>/<machine id>/<run id>/ (append-only).
+
+    Each run is read through the run record; a damaged or still-running run is refused with the
+    reason, the others are added. A run added twice is one run (its manifest's sha256 matches);
+    another run under an id the archive holds is refused. Only regular files are copied, into a
+    temporary folder renamed into place: nothing is half-copied. Exit 2 if any run was refused.
+
+    \b
+    Examples:
+      lbench history add results/
+      lbench history add ci-artefacts/m2-ultra/ --archive /srv/lbench-history
+    """
+    from harness.history.archive import add_runs
+
+    where = _archive(archive, results)
+    added, refused = add_runs(where, dirs)
+    for a in added:
+        note = f" (left out, not regular files: {', '.join(a.skipped_files)})" if a.skipped_files else ""
+        print_wrapped(out, f"{a.outcome}: {a.run_id} -> {a.machine_id}/{a.run_id}{note}")
+    new = sum(a.outcome == "added" for a in added)
+    print_wrapped(out, f"{new} added, {len(added) - new} already there, {len(refused)} refused; archive {where}")
+    if refused:
+        for r in refused:
+            print(f"lbench: {r.line()}", file=sys.stderr)
+        raise typer.Exit(2)
+
+
+@app.command("list")
+def history_list(archive: Archive = None, results: ResultsDir = None) -> None:
+    """Machines in the archive with their run counts and builds.
+
+    \b
+    Examples:
+      lbench history list --archive /srv/lbench-history
+    """
+    from rich.table import Table
+
+    from harness.history.archive import list_machines
+
+    where = _archive(archive, results)
+    if not where.is_dir():
+        raise BadInput("no history archive there", where=str(where), hint="add runs first: lbench history add DIR")
+    machines = list_machines(where)
+    table = Table(show_edge=False)
+    for col in ("machine", "label", "runs", "kinds", "builds", "first run", "last run"):
+        table.add_column(col, overflow="fold")
+    for m in machines:
+        builds = (", ".join(map(str, m.builds)) if len(m.builds) <= 6
+                  else f"{m.builds[0]}…{m.builds[-1]} ({len(m.builds)})")
+        table.add_row(m.machine_id, m.label, str(m.runs), " ".join(f"{k}:{v}" for k, v in m.kinds.items()),
+                      builds, m.first or "", m.last or "")
+    out.print(table)
+    print_wrapped(out, f"{sum(m.runs for m in machines)} runs on {len(machines)} machines in {where}")
+
+
+@app.command("query")
+def history_query(
+    sql: str = typer.Argument(..., metavar="SQL", help="One SELECT (or WITH ... SELECT) statement."),
+    archive: Archive = None,
+    csv: bool = typer.Option(False, "--csv", help="Print CSV instead of a table."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON records instead of a table."),
+    series: Optional[str] = typer.Option(None, "--series", help="Print a named series instead of SQL's rows "
+                                                                "(give '-' as SQL)."),
+    machine: Optional[str] = typer.Option(None, "--machine", help="With --series: machine id or part of its label."),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="With --series: model label."),
+    setting: Optional[str] = typer.Option(None, "--setting", help="With --series: setting label."),
+    results: ResultsDir = None,
+) -> None:
+    """Ad-hoc SQL over the archive (DuckDB, read-only): views runs, metrics, samples, requests,
+    events, memory, median_k (docs/history.md); or a named series with --series.
+
+    \b
+    Examples:
+      lbench history query "SELECT kind, count(*) FROM runs GROUP BY ALL"
+      lbench history query - --series idle_warm_p50 -m tiny-q8 --csv
+    """
+    where = _archive(archive, results)
+    if series:
+        from harness.history.query import connect
+        from harness.history.series import series_rows
+
+        con = connect(where)
+        try:
+            frame = series_rows(con, series, machine=machine, model=model, setting=setting)
+        finally:
+            con.close()
+    else:
+        from harness.history.query import run_query
+
+        frame = run_query(where, sql)
+    if csv:
+        sys.stdout.write(frame.to_csv(index=False))
+    elif json_out:
+        sys.stdout.write(frame.to_json(orient="records", indent=1, date_format="iso") + "\n")
+    else:
+        from rich.table import Table
+
+        table = Table(show_edge=False)
+        for col in frame.columns:
+            table.add_column(str(col), overflow="fold")
+        for row in frame.itertuples(index=False):
+            table.add_row(*("" if v is None or (isinstance(v, float) and v != v) else
+                            f"{v:.6g}" if isinstance(v, float) else str(v) for v in row))
+        out.print(table)
+        print_wrapped(out, f"{len(frame)} rows")
+
+
+def trend(
+    archive: Archive = None,
+    out_dir: Path = typer.Option(None, "--out", metavar="DIR", help=f"Where the site goes. "
+                                                                     f"{shown('<archive>/site')}"),
+    machine: Optional[str] = typer.Option(None, "--machine", help="Only this machine (id or part of its label)."),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="Only this model."),
+    bisect: bool = typer.Option(False, "--bisect", help="Run the bisect of the newest change point (builds "
+                                                        "engines: minutes per step)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="With --bisect: print the command, run nothing."),
+    results: ResultsDir = None,
+) -> None:
+    """Write the trend site (one page per machine, a series per model, setting and metric across
+    engine builds, every point with its interval and run id) and state each change point, newest
+    first, with the `lbench bisect` command that finds its build.
+
+    \b
+    Examples:
+      lbench trend --archive /srv/lbench-history --out site/
+      lbench trend --bisect --dry-run
+    """
+    from harness.history.series import SERIES
+    from harness.history.trend import build_site, write_site
+
+    where = _archive(archive, results)
+    if not where.is_dir():
+        raise BadInput("no history archive there", where=str(where), hint="add runs first: lbench history add DIR")
+    site = build_site(where, machine=machine, model=model)
+    index = write_site(site, out_dir or where / "site")
+    for line in site.index["findings"][:1]:
+        print_wrapped(out, line)
+    for c in site.changes:
+        print_wrapped(out, "- " + c.sentence(SERIES[c.series].unit))
+        if c.command:
+            print_wrapped(out, f"  to find the build: {c.command}")
+    print_wrapped(out, f"trend site: {index}")
+    if bisect:
+        runnable = [c for c in site.changes if c.command]
+        if not runnable:
+            print_wrapped(out, "nothing to bisect: no change point lies between two builds")
+            return
+        command = runnable[0].command or ""
+        print_wrapped(out, f"bisect: {command}")
+        if dry_run:
+            return
+        argv = [sys.executable, "-m", "harness", *shlex.split(command)[1:]]
+        if results:
+            argv += ["--results", results]
+        raise typer.Exit(subprocess.run(argv).returncode)

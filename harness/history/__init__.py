@@ -1,0 +1,14 @@
+"""History across builds and machines (docs/history.md).
+
+- ``archive.py``: the archive of runs from many machines, ``<archive>/<machine id>/<run id>/``,
+  append-only; ``add_runs`` copies runs in idempotently, each validated by the record reader.
+- ``catalog.py``: one row per archived run (and per run metric from its analysis) kept as Parquet
+  in ``<archive>/.catalog/``, rebuilt from the run directories whenever it is missing or stale.
+- ``query.py``: DuckDB (in-process) over the catalog and the runs' Parquet tables, as views.
+- ``series.py``: the named series (idle warm / woken p50, wake threshold and penalty, swap load
+  and eviction time, peak children / RSS), tidy rows with an interval and the run id.
+- ``changes.py``: change points (Apache Otava's E-divisive with the Hunter split/merge), each with
+  the builds before and after, its size and interval, and the ``lbench bisect`` command.
+- ``trend.py``: the static trend site (``lbench trend``), registered as a view across runs.
+- ``gate_hook.py``: a history baseline for the gate (``history:<series>``), for the gate to wire.
+"""

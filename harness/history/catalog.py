@@ -1,0 +1,264 @@
+"""The archive's catalog: one row per run, and one per metric each run's analysis states.
+
+Kept as two Parquet files in ``<archive>/.catalog/`` (``runs.parquet``, ``metrics.parquet``) so a
+query over 10,000 runs reads two small files instead of 10,000 manifests.  Each row is made from
+the run's typed record (``harness/record.py``) and its analysis (``harness/analysis/persisted.py``:
+the stored ``analysis.json`` when it is current, else recomputed from the run's tables, never
+written into the archive).  The catalog is only an accelerator: ``refresh`` adds the runs it lacks
+and drops those gone, and deleting it loses nothing (``lbench history list`` rebuilds it).
+
+Metrics (``metric``, with ``value`` and its 95% interval ``lo``/``hi`` where one exists):
+
+- idle runs, per (model, setting): ``wake_threshold_s`` (the fitted wake step's pause and its
+  interval; null when the sweep shows no clear step) and ``wake_penalty_ms`` (woken - warm
+  median, bootstrap interval), both from the idle analysis' ``wake`` rows;
+- swap runs, per model: ``swap_load_ms`` (median spawn -> loaded over the run's loads of that
+  model, order-statistic interval) and ``swap_evict_ms`` (median time to stop that model when it
+  was the victim); per run (model = the models joined by ``+``): ``peak_children`` and
+  ``peak_rss_mb`` (the process tree's peak resident memory).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from harness.errors import BadInput
+from harness.history.archive import CATALOG_DIR, run_dirs
+
+CATALOG_VERSION = 1
+RUN_COLUMNS = pa.schema([
+    ("run_id", pa.string()), ("machine_id", pa.string()), ("machine_label", pa.string()), ("kind", pa.string()),
+    ("status", pa.string()), ("engine", pa.string()), ("engine_build", pa.int64()), ("engine_version", pa.string()),
+    ("engine_sha256", pa.string()), ("model", pa.string()), ("models", pa.list_(pa.string())),
+    ("settings", pa.list_(pa.string())), ("started_at", pa.string()), ("lbench_version", pa.string()),
+    ("n_samples", pa.int64()), ("dir", pa.string()), ("manifest_sha256", pa.string()),
+])
+METRIC_COLUMNS = pa.schema([
+    ("run_id", pa.string()), ("model", pa.string()), ("setting", pa.string()), ("metric", pa.string()),
+    ("value", pa.float64()), ("lo", pa.float64()), ("hi", pa.float64()), ("n", pa.int64()),
+])
+
+
+@dataclass
+class Catalog:
+    runs: pd.DataFrame
+    metrics: pd.DataFrame
+    skipped: list[str]
+
+
+def catalog_dir(archive: Path) -> Path:
+    return Path(archive) / CATALOG_DIR
+
+
+def _num(value) -> float | None:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def _interval(pair) -> tuple[float | None, float | None]:
+    if isinstance(pair, (list, tuple)) and len(pair) == 2:
+        return _num(pair[0]), _num(pair[1])
+    return None, None
+
+
+def swap_setting(config) -> str:
+    return f"models-max={config.get('models_max', '?')},pattern={config.get('pattern', '?')}"
+
+
+def _median_row(run_id: str, model: str, setting: str, metric: str, values) -> dict | None:
+    from harness.analysis.verdicts import median_interval
+
+    x = np.asarray([v for v in values if _num(v) is not None], dtype=float)
+    if x.size == 0:
+        return None
+    lo, hi, _ = median_interval(x)
+    return {"run_id": run_id, "model": model, "setting": setting, "metric": metric, "value": float(np.median(x)),
+            "lo": _num(lo), "hi": _num(hi), "n": int(x.size)}
+
+
+def _idle_metrics(record, analysis: dict) -> list[dict]:
+    rows: list[dict] = []
+    for w in analysis.get("wake") or []:
+        if not isinstance(w, dict):
+            continue
+        model, setting = str(w.get("model")), str(w.get("setting"))
+        lo, hi = _interval(w.get("threshold_ci"))
+        rows.append({"run_id": record.run_id, "model": model, "setting": setting, "metric": "wake_threshold_s",
+                     "value": _num(w.get("threshold_s")), "lo": lo, "hi": hi, "n": None})
+        lo, hi = _interval(w.get("penalty_ci"))
+        rows.append({"run_id": record.run_id, "model": model, "setting": setting, "metric": "wake_penalty_ms",
+                     "value": _num(w.get("penalty_ms")), "lo": lo, "hi": hi, "n": None})
+    return rows
+
+
+def _swap_metrics(record, analysis: dict) -> list[dict]:
+    from harness.analysis.persisted import json_frame
+
+    rows: list[dict] = []
+    setting = swap_setting(record.config)
+    swaps = json_frame(analysis.get("swaps") or {})
+    if not swaps.empty and "model" in swaps:
+        for model, group in swaps.groupby("model", sort=True):
+            row = _median_row(record.run_id, str(model), setting, "swap_load_ms", group.get("spawn_to_loaded_ms", []))
+            if row:
+                rows.append(row)
+        if "victim" in swaps and "victim_stop_ms" in swaps:
+            victims = swaps[swaps["victim"].notna()]
+            for model, group in victims.groupby("victim", sort=True):
+                row = _median_row(record.run_id, str(model), setting, "swap_evict_ms", group["victim_stop_ms"])
+                if row:
+                    rows.append(row)
+    figures = analysis.get("figures") or {}
+    all_models = "+".join(record.model_labels)
+    peak = _num(figures.get("peak_children"))
+    if peak is not None:
+        rows.append({"run_id": record.run_id, "model": all_models, "setting": setting, "metric": "peak_children",
+                     "value": peak, "lo": None, "hi": None, "n": _num(figures.get("n_memory_samples"))})
+    rss = _num(figures.get("peak_rss_bytes"))
+    if rss is not None:
+        rows.append({"run_id": record.run_id, "model": all_models, "setting": setting, "metric": "peak_rss_mb",
+                     "value": rss / 1e6, "lo": None, "hi": None, "n": _num(figures.get("n_memory_samples"))})
+    return rows
+
+
+# what the history reads from each kind's analysis (kinds without an entry add no metrics)
+METRICS_OF_KIND = {"idle": _idle_metrics, "swap": _swap_metrics}
+
+
+def run_metrics(run) -> list[dict]:
+    """The catalog's metric rows of one run (a ``harness.store.Run``), from its analysis."""
+    from harness.analysis.persisted import analyze, read_analysis
+
+    metrics_of = METRICS_OF_KIND.get(run.record.kind)
+    if metrics_of is None:
+        return []
+    return metrics_of(run.record, read_analysis(run) or analyze(run))  # never written into the archive
+
+
+def run_row(machine_id: str, rel_dir: str, record, manifest_bytes: bytes) -> dict:
+    return {"run_id": record.run_id, "machine_id": machine_id, "machine_label": record.machine.label,
+            "kind": record.kind, "status": record.status, "engine": record.engine.name,
+            "engine_build": record.engine.build_number, "engine_version": record.engine.version,
+            "engine_sha256": record.engine.sha256, "model": record.model_labels[0] if record.models else None,
+            "models": list(record.model_labels),
+            "settings": list(record.settings) or [swap_setting(record.config)],  # a swap run has no cells
+            "started_at": record.started_at, "lbench_version": record.lbench_version,
+            "n_samples": record.n_samples, "dir": rel_dir,
+            "manifest_sha256": hashlib.sha256(manifest_bytes).hexdigest()}
+
+
+def _read_table(path: Path, schema: pa.Schema) -> pd.DataFrame:
+    if path.is_symlink() or not path.is_file():  # missing, or not the archive's own file: rebuilt
+        return schema.empty_table().to_pandas()
+    try:
+        table = pq.read_table(path)
+        if table.schema.metadata and table.schema.metadata.get(b"lbench_catalog") == str(CATALOG_VERSION).encode() \
+                and set(schema.names) <= set(table.schema.names):
+            return table.select(schema.names).to_pandas()
+    except (OSError, pa.ArrowException):
+        pass
+    return schema.empty_table().to_pandas()
+
+
+def _arrow(frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:
+    """The frame as an Arrow table of the catalog's schema (NaN and pandas' NA -> null)."""
+    columns = {}
+    for name in schema.names:
+        values = frame[name].tolist() if name in frame else [None] * len(frame)
+        field = schema.field(name)
+        if pa.types.is_list(field.type):
+            values = [list(v) if v is not None and not isinstance(v, float) else [] for v in values]
+        else:
+            values = [None if (v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))) else v
+                      for v in values]
+            if pa.types.is_integer(field.type):
+                values = [None if v is None else int(v) for v in values]
+        columns[name] = values
+    return pa.table(columns, schema=schema.with_metadata({"lbench_catalog": str(CATALOG_VERSION)}))
+
+
+def _write_table(frame: pd.DataFrame, schema: pa.Schema, path: Path) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        pq.write_table(_arrow(frame, schema), tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def load(archive: Path, *, quiet: bool = True) -> Catalog:
+    """The catalog, brought up to date with the archive's run directories first."""
+    return refresh(archive, quiet=quiet)
+
+
+def refresh(archive: Path, *, quiet: bool = True) -> Catalog:
+    from harness.history.archive import _read_source
+    from harness.store import Run
+
+    archive = Path(archive)
+    cdir = catalog_dir(archive)
+    runs = _read_table(cdir / "runs.parquet", RUN_COLUMNS)
+    metrics = _read_table(cdir / "metrics.parquet", METRIC_COLUMNS)
+    present = {f"{m}/{d.name}": (m, d) for m, d in run_dirs(archive)}
+    known = set(runs["dir"]) if not runs.empty else set()
+    gone = known - set(present)
+    new_runs, new_metrics, skipped = [], [], []
+    for rel, (machine_id, d) in present.items():
+        if rel in known:
+            continue
+        try:
+            data, record = _read_source(d)
+            new_runs.append(run_row(machine_id, rel, record, data))
+            try:
+                new_metrics += run_metrics(Run(d, record))
+            except BadInput as exc:
+                skipped.append(f"metrics of {rel}: {exc.what}")
+            except Exception as exc:  # an analysis that fails on a damaged table: the run still counts
+                skipped.append(f"metrics of {rel}: {type(exc).__name__}: {exc}")
+        except BadInput as exc:
+            skipped.append(f"{rel}: {exc.what}")
+    if not quiet:
+        for line in skipped:
+            print(f"note: skipped {line}", file=sys.stderr)
+    if gone or new_runs:
+        if gone:
+            gone_ids = set(runs.loc[runs["dir"].isin(gone), "run_id"])
+            runs = runs[~runs["dir"].isin(gone)]
+            metrics = metrics[~metrics["run_id"].isin(gone_ids)]
+        if new_runs:
+            runs = pd.concat([runs, pd.DataFrame(new_runs)], ignore_index=True) if not runs.empty \
+                else pd.DataFrame(new_runs)
+        if new_metrics:
+            metrics = pd.concat([metrics, pd.DataFrame(new_metrics)], ignore_index=True) if not metrics.empty \
+                else pd.DataFrame(new_metrics)
+        runs = runs.sort_values(["started_at", "run_id"], na_position="first").reset_index(drop=True)
+        try:
+            cdir.mkdir(parents=True, exist_ok=True)
+            _write_table(runs, RUN_COLUMNS, cdir / "runs.parquet")
+            _write_table(metrics, METRIC_COLUMNS, cdir / "metrics.parquet")
+        except OSError as exc:  # a read-only archive is still read: the catalog lives in memory
+            if not quiet:
+                print(f"note: the catalog could not be saved ({exc.strerror or exc}); it is rebuilt on each read",
+                      file=sys.stderr)
+        runs = _read_back(runs, RUN_COLUMNS)
+        metrics = _read_back(metrics, METRIC_COLUMNS)
+    return Catalog(runs, metrics, skipped)
+
+
+def _read_back(frame: pd.DataFrame, schema: pa.Schema) -> pd.DataFrame:
+    """The frame as a reader of the Parquet file sees it (one set of dtypes either way)."""
+    return _arrow(frame, schema).to_pandas()

@@ -1,0 +1,199 @@
+"""Change points in a series across builds, found by Apache Otava (E-divisive, Hunter's split/merge).
+
+``otava.analysis.compute_change_points`` (Matteson and James' E-divisive means in sliding windows,
+then Fleming et al.'s merge step keeping points whose two-sided t-test p-value is at most
+``MAX_PVALUE``) is run on one machine's series of one (model, setting, metric), one point per run,
+ordered by engine build and then by start time.  Each change point is stated with:
+
+- the builds (and run ids) either side: the last run before the change and the first after;
+- its size: the ratio of the geometric means of the segments after and before it (up to the
+  neighbouring change points), with a 95% interval (Welch's t on log values); a change whose
+  interval holds 1 (no change) is not reported, whatever Otava's p-value (on long series of few
+  distinct values its t-test can call a 2% wobble significant), nor one with a single run on
+  either side (an outlier, not a change: a new step is reported from its second run on);
+- what to run to find the build: ``lbench bisect --gate -m MODEL --from A --to B`` for idle
+  series, ``lbench bisect CLAIM --from A --to B`` for swap series (the claim that checks that
+  behaviour); none when both sides ran the same build (the change is the machine's, not the
+  engine's).
+
+False change points on flat series (A/A, this machine's run-to-run noise) are measured by
+``false_change_rate`` (docs/history.md states the figure and how it was obtained).
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+MAX_PVALUE = 0.001  # Otava's default significance for the merge step
+WINDOW = 50  # Otava's default sliding window (points)
+MIN_MAGNITUDE = 0.0  # no size floor: significance alone decides
+MIN_POINTS = 4  # fewer points than this: no change point is looked for
+MIN_SEGMENT = 2  # runs on each side of a reported change (one run alone has no spread)
+
+
+@dataclass(frozen=True)
+class ChangePoint:
+    series: str
+    machine_id: str
+    machine_label: str
+    model: str
+    setting: str
+    index: int  # position of the first point after the change
+    build_before: int | None
+    build_after: int | None
+    run_before: str
+    run_after: str
+    started_after: str | None
+    mean_before: float
+    mean_after: float
+    ratio: float  # after / before (geometric means)
+    ratio_lo: float
+    ratio_hi: float
+    pvalue: float
+    n_before: int
+    n_after: int
+    command: str | None  # the bisect to run; None when no build range lies between the sides
+
+    @property
+    def direction(self) -> str:
+        return "up" if self.ratio > 1 else "down"
+
+    def sentence(self, unit: str = "") -> str:
+        unit = f" {unit}" if unit else ""
+        where = (f"between build {self.build_before} (run {self.run_before}) and build {self.build_after} "
+                 f"(run {self.run_after})" if self.build_before != self.build_after else
+                 f"within build {self.build_after}, between runs {self.run_before} and {self.run_after} "
+                 "(the machine changed, not the engine)")
+        return (f"{self.series} of {self.model} [{self.setting}] on {self.machine_label} went {self.direction} "
+                f"{where}: {self.mean_before:.4g}{unit} -> {self.mean_after:.4g}{unit}, x{self.ratio:.3f} "
+                f"[{self.ratio_lo:.3f}, {self.ratio_hi:.3f}] (p={self.pvalue:.2g}, {self.n_before} runs before, "
+                f"{self.n_after} after)")
+
+
+def change_indices(values, *, max_pvalue: float = MAX_PVALUE, window: int = WINDOW,
+                   min_magnitude: float = MIN_MAGNITUDE) -> list[tuple[int, float]]:
+    """(index of the first point after each change, its p-value), by Otava."""
+    from otava.analysis import compute_change_points
+
+    x = [float(v) for v in values]
+    if len(x) < MIN_POINTS:
+        return []
+    points, _ = compute_change_points(x, window_len=window, max_pvalue=max_pvalue, min_magnitude=min_magnitude)
+    return [(int(p.index), float(p.stats.pvalue)) for p in points if 0 < p.index < len(x)]
+
+
+def reported_changes(values, **params) -> list[tuple[int, float, float, float, float, int, int]]:
+    """Otava's change points that lbench reports: (index, p-value, ratio, lo, hi, n before, n after),
+    those whose size interval excludes 1."""
+    values = np.asarray(values, dtype=float)
+    found = change_indices(values, **params)
+    cuts = [0] + [i for i, _ in found] + [len(values)]
+    out = []
+    for j, (index, pvalue) in enumerate(found, start=1):
+        before, after = values[cuts[j - 1]:index], values[index:cuts[j + 1]]
+        if min(len(before), len(after)) < MIN_SEGMENT:
+            continue  # one run apart from its neighbours is an outlier, not a change
+        ratio, lo, hi = _ratio_interval(before, after)
+        if lo <= 1 <= hi and lo < hi:
+            continue  # the size's own interval holds "no change": not reported
+        out.append((index, pvalue, ratio, lo, hi, len(before), len(after)))
+    return out
+
+
+def _ratio_interval(before: np.ndarray, after: np.ndarray) -> tuple[float, float, float]:
+    from scipy import stats
+
+    a, b = np.log(before), np.log(after)
+    ratio = float(np.exp(b.mean() - a.mean()))
+    va = a.var(ddof=1) / a.size if a.size > 1 else 0.0
+    vb = b.var(ddof=1) / b.size if b.size > 1 else 0.0
+    se = math.sqrt(va + vb)
+    if se == 0:
+        return ratio, ratio, ratio
+    dof_num = (va + vb) ** 2
+    dof_den = (va ** 2 / (a.size - 1) if a.size > 1 else 0) + (vb ** 2 / (b.size - 1) if b.size > 1 else 0)
+    dof = dof_num / dof_den if dof_den > 0 else 1.0
+    t = float(stats.t.ppf(0.975, max(dof, 1.0)))
+    d = b.mean() - a.mean()
+    return ratio, float(np.exp(d - t * se)), float(np.exp(d + t * se))
+
+
+def bisect_command(series: str, model: str, before: int | None, after: int | None) -> str | None:
+    from harness.history.series import SERIES
+
+    if before is None or after is None or before == after:
+        return None
+    lo, hi = sorted((before, after))
+    spec = SERIES.get(series)
+    if spec is not None and spec.claim:  # a swap series: the claim that checks that behaviour
+        return f"lbench bisect {spec.claim} --from {lo} --to {hi}"
+    return f"lbench bisect --gate -m {shlex.quote(model)} --from {lo} --to {hi}"
+
+
+def detect(points: pd.DataFrame, **params) -> list[ChangePoint]:
+    """Change points of one series' rows (``harness/history/series.py`` columns) for one machine,
+    model and setting, ordered by build then start time."""
+    pts = points[points["value"].notna() & (points["value"] > 0)]
+    pts = pts.sort_values(["build", "started_at", "run_id"], na_position="first").reset_index(drop=True)
+    values = pts["value"].to_numpy(dtype=float)
+    out = []
+    for index, pvalue, ratio, lo, hi, n_before, n_after in reported_changes(values, **params):
+        before, after = values[index - n_before:index], values[index:index + n_after]
+        rb, ra = pts.iloc[index - 1], pts.iloc[index]
+        bb = None if pd.isna(rb["build"]) else int(rb["build"])
+        ba = None if pd.isna(ra["build"]) else int(ra["build"])
+        out.append(ChangePoint(
+            series=str(ra["series"]), machine_id=str(ra["machine_id"]), machine_label=str(ra["machine_label"]),
+            model=str(ra["model"]), setting=str(ra["setting"]), index=index, build_before=bb, build_after=ba,
+            run_before=str(rb["run_id"]), run_after=str(ra["run_id"]),
+            started_after=None if pd.isna(ra["started_at"]) else str(ra["started_at"]),
+            mean_before=float(np.exp(np.log(before).mean())), mean_after=float(np.exp(np.log(after).mean())),
+            ratio=ratio, ratio_lo=lo, ratio_hi=hi, pvalue=pvalue, n_before=n_before, n_after=n_after,
+            command=bisect_command(str(ra["series"]), str(ra["model"]), bb, ba)))
+    return out
+
+
+GROUP = ["series", "machine_id", "model", "setting"]
+
+
+def detect_all(rows: pd.DataFrame, **params) -> list[ChangePoint]:
+    """Change points of every (series, machine, model, setting) group, newest first."""
+    found: list[ChangePoint] = []
+    if rows.empty:
+        return found
+    for _, group in rows.groupby(GROUP, sort=True):
+        found += detect(group, **params)
+    return sorted(found, key=lambda c: (c.started_after or "", c.run_after), reverse=True)
+
+
+def false_change_rate(n_series: int = 200, n_points: int = 20, log_sd: float = 0.1, seed: int = 0,
+                      **params) -> tuple[int, int]:
+    """(series with at least one change point, change points in all) over ``n_series`` simulated
+    flat series of ``n_points`` lognormal points (log sd ``log_sd``): the false-alarm count."""
+    rng = np.random.default_rng(seed)
+    with_any, total = 0, 0
+    for _ in range(n_series):
+        found = reported_changes(np.exp(rng.normal(0.0, log_sd, n_points)), **params)
+        with_any += bool(found)
+        total += len(found)
+    return with_any, total
+
+
+def detection_rate(step: float, n_series: int = 50, n_points: int = 20, log_sd: float = 0.1, seed: int = 1,
+                   **params) -> tuple[int, int]:
+    """(series whose step was found at its exact place, series with a change point anywhere) over
+    ``n_series`` simulated series of ``n_points`` lognormal points stepping by ``step`` halfway."""
+    rng = np.random.default_rng(seed)
+    half = n_points // 2
+    exact, anywhere = 0, 0
+    for _ in range(n_series):
+        values = np.exp(np.r_[rng.normal(0.0, log_sd, half), rng.normal(math.log(step), log_sd, n_points - half)])
+        found = reported_changes(values, **params)
+        exact += any(c[0] == half for c in found)
+        anywhere += bool(found)
+    return exact, anywhere

@@ -1,0 +1,147 @@
+"""The archive as DuckDB views (in-process; nothing is served, nothing is written).
+
+``connect(archive)`` opens an in-memory DuckDB database with these views:
+
+- ``runs``: one row per archived run, from the catalog (``harness/history/catalog.py``):
+  run_id, machine_id, machine_label, kind, status, engine, engine_build, engine_version,
+  engine_sha256, model (the first model), models (a list), settings (a list), started_at, ...;
+- ``metrics``: one row per (run, model, setting, metric) the runs' analyses state, with value,
+  lo, hi (the 95% interval) and n;
+- ``samples``, ``requests``, ``events``, ``memory``: ``read_parquet`` over every archived run's
+  table of that name (``<archive>/<machine id>/<run id>/<table>.parquet``), with ``run_id`` and
+  ``machine_id`` taken from the file's path (a copied run's rows may carry another id);
+- ``median_k(n, k)``: for a sample of n values, the rank k (1-based) of the lower end of the
+  distribution-free 95% interval of the median, [x_(k), x_(n-k+1)], as
+  ``harness.analysis.verdicts.median_interval`` computes it (null where n < 6).
+
+The same Parquet files are readable by any engine (DuckDB over object storage, Spark, Trino).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from harness.errors import BadInput
+from harness.history.catalog import METRIC_COLUMNS, RUN_COLUMNS, catalog_dir, refresh
+
+TABLES = ("samples", "requests", "events", "memory")
+MEDIAN_K_MAX = 100_000  # exact ranks up to here; a normal approximation beyond
+MEMORY_LIMIT = "1GB"  # DuckDB's own memory for one query (sorts and windows spill to its temp files past it)
+
+
+def median_ranks(n_max: int = MEDIAN_K_MAX, confidence: float = 0.95) -> pd.DataFrame:
+    """(n, k): the largest k with P(Bin(n, 1/2) <= k - 1) <= (1 - confidence) / 2, as median_interval."""
+    from scipy import stats
+
+    n = np.arange(1, n_max + 1)
+    tail = (1 - confidence) / 2
+    q = stats.binom.ppf(tail, n, 0.5)  # smallest q with cdf(q) >= tail
+    k = np.where(stats.binom.cdf(q, n, 0.5) <= tail, q + 1, q)  # k - 1 = the largest with cdf <= tail
+    k = np.minimum(k, n // 2)
+    ranks = pd.Series(k.astype("int64"), dtype="Int64")
+    return pd.DataFrame({"n": n.astype("int64"), "k": ranks.where(ranks >= 1)})
+
+
+def _sql_path(path: Path) -> str:
+    return str(path).replace("'", "''")
+
+
+def connect(archive: Path, *, refresh_catalog: bool = True):
+    """A DuckDB connection with the archive's views (see the module's docstring)."""
+    import duckdb
+
+    archive = Path(archive)
+    if not archive.is_dir():
+        raise BadInput("no history archive there", where=str(archive),
+                       hint="add runs first: lbench history add RESULTS_DIR (or give --archive)")
+    catalog = refresh(archive) if refresh_catalog else None
+    con = duckdb.connect(":memory:", config={"memory_limit": MEMORY_LIMIT})  # spills to disk past it
+    cdir = catalog_dir(archive)
+    for name, schema in (("runs", RUN_COLUMNS), ("metrics", METRIC_COLUMNS)):
+        path = cdir / f"{name}.parquet"
+        if path.is_file() and not path.is_symlink():
+            con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{_sql_path(path)}')")
+        else:  # an empty archive, or a read-only one whose catalog could not be saved: held in memory
+            from harness.history.catalog import _arrow
+
+            catalog = catalog or refresh(archive)
+            con.register(f"_{name}_catalog", _arrow(getattr(catalog, name), schema))
+            con.execute(f"CREATE VIEW {name} AS SELECT * FROM _{name}_catalog")
+    for table in TABLES:
+        files = sorted(archive.glob(f"[0-9a-f]*/*/{table}.parquet"))
+        files = [f for f in files if not f.is_symlink() and not f.parent.name.startswith(".")]
+        if files:
+            listed = ", ".join(f"'{_sql_path(f)}'" for f in files)
+            con.execute(
+                f"CREATE VIEW {table} AS SELECT * EXCLUDE (run_id, filename), "
+                f"regexp_extract(filename, '([^/]+)/[^/]+$', 1) AS run_id, "
+                f"regexp_extract(filename, '([^/]+)/[^/]+/[^/]+$', 1) AS machine_id "
+                f"FROM read_parquet([{listed}], filename = true, union_by_name = true)")
+        else:
+            from harness.schema import table_schema
+
+            schema = table_schema(table)
+            empty = schema.empty() if schema is not None else pd.DataFrame({"run_id": pd.Series(dtype="string")})
+            if "run_id" not in empty:
+                empty["run_id"] = pd.Series(dtype="string")
+            empty["machine_id"] = pd.Series(dtype="string")
+            con.register(f"_{table}_empty", empty)
+            con.execute(f"CREATE VIEW {table} AS SELECT * FROM _{table}_empty")
+    ranks = median_ranks()  # noqa: F841 (read by DuckDB by name)
+    con.execute("CREATE TABLE median_k AS SELECT * FROM ranks")
+    con.execute("CREATE TABLE lbench_archive AS SELECT ? AS root", [str(archive.resolve())])
+    return con
+
+
+def table_source(con, table: str, run_dirs: list[str]) -> str | None:
+    """SQL for the rows of ``table`` of the given runs only (their directories relative to the
+    archive, as in ``runs.dir``), run_id from the path; None when none of them has the table.
+    Reading only the runs a query selects keeps its cost with the selection, not the archive."""
+    (root,) = con.execute("SELECT root FROM lbench_archive").fetchone()
+    files = [Path(root) / d / f"{table}.parquet" for d in run_dirs]
+    files = [f for f in files if f.is_file() and not f.is_symlink()]
+    if not files:
+        return None
+    listed = ", ".join(f"'{_sql_path(f)}'" for f in files)
+    return (f"(SELECT * EXCLUDE (run_id, filename), regexp_extract(filename, '([^/]+)/[^/]+$', 1) AS run_id "
+            f"FROM read_parquet([{listed}], filename = true, union_by_name = true))")
+
+
+_COMMENT = re.compile(r"--[^\n]*|/\*.*?\*/", re.S)
+
+
+def check_read_only(sql: str, con) -> None:
+    """One SELECT (or WITH ... SELECT) statement, nothing else (no writes, no settings)."""
+    text = _COMMENT.sub(" ", sql).strip()
+    if not re.match(r"(?is)^\(*\s*(select|with|from)\b", text):
+        raise BadInput("history query runs only SELECT (or WITH ... SELECT) statements", where=sql[:80],
+                       hint="the archive is read-only here; e.g. lbench history query \"SELECT * FROM runs\"")
+    import duckdb
+
+    try:
+        statements = con.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise BadInput(f"the query does not parse: {exc}", where=sql[:80],
+                       hint="views: runs, metrics, samples, requests, events, memory (docs/history.md)") from None
+    if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
+        raise BadInput("history query runs exactly one SELECT statement", where=sql[:80],
+                       hint="split several queries into several commands")
+
+
+def run_query(archive: Path, sql: str) -> pd.DataFrame:
+    import duckdb
+
+    con = connect(archive)
+    check_read_only(sql, con)
+    try:
+        return con.execute(sql).df()
+    except duckdb.Error as exc:
+        raise BadInput(f"the query failed: {str(exc).splitlines()[0]}", where=sql[:80],
+                       hint="views: runs, metrics, samples, requests, events, memory, median_k; their columns: "
+                            "docs/history.md") from None
+    finally:
+        con.close()

@@ -1,0 +1,148 @@
+"""DuckDB over the archive: the views and the named series against answers computed another way."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import run_cli
+from history_runs import clone_run, real_runs  # noqa: F401 (a fixture)
+
+from harness.analysis.persisted import load_analysis
+from harness.analysis.stats import measured
+from harness.analysis.verdicts import median_interval
+from harness.errors import BadInput
+from harness.history.archive import add_runs
+from harness.history.query import connect, median_ranks, run_query
+from harness.history.series import SERIES, series_rows
+from harness.store import Run
+from harness.record import read_record
+
+pytestmark = pytest.mark.engine
+
+
+@pytest.fixture(scope="module")
+def archive(real_runs, tmp_path_factory):  # noqa: F811
+    """The two real runs and two copies of the idle run as run on other builds (latencies x2 on 11500)."""
+    base = tmp_path_factory.mktemp("history-query")
+    staged = base / "staged"
+    staged.mkdir()
+    clone_run(real_runs["idle"], staged, 1, build=11000)
+    clone_run(real_runs["idle"], staged, 2, build=11500, scale=2.0)
+    archive = base / "archive"
+    added, refused = add_runs(archive, [real_runs["idle"], real_runs["swap"], staged])
+    assert refused == [] and len(added) == 4
+    return archive
+
+
+def test_runs_view_holds_each_record(archive, real_runs):  # noqa: F811
+    runs = run_query(archive, "SELECT run_id, machine_id, kind, status, engine_build, models FROM runs ORDER BY run_id")
+    assert len(runs) == 4
+    record = read_record(real_runs["swap"] / "manifest.json")
+    row = runs[runs["run_id"] == record.run_id].iloc[0]
+    assert row["machine_id"] == record.machine.id and row["kind"] == "swap"
+    assert row["engine_build"] == record.engine.build_number and list(row["models"]) == list(record.model_labels)
+    assert sorted(runs["engine_build"].tolist()) == sorted([11000, 11500, record.engine.build_number,
+                                                           record.engine.build_number])
+
+
+def test_samples_view_matches_the_tables(archive, real_runs):  # noqa: F811
+    run = Run(real_runs["idle"], read_record(real_runs["idle"] / "manifest.json"))
+    table = run.table("samples")
+    got = run_query(archive, f"SELECT count(*) AS n, median(latency_ms) AS med FROM samples "
+                             f"WHERE run_id = '{run.run_id}' AND phase = 'measure' AND error IS NULL")
+    good = measured(table)
+    assert got["n"].iloc[0] == len(good)
+    assert got["med"].iloc[0] == pytest.approx(float(np.median(good["latency_ms"])))
+    # a copy's rows are named by its directory, whatever the file's own run_id column says
+    per_run = run_query(archive, "SELECT run_id, count(*) AS n FROM samples GROUP BY run_id")
+    assert len(per_run) == 3 and per_run["n"].nunique() == 1
+    requests = run_query(archive, "SELECT count(*) AS n FROM requests")
+    assert requests["n"].iloc[0] == len(Run(real_runs["swap"], read_record(real_runs["swap"] / "manifest.json"))
+                                        .table("requests"))
+
+
+def test_median_ranks_are_median_interval_s():
+    ranks = median_ranks(300).set_index("n")["k"]
+    for n in (5, 6, 7, 11, 50, 99, 300):
+        x = np.arange(1, n + 1, dtype=float)
+        lo, hi, _ = median_interval(x)
+        if np.isnan(lo):
+            assert pd.isna(ranks[n])
+        else:
+            assert (x[int(ranks[n]) - 1], x[n - int(ranks[n])]) == (lo, hi)
+
+
+def test_warm_series_is_the_median_of_warm_requests_with_its_interval(archive, real_runs):  # noqa: F811
+    con = connect(archive)
+    rows = series_rows(con, "idle_warm_p50", model="tiny-q8")
+    assert len(rows) == 3 and set(rows["series"]) == {"idle_warm_p50"}
+    run = Run(real_runs["idle"], read_record(real_runs["idle"] / "manifest.json"))
+    analysis = load_analysis(run)
+    (wake,) = [w for w in analysis["wake"] if w["model"] == "tiny-q8"]
+    good = measured(run.table("samples"))
+    threshold = wake["threshold_s"]
+    warm = good[good["pause_requested_s"] < threshold] if threshold is not None \
+        else good[good["pause_requested_s"] == good["pause_requested_s"].min()]
+    x = warm["latency_ms"].to_numpy(dtype=float)
+    row = rows[rows["run_id"] == run.run_id].iloc[0]
+    assert row["value"] == pytest.approx(float(np.median(x)))
+    lo, hi, _ = median_interval(x)
+    assert row["n"] == x.size
+    assert (pd.isna(row["lo"]) and np.isnan(lo)) or (row["lo"], row["hi"]) == pytest.approx((lo, hi))
+    by_build = rows.set_index("build")["value"]
+    assert by_build[11500] == pytest.approx(2 * by_build[11000])  # the copy scaled x2
+    con.close()
+
+
+def test_swap_series_come_from_the_analysis(archive, real_runs):  # noqa: F811
+    con = connect(archive)
+    run = Run(real_runs["swap"], read_record(real_runs["swap"] / "manifest.json"))
+    analysis = load_analysis(run)
+    peak = series_rows(con, "peak_children")
+    assert peak["value"].tolist() == [analysis["figures"]["peak_children"]]
+    loads = series_rows(con, "swap_load_ms", model="tiny-q8")
+    swaps = pd.DataFrame(analysis["swaps"]["records"], columns=analysis["swaps"]["columns"])
+    assert loads["value"].iloc[0] == pytest.approx(float(swaps[swaps["model"] == "tiny-q8"]["spawn_to_loaded_ms"]
+                                                         .median()))
+    for name in SERIES:  # every named series runs and returns its columns
+        assert list(series_rows(con, name).columns)[:3] == ["series", "run_id", "machine_id"]
+    con.close()
+
+
+@pytest.mark.parametrize("sql", ["DELETE FROM runs", "CREATE TABLE x AS SELECT 1", "SELECT 1; DROP VIEW runs",
+                                 "COPY runs TO '/tmp/x.csv'", "ATTACH 'x.db'", "SET threads = 1",
+                                 "PRAGMA version"])
+def test_only_select_is_run(archive, sql):
+    with pytest.raises(BadInput):
+        run_query(archive, sql)
+
+
+def test_query_command_prints_csv_and_json(archive):
+    sql = "WITH r AS (SELECT * FROM runs) SELECT kind, count(*) AS n FROM r GROUP BY kind ORDER BY kind"
+    r = run_cli("history", "query", sql, "--archive", str(archive), "--csv")
+    assert r.returncode == 0, r.stderr
+    assert pd.read_csv(io.StringIO(r.stdout)).to_dict("records") == [{"kind": "idle", "n": 3},
+                                                                    {"kind": "swap", "n": 1}]
+    r = run_cli("history", "query", "-", "--series", "idle_warm_p50", "--archive", str(archive), "--json")
+    assert r.returncode == 0, r.stderr
+    assert {row["build"] for row in json.loads(r.stdout)} >= {11000, 11500}
+    r = run_cli("history", "query", "DROP VIEW runs", "--archive", str(archive))
+    assert r.returncode == 2 and "only SELECT" in r.stderr
+
+
+def test_a_history_baseline_is_the_newest_build_s_runs(archive):
+    from harness.history.gate_hook import history_baseline
+
+    base = history_baseline(archive, "history:idle_warm_p50", model="tiny-q8", window=5)
+    assert base.build == 11500 and len(base.run_ids) == 1 and base.dirs[0].is_dir()
+    assert np.isnan(base.log_sd) and not base.drifting
+    older = history_baseline(archive, "history:idle_warm_p50", model="tiny-q8", build=11000)
+    assert older.values[0] == pytest.approx(base.values[0] / 2)
+    with pytest.raises(BadInput):
+        history_baseline(archive, "history:no_such_series")
+    with pytest.raises(BadInput):
+        history_baseline(archive, "baseline:main")
