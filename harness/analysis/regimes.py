@@ -79,7 +79,8 @@ class ShapeFit:
 
     BIC = n log(SSE / n) + k log n on log latency, one row per sample; k counts levels,
     change points and sigma.  A richer shape replaces a simpler one only when its BIC is lower
-    by at least ``MIN_BIC_GAIN`` (6: "strong" evidence on Kass and Raftery's scale).  A step (or ramp) counts only if each rise is at least
+    by at least ``MIN_BIC_GAIN`` (6: "strong" evidence on Kass and Raftery's scale).  A step (or ramp) counts only if
+    each rise is at least
     ``min_step`` (10%) in median terms; otherwise the next best shape is taken.
     ``last_warm_s`` / ``first_woken_s``: the wake threshold lies in (last_warm_s, first_woken_s],
     the only interval a grid can support.  For a ramp they are the ramp's start and end.

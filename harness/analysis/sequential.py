@@ -102,8 +102,9 @@ def spending_boundary(fractions, alpha: float, kind: str = "obf") -> list[float]
         dt = fr[k] - fr[k - 1]
         target = spend(fr[k], alpha, kind) - spend(fr[k - 1], alpha, kind)
         t = fr[k]
-        out.append(float(optimize.brentq(lambda c: _exit_mass(x, f, c * math.sqrt(t), dt, 0.0) - target,
-                                         -3.0, 15.0, xtol=1e-7)))
+        def excess(c: float, x=x, f=f, t=t, dt=dt, target=target) -> float:
+            return _exit_mass(x, f, c * math.sqrt(t), dt, 0.0) - target
+        out.append(float(optimize.brentq(excess, -3.0, 15.0, xtol=1e-7)))
         if k + 1 < len(fr):
             x, f = _propagate(x, f, dt, 0.0)
     return out

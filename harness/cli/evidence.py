@@ -12,7 +12,9 @@ from harness.cli.ui import out, print_wrapped
 
 def evidence(
     runs: list[str] = typer.Argument(..., metavar="RUN...", help="Runs to bundle."),
-    output: Path = typer.Option(Path("evidence"), "--out", "-o", help="Directory for evidence.md and PNGs (new, empty or an earlier bundle: it is replaced whole)."),
+    output: Path = typer.Option(Path("evidence"), "--out", "-o",
+                                help="Directory for evidence.md and PNGs (new, empty or an earlier bundle: it is "
+                                     "replaced whole)."),
     redact: bool = typer.Option(True, "--redact/--no-redact", help="Replace home path, user and host names."),
     results: ResultsDir = None,
 ) -> None:

@@ -33,7 +33,8 @@ def gate_bench(
     model: str = typer.Option(DEFAULT_MODEL, "--model", "-m", help="Model of sides A and A2 (GGUF path or alias)."),
     slow_model: str = typer.Option(None, "--slow-model", help="Model of side B. "
                                    + shown("--model with --extra-layers more transformer blocks")),
-    extra_layers: int = typer.Option(2, "--extra-layers", help="Blocks added to --model for side B when --slow-model is not given."),
+    extra_layers: int = typer.Option(2, "--extra-layers", help="Blocks added to --model for side B when "
+                                                                       "--slow-model is not given."),
     trials: int = typer.Option(None, "--trials", help="Independent trials; each gives one A/A and one slowed decision. "
                                                       + shown("10; with --simulate 400 per cell")),
     simulate: bool = typer.Option(False, "--simulate", help="Measure nothing: simulate runs with the between-run "
@@ -181,7 +182,8 @@ def simulate_gate_bench(trials: int, seed: int, margin, alpha, results) -> None:
         design = f"{r['min_rounds']}-{r['max_rounds']} {r['spending']}"
         out.print(f"{_spread(r):<40} {design:<10} "
                   f"{_pct(r['fail A/A (ratio 1)'], True):>15} {_pct(r['fail band edge (1+m)'], True):>15} "
-                  f"{_pct(r['pass band edge (1+m)'], True):>15} {_pct(r['pass A/A (ratio 1)']):>6} {_pct(r['fail +10%']):>8} {_pct(r['fail +20%']):>8} "
+                  f"{_pct(r['pass band edge (1+m)'], True):>15} {_pct(r['pass A/A (ratio 1)']):>6} "
+                  f"{_pct(r['fail +10%']):>8} {_pct(r['fail +20%']):>8} "
                   f"{r['mean rounds A/A (ratio 1)']:>8.2f} {r['mean rounds +10%']:>10.2f}", markup=False, soft_wrap=True)
     atomic_write_text(out_dir / "simulation.json", json.dumps({**saved, "ab": ab_rows}, indent=2, default=str))
     out.print(f"saved: {out_dir}/simulation.json", markup=False, soft_wrap=True)

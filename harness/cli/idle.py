@@ -13,8 +13,6 @@ from harness.cli.ui import RichReporter, console, out, print_wrapped
 from harness.spec import DEFAULT_MODEL, IdleSpec, load_spec, parse_pauses
 
 if TYPE_CHECKING:  # heavy modules are imported where used, so `lbench --help` starts at once
-    import pandas as pd
-    from rich.table import Table
 
     from harness.store import Run
 

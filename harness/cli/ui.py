@@ -148,7 +148,7 @@ def wrap_words(text: str, width: int, **kw) -> list[str]:
     return wrap(text.split(" "), width, **kw)
 
 
-def print_wrapped(console_: Console, text: str | list[str], style: str | None = None, **kw) -> None:
+def print_wrapped(console_: "Console | _LazyConsole", text: str | list[str], style: str | None = None, **kw) -> None:
     """Print at the console's width (80 without a TTY, or $COLUMNS), never cutting a word."""
     lines = wrap_words(text, console_.width, **kw) if isinstance(text, str) else wrap(text, console_.width, **kw)
     for line in lines:

@@ -110,7 +110,6 @@ def next_step_lines(outcome) -> list[str]:
 def print_verdicts(verdicts, info: dict, ra: list[Run], rb: list[Run]) -> None:
     """Per (model, setting) a heading, then one sentence per group, each at most the console's
     width (80 columns without a TTY) and broken only between whole phrases."""
-    width = out.width
     for line in quality_lines(ra, "A") + quality_lines(rb, "B"):
         print_wrapped(console, line)
     for side, runs in (("A", ra), ("B", rb)):

@@ -50,7 +50,7 @@ def calibration_png(run: Run, samples: pd.DataFrame) -> bytes:
     fig, (ax, ax_err) = plt.subplots(1, 2, figsize=(10, 3.8), gridspec_kw={"width_ratios": [3, 2]})
     rng = np.random.default_rng(0)
     parts = pause_groups(samples)
-    for i, (label, g) in enumerate(parts):
+    for i, (_label, g) in enumerate(parts):
         y = g["overhead_ms"].to_numpy(dtype=float)
         ax.scatter(i + rng.uniform(-0.18, 0.18, y.size), y, s=9, alpha=0.55, color="#3a7dc9", linewidths=0, zorder=3)
         ax.plot([i - 0.3, i + 0.3], [np.median(y)] * 2, color="k", lw=1.6)
@@ -68,7 +68,7 @@ def calibration_png(run: Run, samples: pd.DataFrame) -> bytes:
     ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if f"{v:.0e}"[0] in "25" else ""))
     ax.grid(alpha=0.3, axis="y")
     paused = [(label, g) for label, g in parts if g["pause_requested_s"].iloc[0] > 0]
-    for i, (label, g) in enumerate(paused):
+    for i, (_label, g) in enumerate(paused):
         err = ((g["pause_actual_s"] - g["pause_requested_s"]).abs() * 1e3).to_numpy(dtype=float)
         ax_err.scatter(i + rng.uniform(-0.18, 0.18, err.size), err, s=9, alpha=0.6, color="#7a4fc9", linewidths=0)
     target_line(ax_err, TARGETS["pause_error_p99_ms"], "target p99", "#c94a3a")

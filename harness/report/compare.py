@@ -99,7 +99,7 @@ def metric_figure(a_runs: list[Run], b_runs: list[Run], metric: str):
         fig, ax = plt.subplots(figsize=(8, 3.6))
         names = {compare_classes(f)[1] for f in sides.values() if not f.empty}
         classes = next(iter(names)) if len(names) == 1 else ("warm", "cold")  # as the verdicts group them
-        for i, cls in enumerate(classes):
+        for i, _cls in enumerate(classes):
             for j, side in enumerate(("A", "B")):
                 f = sides[side]
                 if f.empty or metric not in f:

@@ -168,10 +168,12 @@ def repro_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[st
             parts.append("")
         models = json.loads(r.get("models") or "[]") if isinstance(r.get("models"), str) else []
         for m in models:
-            parts.append(f"- model `{md(m.get('label', m.get('ref')))}`: {'synthetic (random weights), ' if m.get('synthetic') else ''}"
+            synthetic = "synthetic (random weights), " if m.get("synthetic") else ""
+            parts.append(f"- model `{md(m.get('label', m.get('ref')))}`: {synthetic}"
                          f"{md(m.get('bytes'))} bytes, sha256 `{md(m.get('sha256'))}`")
         parts.append(f"- engine: llama-server build {engine.get('build_number')} ({engine.get('backend')}), "
-                     f"{engine.get('source_package', 'source: ' + str(engine.get('source')))}, sha256 `{md(engine.get('sha256'))}`")
+                     f"{engine.get('source_package', 'source: ' + str(engine.get('source')))}, "
+                     f"sha256 `{md(engine.get('sha256'))}`")
         claim_dir = run.dir / str(r.get("evidence_dir") or "")
         inside = _inside(claim_dir, run.dir) and claim_dir.is_dir()  # a path from a table stays in the run
         recipes = sorted(p for p in claim_dir.rglob("recipe.sh") if _inside(p, run.dir)) if inside else []

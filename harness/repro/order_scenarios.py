@@ -13,7 +13,6 @@ from harness.probes.proc_events import ChildEvents, ProcEvent
 from dataclasses import dataclass
 
 from harness.repro.base import Context, Evidence, Params, children_from_log, spawns_over_cap
-from harness.repro.base import save_evidence as _save
 
 
 def fork_exit_order(events: list[ProcEvent], models_max: int) -> dict:

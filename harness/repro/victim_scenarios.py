@@ -28,7 +28,7 @@ from pathlib import Path
 from harness.engines.router import TimelineEvent
 from dataclasses import dataclass, field
 
-from harness.repro.base import Context, Evidence, Inconclusive, Params, RouterParams, save_evidence as _save
+from harness.repro.base import Context, Evidence, Inconclusive, Params, RouterParams
 from harness.repro.base import long_request_busy as _long_request_busy
 
 
@@ -360,7 +360,8 @@ def _multi_evict_once(ctx: Context, p: MultiEvictParams) -> Evidence:
     X queues behind H (a slot is free, so no eviction); Z loaded by POST /models/load (no queue
     entry, no tick) and frozen: now the 4 slots are taken while X still needs one.  A and B are
     frozen too (idle, but unable to exit).  A request for Y then finds two queued requests short
-    of slots and two idle models: its tick should evict both.  (Two requests sent at once cannot show this: each request's own tick evicts one.)"""
+    of slots and two idle models: its tick should evict both.  (Two requests sent at once cannot show this: each
+    request's own tick evicts one.)"""
     models = ctx.router_models(p.models)
     a, b, h, z, x, y = (m.name for m in models[:6])
     ev = Evidence()

@@ -3,7 +3,8 @@ judged by the regression gate against the sweep of the range's first build (the 
 
 Outcomes: ``not slower`` (the gate passes: no change or faster), ``slower`` (the gate fails),
 ``inconclusive`` (an interval straddles the band, or too few samples): the bisect retries those
-with a fresh run of the same build (judged with the build's earlier runs), then skips the build.  Each look at a build is a test at
+with a fresh run of the same build (judged with the build's earlier runs), then skips the build.  Each look at a build
+is a test at
 ``alpha / looks_per_build`` (Bonferroni over the retries), so the chance that a build is called
 ``slower`` by noise stays <= alpha/2 however many retries it takes.  The reference is measured
 ``reference_runs`` (3) times: the gate's unit is the run, and one run against one run has no
