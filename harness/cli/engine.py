@@ -91,12 +91,13 @@ def info(
       lbench engine info
       lbench engine info --llama-server /opt/homebrew/bin/llama-server
     """
+    from harness.engines import binary as binaries
     from harness.engines import llama_server, provision
 
     plan = provision.plan_build()
-    for source, path in llama_server.candidates(llama_server_path):
+    for source, path in binaries.candidates(llama_server_path):
         out.print(f"  {source:<60} {path if path else '-'}", markup=False, soft_wrap=True)  # paths never cut
-    binary = llama_server.locate(llama_server_path)
+    binary = binaries.locate(llama_server_path)
     print_wrapped(out, f"using: {binary.path}")
     out.print(f"  chosen from: {binary.source}", markup=False)
     out.print(f"  version: {binary.version}  build: {binary.build_number}  commit: {binary.commit}", markup=False)

@@ -12,7 +12,7 @@ def engine_line() -> str:
     """Which llama-server a run would use, in the order runs use (engine info shows every candidate).
     Nothing is built or downloaded: without one this says "not built"."""
     from harness.engines import provision
-    from harness.engines.llama_server import _probe_version, candidates
+    from harness.engines.binary import _probe_version, candidates
     from harness.errors import LbenchError
 
     plan = provision.plan_build()

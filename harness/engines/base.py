@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from harness.engines.llama_server import Binary
+    from harness.engines.binary import Binary
 
 
 @dataclass(frozen=True)

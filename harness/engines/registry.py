@@ -132,7 +132,8 @@ def require(name: str, capability: str, where: str = "--engine", *, why: str | N
 # Each imports its engine module only when called.
 
 def _llama_server(o: EngineOptions):
-    from harness.engines.llama_server import LlamaServerEngine, locate
+    from harness.engines.llama_server import LlamaServerEngine
+    from harness.engines.binary import locate
 
     return LlamaServerEngine(locate(o.llama_server), ctx_size=o.ctx_size, extra_args=o.server_args,
                              match=o.match, client_spin=o.client_spin)

@@ -23,7 +23,9 @@ import httpx
 
 from harness import shell
 from harness.engines import processes, reserved
-from harness.engines.llama_server import HOST, Binary, LlamaServerEngine, free_port
+from harness.engines.llama_server import LlamaServerEngine
+from harness.engines.binary import Binary
+from harness.engines.loopback import HOST, free_port
 from harness.engines.base import Setting
 from harness.engines.readiness import wait_until_ready
 from harness.errors import BadInput, EngineError

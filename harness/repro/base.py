@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.engines.llama_server import Binary
+from harness.engines.binary import Binary
 from harness.engines.router import RouterModel
 from harness.errors import BadInput
 from harness.models.resolve import ResolvedModel

@@ -20,7 +20,7 @@ import httpx
 import pandas as pd
 import psutil
 
-from harness.engines.llama_server import Binary
+from harness.engines.binary import Binary
 from harness.engines.router import RouterModel, RouterProcess, TimelineEvent
 from harness import shell
 from harness.errors import EngineError

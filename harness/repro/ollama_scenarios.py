@@ -18,7 +18,7 @@ from contextlib import contextmanager
 
 import httpx
 
-from harness.engines.llama_server import free_port
+from harness.engines.loopback import free_port
 from dataclasses import dataclass, field, replace
 
 from harness.repro import base as _sc

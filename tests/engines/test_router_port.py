@@ -6,7 +6,8 @@ import socket
 import pytest
 
 from harness.engines import router as router_mod
-from harness.engines.llama_server import free_port, locate
+from harness.engines.binary import locate
+from harness.engines.loopback import free_port
 from harness.engines.router import RouterModel, RouterProcess, port_was_taken
 from harness.errors import EngineError
 from harness.models.resolve import resolve

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from harness.analysis.verdicts import VerdictConfig, decide_groups
-from harness.engines.llama_server import locate
+from harness.engines.binary import locate
 from harness.repro.claims import CONTRADICTED, HOLDS, INCONCLUSIVE, gate_cause, judge_repeats, load_claims
 from harness.repro.base import Context, read_evidence_table
 from harness.repro.idle_scenarios import equivalence_figures, equivalence_groups

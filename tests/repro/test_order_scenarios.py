@@ -3,7 +3,7 @@ the victim's exit), and the scenario on the real router where process events are
 
 import pytest
 
-from harness.engines.llama_server import locate
+from harness.engines.binary import locate
 from harness.models.resolve import resolve
 from harness.probes.proc_events import ProcEvent, available
 from harness.repro.claims import CONTRADICTED, HOLDS, INCONCLUSIVE, judge, load_claims

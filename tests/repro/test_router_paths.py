@@ -4,7 +4,7 @@ against a sentence of seed 000, with the source lines in the claim's `code`."""
 
 import pytest
 
-from harness.engines.llama_server import locate
+from harness.engines.binary import locate
 from harness.models.resolve import resolve
 from harness.repro.claims import CONTRADICTED, judge, load_claims
 from harness.repro.registry import SCENARIOS, Context

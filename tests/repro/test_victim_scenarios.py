@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from harness.engines.llama_server import locate
+from harness.engines.binary import locate
 from harness.engines.router import TimelineEvent
 from harness.models.resolve import resolve
 from harness.repro.claims import CONTRADICTED, HOLDS, judge, load_claims

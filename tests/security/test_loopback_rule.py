@@ -54,7 +54,8 @@ def test_preset_keys_and_values_stay_on_their_line(tmp_path):
 
 def test_start_points_refuse_too(tmp_path):
     """The check where servers start (a caller that skipped the spec still cannot break the rule)."""
-    from harness.engines.llama_server import Binary, LlamaServerEngine
+    from harness.engines.llama_server import LlamaServerEngine
+    from harness.engines.binary import Binary
     from harness.engines.router import RouterProcess
 
     binary = Binary(tmp_path / "llama-server", "test", "v", 1, "c", "0")

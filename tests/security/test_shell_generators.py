@@ -21,7 +21,7 @@ from types import SimpleNamespace
 import pytest
 
 from harness import shell
-from harness.engines.llama_server import Binary
+from harness.engines.binary import Binary
 from harness.engines.router import RouterProcess
 from harness.repro import lab as lab_mod
 from harness.repro.lab import Lab, write_recipe
