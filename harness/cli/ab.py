@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import shlex
 import json
 import os
 from pathlib import Path
@@ -80,6 +81,9 @@ def ab(
     spec_b.server_args = list(spec.server_args) + list(b_arg or [])
     spec_a.validate("--a-arg"), spec_b.validate("--b-arg")  # both sides' bad input before either side starts
     with RichReporter() as rep:
+        for side, server, extra in (("A", a_server, a_arg), ("B", b_server, b_arg)):
+            rep.message(f"side {side}: " + (f"llama-server {server}" if server else "the default llama-server")
+                        + (f", extra server arguments: {shlex.join(extra)}" if extra else ", no extra server arguments"))
         prep_a = get_kind("idle").prepare(spec_a, RunOptions(llama_server=a_server, results=results), rep)
         prep_b = get_kind("idle").prepare(spec_b, RunOptions(llama_server=b_server, results=results), rep)
         from harness.analysis.compare import judge_runs

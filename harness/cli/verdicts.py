@@ -109,9 +109,8 @@ def next_step_lines(outcome) -> list[str]:
 
 def print_verdicts(verdicts, info: dict, ra: list[Run], rb: list[Run]) -> None:
     """Per (model, setting) a heading, then one sentence per group, each at most the console's
-    width (80 columns without a TTY) and broken only between whole phrases."""
-    for line in quality_lines(ra, "A") + quality_lines(rb, "B"):
-        print_wrapped(console, line)
+    width (80 columns without a TTY) and broken only between whole phrases.  The runs' quality
+    warnings (each once, naming its runs) follow the verdicts: the verdict is read first."""
     for side, runs in (("A", ra), ("B", rb)):
         ids = [r.run_id + "," for r in runs]
         ids[-1] = ids[-1].rstrip(",")
@@ -152,3 +151,5 @@ def print_verdicts(verdicts, info: dict, ra: list[Run], rb: list[Run]) -> None:
     for ch in info.get("step_changes", []):
         print_wrapped(out, f"B has a {ch['change']} wake step for {ch['model']} · {ch['setting']}: "
                            f"A has {ch['a']}, B has {ch['b']}.")
+    for line in quality_lines(ra, "A") + quality_lines(rb, "B"):
+        print_wrapped(console, line)

@@ -121,6 +121,10 @@ class Engine(Protocol):
         from a short separate start, or None when the engine has none on this host."""
         ...
 
+    def set_context_size(self, n_ctx: int) -> None:
+        """The context size its servers start with (the run's default fitted to the model)."""
+        ...
+
 
 class EngineDefaults:
     """What an engine does when it declares nothing else: no binary of lbench's, the setting's
@@ -136,6 +140,9 @@ class EngineDefaults:
 
     def startup_facts_log(self, model: Path, setting: Setting, log_path: Path) -> str | None:
         return None
+
+    def set_context_size(self, n_ctx: int) -> None:
+        """The context every server of the run gets (engines that take none ignore it)."""
 
 
 class RunningServer(Server, Protocol):

@@ -121,6 +121,9 @@ class LlamaServerEngine(EngineDefaults):
             notes.append("OMP_WAIT_POLICY/GOMP_SPINCOUNT only affect OpenMP builds; this build does not use OpenMP")
         return notes
 
+    def set_context_size(self, n_ctx: int) -> None:
+        self.ctx_size = n_ctx
+
     def startup_facts_log(self, model: Path, setting: Setting, log_path: Path) -> str | None:
         """On Metal, the residency facts a -lv 4 start prints (see ``verbose_startup_log``)."""
         return self.verbose_startup_log(model, setting, log_path) if self.metal_available() else None

@@ -45,6 +45,26 @@ class ABResult:
     info: dict = field(default_factory=dict)
 
 
+class SideReporter:
+    """The run's reporter with each progress bar labelled by its side (A or B): both sides measure the
+    same model and setting, so without it the two bars read the same."""
+
+    def __init__(self, inner, side: str):
+        self.inner, self.side = inner, side
+
+    def message(self, text: str) -> None:
+        self.inner.message(text)
+
+    def model_progress(self, done: int, total: int) -> None:
+        self.inner.model_progress(done, total)
+
+    def cell(self, label: str, total: int) -> None:
+        self.inner.cell(f"{self.side}: {label}", total)
+
+    def advance(self) -> None:
+        self.inner.advance()
+
+
 def run_ab(prep_a, prep_b, cfg: GateConfig, *, min_rounds: int = 3, max_rounds: int = 10, reporter=None,
            execute=None, judge=None, spending: str = SPENDING_DEFAULT) -> ABResult:
     """``execute(prep, reporter) -> Run`` and ``judge(a_runs, b_runs, vcfg)`` are injectable for tests."""
@@ -66,7 +86,7 @@ def run_ab(prep_a, prep_b, cfg: GateConfig, *, min_rounds: int = 3, max_rounds: 
         order = (("A", prep_a, res.a_runs), ("B", prep_b, res.b_runs))
         for side, prep, runs in (order if round_no % 2 else order[::-1]):
             reporter.message(f"round {round_no}/{max_rounds}: {side}")
-            runs.append(execute(prep, reporter))
+            runs.append(execute(prep, SideReporter(reporter, side)))
         if round_no < min_rounds:
             continue
         look_cfg = copy.copy(cfg)

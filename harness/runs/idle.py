@@ -70,8 +70,7 @@ def fit_default_ctx(spec: IdleSpec, engine, models, reporter) -> None:
     if spec.ctx_size_given or not trained or min(trained) >= spec.ctx_size:
         return
     spec.ctx_size = min(trained)
-    if hasattr(engine, "ctx_size"):
-        engine.ctx_size = spec.ctx_size
+    engine.set_context_size(spec.ctx_size)
     reporter.message(f"context size {spec.ctx_size}: the trained context of the model (the default 2048 does not fit)")
 
 
