@@ -90,7 +90,7 @@ def test_cpu_range_is_bounded_before_it_is_expanded():
     ("swap", ["--server-arg", "--ctx-sise", "--server-arg", "256"],
      ["llama-server does not know --ctx-sise", "did you mean --ctx-size"]),
     ("swap", ["--server-arg=--threads=1", "--server-arg", "-zz"], ["llama-server does not know -zz"]),
-    ("idle", ["--ctx-size", "100000000"], ["context size must be an integer from 1 to 16777216", "--ctx-size"]),
+    ("idle", ["--ctx-size", "100000000"], ["ctx_size must be an integer >= 64 and <= 16777216", "--ctx-size"]),
     ("idle", ["--ctx-size", "4096"], ["larger than the 2048 tokens model tiny-q8 was trained for",
                                       "--ctx-size 2048 or less"]),
     ("swap", ["--server-arg", "-c", "--server-arg", "99999999999"], ["context size must be an integer",
