@@ -11,7 +11,9 @@ Metrics (``metric``, with ``value`` and its 95% interval ``lo``/``hi`` where one
 
 - idle runs, per (model, setting): ``wake_threshold_s`` (the fitted wake step's pause and its
   interval; null when the sweep shows no clear step) and ``wake_penalty_ms`` (woken - warm
-  median, bootstrap interval), both from the idle analysis' ``wake`` rows;
+  median, bootstrap interval), both from the idle analysis' ``wake`` rows, and the wake model's regime
+  bounds ``wake_last_warm_s`` / ``wake_first_woken_s`` (null without a step) that the warm and woken
+  series use;
 - swap runs, per model: ``swap_load_ms`` (median spawn -> loaded over the run's loads of that
   model, order-statistic interval) and ``swap_evict_ms`` (median time to stop that model when it
   was the victim); per run (model = the models joined by ``+``): ``peak_children`` and
@@ -35,7 +37,7 @@ import pyarrow.parquet as pq
 from harness.errors import BadInput
 from harness.history.archive import CATALOG_DIR, run_dirs
 
-CATALOG_VERSION = 1
+CATALOG_VERSION = 2  # 2: the wake model's regime bounds (wake_last_warm_s, wake_first_woken_s)
 RUN_COLUMNS = pa.schema([
     ("run_id", pa.string()), ("machine_id", pa.string()), ("machine_label", pa.string()), ("kind", pa.string()),
     ("status", pa.string()), ("engine", pa.string()), ("engine_build", pa.int64()), ("engine_version", pa.string()),
@@ -101,6 +103,12 @@ def _idle_metrics(record, analysis: dict) -> list[dict]:
         lo, hi = _interval(w.get("penalty_ci"))
         rows.append({"run_id": record.run_id, "model": model, "setting": setting, "metric": "wake_penalty_ms",
                      "value": _num(w.get("penalty_ms")), "lo": lo, "hi": hi, "n": None})
+        # the regimes as the run's own wake model bounds them (harness.analysis.regimes.wake_model): the
+        # warm and woken series use these, so the trend says what the report says
+        step = bool(w.get("has_step"))
+        for metric, key in (("wake_last_warm_s", "last_warm_s"), ("wake_first_woken_s", "first_woken_s")):
+            rows.append({"run_id": record.run_id, "model": model, "setting": setting, "metric": metric,
+                         "value": _num(w.get(key)) if step else None, "lo": None, "hi": None, "n": None})
     return rows
 
 

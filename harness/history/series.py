@@ -6,9 +6,9 @@ Every row is one run's value of the series for one (model, setting) on one machi
 count.  The series (``SERIES``; ``history:<name>`` elsewhere):
 
 - ``idle_warm_p50`` (ms): the median client latency of an idle run's measured requests in the
-  warm regime, i.e. at pauses below the run's fitted wake threshold (the grid's shortest pause
-  when the sweep shows no clear step), with the order-statistic interval of the median;
-- ``idle_woken_p50`` (ms): the same at pauses at or past the threshold (runs with a step only);
+  warm regime as the run's wake model bounds it (pauses up to its last warm pause; every pause
+  when it found no step), with the order-statistic interval of the median: the report's warm median;
+- ``idle_woken_p50`` (ms): the same from the first woken pause on (runs with a step only);
 - ``wake_threshold_s`` (s), ``wake_penalty_ms`` (ms): the wake step's pause and woken - warm
   penalty from each run's analysis (``harness/analysis/regimes.py``), with their intervals;
 - ``swap_load_ms`` (ms), ``swap_evict_ms`` (ms): per model, the median spawn -> loaded time of its
@@ -73,20 +73,25 @@ def _idle_latency(con, name: str, woken: bool, machine=None, model=None, setting
     source = table_source(con, "samples", selected_runs(con, "idle", machine, model))
     if source is None:
         return pd.DataFrame(columns=COLUMNS)
-    regime = ("th.value IS NOT NULL AND s.pause >= th.value" if woken
-              else "(th.value IS NULL AND s.pause = s.shortest) OR s.pause < th.value")
+    # the run's wake model bounds the regimes (its report, terminal and evidence use the same bounds):
+    # warm = pauses up to its last warm pause (every pause when it found no step), woken = from its
+    # first woken pause on (runs with a step only)
+    regime = ("fw.value IS NOT NULL AND s.pause >= fw.value" if woken
+              else "lw.value IS NULL OR s.pause <= lw.value")
     where, params = _filters(machine, model, setting)
     sql = f"""
     WITH s AS (
         SELECT run_id, model, setting, pause_requested_s AS pause, latency_ms,
                min(pause_requested_s) OVER (PARTITION BY run_id, model, setting) AS shortest
         FROM {source} WHERE phase = 'measure' AND error IS NULL AND latency_ms > 0),
-    th AS (SELECT run_id, model, setting, value FROM metrics WHERE metric = 'wake_threshold_s'),
+    lw AS (SELECT run_id, model, setting, value FROM metrics WHERE metric = 'wake_last_warm_s'),
+    fw AS (SELECT run_id, model, setting, value FROM metrics WHERE metric = 'wake_first_woken_s'),
     w AS (
         SELECT s.run_id, s.model, s.setting, s.latency_ms,
                row_number() OVER (PARTITION BY s.run_id, s.model, s.setting ORDER BY s.latency_ms) AS rank,
                count(*) OVER (PARTITION BY s.run_id, s.model, s.setting) AS n
-        FROM s LEFT JOIN th ON th.run_id = s.run_id AND th.model = s.model AND th.setting = s.setting
+        FROM s LEFT JOIN lw ON lw.run_id = s.run_id AND lw.model = s.model AND lw.setting = s.setting
+               LEFT JOIN fw ON fw.run_id = s.run_id AND fw.model = s.model AND fw.setting = s.setting
         WHERE {regime}),
     g AS (
         SELECT w.run_id, w.model, w.setting, w.n, quantile_cont(w.latency_ms, 0.5) AS value,
