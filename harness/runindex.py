@@ -27,7 +27,7 @@ from harness.errors import BadInput
 from harness.record import RunRecord, read_record
 
 INDEX_FILE = ".lbench-index.json"
-INDEX_VERSION = 2
+INDEX_VERSION = 3  # 3: row counts per table in the summary
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,7 @@ class RunSummary:
     machine_label: str
     hostname: str | None
     sample_counts: dict[str, int] | None  # measured (ok), warmup, failed, as the writer counted them
+    rows: dict[str, int]  # rows per table, as the manifest says (a listing reads no table for them)
 
     @classmethod
     def of(cls, r: RunRecord) -> RunSummary:
@@ -55,7 +56,7 @@ class RunSummary:
         return cls(run_id=r.run_id, kind=r.kind, status=r.status, started_at=r.started_at, duration_s=r.duration_s,
                    models=r.model_labels, settings=r.settings, engine_build=r.engine.build_number,
                    machine_id=r.machine.id, machine_label=r.machine.label, hostname=r.host.hostname,
-                   sample_counts=dict(counts) if ok else None)
+                   sample_counts=dict(counts) if ok else None, rows=dict(r.rows))
 
     @property
     def complete(self) -> bool:
@@ -74,6 +75,9 @@ class RunSummary:
         if not all(data[k] is None or isinstance(data[k], str) for k in ("started_at", "hostname")):
             return None
         if not (data["duration_s"] is None or isinstance(data["duration_s"], (int, float))):
+            return None
+        rows = data["rows"]
+        if not (isinstance(rows, dict) and all(isinstance(k, str) and isinstance(v, int) for k, v in rows.items())):
             return None
         counts = data["sample_counts"]
         if counts is not None and not (isinstance(counts, dict) and set(counts) == {"measure", "warmup", "failed"}

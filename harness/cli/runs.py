@@ -113,10 +113,7 @@ def measured_text(entry, cache=None) -> str:
     kind = find_kind(entry.summary.kind)
     name = kind.primary_table if kind is not None else "samples"
     if name != "samples":
-        try:
-            n = entry.record.rows.get(name)
-        except BadInput:
-            return "unreadable"
+        n = entry.summary.rows.get(name)
         if n is None:
             from harness.store import Run
 

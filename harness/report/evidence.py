@@ -16,6 +16,7 @@ from harness.analysis import stats
 from harness.analysis.persisted import with_analysis
 from harness.atomic import atomic_dir, atomic_write_text
 from harness.errors import BadInput
+from harness.untrusted import inside as untrusted_inside, read_bytes
 from harness import shell
 from harness import schema
 from harness.kinds import find_kind
@@ -44,26 +45,10 @@ RECIPE_MAX_BYTES = 1 << 20
 def _recipe_text(path: Path) -> str | None:
     """A claim's ``recipe.sh``, read only when it is a regular file (never through a link: a
     hostile run's ``recipe.sh -> ~/.ssh/id_rsa`` would paste the key into the bundle) and small."""
-    import os
-    import stat
-
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
+        return read_bytes(path, max_bytes=RECIPE_MAX_BYTES, what="recipe.sh").decode(errors="replace")
+    except BadInput:
         return None
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fh.fileno())
-        if not stat.S_ISREG(st.st_mode) or st.st_size > RECIPE_MAX_BYTES:
-            return None
-        return fh.read(RECIPE_MAX_BYTES).decode(errors="replace")
-
-
-def _inside(path: Path, root: Path) -> bool:
-    try:
-        path.resolve().relative_to(root.resolve())
-        return True
-    except (ValueError, OSError, RuntimeError):
-        return False
 
 
 def _median_text(row) -> str:
@@ -175,8 +160,8 @@ def repro_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[st
                      f"{engine.get('source_package', 'source: ' + str(engine.get('source')))}, "
                      f"sha256 `{md(engine.get('sha256'))}`")
         claim_dir = run.dir / str(r.get("evidence_dir") or "")
-        inside = _inside(claim_dir, run.dir) and claim_dir.is_dir()  # a path from a table stays in the run
-        recipes = sorted(p for p in claim_dir.rglob("recipe.sh") if _inside(p, run.dir)) if inside else []
+        inside = untrusted_inside(run.dir, claim_dir) and claim_dir.is_dir()  # a path from a table stays in the run
+        recipes = sorted(p for p in claim_dir.rglob("recipe.sh") if untrusted_inside(run.dir, p)) if inside else []
         logs = sorted(p.relative_to(run.dir) for p in claim_dir.rglob("*.log")) if inside else []
         if logs:
             parts.append("- raw logs: " + ", ".join(f"`{md(x)}`" for x in logs))
