@@ -29,6 +29,16 @@ def slowed_alias(model: str, extra_layers: int) -> str:
     return f"{shape.name}+{extra_layers}l-{quant.name}"
 
 
+def _one(value: str | None) -> list[str] | None:
+    """A design knob is one level for every run (not an axis: the sides must differ only in B's model)."""
+    if value is None:
+        return None
+    if "," in value:
+        raise BadInput(f"{value!r} is a list; gate-bench runs one design", where="design knob",
+                       hint="give one value (compare designs with scripts/design_spread.sh)")
+    return [value]
+
+
 def gate_bench(
     model: str = typer.Option(DEFAULT_MODEL, "--model", "-m", help="Model of sides A and A2 (GGUF path or alias)."),
     slow_model: str = typer.Option(None, "--slow-model", help="Model of side B. "
@@ -44,6 +54,17 @@ def gate_bench(
     runs_per_side: int = typer.Option(2, "--runs-per-side", help="Runs per side in each decision (the gate's design)."),
     pauses: str = typer.Option("0,1.5", "--pauses", help="Pause grid of every run, seconds."),
     reps: int = typer.Option(5, "--reps", help="Repetitions per pause in every run."),
+    warmup: int = typer.Option(None, "--warmup", help="Unmeasured warm-up requests per run. " + shown("3, as idle")),
+    threads: str = typer.Option(None, "--threads", help="Design knob: llama-server -t/-tb in every run. "
+                                + shown("not passed")),
+    cpus: str = typer.Option(None, "--cpus", help="Design knob: every server under taskset -c (e.g. 1). "
+                             + shown("not pinned")),
+    client_cpus: str = typer.Option(None, "--client-cpus", help="Design knob: pin lbench itself to these CPUs "
+                                    "(e.g. 0). " + shown("not pinned")),
+    omp_wait: str = typer.Option(None, "--omp-wait-policy", help="Design knob: OMP_WAIT_POLICY of every server "
+                                 "(active, passive). " + shown("not set")),
+    gate_on: str = typer.Option(None, "--gate-on", help="Which groups vote, as in lbench gate ('warm', 'regimes' "
+                                "or pauses). " + shown("warm")),
     margin: Margin = None,
     alpha: Alpha = None,
     llama_server: LlamaServer = None,
@@ -60,6 +81,8 @@ def gate_bench(
       lbench gate-bench
       lbench gate-bench -m tiny-q8 --trials 3 --reps 5
       lbench gate-bench -m my.gguf --slow-model my-deeper.gguf --runs-per-side 3
+      # the pinned design of docs/statistics.md:
+      lbench gate-bench -m tiny-q8 --threads 1 --cpus 1 --client-cpus 0 --runs-per-side 3
       lbench gate-bench --simulate --trials 400 --seed 0
     """
     if simulate:
@@ -82,7 +105,11 @@ def gate_bench(
         raise BadInput("--trials and --runs-per-side must be >= 1", where=f"{trials} / {runs_per_side}")
     slow_model = slow_model or slowed_alias(model, extra_layers)
     cfg = load_config(None, alpha=alpha, threshold=margin)
-    spec_a = build_spec(None, models=[model], pauses_s=parse_pauses(pauses), reps=reps)
+    from harness.analysis.gate_config import parse_gate_on
+
+    groups_on = parse_gate_on(gate_on)
+    spec_a = build_spec(None, models=[model], pauses_s=parse_pauses(pauses), reps=reps, warmup=warmup,
+                        threads=_one(threads), cpus=_one(cpus), omp_wait=_one(omp_wait), client_cpus=client_cpus)
     spec_b = copy.deepcopy(spec_a)
     spec_b.models = [slow_model]
     spec_b.validate()
@@ -104,15 +131,18 @@ def gate_bench(
         prep_b = get_kind("idle").prepare(spec_b, RunOptions(llama_server=llama_server, results=results), rep)
         label = prep_a.models[0].label
         done = run_gate_bench({"A": prep_a, "A2": prep_a, "B": prep_b}, cfg, bench_id=bench_id, trials=trials,
-                              runs_per_side=runs_per_side, model_label=label, reporter=rep, on_decision=keep)
+                              runs_per_side=runs_per_side, model_label=label, reporter=rep, on_decision=keep,
+                              gate_on=groups_on)
     a_all = [r for t in done for r in t.runs["A"] + t.runs["A2"]]
     b_all = [Relabeled(r, label) for t in done for r in t.runs["B"]]
-    size_verdicts, _ = judge_runs(a_all, b_all, verdict_config(cfg))
+    size_verdicts, _ = judge_runs(a_all, b_all, verdict_config(cfg), gate_on=groups_on)
     rates = error_rates(pd.DataFrame(decisions))
     size = slowdown_size(size_verdicts)
     findings = sentences(rates, size)
     design = {"model": model, "slow_model": slow_model, "trials": trials, "runs_per_side": runs_per_side,
-              "pauses_s": spec_a.pauses_s, "reps": spec_a.reps, "margin": cfg.threshold, "alpha": cfg.alpha,
+              "pauses_s": spec_a.pauses_s, "reps": spec_a.reps, "warmup": spec_a.warmup, "threads": threads,
+              "cpus": cpus, "client_cpus": client_cpus, "omp_wait_policy": omp_wait, "gate_on": gate_on or "warm",
+               "margin": cfg.threshold, "alpha": cfg.alpha,
               "gate_outcome_of_pooled_size": decide(size_verdicts, cfg).status}
     summary = {"schema_version": 1, "bench_id": bench_id, "design": design,
                "rates": rates.to_dict("records"), "slowdown_size": size, "findings": findings,

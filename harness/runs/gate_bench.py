@@ -76,9 +76,10 @@ def decision_row(bench_id: str, trial: Trial, condition: str, a_runs: list, b_ru
 
 
 def run_gate_bench(preps: dict, cfg, *, bench_id: str, trials: int, runs_per_side: int, model_label: str,
-                   reporter, on_decision, execute=None, judge=None) -> list[Trial]:
+                   reporter, on_decision, execute=None, judge=None, gate_on=None) -> list[Trial]:
     """Run ``trials`` trials of ``runs_per_side`` rotated rounds over the sides in ``preps``
-    (keys A, A2, B) and hand every decision row to ``on_decision``."""
+    (keys A, A2, B) and hand every decision row to ``on_decision``.  ``gate_on``: which groups vote
+    (harness.analysis.gate_config.parse_gate_on; the warm regime by default), as in ``lbench gate``."""
     from harness.analysis.gate import decide, verdict_config
 
     if execute is None:
@@ -104,7 +105,7 @@ def run_gate_bench(preps: dict, cfg, *, bench_id: str, trials: int, runs_per_sid
         a, a2 = trial.runs["A"], trial.runs["A2"]
         b = [Relabeled(r, model_label) for r in trial.runs["B"]]
         for condition, other in (("A/A", a2), ("slowed", b)):
-            verdicts, _ = judge(a, other, vcfg)
+            verdicts, _ = judge(a, other, vcfg, gate_on=gate_on)
             on_decision(decision_row(bench_id, trial, condition, a, other, verdicts, decide(verdicts, cfg)))
         done.append(trial)
     return done

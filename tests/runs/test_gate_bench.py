@@ -42,7 +42,8 @@ def fake_world(slowdown: float):
         level = 100.0 * (1 + slowdown if prep == "slow" else 1.0)
         return FakeRun(f"run{len(log)}", prep, level * np.exp(rng.normal(0, 0.01, 20)))
 
-    def judge(a, b, cfg):
+    def judge(a, b, cfg, gate_on=None):
+        log.append(("judge", {"gate_on": gate_on}))
         return decide_groups([GroupData("m", "s", "warm", "latency_ms", [r.x for r in a], [r.x for r in b])], cfg), {}
 
     return execute, judge, log
@@ -54,7 +55,10 @@ def test_trials_rotate_sides_share_no_runs_and_keep_each_decision_at_once():
     trials = run_gate_bench({"A": "base", "A2": "base", "B": "slow"}, GateConfig(), bench_id="b1", trials=3,
                             runs_per_side=2, model_label="m", reporter=Quiet(), on_decision=rows.append,
                             execute=execute, judge=judge)
+    judged = [m for p, m in log if p == "judge"]
+    log[:] = [e for e in log if e[0] != "judge"]
     assert len(log) == 3 * 2 * 3  # trials x rounds x sides
+    assert len(judged) == 6 and all(m["gate_on"] is None for m in judged)  # the default family: warm
     sides = [m["side"] for _, m in log]
     for i in range(6):  # each round runs every side once, in the rotated order
         assert tuple(sides[3 * i:3 * i + 3]) == ORDERS[i % len(ORDERS)]
@@ -96,6 +100,14 @@ def test_zero_failures_in_a_small_benchmark_cannot_show_a_one_percent_rate():
     assert clopper_pearson(0, n)[1] <= 0.01 < clopper_pearson(0, n - 1)[1]
 
 
+def test_a_design_knob_is_one_level_not_an_axis():
+    from harness.cli.gate_bench import _one
+
+    assert _one(None) is None and _one("1") == ["1"]
+    with pytest.raises(BadInput, match="one design"):
+        _one("1,2")
+
+
 def test_deeper_twin_alias():
     assert slowed_alias("llama3.2-1b-q4", 2) == "llama3.2-1b+2l-q4"
     shape, quant = presets.parse_synthetic_alias("llama3.2-1b+2l-q4")
@@ -111,13 +123,14 @@ def test_deeper_twin_alias():
 def test_gate_bench_on_real_runs_keeps_every_run_and_decision(engine_env):
     res = Path(engine_env["LBENCH_RESULTS_DIR"])
     p = run_cli("gate-bench", "-m", "tiny-q8", "--trials", "1", "--runs-per-side", "1", "--pauses", "0",
-                "--reps", "3", env=engine_env)
+                "--reps", "3", "--threads", "1", "--warmup", "2", env=engine_env)
     assert p.returncode == 0, p.stderr[-2000:]
     (bench,) = (res / "benchmarks").iterdir()
     summary = json.loads((bench / "summary.json").read_text())
     decisions = pd.read_csv(bench / "decisions.csv")
     assert list(decisions["condition"]) == ["A/A", "slowed"]
     assert summary["design"]["slow_model"] == "tiny+2l-q8"
+    assert (summary["design"]["threads"], summary["design"]["warmup"]) == ("1", 2)  # the design knobs, recorded
     for side in ("A", "A2", "B"):
         (run_id,) = summary["run_ids"][side]
         manifest = json.loads((res / run_id / "manifest.json").read_text())
