@@ -142,7 +142,7 @@ def gate_bench(
     design = {"model": model, "slow_model": slow_model, "trials": trials, "runs_per_side": runs_per_side,
               "pauses_s": spec_a.pauses_s, "reps": spec_a.reps, "warmup": spec_a.warmup, "threads": threads,
               "cpus": cpus, "client_cpus": client_cpus, "omp_wait_policy": omp_wait, "gate_on": gate_on or "warm",
-               "margin": cfg.threshold, "alpha": cfg.alpha,
+              "margin": cfg.threshold, "alpha": cfg.alpha,
               "gate_outcome_of_pooled_size": decide(size_verdicts, cfg).status}
     summary = {"schema_version": 1, "bench_id": bench_id, "design": design,
                "rates": rates.to_dict("records"), "slowdown_size": size, "findings": findings,
