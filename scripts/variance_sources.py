@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.analysis.variance_sources import table  # noqa: E402
+from harness.analysis.variance_sources import table, within_run  # noqa: E402
 from harness.store import open_run  # noqa: E402
 
 
@@ -40,6 +40,11 @@ def main() -> int:
         for r in g.itertuples():
             print(f"  {r.design:<18} {r.variant:<44} {r.sd_log:6.3f} [{r.sd_ci_low:.3f}, {r.sd_ci_high:.3f}] "
                   f"({r.runs})  median {r.median_ms:7.2f} ms")
+    print("\nwithin a run (for gate-bench --simulate --within-sd --stall-p): robust log sd, stalls > 1.5x median")
+    for name, runs in designs.items():
+        for pause in pauses:
+            w = within_run(name, runs, pause)
+            print(f"  {name:<18} pause {pause:g} s: within-sd {w.within_sd:.3f}, stall-p {w.stall_p:.3f} ({w.runs} runs)")
     print("\nruns:")
     for name, run_ids in ids.items():
         print(f"  {name}: {' '.join(run_ids)}")

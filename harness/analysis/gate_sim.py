@@ -111,6 +111,12 @@ def _rate(k: int, n: int) -> dict:
     return {"k": k, "n": n, "rate": k / n if n else math.nan, "ci": [lo, hi]}
 
 
+def run_model(spread, reps: int) -> RunModel:
+    """A spread given as a number (sd of the per-run log median, the assumed within-run shape) or as
+    a RunModel whose within-run components were measured (``--within-sd``, ``--stall-p``)."""
+    return spread if isinstance(spread, RunModel) else RunModel(float(spread), reps=reps)
+
+
 def simulate_gate(cfg, *, trials: int = 200, seed: int = 0, spreads: dict | None = None, designs=DESIGNS,
                   rules=("margin", "zero"), reps: int = 5) -> list[dict]:
     """One row per (spread, rule, runs per side): the figures named in the module doc."""
@@ -118,8 +124,9 @@ def simulate_gate(cfg, *, trials: int = 200, seed: int = 0, spreads: dict | None
 
     rng = np.random.default_rng(seed)
     rows = []
-    for name, sd in (spreads or SPREADS).items():
-        model = RunModel(sd, reps=reps)
+    for name, spread in (spreads or SPREADS).items():
+        model = run_model(spread, reps)
+        sd = model.run_sd
         for rule in rules:
             rcfg = copy.copy(cfg)
             rcfg.slower_rule = rule
@@ -149,8 +156,9 @@ def simulate_ab(cfg, *, trials: int = 200, seed: int = 0, spreads: dict | None =
                 reps: int = 5) -> list[dict]:
     rng = np.random.default_rng(seed + 1)
     rows = []
-    for name, sd in (spreads or SPREADS).items():
-        model = RunModel(sd, reps=reps)
+    for name, spread in (spreads or SPREADS).items():
+        model = run_model(spread, reps)
+        sd = model.run_sd
         for min_rounds, max_rounds, spending in designs:
             row = {"spread": name, "run_sd": sd, "spending": spending, "min_rounds": min_rounds,
                    "max_rounds": max_rounds, "trials": trials}

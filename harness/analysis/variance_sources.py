@@ -117,6 +117,36 @@ def design_spreads(design: str, runs: list[pd.DataFrame], pauses: list[float]) -
     return out
 
 
+@dataclass(frozen=True)
+class WithinRun:
+    """The within-run components the simulation needs (harness/analysis/gate_sim.RunModel): the
+    robust log sd of a run's samples around its own median (1.4826 x MAD, the median over runs)
+    and the fraction of samples that stall, above ``stall_factor`` x their run's median."""
+    design: str
+    pause_s: float
+    runs: int
+    within_sd: float
+    stall_p: float
+    stall_factor: float = 1.5
+
+
+def within_run(design: str, runs: list[pd.DataFrame], pause_s: float, metric: str = "latency_ms",
+               stall_factor: float = 1.5) -> WithinRun:
+    sds, stalls, total = [], 0, 0
+    for s in runs:
+        rows = measured(s)
+        x = rows.loc[np.isclose(rows["pause_requested_s"].astype(float), pause_s), metric].dropna()
+        x = x[x > 0].astype(float).to_numpy()
+        if x.size < 2:
+            continue
+        logs = np.log(x) - np.log(np.median(x))
+        sds.append(1.4826 * float(np.median(np.abs(logs))))
+        stalls += int(np.sum(x > stall_factor * np.median(x)))
+        total += int(x.size)
+    return WithinRun(design, pause_s, len(sds), float(np.median(sds)) if sds else math.nan,
+                     stalls / total if total else math.nan, stall_factor)
+
+
 def table(designs: dict[str, list[pd.DataFrame]], pauses: list[float]) -> pd.DataFrame:
     rows = [s.row() for name, runs in designs.items() for s in design_spreads(name, runs, pauses)]
     return pd.DataFrame(rows)

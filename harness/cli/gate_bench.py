@@ -51,6 +51,13 @@ def gate_bench(
                                                             "spreads measured in earlier sessions and print the "
                                                             "gate's and ab's error rates per design."),
     seed: int = typer.Option(0, "--seed", help="Seed of --simulate."),
+    sd: list[float] = typer.Option(None, "--sd", help="With --simulate: a between-run spread to simulate (sd of "
+                                   "the per-run log median, e.g. from scripts/variance_sources.py); repeat. "
+                                   + shown("the spreads of earlier sessions")),
+    within_sd: float = typer.Option(None, "--within-sd", help="With --simulate: within-run log sd of the samples "
+                                    "(measured: scripts/variance_sources.py). " + shown("0.05, assumed")),
+    stall_p: float = typer.Option(None, "--stall-p", help="With --simulate: fraction of samples that stall "
+                                  "(measured: scripts/variance_sources.py). " + shown("0.10, assumed")),
     runs_per_side: int = typer.Option(2, "--runs-per-side", help="Runs per side in each decision (the gate's design)."),
     pauses: str = typer.Option("0,1.5", "--pauses", help="Pause grid of every run, seconds."),
     reps: int = typer.Option(5, "--reps", help="Repetitions per pause in every run."),
@@ -84,9 +91,14 @@ def gate_bench(
       # the pinned design of docs/statistics.md:
       lbench gate-bench -m tiny-q8 --threads 1 --cpus 1 --client-cpus 0 --runs-per-side 3
       lbench gate-bench --simulate --trials 400 --seed 0
+      lbench gate-bench --simulate --sd 0.2 --sd 0.38 --within-sd 0.08 --stall-p 0.05 --reps 8
     """
     if simulate:
-        return simulate_gate_bench(trials or 400, seed, margin, alpha, results)
+        return simulate_gate_bench(trials or 400, seed, margin, alpha, results, spreads=sd or None, reps=reps,
+                                   within_sd=within_sd, stall_p=stall_p)
+    if sd or within_sd is not None or stall_p is not None:
+        raise BadInput("--sd, --within-sd and --stall-p describe simulated runs", where="gate-bench",
+                       hint="add --simulate, or leave them out to measure real runs")
     trials = trials or 10
     import pandas as pd
 
@@ -166,11 +178,15 @@ def _pct(r: dict, upper: bool = False) -> str:
 
 
 def _spread(r: dict) -> str:
-    return f"{r['spread'][:33]} {r['run_sd']:.3g}"
+    name = r["spread"]
+    return name if name.startswith("given sd") else f"{name[:33]} {r['run_sd']:.3g}"
 
 
-def simulate_gate_bench(trials: int, seed: int, margin, alpha, results) -> None:
-    """``--simulate``: the figures of harness.analysis.gate_sim, printed and saved with a bench id."""
+def simulate_gate_bench(trials: int, seed: int, margin, alpha, results, *, spreads: list[float] | None = None,
+                        reps: int = 5, within_sd: float | None = None, stall_p: float | None = None) -> None:
+    """``--simulate``: the figures of harness.analysis.gate_sim, printed and saved with a bench id.
+    ``spreads``/``within_sd``/``stall_p``: the variance components to simulate (measured ones,
+    from scripts/variance_sources.py); by default the spreads of earlier sessions."""
     from harness import paths
     from harness.analysis.gate import load_config
     from harness.analysis.gate_sim import RunModel, design_label, simulate_ab, simulate_gate
@@ -179,14 +195,24 @@ def simulate_gate_bench(trials: int, seed: int, margin, alpha, results) -> None:
 
     if trials < 10:
         raise BadInput(f"--trials must be >= 10 with --simulate, got {trials}", where="--trials")
+    for name, value, top in (("--sd", min(spreads or [0.1]), 3.0), ("--within-sd", within_sd, 3.0),
+                             ("--stall-p", stall_p, 1.0)):
+        if value is not None and not 0 < value <= top:
+            raise BadInput(f"{name} must be in (0, {top:g}], got {value}", where=name)
     cfg = load_config(None, alpha=alpha, threshold=margin)
     bench_id = new_run_id("gate-bench")  # the run-id kinds the docs may cite (tests/test_readme.py)
-    model = RunModel(0.0)
+    base = RunModel(0.0, reps=reps)
+    model = RunModel(0.0, reps=reps, within_sd=base.within_sd if within_sd is None else within_sd,
+                     stall_p=base.stall_p if stall_p is None else stall_p)
+    measured = within_sd is not None and stall_p is not None
     out.print(f"gate-bench --simulate {bench_id}: {trials} trials per cell, seed {seed}, margin {cfg.threshold:.0%}, "
               f"alpha {cfg.alpha}; runs of {model.reps} reps, within-run sd {model.within_sd} with "
-              f"{model.stall_p:.0%} stalls of {model.stall_factor}x (assumed), between-run spread from earlier "
-              "sessions' measurements (simulated runs, not timings).", markup=False, soft_wrap=True)
-    rows = simulate_gate(cfg, trials=trials, seed=seed)
+              f"{model.stall_p:.0%} stalls of {model.stall_factor}x ({'given' if measured else 'assumed'}), "
+              f"between-run spread {'given' if spreads else 'from earlier sessions measurements'} "
+              "(simulated runs, not timings).", markup=False, soft_wrap=True)
+    table = ({f"given sd {v:g}": RunModel(v, reps=reps, within_sd=model.within_sd, stall_p=model.stall_p)
+              for v in spreads} if spreads else None)
+    rows = simulate_gate(cfg, trials=trials, seed=seed, spreads=table, reps=reps)
     out.print("gate (one gating group): fail = a slower verdict; runs per side, +hN: with N history runs of the "
               "baseline (--history); (<=x%): the exact 95% upper bound", markup=False, soft_wrap=True)
     head = (f"{'spread (sd of log run median)':<40} {'rule':<6} {'runs':>5} {'fail@1':>15} {'fail@edge':>15} "
@@ -203,7 +229,7 @@ def simulate_gate_bench(trials: int, seed: int, margin, alpha, results) -> None:
     saved = {"schema_version": 1, "bench_id": bench_id, "trials": trials, "seed": seed, "margin": cfg.threshold,
              "alpha": cfg.alpha, "run_model": model.__dict__, "gate": rows, "ab": []}
     atomic_write_text(out_dir / "simulation.json", json.dumps(saved, indent=2, default=str))  # kept if ab fails
-    ab_rows = simulate_ab(cfg, trials=max(trials // 2, 10), seed=seed)
+    ab_rows = simulate_ab(cfg, trials=max(trials // 2, 10), seed=seed, spreads=table, reps=reps)
     out.print(f"ab ({max(trials // 2, 10)} trials per cell): fail / pass rates and mean rounds; design = min-max "
               "rounds and spending", markup=False, soft_wrap=True)
     out.print(f"{'spread':<40} {'design':<10} {'fail@1':>15} {'fail@edge':>15} {'pass@edge':>15} {'pass@1':>6} "

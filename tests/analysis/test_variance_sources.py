@@ -71,3 +71,14 @@ def test_design_spreads_separate_between_process_from_within_process_spread():
     metric = rows[rows["factor"] == "metric"].set_index("variant")["sd_log"]
     assert metric["server_ms"] == pytest.approx(metric["latency_ms"])  # a constant scale leaves the log sd alone
     assert set(table({"d": runs, "e": runs[:3]}, [0.0])["design"]) == {"d", "e"}
+
+
+def test_within_run_components_known_answer():
+    from harness.analysis.variance_sources import within_run
+
+    flat = samples({0.0: [10.0] * 9 + [20.0]})  # one stall in ten, no spread otherwise
+    w = within_run("d", [flat, flat], 0.0)
+    assert w.runs == 2 and w.within_sd == pytest.approx(0.0) and w.stall_p == pytest.approx(0.1)
+    rng = np.random.default_rng(3)
+    runs = [samples({0.0: list(100 * np.exp(rng.normal(0, 0.2, 400)))}) for _ in range(3)]
+    assert within_run("d", runs, 0.0).within_sd == pytest.approx(0.2, rel=0.15)

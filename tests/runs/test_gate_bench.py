@@ -136,3 +136,17 @@ def test_gate_bench_on_real_runs_keeps_every_run_and_decision(engine_env):
         manifest = json.loads((res / run_id / "manifest.json").read_text())
         assert manifest["gate_bench"] == {"bench_id": bench.name, "trial": 1, "side": side}
     assert "False alarms: " in p.stdout and "True size of the slowdown" in p.stdout
+
+
+def test_simulate_takes_measured_variance_components(tmp_path):
+    p = run_cli("gate-bench", "--simulate", "--trials", "10", "--sd", "0.2", "--within-sd", "0.1", "--stall-p",
+                "0.05", "--reps", "8", "--results", str(tmp_path))
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "within-run sd 0.1 with 5% stalls of 1.5x (given)" in " ".join(p.stdout.split())
+    (sim,) = (tmp_path / "benchmarks").glob("*/simulation.json")
+    saved = json.loads(sim.read_text())
+    assert {r["run_sd"] for r in saved["gate"]} == {0.2} and saved["run_model"]["reps"] == 8
+    bad = run_cli("gate-bench", "--sd", "0.2", "--results", str(tmp_path))  # a simulated figure on real runs
+    assert bad.returncode == 2 and "--simulate" in bad.stderr
+    bad = run_cli("gate-bench", "--simulate", "--sd", "-1", "--results", str(tmp_path))
+    assert bad.returncode == 2 and "--sd" in bad.stderr
