@@ -148,7 +148,7 @@ def history_baseline(archive: Path, ref: str, *, machine: str | None = None, mod
         rows = spec.rows(con, machine=machine, model=model, setting=setting)
         dirs = dict(con.execute("SELECT run_id, dir FROM runs").fetchall())
         machines = con.execute("SELECT DISTINCT machine_id, machine_label FROM runs ORDER BY machine_id").fetchall()
-        anywhere = spec.rows(con, machine=machine) if rows.empty and machine else None
+        anywhere = spec.rows(con, machine=machine) if rows.empty else None
     finally:
         con.close()
     rows = rows[rows["value"].notna()]
