@@ -42,11 +42,11 @@ def gate(
                                          f"it. {shown(10)}"),
     build: Optional[int] = typer.Option(None, "--build", metavar="N", help="With history:<series>: the baseline's "
                                         "engine build. " + shown("the newest build before the candidate's")),
-    machine: Optional[str] = typer.Option(None, "--machine", help="With history:<series>: machine id or part of its "
-                                          "label. " + shown("the candidate's machine")),
-    model: Optional[str] = typer.Option(None, "--model", help="With history:<series>: model label. "
+    machine: Optional[str] = typer.Option(None, "--machine", metavar="ID", help="With history:<series>: machine id "
+                                          "or part of its label. " + shown("the candidate's machine")),
+    model: Optional[str] = typer.Option(None, "--model", metavar="LABEL", help="With history:<series>: model label. "
                                         + shown("the candidate's, when it has one")),
-    setting: Optional[str] = typer.Option(None, "--setting", help="With history:<series>: setting label. "
+    setting: Optional[str] = typer.Option(None, "--setting", metavar="LABEL", help="With history:<series>: setting label. "
                                           + shown("the candidate's, when it has one")),
 ) -> None:
     """Regression gate for CI on latency_ms over one pre-registered group (A's warm regime, its
@@ -65,8 +65,8 @@ def gate(
           --candidate B1 --candidate B2 --candidate B3 --junit gate.xml
       lbench gate --baseline baseline:main --candidate latest \\
           --history H1 --history H2 --history H3 --history H4
-      lbench history add results/ && lbench gate --baseline history:idle_warm_p50 \\
-          --candidate latest --window 10 --json gate.json
+      lbench gate --baseline history:idle_warm_p50 --candidate latest \\
+          --window 10 --json gate.json
 
     With history:<series> (docs/history.md) the baseline is the newest --window runs of one
     machine, model and setting on one build in the archive (the candidate's own runs left out),
