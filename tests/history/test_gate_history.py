@@ -42,3 +42,23 @@ def test_the_gate_against_a_real_history(real_runs, tmp_path, lbench_env):
                 "--archive", str(archive), env=lbench_env)
     assert r.returncode == 1 and "REGRESSION" in r.stderr, r.stdout + r.stderr
     assert "on build 11434 (the newest build before the candidate's 11500)" in " ".join(r.stdout.split())
+
+
+def test_a_swap_history_names_its_model_and_gates(real_runs, tmp_path, lbench_env):
+    made = tmp_path / "made"
+    made.mkdir()
+    copies = [clone_run(real_runs["swap"], made, n, build=11434, scale=s) for n, s in enumerate(SCALES[:4])]
+    archive = tmp_path / "archive"
+    assert add_runs(archive, copies)[1] == []
+    cand = clone_run(real_runs["swap"], tmp_path / "cand", 50, build=11500, scale=1.0)
+    base = ("gate", "--baseline", "history:swap_load_ms", "--candidate", str(cand), "--archive", str(archive))
+    r = run_cli(*base, env=lbench_env)  # two models, each its own swap_load_ms series
+    assert r.returncode == 2 and "matches 2 series" in r.stderr and "--model" in r.stderr, r.stdout + r.stderr
+    r = run_cli(*base, "--model", "tiny-q8", "--json", str(tmp_path / "g.json"), env=lbench_env)
+    data = json.loads((tmp_path / "g.json").read_text())  # a verdict was reached and written
+    assert data["baseline"] == [c.name for c in copies] and data["info"]["history_baseline"]["model"] == "tiny-q8"
+    # round-robin with one model resident never serves a request resident: that group is refused
+    # for too few samples (exit 2, the gate's own rule); the loads' group is judged, never slower
+    loads = next(g for g in data["groups"] if g["regime"] == "waited for a load")
+    assert loads["verdict"] != "slower" and loads["n_runs_a"] == 4 and "history window" in loads["unit"]
+    assert data["status"] != "fail" and r.returncode in (0, 2, 3), r.stdout + r.stderr
