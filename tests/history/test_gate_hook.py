@@ -122,3 +122,30 @@ def test_a_renamed_or_misplaced_run_in_the_archive_is_refused(tmp_path):
     assert "not what the catalog says" in err.value.what
     manifest = json.loads((hb.dirs[0] / "manifest.json").read_text())
     assert manifest["run_id"] == hb.run_ids[0]
+
+
+def test_a_catalog_naming_a_directory_outside_the_archive_is_refused(tmp_path, monkeypatch):
+    """The catalog is rebuilt from the run directories, but it is a file in an untrusted archive: a
+    run directory it names outside ``<archive>/<machine id>/<run id>`` is never opened."""
+    from harness.history import query
+
+    archive, dirs = archive_of(tmp_path, [(100, 1.0)] * 3)
+    real_connect = query.connect
+
+    class Tampered:
+        def __init__(self, con):
+            self.con = con
+
+        def execute(self, sql, *args):
+            if sql == "SELECT run_id, dir FROM runs":
+                rows = self.con.execute(sql).fetchall()
+                return type("R", (), {"fetchall": lambda _self: [(r, f"../{r}") for r, _ in rows]})()
+            return self.con.execute(sql, *args)
+
+        def close(self):
+            self.con.close()
+
+    monkeypatch.setattr(query, "connect", lambda archive, **kw: Tampered(real_connect(archive, **kw)))
+    with pytest.raises(BadInput) as err:
+        history_baseline(archive, REF, build=100)
+    assert "not <machine id>/<run id> inside the archive" in err.value.what and "../" in err.value.what
