@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 
 from harness.errors import BadInput
+from harness.history.gate_hook import WINDOW, is_history_ref
 
 from harness.cli.options import Alpha, GateOn, History, InconclusiveOk, Margin, MinN, ResultsDir, SlowerRule, shown
 from harness.cli.ui import console, out, print_wrapped
@@ -39,7 +40,7 @@ def gate(
                                                               "directory")),
     window: Optional[int] = typer.Option(None, "--window", metavar="N", help="With history:<series>: the newest N "
                                          "runs of the baseline build, shrunk to those after a change point inside "
-                                         f"it. {shown(10)}"),
+                                         f"it. {shown(WINDOW)}"),
     build: Optional[int] = typer.Option(None, "--build", metavar="N", help="With history:<series>: the baseline's "
                                         "engine build. " + shown("the newest build before the candidate's")),
     machine: Optional[str] = typer.Option(None, "--machine", metavar="ID", help="With history:<series>: machine id "
@@ -82,8 +83,6 @@ def gate(
     groups_on = parse_gate_on(gate_on)
     filters = {"--archive": archive, "--window": window, "--build": build, "--machine": machine, "--model": model,
                "--setting": setting}
-    from harness.history.gate_hook import is_history_ref
-
     hb = None
     if any(is_history_ref(b) for b in baseline or []):
         from harness.cli.gate_history import history_sides

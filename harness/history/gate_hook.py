@@ -26,16 +26,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from harness.errors import BadInput
-from harness.history.changes import MIN_POINTS, ChangePoint, detect
 
 if TYPE_CHECKING:
+    from harness.history.changes import ChangePoint
     from harness.store import Run
 
 PREFIX = "history:"
 WINDOW = 10  # runs, the default of --window
+MIN_POINTS = 4  # harness.history.changes.MIN_POINTS (kept light here: the CLI imports this module at start)
 
 
 @dataclass(frozen=True)
@@ -126,7 +125,10 @@ def history_baseline(archive: Path, ref: str, *, machine: str | None = None, mod
                      setting: str | None = None, window: int = WINDOW, build: int | None = None,
                      exclude: tuple[str, ...] | list[str] = (), candidate_build: int | None = None
                      ) -> HistoryBaseline:
+    import numpy as np
+
     from harness.history.archive import MACHINE_ID, RUN_ID
+    from harness.history.changes import detect
     from harness.history.query import connect
     from harness.history.series import SERIES
     from harness.untrusted import inside

@@ -149,3 +149,9 @@ def test_a_catalog_naming_a_directory_outside_the_archive_is_refused(tmp_path, m
     with pytest.raises(BadInput) as err:
         history_baseline(archive, REF, build=100)
     assert "not <machine id>/<run id> inside the archive" in err.value.what and "../" in err.value.what
+
+
+def test_the_light_copy_of_otavas_minimum_agrees():
+    from harness.history import changes, gate_hook
+
+    assert gate_hook.MIN_POINTS == changes.MIN_POINTS
