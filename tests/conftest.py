@@ -109,3 +109,30 @@ def no_leftover_servers(request):
     after = [p.pid for p in llama_server_processes() if p.pid not in before]
     leftover = wait_gone(after, timeout=10)
     assert not leftover, f"test left llama-server processes running: {leftover}"
+
+
+def make_history_run(root: Path, n: int, *, build: int = 11434, scale: float = 1.0, seed: int = 0,
+                     sd: float = 0.02, reps: int = 10, cpu_model: str = "TestCPU") -> Path:
+    """One small idle run directory in the store's real format (harness.store.RunWriter), run
+    number ``n`` of a history (its start time n minutes into 2026), on ``build``, its latencies
+    ``scale`` times a fixed level with per-run noise (log sd ``sd``): input for the history-gate
+    tests (tests/history/test_gate_hook.py, tests/cli/test_gate_history_cli.py), never a figure."""
+    import numpy as np
+
+    from harness.store import RunWriter
+
+    rng = np.random.default_rng(seed * 1000 + n)
+    level = scale * float(np.exp(rng.normal(0, sd)))  # the run's own level: the between-run spread
+    w = RunWriter(root, "idle", {
+        "started_at": f"2026-01-01T{n // 60:02d}:{n % 60:02d}:00.000+00:00", "config": {"seed": 0},
+        "models": [{"label": "m", "synthetic": True, "path": "/models/m.gguf", "sha256": "cd" * 32}],
+        "host": {"cpu_model": cpu_model, "os": "Linux", "os_release": "6.1", "cpu_logical": 2, "hostname": "h"},
+        "engine": {"name": "llama.cpp", "build_number": build, "sha256": "ab" * 32}, "cells": []})
+    for pause in (0.0, 0.5):
+        for rep in range(reps):
+            v = 20.0 * level * float(rng.lognormal(0, 0.01))
+            w.append({"model": "m", "setting": "keep-alive=default", "phase": "measure", "rep": rep,
+                      "pause_requested_s": pause, "pause_actual_s": pause, "latency_ms": v, "server_prompt_ms": v - 1,
+                      "server_ms": v - 1, "overhead_ms": 1.0, "http_status": 200, "error": None})
+    w.finish("complete")
+    return w.dir

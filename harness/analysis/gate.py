@@ -141,7 +141,9 @@ def next_steps(outcome: GateOutcome) -> list[str]:
     return [f"{group_label(r)}: {runs_needed_words(r)}" for r in outcome.inconclusive if hasattr(r, "runs_needed")]
 
 
-def markdown(outcome: GateOutcome, baseline: str, candidate: str) -> str:
+def markdown(outcome: GateOutcome, baseline: str, candidate: str, *, context: list[str] | tuple = ()) -> str:
+    """The summary; ``context``: lines about the sides (a history baseline's runs, window, build,
+    drift check and pooled spread), listed under the heading."""
     from harness.analysis.verdict_labels import group_label
     from harness.analysis.verdicts import quantity
 
@@ -151,6 +153,8 @@ def markdown(outcome: GateOutcome, baseline: str, candidate: str) -> str:
              f"baseline `{baseline}` vs candidate `{candidate}` · equivalence margin ±{outcome.config.threshold:.0%} "
              f"(per metric: {outcome.config.per_metric or 'none'}) · alpha {outcome.config.alpha} · "
              f"slower rule: {outcome.config.slower_rule} · B/A below 1 is faster", ""]
+    if context:
+        lines += [f"- {x}" for x in context] + [""]
     if outcome.status == "inconclusive":
         lines += ["**Next step** (inconclusive" + (", passed by --inconclusive-ok: not evidence of no slowdown"
                                                    if outcome.inconclusive_ok else "") + "):", ""]
@@ -175,12 +179,19 @@ def markdown(outcome: GateOutcome, baseline: str, candidate: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def junit(outcome: GateOutcome) -> str:
+def junit(outcome: GateOutcome, *, properties: dict[str, str] | None = None,
+          context: list[str] | tuple = ()) -> str:
     """One testcase per group; the suite's counts are counted from the testcases written.  A group
-    that does not vote (reported group or secondary metric) is a skipped testcase saying so."""
+    that does not vote (reported group or secondary metric) is a skipped testcase saying so.
+    ``properties`` (e.g. a history baseline's run ids) become the suite's <properties>, ``context``
+    its <system-out>."""
     from harness.analysis.verdicts import ratio_words, runs_needed_words
 
     suite = ET.Element("testsuite", name="lbench-gate")
+    if properties:
+        props = ET.SubElement(suite, "properties")
+        for key, value in properties.items():
+            ET.SubElement(props, "property", name=key, value=value)
     failures = skipped = 0
     for r in outcome.results:
         role = _role(r)
@@ -201,6 +212,8 @@ def junit(outcome: GateOutcome) -> str:
             skipped += 1
             ET.SubElement(case, "skipped", message=f"inconclusive: {words}; {runs_needed_words(r)}"
                           if hasattr(r, "runs_needed") else f"inconclusive: {words}")
+    if context:
+        ET.SubElement(suite, "system-out").text = "\n".join(context)
     suite.set("tests", str(len(outcome.results)))
     suite.set("failures", str(failures))
     suite.set("skipped", str(skipped))

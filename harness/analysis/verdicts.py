@@ -9,7 +9,9 @@ The rules (docs/statistics.md states them for users, with their simulated error 
 * **Interval.** A t interval for the difference of mean run levels (log ratio):
   Welch's with Welch-Satterthwaite df when both sides have >= 2 runs; a pooled-variance t (equal
   between-run spread assumed) when one side has one run; a pooled t with the history's degrees of
-  freedom added when earlier runs of the baseline (``history_runs``) give the between-run variance.
+  freedom added when earlier runs of the baseline (``history_runs``) give the between-run variance;
+  the same pooled t with no separate history batch when the baseline is a window of the history
+  archive (``VerdictConfig.pool_spread``, ``--baseline history:<series>``: each run counted once).
   With one run per side and no history there is no between-run variance: the group is
   ``inconclusive`` (never ``slower`` or ``no change``) and says how many runs would decide it.
 * **Margin.** An equivalence band [1/(1+m), 1+m] fixed before looking at data (default m = 5%).
@@ -173,16 +175,20 @@ def history_variance(history_levels: list[np.ndarray]) -> tuple[float, float]:
     return (sum(_ss(y) for y in batches) / df, df) if df else (math.nan, 0.0)
 
 
-def spread(ya: np.ndarray, yb: np.ndarray, history: tuple[float, float] = (math.nan, 0.0)) -> Spread:
-    """Standard error of mean(yb) - mean(ya) with the run as the unit (see the module doc)."""
+def spread(ya: np.ndarray, yb: np.ndarray, history: tuple[float, float] = (math.nan, 0.0), *,
+           pool: bool = False) -> Spread:
+    """Standard error of mean(yb) - mean(ya) with the run as the unit (see the module doc).
+    ``pool``: the baseline's runs are themselves its history (``--baseline history:<series>``): the
+    pooled t of the history path with no separate history batch, each run counted once."""
     na, nb = ya.size, yb.size
     diff = float(yb.mean() - ya.mean())
     var_h, df_h = history
-    if df_h > 0:
+    if df_h > 0 or (pool and na >= 2 and nb >= 1):
         df = (na - 1) + (nb - 1) + df_h
-        s2 = (_ss(ya) + _ss(yb) + var_h * df_h) / df
+        s2 = (_ss(ya) + _ss(yb) + (var_h * df_h if df_h > 0 else 0.0)) / df
         return Spread(diff, math.sqrt(s2 * (1 / na + 1 / nb)), df, math.sqrt(s2),
-                      f"pooled t with the baseline history (df {df:g})")
+                      f"pooled t with the baseline history (df {df:g})" if df_h > 0 else
+                      f"pooled t over the history window and the candidate runs (df {df:g})")
     if na >= 2 and nb >= 2:
         va, vb = ya.var(ddof=1) / na, yb.var(ddof=1) / nb
         se2 = va + vb
@@ -367,6 +373,7 @@ class VerdictConfig:
     n_boot: int = N_BOOT  # unused by the t rule; kept for callers that set it
     slower_rule: str = "margin"  # margin | zero (docs/statistics.md: both rules' error rates)
     target: float = TARGET
+    pool_spread: bool = False  # the baseline is a history window: pooled t over both sides (spread(pool=True))
 
     def margin_for(self, metric: str) -> float:
         return self.per_metric.get(metric, self.margin)
@@ -409,7 +416,7 @@ def _raw_verdict(g: GroupData, cfg: VerdictConfig) -> Verdict:
                        note="; ".join(x for x in (f"need {cfg.min_samples} samples per side", g.note) if x))
     yh = run_levels(g.history_runs)[0] if g.history_runs else np.array([])
     hist = history_variance([yh]) if yh.size else (math.nan, 0.0)
-    s = spread(ya, yb, hist)
+    s = spread(ya, yb, hist, pool=cfg.pool_spread)
     lm = math.log1p(m)
     bound = lm if cfg.slower_rule == "margin" else 0.0
     notes = [g.note] if g.note else []
@@ -429,7 +436,7 @@ def _raw_verdict(g: GroupData, cfg: VerdictConfig) -> Verdict:
     drift = history_drift(yh, ya)
     if drift:
         notes.append(drift)
-    if min(ya.size, yb.size) == 2 and not hist[1]:
+    if min(ya.size, yb.size) == 2 and not hist[1] and not cfg.pool_spread:
         notes.append("2 runs on a side: the interval is wide (few df)")
     return Verdict(**base, ratio_ci=(_exp(lo), _exp(hi)), p_slower=p_slow, p_faster=p_fast,
                    p_adjusted=min(p_slow, p_fast), detectable=math.nan, verdict=v, unit=s.method,

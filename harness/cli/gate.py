@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Optional
 
 import typer
 
 from harness.errors import BadInput
+from harness.history.gate_hook import WINDOW, is_history_ref
 
-from harness.cli.options import Alpha, GateOn, History, InconclusiveOk, Margin, MinN, ResultsDir, SlowerRule
+from harness.cli.options import Alpha, GateOn, History, InconclusiveOk, Margin, MinN, ResultsDir, SlowerRule, shown
 from harness.cli.ui import console, out, print_wrapped
 from harness.cli.verdicts import group_name, next_step_lines, print_verdicts, resolve_sides, warn_fingerprints
 
 
 def gate(
-    baseline: list[str] = typer.Option(None, "--baseline", metavar="RUN", help="Baseline run(s); repeat: pooled as runs."),
+    baseline: list[str] = typer.Option(None, "--baseline", metavar="RUN", help="Baseline run(s); repeat: pooled as "
+                                       "runs. Or history:<series>: a window of the history archive's runs."),
     candidate: list[str] = typer.Option(None, "--candidate", metavar="RUN", help="Candidate run(s); repeat: pooled as runs."),
     threshold: Margin = None,
     alpha: Alpha = None,
@@ -32,6 +35,20 @@ def gate(
     results: ResultsDir = None,
     redact: bool = typer.Option(True, "--redact/--no-redact", help="Replace home paths, user and host names in "
                                                                    "the Markdown, JSON and JUnit written."),
+    archive: Optional[str] = typer.Option(None, "--archive", metavar="DIR", help="With history:<series>: the history "
+                                          "archive. " + shown("$LBENCH_HISTORY_DIR, else history/ next to the results "
+                                                              "directory")),
+    window: Optional[int] = typer.Option(None, "--window", metavar="N", help="With history:<series>: the newest N "
+                                         "runs of the baseline build, shrunk to those after a change point inside "
+                                         f"it. {shown(WINDOW)}"),
+    build: Optional[int] = typer.Option(None, "--build", metavar="N", help="With history:<series>: the baseline's "
+                                        "engine build. " + shown("the newest build before the candidate's")),
+    machine: Optional[str] = typer.Option(None, "--machine", metavar="ID", help="With history:<series>: machine id "
+                                          "or part of its label. " + shown("the candidate's machine")),
+    model: Optional[str] = typer.Option(None, "--model", metavar="LABEL", help="With history:<series>: model label. "
+                                        + shown("the candidate's, when it has one")),
+    setting: Optional[str] = typer.Option(None, "--setting", metavar="LABEL", help="With history:<series>: setting label. "
+                                          + shown("the candidate's, when it has one")),
 ) -> None:
     """Regression gate for CI on latency_ms over one pre-registered group (A's warm regime, its
     pauses pooled; --gate-on names others); other groups and metrics are reported, not voting.
@@ -49,6 +66,13 @@ def gate(
           --candidate B1 --candidate B2 --candidate B3 --junit gate.xml
       lbench gate --baseline baseline:main --candidate latest \\
           --history H1 --history H2 --history H3 --history H4
+      lbench gate --baseline history:idle_warm_p50 --candidate latest \\
+          --window 10 --json gate.json
+
+    With history:<series> (docs/history.md) the baseline is the newest --window runs of one
+    machine, model and setting on one build in the archive (the candidate's own runs left out),
+    shrunk to the runs after the newest change point inside the window; those runs give both the
+    baseline's level and, with the candidate's, the pooled between-run spread, each run once.
     """
     from harness.analysis.compare import judge_runs
     from harness.analysis.gate import decide, junit, load_config, markdown, verdict_config, verdict_json
@@ -57,22 +81,48 @@ def gate(
 
     cfg = load_config(config, alpha=alpha, min_n=min_n, threshold=threshold, slower_rule=slower_rule)
     groups_on = parse_gate_on(gate_on)
-    ra, rb = resolve_sides(baseline, candidate, results)
+    filters = {"--archive": archive, "--window": window, "--build": build, "--machine": machine, "--model": model,
+               "--setting": setting}
+    hb = None
+    if any(is_history_ref(b) for b in baseline or []):
+        from harness.cli.gate_history import history_sides
+
+        ra, rb, hb = history_sides(baseline, candidate, results, history=history, archive=archive, window=window,
+                                   build=build, machine=machine, model=model, setting=setting)
+    else:
+        given = [k for k, v in filters.items() if v is not None]
+        if given:
+            raise BadInput(f"{', '.join(given)} only apply to a history baseline", where=given[0],
+                           hint="give --baseline history:<series> (docs/history.md), or leave them out")
+        ra, rb = resolve_sides(baseline, candidate, results)
     rh = resolve_history(history, results)
     from harness.baselines import refuse_same_runs
 
     refuse_same_runs(ra, rb)  # a run against itself: exit 2, not a verdict
     warn_fingerprints(ra, rb)
-    res, info = judge_runs(ra, rb, verdict_config(cfg), gate_on=groups_on, history=rh)
+    vcfg = verdict_config(cfg)
+    vcfg.pool_spread = hb is not None  # the window is the baseline and its spread: each run counted once
+    res, info = judge_runs(ra, rb, vcfg, gate_on=groups_on, history=rh)
     outcome = decide(res, cfg, inconclusive_ok=inconclusive_ok)
     names_a, names_b = [r.run_id for r in ra], [r.run_id for r in rb]
+    context: list[str] = []
+    if hb is not None:
+        from harness.cli.gate_history import pooled_lines
+
+        context = hb.lines() + pooled_lines(res)
+        info["history_baseline"] = hb.as_dict()
     from harness.report.redact import Redactor
 
     red, red_xml = Redactor(redact, runs=ra + rb), Redactor(redact, runs=ra + rb, xml=True)
-    md = red(markdown(outcome, ", ".join(names_a), ", ".join(names_b)))
+    label_a = f"history:{hb.series} ({', '.join(names_a)})" if hb is not None else ", ".join(names_a)
+    md = red(markdown(outcome, label_a, ", ".join(names_b), context=context))
     from harness.atomic import atomic_write_many
 
-    outputs = {md_path: md, junit_path: red_xml(junit(outcome)) if junit_path else "",
+    props = {"history_baseline": f"history:{hb.series}", "history_runs": ",".join(names_a),
+             "history_build": str(hb.build), "history_window": str(hb.window),
+             "history_dropped_for_drift": ",".join(hb.dropped)} if hb is not None else {}
+    outputs = {md_path: md, junit_path: red_xml(junit(outcome, properties=props, context=context))
+               if junit_path else "",
                json_path: red(verdict_json(outcome, names_a, names_b, info)) if json_path else ""}
     # all three staged first, then renamed into place together: never one new beside two old
     try:
@@ -83,6 +133,8 @@ def gate(
     if os.environ.get("GITHUB_STEP_SUMMARY"):
         with open(os.environ["GITHUB_STEP_SUMMARY"], "a") as fh:
             fh.write(md)
+    for line in context:
+        print_wrapped(out, line)
     print_verdicts(res, info, ra, rb)
     for r in outcome.missing:
         print_wrapped(console, f"not enough data for {group_name(r)}: n {r.n_a} vs {r.n_b} samples, need {cfg.min_n} "

@@ -10,5 +10,6 @@
 - ``changes.py``: change points (Apache Otava's E-divisive with the Hunter split/merge), each with
   the builds before and after, its size and interval, and the ``lbench bisect`` command.
 - ``trend.py``: the static trend site (``lbench trend``), registered as a view across runs.
-- ``gate_hook.py``: a history baseline for the gate (``history:<series>``), for the gate to wire.
+- ``gate_hook.py``: the gate's history baseline (``lbench gate --baseline history:<series>``): a
+  window of one machine, model, setting and build, shrunk past a change point inside it.
 """

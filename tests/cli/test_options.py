@@ -30,8 +30,9 @@ def _option(command, flag: str):
     return next((p for p in command.params if flag in getattr(p, "opts", [])), None)
 
 
-# `engine install --build N` builds one build: another option under the same name
-OTHER_MEANING = {"--build": {"engine install"}}
+# `engine install --build N` builds one build, `gate --build N` picks the history baseline's build:
+# other options under the same name
+OTHER_MEANING = {"--build": {"engine install", "gate"}}
 
 
 @pytest.mark.parametrize("flag", ["--results", "--llama-server", "--report", "--build", "--margin"])
