@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# A real trend across llama.cpp builds (a benchmark, not a test): N rounds, every round one idle
+# run and one swap storm per build, the builds in a rotated order so drift of the machine does not
+# line up with the build; then the runs go into a history archive and `lbench trend` states the
+# change points with their bisect commands (docs/history.md has the figures).
+#   bash scripts/build_trend.sh "9093 10306 10326 10729 11434" [N] [RESULTS] [ARCHIVE]
+# Every build must be in the cache first: lbench engine install --build B (about 10 min each here).
+set -euo pipefail
+read -r -a BUILDS <<< "${1:?builds, e.g. \"9093 10306 10326 11434\"}"
+N=${2:-3}
+R=${3:-results/build-trend}
+A=${4:-$R/history}
+L=${LBENCH:-lbench}
+K=${#BUILDS[@]}
+for round in $(seq 0 $((N - 1))); do
+  for i in $(seq 0 $((K - 1))); do
+    b=${BUILDS[$(((i + round) % K))]}
+    "$L" idle --build "$b" -m tiny-q8 --pauses 0,1.5 --reps 8 --threads 1 --cpus 1 --client-cpus 0 \
+      --results "$R" --no-report >/dev/null
+    # six requests in flight over three models with one slot: requests for a loading model queue
+    "$L" swap --build "$b" -c 6 --models-max 1 -n 30 --results "$R" --no-report >/dev/null
+    echo "round $((round + 1))/$N: build $b done ($(date +%T))"
+  done
+done
+"$L" history add "$R" --archive "$A"
+"$L" trend --archive "$A" --out "$A/site"
