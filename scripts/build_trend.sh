@@ -4,7 +4,7 @@
 # line up with the build; then the runs go into a history archive and `lbench trend` states the
 # change points with their bisect commands (docs/history.md has the figures).
 #   bash scripts/build_trend.sh "9093 10306 10326 10729 11434" [N] [RESULTS] [ARCHIVE]
-# Every build must be in the cache first: lbench engine install --build B (about 10 min each here).
+# Every build must be in the cache first: lbench engine install --build B (docs/builds.md says how long).
 set -euo pipefail
 read -r -a BUILDS <<< "${1:?builds, e.g. \"9093 10306 10326 11434\"}"
 N=${2:-3}
