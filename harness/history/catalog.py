@@ -197,19 +197,25 @@ def _read_table(path: Path, schema: pa.Schema) -> pd.DataFrame:
 
 
 def _arrow(frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:
-    """The frame as an Arrow table of the catalog's schema (NaN and pandas' NA -> null)."""
+    """The frame as an Arrow table of the catalog's schema (NaN and pandas' NA -> null), column by
+    column in Arrow's own code (the catalog is converted on every refresh: no loop per value)."""
     columns = {}
     for name in schema.names:
-        values = frame[name].tolist() if name in frame else [None] * len(frame)
         field = schema.field(name)
-        if pa.types.is_list(field.type):
-            values = [list(v) if v is not None and not isinstance(v, float) else [] for v in values]
+        if name not in frame:
+            columns[name] = pa.nulls(len(frame), field.type)
+        elif pa.types.is_list(field.type):
+            columns[name] = pa.array([list(v) if v is not None and not isinstance(v, float) else []
+                                      for v in frame[name].tolist()], type=field.type)
         else:
-            values = [None if (v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))) else v
-                      for v in values]
-            if pa.types.is_integer(field.type):
-                values = [None if v is None else int(v) for v in values]
-        columns[name] = values
+            try:
+                columns[name] = pa.array(frame[name], type=field.type, from_pandas=True)
+            except (pa.ArrowInvalid, pa.ArrowTypeError):  # e.g. a fractional count: one value at a time
+                values = [None if (v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))) else v
+                          for v in frame[name].tolist()]
+                if pa.types.is_integer(field.type):
+                    values = [None if v is None else int(v) for v in values]
+                columns[name] = pa.array(values, type=field.type)
     return pa.table(columns, schema=schema.with_metadata({"lbench_catalog": str(CATALOG_VERSION)}))
 
 
