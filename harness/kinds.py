@@ -266,3 +266,14 @@ def register_view(view: RunView) -> RunView:
         raise ValueError(f"a kind or view named {view.name!r} exists")
     VIEWS[view.name] = view
     return view
+
+
+def _register_builtin_views() -> None:
+    """The views lbench ships, registered here so every lookup of ``VIEWS`` finds them (their
+    modules are light; what a view's context needs is imported when it is asked for)."""
+    from harness.history.view import TrendView
+
+    register_view(TrendView())
+
+
+_register_builtin_views()

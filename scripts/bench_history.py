@@ -1,23 +1,30 @@
 """Scale of the history archive, as a benchmark (prints figures; not a test).
 
-    python scripts/bench_history.py RUN_DIR [RUN_DIR ...] --sizes 1000,10000 [--work /tmp/bench-history]
+    python scripts/bench_history.py RUN_DIR [RUN_DIR ...] --sizes 1000,10000,100000 \
+        [--work /tmp/bench-history] [--repeat 3] [--skip-rates] [--keep]
 
 From a few measured runs (an idle sweep and a swap storm made by lbench), writes archives of N
 runs in the real on-disk format, ``<archive>/<machine id>/<run id>/`` (the manifests rewritten:
-new run id, start time, engine build among 20, one of 3 machines; the analysis.json rewritten to
-the new id as lbench would have written it for the same tables; Parquet tables hard-linked to one
-of 16 variants of the source's, each with its latencies times a lognormal factor, log sd 0.1, so
+new run id, start time, engine build among 20, one of 3 machines; analysis.json as this lbench
+writes it for the source's tables, under the new id; Parquet tables hard-linked to one of 16
+variants of the source's, each with its latencies times a lognormal factor, log sd 0.1, so
 series carry run-to-run noise; one machine's runs are 1.25x slower from one build on, a known
-step).  Then times, for each size:
+step).  Then, for each size, each step in a fresh Python process (its seconds timed around the
+call, imports excluded; its peak RSS the whole process's, imports included), the median of
+``--repeat``:
 
-- ``history add`` of 100 new runs into it (copy, validation, catalog update);
-- the catalog built from nothing (every manifest and analysis read once);
-- a named series query (idle_warm_p50 of one model on one machine: DuckDB over every idle
-  run's samples.parquet);
-- the trend site (every series, plots, change points) and change-point detection alone;
+- ``catalog``: the catalog built from nothing (every manifest and analysis read, every idle
+  run's samples read once for its medians); once, not repeated;
+- ``add``: ``history add`` of 100 new runs (copy, validation, catalog update), a fresh batch each time;
+- ``series``: a named series query (idle_warm_p50 of one model on one machine);
+- ``changes``: every named series of every machine, and change-point detection over them;
+- ``site cold`` / ``site warm``: the trend site built and written, its plot cache emptied first /
+  kept from the build before (a nightly publish redraws only the series whose points changed).
 
-and prints each with the peak RSS of this process.  Also prints the false-change-point rate of
-Otava on 200 simulated flat series of 20 points (log sd 0.1), the figure docs/history.md states.
+Prints the archive's size on disk, a table of seconds and peak RSS per step and size, and the
+growth exponent of each step between sizes (log t2/t1 over log n2/n1: 1 = linear in the runs,
+0 = flat).  Also prints Otava's false-change-point and detection rates on simulated series
+(``--skip-rates`` leaves them out), the figures docs/history.md states.
 """
 
 from __future__ import annotations
@@ -25,7 +32,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import math
 import resource
+import subprocess
 import shutil
 import sys
 import time
@@ -66,7 +75,7 @@ def make_variants(src: Path, work: Path, rng: np.random.Generator, slower: float
 def write_run(src: Path, variant: Path, mdir_root: Path, n: int, when: datetime, machine: int, build: int) -> Path:
     from harness.record import fingerprint_of
 
-    manifest = json.loads((src / "manifest.json").read_text())
+    manifest = json.loads(_source_text(src, "manifest.json"))
     run_id = f"{when:%Y%m%dT%H%M%SZ}-{manifest['kind']}-{n % 65536:04x}"
     host = dict(manifest["host"])
     host.update(cpu_model=MACHINES[machine], os="Darwin", macos_version="15.1", hostname=f"runner-{machine}")
@@ -76,12 +85,35 @@ def write_run(src: Path, variant: Path, mdir_root: Path, n: int, when: datetime,
     dest = mdir_root / host["fingerprint"]["id"] / run_id
     dest.mkdir(parents=True)
     (dest / "manifest.json").write_text(json.dumps(manifest, indent=1))
-    analysis = json.loads((src / "analysis.json").read_text())
-    analysis["run_id"] = run_id
-    (dest / "analysis.json").write_text(json.dumps(analysis))
+    (dest / "analysis.json").write_text(current_analysis_text(src).replace(RUN_ID_MARK, run_id, 1))
     for table in variant.glob("*.parquet"):
         os.link(table, dest / table.name)
     return dest
+
+
+_ANALYSES: dict[Path, str] = {}
+_TEXTS: dict[tuple[Path, str], str] = {}
+RUN_ID_MARK = "@@RUN_ID@@"
+
+
+def _source_text(src: Path, name: str) -> str:
+    if (src, name) not in _TEXTS:
+        _TEXTS[src, name] = (src / name).read_text()
+    return _TEXTS[src, name]
+
+
+def current_analysis_text(src: Path) -> str:
+    """The source run's analysis.json as this lbench writes it, its run id a mark to replace (a
+    stored analysis.json of an older schema would make every copy recomputed when the catalog
+    reads it)."""
+    if src not in _ANALYSES:
+        from harness.analysis.persisted import analyze
+        from harness.record import read_record
+        from harness.store import Run
+
+        analysis = {**analyze(Run(src, read_record(src / "manifest.json"))), "run_id": RUN_ID_MARK}
+        _ANALYSES[src] = json.dumps(analysis, indent=1, default=str, allow_nan=False)
+    return _ANALYSES[src]
 
 
 STEP_MACHINE, STEP_BUILD, STEP = 1, BUILDS[12], 1.25  # a known step: M2 Ultra's latencies x1.25 from there
@@ -99,63 +131,153 @@ def generate(sources: list[Path], variants: dict[tuple[Path, bool], list[Path]],
                   machine, build)
 
 
-def timed(label: str, fn):
+STEPS = ["catalog", "add", "series", "changes", "site cold", "site warm"]
+STEP_LABELS = {
+    "catalog": "catalog from nothing (every manifest, analysis and idle run's samples read once)",
+    "add": "history add of 100 new runs (copy, validate, catalog update)",
+    "series": "named series idle_warm_p50, one model on one machine",
+    "changes": "every named series + change points (every machine)",
+    "site cold": "trend site, built and written, plot cache empty",
+    "site warm": "trend site, built and written, plot cache kept",
+}
+
+
+def peak_rss_self_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run_step(step: str, archive: Path, extra: str) -> dict:
+    """One step, in this process (the child): seconds around the call and what it found."""
+    t0 = time.perf_counter()
+    info = ""
+    if step == "catalog":
+        from harness.history.catalog import load
+
+        cat = load(archive)
+        info = f"{len(cat.runs):,} runs, {len(cat.metrics):,} metric rows, {len(cat.skipped)} skipped"
+    elif step == "add":
+        from harness.history.archive import add_runs
+
+        added, refused = add_runs(archive, [Path(extra)])
+        if len(added) != 100 or refused:
+            raise SystemExit(f"add: {len(added)} added, refused {refused[:3]}")
+        info = f"{len(added)} added"
+    elif step == "series":
+        from harness.history.query import connect
+        from harness.history.series import series_rows
+
+        con = connect(archive, tables=False)
+        rows = series_rows(con, "idle_warm_p50", machine=extra, model="tiny-q8")
+        con.close()
+        info = f"{len(rows):,} rows"
+    elif step == "changes":
+        from harness.history.changes import detect_all
+        from harness.history.query import connect
+        from harness.history.series import all_series
+
+        con = connect(archive, tables=False)
+        every = all_series(con)
+        con.close()
+        t1 = time.perf_counter()
+        changes = detect_all(every)
+        known = [c for c in changes if c.machine_label.startswith(MACHINES[STEP_MACHINE])
+                 and c.build_after == STEP_BUILD and c.series == "idle_warm_p50"]
+        info = (f"{len(every):,} series rows read in {t1 - t0:.2f} s, {len(changes)} change points; the known "
+                f"x{STEP} step at build {STEP_BUILD}: " + (", ".join(f"x{c.ratio:.3f} [{c.ratio_lo:.3f}, "
+                                                                    f"{c.ratio_hi:.3f}]" for c in known) or "not found"))
+    elif step.startswith("site"):
+        from harness.history.catalog import catalog_dir
+        from harness.history.plot_cache import PLOT_DIR
+        from harness.history.trend import build_site, write_site
+
+        if step == "site cold":
+            shutil.rmtree(catalog_dir(archive) / PLOT_DIR, ignore_errors=True)
+            t0 = time.perf_counter()
+        index = write_site(build_site(archive), Path(extra))
+        info = f"{sum(p.stat().st_size for p in index.parent.iterdir()) / 1e6:.1f} MB of pages"
+    else:
+        raise SystemExit(f"unknown step {step!r}")
+    return {"seconds": time.perf_counter() - t0, "rss_mb": peak_rss_self_mb(), "info": info}
+
+
+def child(step: str, archive: Path, extra: str = "") -> dict:
     t = time.perf_counter()
-    result = fn()
-    print(f"  {label}: {time.perf_counter() - t:.2f} s (peak RSS {peak_rss_mb():.0f} MB)", flush=True)
+    proc = subprocess.run([sys.executable, __file__, "--step", step, "--archive", str(archive), "--extra", extra],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"step {step} failed:\n{proc.stderr[-3000:]}")
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    result["process_s"] = time.perf_counter() - t
     return result
 
 
-def bench_size(size: int, args, variants, samples_per_run: dict, rng: np.random.Generator) -> None:
-    from harness.history.archive import add_runs
-    from harness.history.catalog import catalog_dir, load
-    from harness.history.changes import detect_all
-    from harness.history.query import connect
-    from harness.history.series import all_series, series_rows
-    from harness.history.trend import build_site, write_site
+def disk_mb(path: Path) -> float:
+    """Space the folder takes on disk (du: a hard-linked file counted once)."""
+    out = subprocess.run(["du", "-sk", str(path)], capture_output=True, text=True, check=True).stdout
+    return int(out.split()[0]) / 1024
 
+
+def bench_size(size: int, args, variants, samples_per_run: dict, rng: np.random.Generator) -> dict:
     archive = args.work / f"archive-{size}"
     n_samples = sum(samples_per_run[args.runs[i % len(args.runs)]] for i in range(size))
-    print(f"\narchive of {size:,} runs ({n_samples:,} samples), load average {os.getloadavg()[0]:.2f}:")
-    timed(f"generate {size:,} runs", lambda: generate(args.runs, variants, archive, size, 0, rng, size + 100))
-    timed("catalog from nothing (every manifest and analysis read)", lambda: load(archive))
-    staged = args.work / f"new-{size}"
-    generate(args.runs, variants, staged, 100, size, rng, size + 100)
-    new_dirs = [d for m in staged.iterdir() for d in m.iterdir()]
-    added, refused = timed("history add of 100 new runs", lambda: add_runs(archive, new_dirs))
-    assert len(added) == 100 and not refused, refused[:3]
+    print(f"\narchive of {size:,} runs ({n_samples:,} samples), load average {os.getloadavg()[0]:.2f}:", flush=True)
+    total = size + 100 * args.repeat
+    t = time.perf_counter()
+    generate(args.runs, variants, archive, size, 0, rng, total)
+    print(f"  generated in {time.perf_counter() - t:.1f} s: {disk_mb(archive):,.0f} MB on disk", flush=True)
+    batches = []
+    for b in range(args.repeat):
+        staged = args.work / f"new-{size}-{b}"
+        generate(args.runs, variants, staged, 100, size + 100 * b, rng, total)
+        batches.append(staged)
     machine = sorted(p.name for p in archive.iterdir() if not p.name.startswith("."))[0]
-    con = connect(archive)
-    rows = timed(f"series idle_warm_p50 of tiny-q8 on machine {machine}",
-                 lambda: series_rows(con, "idle_warm_p50", machine=machine, model="tiny-q8"))
-    print(f"    {len(rows)} rows")
-    every = timed("every named series, every machine", lambda: all_series(con))
-    con.close()
-    changes = timed(f"change points over {len(every):,} series rows", lambda: detect_all(every))
-    print(f"    {len(changes)} change points; the known step (machine {MACHINES[STEP_MACHINE]}, x{STEP} from "
-          f"build {STEP_BUILD}):")
-    for c in changes[:8]:
-        print(f"    - {c.series} {c.model} on {c.machine_label.split(',')[0]}: build {c.build_before} -> "
-              f"{c.build_after}, x{c.ratio:.3f} [{c.ratio_lo:.3f}, {c.ratio_hi:.3f}]")
-    site = timed("trend site (build and write)",
-                 lambda: write_site(build_site(archive), args.work / f"site-{size}"))
-    print(f"    {site} ({sum(p.stat().st_size for p in site.parent.iterdir()) / 1e6:.1f} MB)")
-    print(f"    catalog: {sum(p.stat().st_size for p in catalog_dir(archive).iterdir()) / 1e6:.2f} MB")
+    site = args.work / f"site-{size}"
+    results: dict[str, list[dict]] = {}
+    plan = [("catalog", [""])] + [("add", [str(b) for b in batches])] + [
+        (step, [extra] * args.repeat) for step, extra in
+        (("series", machine), ("changes", ""), ("site cold", str(site)), ("site warm", str(site)))]
+    for step, extras in plan:
+        results[step] = [child(step, archive, extra) for extra in extras]
+        r = results[step]
+        secs = sorted(x["seconds"] for x in r)
+        print(f"  {STEP_LABELS[step]}: median {float(np.median(secs)):.2f} s of {len(r)} ({', '.join(f'{x:.2f}' for x in secs)}), "
+              f"peak RSS {max(x['rss_mb'] for x in r):.0f} MB; {r[-1]['info']}", flush=True)
+    from harness.history.catalog import catalog_dir
+
+    sizes = {"archive_mb": disk_mb(archive), "catalog_mb": disk_mb(catalog_dir(archive)),
+             "site_mb": disk_mb(site), "samples": n_samples}
+    print(f"  on disk: archive {sizes['archive_mb']:,.0f} MB (catalog {sizes['catalog_mb']:.1f} MB), "
+          f"site {sizes['site_mb']:.1f} MB", flush=True)
     if not args.keep:
         shutil.rmtree(archive, ignore_errors=True)
-        shutil.rmtree(staged, ignore_errors=True)
+        for b in batches:
+            shutil.rmtree(b, ignore_errors=True)
+    return {"steps": {k: {"seconds": float(np.median([x["seconds"] for x in v])),
+                          "rss_mb": max(x["rss_mb"] for x in v), "n": len(v)} for k, v in results.items()}, **sizes}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("runs", nargs="+", type=Path, help="measured run directories (an idle run, a swap run)")
-    parser.add_argument("--sizes", default="1000,10000")
-    parser.add_argument("--work", type=Path, default=Path("/tmp/bench-history"))
-    parser.add_argument("--keep", action="store_true", help="keep the generated archives")
-    args = parser.parse_args()
+def summary(by_size: dict[int, dict]) -> None:
+    sizes = sorted(by_size)
+    print("\nsummary: median seconds (peak RSS MB) per step; growth exponent k in t ~ runs^k between sizes")
+    head = " | ".join(f"{s:,} runs" for s in sizes)
+    grow = " | ".join(f"k {a:,}->{b:,}" for a, b in zip(sizes, sizes[1:]))
+    print(f"| step | {head} |" + (f" {grow} |" if grow else ""))
+    print("|---" * (1 + len(sizes) + max(len(sizes) - 1, 0)) + "|")
+    for step in STEPS:
+        cells = [f"{by_size[s]['steps'][step]['seconds']:.2f} s ({by_size[s]['steps'][step]['rss_mb']:.0f} MB)"
+                 for s in sizes]
+        ks = []
+        for a, b in zip(sizes, sizes[1:]):
+            ta, tb = by_size[a]["steps"][step]["seconds"], by_size[b]["steps"][step]["seconds"]
+            ks.append(f"{math.log(tb / ta) / math.log(b / a):.2f}" if ta > 0 and tb > 0 else "–")
+        print(f"| {step} | " + " | ".join(cells) + " |" + (" " + " | ".join(ks) + " |" if ks else ""))
+    print("| archive on disk | " + " | ".join(f"{by_size[s]['archive_mb']:,.0f} MB" for s in sizes) + " |")
+    print("| samples | " + " | ".join(f"{by_size[s]['samples']:,}" for s in sizes) + " |")
+
+
+def rates() -> None:
     from harness.history.changes import detection_rate, false_change_rate
 
-    print(f"load average at start: {os.getloadavg()[0]:.2f} ({os.cpu_count()} CPUs)")
     t = time.perf_counter()
     with_any, total = false_change_rate()
     print(f"false change points, 200 flat series x 20 points, log sd 0.1: {with_any} series of 200 "
@@ -167,6 +289,28 @@ def main() -> None:
         exact, anywhere = detection_rate(step)
         print(f"step x{step} halfway through 50 series x 20 points, log sd 0.1: found at its build in {exact} of 50 "
               f"(a change point anywhere in {anywhere})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="*", type=Path, help="measured run directories (an idle run, a swap run)")
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--work", type=Path, default=Path("/tmp/bench-history"))
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each step (the median is printed)")
+    parser.add_argument("--keep", action="store_true", help="keep the generated archives")
+    parser.add_argument("--skip-rates", action="store_true", help="leave out Otava's rates on simulated series")
+    parser.add_argument("--step", help=argparse.SUPPRESS)  # a child: run one step, print its JSON
+    parser.add_argument("--archive", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--extra", default="", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.step:
+        print(json.dumps(run_step(args.step, args.archive, args.extra)))
+        return
+    if len(args.runs) < 1:
+        parser.error("give the measured run directories (an idle run and a swap run)")
+    print(f"load average at start: {os.getloadavg()[0]:.2f} ({os.cpu_count()} CPUs)")
+    if not args.skip_rates:
+        rates()
     rng = np.random.default_rng(0)
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)
@@ -174,8 +318,10 @@ def main() -> None:
                 for src in args.runs for slow in (False, True)}
     samples_per_run = {src: len(pd.read_parquet(src / "samples.parquet")) if (src / "samples.parquet").exists()
                        else 0 for src in args.runs}
-    for size in (int(s) for s in args.sizes.split(",")):
-        bench_size(size, args, variants, samples_per_run, rng)
+    by_size = {}
+    for size in sorted(int(s) for s in args.sizes.split(",")):
+        by_size[size] = bench_size(size, args, variants, samples_per_run, rng)
+    summary(by_size)
     print(f"\nload average at end: {os.getloadavg()[0]:.2f}")
 
 

@@ -116,7 +116,7 @@ def history_query(
         from harness.history.query import connect
         from harness.history.series import series_rows
 
-        con = connect(where)
+        con = connect(where, tables=False)
         try:
             frame = series_rows(con, series, machine=machine, model=model, setting=setting)
         finally:

@@ -17,7 +17,11 @@ Metrics (``metric``, with ``value`` and its 95% interval ``lo``/``hi`` where one
 - swap runs, per model: ``swap_load_ms`` (median spawn -> loaded over the run's loads of that
   model, order-statistic interval) and ``swap_evict_ms`` (median time to stop that model when it
   was the victim); per run (model = the models joined by ``+``): ``peak_children`` and
-  ``peak_rss_mb`` (the process tree's peak resident memory).
+  ``peak_rss_mb`` (the process tree's peak resident memory);
+- idle runs, per (model, setting), from the run's samples (``harness/history/run_medians.py``,
+  one DuckDB pass over the runs a refresh adds): ``idle_warm_p50`` and ``idle_woken_p50``, the
+  median measured latency in the warm / woken regime of the run's wake model, with the
+  order-statistic 95% interval and n (no woken row without a step).
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ import pyarrow.parquet as pq
 from harness.errors import BadInput
 from harness.history.archive import CATALOG_DIR, run_dirs
 
-CATALOG_VERSION = 2  # 2: the wake model's regime bounds (wake_last_warm_s, wake_first_woken_s)
+CATALOG_VERSION = 3  # 2: the wake model's regime bounds; 3: each idle run's warm / woken median
 RUN_COLUMNS = pa.schema([
     ("run_id", pa.string()), ("machine_id", pa.string()), ("machine_label", pa.string()), ("kind", pa.string()),
     ("status", pa.string()), ("engine", pa.string()), ("engine_build", pa.int64()), ("engine_version", pa.string()),
@@ -146,6 +150,17 @@ def _swap_metrics(record, analysis: dict) -> list[dict]:
 METRICS_OF_KIND = {"idle": _idle_metrics, "swap": _swap_metrics}
 
 
+def _idle_table_metrics(dirs: list[Path], metrics: pd.DataFrame) -> tuple[list[dict], list[str]]:
+    from harness.history.run_medians import idle_medians
+
+    return idle_medians(dirs, metrics)
+
+
+# what the history computes from each kind's tables, once per run, over all the runs a refresh adds
+# (given their analysis' metric rows): the idle runs' warm / woken medians (harness/history/run_medians.py)
+TABLE_METRICS_OF_KIND = {"idle": _idle_table_metrics}
+
+
 def run_metrics(run) -> list[dict]:
     """The catalog's metric rows of one run (a ``harness.store.Run``), from its analysis."""
     from harness.analysis.persisted import analyze, read_analysis
@@ -182,19 +197,25 @@ def _read_table(path: Path, schema: pa.Schema) -> pd.DataFrame:
 
 
 def _arrow(frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:
-    """The frame as an Arrow table of the catalog's schema (NaN and pandas' NA -> null)."""
+    """The frame as an Arrow table of the catalog's schema (NaN and pandas' NA -> null), column by
+    column in Arrow's own code (the catalog is converted on every refresh: no loop per value)."""
     columns = {}
     for name in schema.names:
-        values = frame[name].tolist() if name in frame else [None] * len(frame)
         field = schema.field(name)
-        if pa.types.is_list(field.type):
-            values = [list(v) if v is not None and not isinstance(v, float) else [] for v in values]
+        if name not in frame:
+            columns[name] = pa.nulls(len(frame), field.type)
+        elif pa.types.is_list(field.type):
+            columns[name] = pa.array([list(v) if v is not None and not isinstance(v, float) else []
+                                      for v in frame[name].tolist()], type=field.type)
         else:
-            values = [None if (v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))) else v
-                      for v in values]
-            if pa.types.is_integer(field.type):
-                values = [None if v is None else int(v) for v in values]
-        columns[name] = values
+            try:
+                columns[name] = pa.array(frame[name], type=field.type, from_pandas=True)
+            except (pa.ArrowInvalid, pa.ArrowTypeError):  # e.g. a fractional count: one value at a time
+                values = [None if (v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))) else v
+                          for v in frame[name].tolist()]
+                if pa.types.is_integer(field.type):
+                    values = [None if v is None else int(v) for v in values]
+                columns[name] = pa.array(values, type=field.type)
     return pa.table(columns, schema=schema.with_metadata({"lbench_catalog": str(CATALOG_VERSION)}))
 
 
@@ -239,6 +260,12 @@ def refresh(archive: Path, *, quiet: bool = True) -> Catalog:
                 skipped.append(f"metrics of {rel}: {type(exc).__name__}: {exc}")
         except BadInput as exc:
             skipped.append(f"{rel}: {exc.what}")
+    for kind, table_metrics in TABLE_METRICS_OF_KIND.items():  # one pass over the new runs' tables
+        dirs = [archive / r["dir"] for r in new_runs if r["kind"] == kind]
+        if dirs:
+            rows, failed = table_metrics(dirs, pd.DataFrame(new_metrics, columns=METRIC_COLUMNS.names))
+            new_metrics += rows
+            skipped += [f"metrics of {line}" for line in failed]
     if not quiet:
         for line in skipped:
             print(f"note: skipped {line}", file=sys.stderr)

@@ -19,6 +19,7 @@ The same Parquet files are readable by any engine (DuckDB over object storage, S
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -33,6 +34,7 @@ MEDIAN_K_MAX = 100_000  # exact ranks up to here; a normal approximation beyond
 MEMORY_LIMIT = "1GB"  # DuckDB's own memory for one query (sorts and windows spill to its temp files past it)
 
 
+@functools.lru_cache(maxsize=4)
 def median_ranks(n_max: int = MEDIAN_K_MAX, confidence: float = 0.95) -> pd.DataFrame:
     """(n, k): the largest k with P(Bin(n, 1/2) <= k - 1) <= (1 - confidence) / 2, as median_interval."""
     from scipy import stats
@@ -50,8 +52,10 @@ def _sql_path(path: Path) -> str:
     return str(path).replace("'", "''")
 
 
-def connect(archive: Path, *, refresh_catalog: bool = True):
-    """A DuckDB connection with the archive's views (see the module's docstring)."""
+def connect(archive: Path, *, refresh_catalog: bool = True, tables: bool = True):
+    """A DuckDB connection with the archive's views (see the module's docstring); with
+    ``tables=False`` only ``runs`` and ``metrics`` (what the named series read: no listing of
+    every run's Parquet files)."""
     import duckdb
 
     archive = Path(archive)
@@ -71,7 +75,7 @@ def connect(archive: Path, *, refresh_catalog: bool = True):
             catalog = catalog or refresh(archive)
             con.register(f"_{name}_catalog", _arrow(getattr(catalog, name), schema))
             con.execute(f"CREATE VIEW {name} AS SELECT * FROM _{name}_catalog")
-    for table in TABLES:
+    for table in TABLES if tables else ():
         files = sorted(archive.glob(f"[0-9a-f]*/*/{table}.parquet"))
         files = [f for f in files if not f.is_symlink() and not f.parent.name.startswith(".")]
         if files:
@@ -91,24 +95,11 @@ def connect(archive: Path, *, refresh_catalog: bool = True):
             empty["machine_id"] = pd.Series(dtype="string")
             con.register(f"_{table}_empty", empty)
             con.execute(f"CREATE VIEW {table} AS SELECT * FROM _{table}_empty")
-    ranks = median_ranks()  # noqa: F841 (read by DuckDB by name)
-    con.execute("CREATE TABLE median_k AS SELECT * FROM ranks")
+    if tables:
+        ranks = median_ranks()  # noqa: F841 (read by DuckDB by name)
+        con.execute("CREATE TABLE median_k AS SELECT * FROM ranks")
     con.execute("CREATE TABLE lbench_archive AS SELECT ? AS root", [str(archive.resolve())])
     return con
-
-
-def table_source(con, table: str, run_dirs: list[str]) -> str | None:
-    """SQL for the rows of ``table`` of the given runs only (their directories relative to the
-    archive, as in ``runs.dir``), run_id from the path; None when none of them has the table.
-    Reading only the runs a query selects keeps its cost with the selection, not the archive."""
-    (root,) = con.execute("SELECT root FROM lbench_archive").fetchone()
-    files = [Path(root) / d / f"{table}.parquet" for d in run_dirs]
-    files = [f for f in files if f.is_file() and not f.is_symlink()]
-    if not files:
-        return None
-    listed = ", ".join(f"'{_sql_path(f)}'" for f in files)
-    return (f"(SELECT * EXCLUDE (run_id, filename), regexp_extract(filename, '([^/]+)/[^/]+$', 1) AS run_id "
-            f"FROM read_parquet([{listed}], filename = true, union_by_name = true))")
 
 
 _COMMENT = re.compile(r"--[^\n]*|/\*.*?\*/", re.S)

@@ -7,7 +7,9 @@ count.  The series (``SERIES``; ``history:<name>`` elsewhere):
 
 - ``idle_warm_p50`` (ms): the median client latency of an idle run's measured requests in the
   warm regime as the run's wake model bounds it (pauses up to its last warm pause; every pause
-  when it found no step), with the order-statistic interval of the median: the report's warm median;
+  when it found no step), with the order-statistic interval of the median: the report's warm median
+  (computed once per run when the catalog adds it, ``harness/history/run_medians.py``, so a series
+  reads the catalog, not every run's samples);
 - ``idle_woken_p50`` (ms): the same from the first woken pause on (runs with a step only);
 - ``wake_threshold_s`` (s), ``wake_penalty_ms`` (ms): the wake step's pause and woken - warm
   penalty from each run's analysis (``harness/analysis/regimes.py``), with their intervals;
@@ -24,7 +26,6 @@ from dataclasses import dataclass
 import pandas as pd
 
 from harness.errors import BadInput
-from harness.history.query import MEDIAN_K_MAX
 
 COLUMNS = ["series", "run_id", "machine_id", "machine_label", "build", "started_at", "model", "setting",
            "value", "lo", "hi", "n"]
@@ -55,61 +56,6 @@ def _filters(machine: str | None, model: str | None, setting: str | None, alias:
     return " AND ".join(where), params
 
 
-def selected_runs(con, kind: str, machine: str | None, model: str | None) -> list[str]:
-    """The directories (``runs.dir``) of the complete runs of ``kind`` that match the filters."""
-    where, params = ["r.kind = ?", "r.status = 'complete'"], [kind]
-    if machine:
-        where.append("(r.machine_id = ? OR contains(r.machine_label, ?))")
-        params += [machine, machine]
-    if model:
-        where.append("list_contains(r.models, ?)")
-        params.append(model)
-    return [d for (d,) in con.execute(f"SELECT r.dir FROM runs r WHERE {' AND '.join(where)}", params).fetchall()]
-
-
-def _idle_latency(con, name: str, woken: bool, machine=None, model=None, setting=None) -> pd.DataFrame:
-    from harness.history.query import table_source
-
-    source = table_source(con, "samples", selected_runs(con, "idle", machine, model))
-    if source is None:
-        return pd.DataFrame(columns=COLUMNS)
-    # the run's wake model bounds the regimes (its report, terminal and evidence use the same bounds):
-    # warm = pauses up to its last warm pause (every pause when it found no step), woken = from its
-    # first woken pause on (runs with a step only)
-    regime = ("fw.value IS NOT NULL AND s.pause >= fw.value" if woken
-              else "lw.value IS NULL OR s.pause <= lw.value")
-    where, params = _filters(machine, model, setting)
-    sql = f"""
-    WITH s AS (
-        SELECT run_id, model, setting, pause_requested_s AS pause, latency_ms,
-               min(pause_requested_s) OVER (PARTITION BY run_id, model, setting) AS shortest
-        FROM {source} WHERE phase = 'measure' AND error IS NULL AND latency_ms > 0),
-    lw AS (SELECT run_id, model, setting, value FROM metrics WHERE metric = 'wake_last_warm_s'),
-    fw AS (SELECT run_id, model, setting, value FROM metrics WHERE metric = 'wake_first_woken_s'),
-    w AS (
-        SELECT s.run_id, s.model, s.setting, s.latency_ms,
-               row_number() OVER (PARTITION BY s.run_id, s.model, s.setting ORDER BY s.latency_ms) AS rank,
-               count(*) OVER (PARTITION BY s.run_id, s.model, s.setting) AS n
-        FROM s LEFT JOIN lw ON lw.run_id = s.run_id AND lw.model = s.model AND lw.setting = s.setting
-               LEFT JOIN fw ON fw.run_id = s.run_id AND fw.model = s.model AND fw.setting = s.setting
-        WHERE {regime}),
-    g AS (
-        SELECT w.run_id, w.model, w.setting, w.n, quantile_cont(w.latency_ms, 0.5) AS value,
-               max(w.latency_ms) FILTER (WHERE w.rank = m.k) AS lo,
-               max(w.latency_ms) FILTER (WHERE w.rank = w.n - m.k + 1) AS hi
-        FROM w LEFT JOIN (
-            SELECT n, k FROM median_k
-            UNION ALL SELECT n, floor(n / 2 - 0.98 * sqrt(n))::BIGINT AS k
-            FROM (SELECT DISTINCT n FROM w WHERE n > {MEDIAN_K_MAX})) m ON m.n = w.n
-        GROUP BY ALL)
-    SELECT '{name}' AS series, r.run_id, r.machine_id, r.machine_label, r.engine_build AS build, r.started_at,
-           g.model, g.setting, g.value, g.lo, g.hi, g.n
-    FROM g JOIN runs r ON r.run_id = g.run_id
-    WHERE r.kind = 'idle' AND {where}
-    ORDER BY r.machine_id, g.model, g.setting, r.engine_build NULLS FIRST, r.started_at"""
-    return con.execute(sql, params).df()[COLUMNS]
-
-
 def _metric(con, name: str, metric: str, kind: str, machine=None, model=None, setting=None) -> pd.DataFrame:
     where, params = _filters(machine, model, setting, model_col="m.model", setting_col="m.setting")
     sql = f"""
@@ -122,11 +68,11 @@ def _metric(con, name: str, metric: str, kind: str, machine=None, model=None, se
 
 
 def idle_warm_p50(con, **filters) -> pd.DataFrame:
-    return _idle_latency(con, "idle_warm_p50", False, **filters)
+    return _metric(con, "idle_warm_p50", "idle_warm_p50", "idle", **filters)
 
 
 def idle_woken_p50(con, **filters) -> pd.DataFrame:
-    return _idle_latency(con, "idle_woken_p50", True, **filters)
+    return _metric(con, "idle_woken_p50", "idle_woken_p50", "idle", **filters)
 
 
 def wake_threshold(con, **filters) -> pd.DataFrame:

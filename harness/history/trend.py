@@ -5,13 +5,14 @@ then the machines side by side: for each (series, model, setting) the newest val
 machine.  ``machine-<id>.html`` has one plot per (series, model, setting): x the engine build,
 one point per run with its 95% interval, change points marked, and a table of every point with
 its run id.  Plots are PNG data URIs (``harness/report/plots.py``'s Agg backend), so each page is
-one file that opens anywhere.  Registered as the view ``trend`` (``harness/kinds.py``).
+one file that opens anywhere.  Registered as the view ``trend`` (``harness/history/view.py``, by ``harness/kinds.py``).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import pandas as pd
 
 from harness.history.changes import GROUP, ChangePoint, detect_all
 from harness.history.series import SERIES
+from harness.history.view import TrendView  # noqa: F401 (the view, registered by harness/kinds.py)
 
 INDEX = "index.html"
 
@@ -76,7 +78,9 @@ def plot_series(points: pd.DataFrame, changes: list[ChangePoint], title: str, un
     ax.legend(fontsize=7, loc="best")
     newest = pts["run_id"].iloc[-1] if len(pts) else ""
     fig.text(0.99, 0.01, plain(f"{len(pts)} runs, newest {newest}"), ha="right", va="bottom", fontsize=7, color="0.4")
-    return figure_png(fig)
+    # fixed margins instead of a tight bounding box: one draw per plot instead of two
+    fig.subplots_adjust(left=0.12, right=0.985, top=0.91, bottom=0.3 if len(builds) > 8 else 0.2)
+    return figure_png(fig, tight=False)
 
 
 def changes_to_run(changes: list[ChangePoint]) -> list[dict[str, Any]]:
@@ -97,23 +101,39 @@ class TrendSite:
     changes: list[ChangePoint]
 
 
+def _points(g: pd.DataFrame) -> list[dict[str, Any]]:
+    """The table rows of one series' points (every run with its id), formatted column by column."""
+    build = ["?" if pd.isna(b) else int(b) for b in g["build"]]
+    n = ["–" if pd.isna(v) else int(v) for v in g["n"]]
+    value, lo, hi = ([_fmt(v) for v in g[c].tolist()] for c in ("value", "lo", "hi"))
+    return [{"build": b, "run_id": r, "started_at": t, "value": v, "lo": lw, "hi": h, "n": k}
+            for b, r, t, v, lw, h, k in zip(build, g["run_id"].tolist(), g["started_at"].tolist(), value, lo, hi, n)]
+
+
 def build_site(archive: Path, *, machine: str | None = None, model: str | None = None,
                plots: bool = True) -> TrendSite:
-    """Everything the pages show, from the archive (DuckDB views, named series, change points)."""
-    from harness.history.catalog import load
+    """Everything the pages show, from the archive (the catalog's runs and metrics, named series,
+    change points); plots whose points did not change since the last build come from the cache
+    (``harness/history/plot_cache.py``)."""
+    from harness.history.catalog import catalog_dir, load
+    from harness.history.plot_cache import PLOT_DIR, PlotCache, plot_key
     from harness.history.query import connect
     from harness.history.series import all_series
     from harness.report.html import data_uri
 
     catalog = load(archive)
-    con = connect(archive, refresh_catalog=False)
+    con = connect(archive, refresh_catalog=False, tables=False)
     try:
         rows = all_series(con, machine=machine, model=model)
     finally:
         con.close()
     changes = detect_all(rows)
+    cache = PlotCache(catalog_dir(archive) / PLOT_DIR if plots else None)
     runs = catalog.runs
     labels = dict(zip(runs["machine_id"], runs["machine_label"])) if not runs.empty else {}
+    by_group: dict[tuple[str, str, str, str], list[ChangePoint]] = {}
+    for c in changes:
+        by_group.setdefault((c.series, c.machine_id, c.model, c.setting), []).append(c)
     machines: dict[str, dict[str, Any]] = {}
     side: dict[tuple[str, str, str], dict[str, str]] = {}
     for machine_id in sorted(set(rows["machine_id"])) if not rows.empty else []:
@@ -124,8 +144,7 @@ def build_site(archive: Path, *, machine: str | None = None, model: str | None =
         keyed = sorted(mrows.groupby(GROUP, sort=True), key=lambda kv: (order.index(kv[0][0]), kv[0][2:]))
         for (series, _, model_name, setting), g in keyed:
             spec = SERIES[series]
-            gchanges = [c for c in changes if (c.series, c.machine_id, c.model, c.setting)
-                        == (series, machine_id, model_name, setting)]
+            gchanges = by_group.get((series, machine_id, model_name, setting), [])
             gchanges.sort(key=lambda c: c.index)
             g = g.sort_values(["build", "started_at", "run_id"], na_position="first")
             title = f"{spec.title}: {model_name} [{setting}]"
@@ -135,11 +154,9 @@ def build_site(archive: Path, *, machine: str | None = None, model: str | None =
                 f"{'?' if pd.isna(newest['build']) else int(newest['build'])} ({newest['run_id']})")
             groups.append({
                 "series": series, "title": title, "unit": spec.unit, "anchor": f"{series}-{len(groups)}",
-                "png": data_uri(plot_series(g, gchanges, title, spec.unit)) if plots else None,
-                "points": [{"build": "?" if pd.isna(r["build"]) else int(r["build"]), "run_id": r["run_id"],
-                            "started_at": r["started_at"], "value": _fmt(r["value"]), "lo": _fmt(r["lo"]),
-                            "hi": _fmt(r["hi"]), "n": "–" if pd.isna(r["n"]) else int(r["n"])}
-                           for _, r in g.iterrows()],
+                "png": data_uri(cache.get(plot_key(g, gchanges, title, spec.unit),
+                                          partial(plot_series, g, gchanges, title, spec.unit))) if plots else None,
+                "points": _points(g),
                 "changes": [c.sentence(spec.unit) for c in gchanges],
                 "commands": [c.command for c in gchanges if c.command],
             })
@@ -149,6 +166,8 @@ def build_site(archive: Path, *, machine: str | None = None, model: str | None =
             "changes": [{"sentence": c.sentence(SERIES[c.series].unit), "command": c.command}
                         for c in changes if c.machine_id == machine_id], "index": INDEX,
         }
+    if machine is None and model is None:
+        cache.prune()  # a full build: the plots it did not use are stale
     machine_ids = sorted(machines)
     matrix = [{"what": k[0], "model": k[1], "setting": k[2], "cells": [v.get(m, "–") for m in machine_ids]}
               for k, v in sorted(side.items())]
@@ -179,24 +198,3 @@ def write_site(site: TrendSite, out: Path) -> Path:
     for machine_id, context in site.machines.items():
         write_page("trend_machine.html.j2", context, out / machine_page(machine_id))
     return write_page("trend_index.html.j2", site.index, out / INDEX)
-
-
-class TrendView:
-    """The trend across builds as a view across runs (``harness.kinds.register_view``)."""
-
-    name = "trend"
-    title = "history across builds and machines"
-    template = "trend_index.html.j2"
-
-    def context(self, root: Path, **filters: Any) -> dict:
-        return build_site(Path(root), machine=filters.get("machine"), model=filters.get("model")).index
-
-
-def _register() -> None:
-    from harness.kinds import VIEWS, register_view
-
-    if "trend" not in VIEWS:
-        register_view(TrendView())
-
-
-_register()

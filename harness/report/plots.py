@@ -15,9 +15,11 @@ import pandas as pd  # noqa: E402
 DPI = 200  # about twice the CSS pixels the report shows them at (base.html.j2): sharp on Retina screens
 
 
-def figure_png(fig) -> bytes:
+def figure_png(fig, *, tight: bool = True) -> bytes:
+    """The figure as PNG bytes (closed after); ``tight=False`` keeps the figure's own margins
+    (one draw instead of the two a tight bounding box takes)."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight" if tight else None)
     plt.close(fig)
     return buf.getvalue()
 
