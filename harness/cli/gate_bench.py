@@ -89,9 +89,11 @@ def gate_bench(
       lbench gate-bench -m tiny-q8 --trials 3 --reps 5
       lbench gate-bench -m my.gguf --slow-model my-deeper.gguf --runs-per-side 3
       # the pinned design of docs/statistics.md:
-      lbench gate-bench -m tiny-q8 --threads 1 --cpus 1 --client-cpus 0 --runs-per-side 3
+      lbench gate-bench -m tiny-q8 --threads 1 --cpus 1 --client-cpus 0 \\
+          --runs-per-side 3
       lbench gate-bench --simulate --trials 400 --seed 0
-      lbench gate-bench --simulate --sd 0.2 --sd 0.38 --within-sd 0.08 --stall-p 0.05 --reps 8
+      lbench gate-bench --simulate --sd 0.2 --sd 0.38 --within-sd 0.08 \\
+          --stall-p 0.05 --reps 8
     """
     if simulate:
         return simulate_gate_bench(trials or 400, seed, margin, alpha, results, spreads=sd or None, reps=reps,
