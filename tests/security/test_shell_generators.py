@@ -151,11 +151,13 @@ def test_recipe_runs_hostile_values_as_data(tmp_path, monkeypatch, hostile):
 
 
 def test_preset_written_by_the_recipe_is_the_one_lbench_used(tmp_path, monkeypatch):
-    """A preset line equal to the here-document's delimiter cannot end it early."""
+    """The preset is written line by line, each line one quoted word (no here-document a line
+    could end early); the byte-for-byte comparison runs in test_recipe_runs_hostile_values_as_data."""
     lab = _fake_lab(tmp_path, "INI", monkeypatch)
     write_recipe(lab)
     text = (lab.run_dir / "recipe.sh").read_text()
-    assert "<<'INI_1'" in text
+    assert "<<" not in text
+    assert "printf '%s\\n' INI >> \"$WORK/preset.ini\"" in text
 
 
 def test_recipe_that_cannot_be_written_says_why_in_one_comment(tmp_path):
