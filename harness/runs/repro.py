@@ -75,7 +75,7 @@ def _recipes_with_checks(ctx: Context, rep_dir, spec: ClaimSpec, figures: dict) 
     from harness.repro.claims import judge
     from harness.repro.recipe import write_recipe
 
-    verdict = judge(spec, [figures])[0]
+    verdict = judge(spec, figures)[0]
     for lab in ctx.labs:
         if lab.run_dir == rep_dir:
             try:
