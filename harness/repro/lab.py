@@ -133,6 +133,31 @@ class Lab:
         """A time mark in the recipe (``T_<name>``, seconds from ``now``)."""
         self.act(f"T_{shell.env_name(name)}=$(now)")
 
+    def watch(self, name: str, kind: str, model: str | None, timeout: float) -> None:
+        """From here on, the recipe notes in ``$WORK/T_<name>`` when the router log gets its next
+        ``kind`` line (for ``model``): a background wait (``wait_log``), so the steps go on."""
+        ere = log_ere(kind, model)
+        if ere is None:
+            raise ValueError(f"no fixed router log text for {kind!r}")
+        seen = sum(1 for e in list(self.events) if e.kind == kind and (model is None or e.model == model))
+        self.act(f"( wait_log {shell.quote(ere)} {int(seen)} {float(timeout):g} > /dev/null && "
+                 f"now > \"$WORK/T_{shell.env_name(name)}\" ) &")
+
+    @staticmethod
+    def sh_seconds_between(start_mark: str, watched: str) -> str:
+        """Seconds from time mark ``start_mark`` (``mark``) to the line ``watch`` noted as ``watched``."""
+        return (f"awk -v a=\"$T_{shell.env_name(start_mark)}\" -v b=\"$(cat \"$WORK/T_{shell.env_name(watched)}\" "
+                "2>/dev/null)\" 'BEGIN {if (b != \"\") printf \"%.3f\\n\", b - a}'")
+
+    @staticmethod
+    def sh_log_order(kind: str, models: list[str]) -> str:
+        """The models of ``kind`` lines among ``models``, in the router log's order, comma-joined."""
+        before, after = _LOG_TEXT[kind]
+        names = "(" + "|".join(shell.ere_literal(m) for m in models) + ")"
+        strip = shell.quote("s/^" + before + "(.*)" + after + "$/\\1/")
+        return (f"grep -oE -- {shell.quote(before + names + after)} \"$WORK/router.stderr.log\" | "
+                f"sed -E {strip} | paste -sd, -")
+
     @staticmethod
     def sh_flag(test: str) -> str:
         """``true``/``false``: whether the shell ``test`` command succeeds."""
@@ -347,7 +372,7 @@ _LOG_TEXT = {
     "kill_timeout": ("force-killing model instance name=", " after timeout"),
     "exited": ("instance name=", " exited with status"),
     "proxy": ("proxying request to model ", " on port"),
-    "cancelled": ("cancelled while waiting for model name=", " *$"),
+    "cancelled": ("cancelled while waiting for model name=", "(\"|[[:space:]]*$)"),  # inside a JSON error
 }
 
 

@@ -37,7 +37,7 @@ _FUNCTIONS = [
     "wait_log() {  # until the router log holds more than $2 lines matching ERE $1, at most $3 s",
     '  end=$(awk -v a="$(now)" -v b="$3" \'BEGIN {print a + b}\')',
     '  while [ "$(log_count "$1")" -le "$2" ]; do',
-    '    awk -v a="$(now)" -v b="$end" \'BEGIN {exit !(a >= b)}\' && { echo "(waited $3 s for: $1)"; return 0; }',
+    '    awk -v a="$(now)" -v b="$end" \'BEGIN {exit !(a >= b)}\' && { echo "(waited $3 s for: $1; going on)"; return 1; }',
     "    sleep 0.02",
     "  done",
     "}",

@@ -524,6 +524,10 @@ def fifo_order(ctx: Context, p: BusyParams) -> Evidence:
         raise Inconclusive("A finished before every request was queued; raise n_predict")
     lab.given_figure("n_waiting", len(rest))
     lab.figure("ok", lab.sh_ok(rest), "requests for the waiting models answered with HTTP 200")
+    order = f"q=$({lab.sh_log_order('queued', rest)}); s=$({lab.sh_log_order('spawn', rest)}); "
+    lab.figure("fifo", lab.sh_flag(order + f'[ -n "$s" ] && [ "$q" = "$s" ] && '
+                                   f'[ "$(echo "$s" | tr , "\\n" | wc -l)" -eq {len(rest)} ]'),
+               "the waiting models' spawn lines come in the order of their queued lines")
     queued = [e.model for e in lab.events if e.kind == "queued" and e.model in rest]
     spawned = [e.model for e in lab.events if e.kind == "spawn" and e.model in rest]
     ev.figures.update(queue_order=",".join(queued), spawn_order=",".join(spawned),
@@ -548,8 +552,12 @@ def stopping_counts(ctx: Context, p: StoppingParams) -> Evidence:
             raise Inconclusive("could not find A's child")
         lab.freeze(pid)
         t_b = lab.now()
+        lab.mark("b")
+        lab.watch("spawn_b", "spawn", b, st + 60)
         reply = lab.request(b, timeout=st + 60)
         lab.thaw(pid)
+    lab.figure("b_wait_s", lab.sh_seconds_between("b", "spawn_b"),
+               f"seconds from the request for {b} to its spawn line (the log polled every 20 ms)")
     exit_a = next((e for e in lab.events if e.kind == "exited" and e.model == a and lab.rel(e.t) >= t_b), None)
     spawn_b = next((e for e in lab.events if e.kind == "spawn" and e.model == b), None)
     if exit_a is None or spawn_b is None:
