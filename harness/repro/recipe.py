@@ -159,6 +159,10 @@ def check_section(lab: Lab, checks: list[Requirement] | None, lbench_verdict: st
     if unchecked:
         lines += [f"echo {shell.quote(f'not checked by this script ({len(unchecked)} of {len(checks)} checks):')}"]
         lines += [f"echo {shell.quote('  ' + shell.inert(u))}" for u in unchecked]
+        if evaluated == 0:
+            lines += [f"echo \"verdict: not checked by this script: it can evaluate none of the claim's {len(checks)} "
+                      "check(s); lbench found: $lbench\"", f"exit {EXIT_NOT_CHECKED}"]
+            return lines
         lines += [f"echo \"verdict: not reproduced by this script alone: on the {evaluated} check(s) it evaluates "
                   f"the claim $mine; lbench found: $lbench over all {len(checks)}\"", f"exit {EXIT_NOT_CHECKED}"]
         return lines

@@ -103,6 +103,14 @@ def test_a_figure_the_script_cannot_measure_is_named_on_the_last_lines(tmp_path)
                               "the claim holds; lbench found: holds")
 
 
+def test_a_recipe_that_can_evaluate_no_check_says_so(tmp_path):
+    lab = _lab(tmp_path, None)
+    done = _run_checks(tmp_path, lab, [Requirement("victim", "==", ref="expected")], "holds")
+    assert done.returncode == 3
+    assert done.stdout.strip().splitlines()[-1] == ("verdict: not checked by this script: it can evaluate none of "
+                                                    "the claim's 1 check(s); lbench found: holds")
+
+
 def test_a_figure_that_came_out_empty_is_not_observed(tmp_path):
     lab = _lab(tmp_path, None)
     lab.figure("peak", "true")  # prints nothing
