@@ -149,6 +149,21 @@ class Lab:
         return (f"awk -v a=\"$T_{shell.env_name(start_mark)}\" -v b=\"$(cat \"$WORK/T_{shell.env_name(watched)}\" "
                 "2>/dev/null)\" 'BEGIN {if (b != \"\") printf \"%.3f\\n\", b - a}'")
 
+    def log_mark(self, name: str) -> None:
+        """A mark in the router log (``L_<name>``: the lines it holds now), for ``sh_log_count_between``."""
+        self.act(f"L_{shell.env_name(name)}=$(wc -l < \"$WORK/router.stderr.log\" | tr -d ' ')")
+
+    @staticmethod
+    def sh_log_count_between(start: str, end: str | None, kind: str | tuple[str, ...], model: str | None) -> str:
+        """``kind`` lines (for ``model``) the router logged between log marks ``start`` and ``end``
+        (None: to the end of the log)."""
+        ere = log_ere(kind, model)
+        if ere is None:
+            raise ValueError(f"no fixed router log text for {kind!r}")
+        last = f"${{L_{shell.env_name(end)}}}" if end else "\\$"
+        return (f"sed -n \"$((L_{shell.env_name(start)} + 1)),{last}p\" \"$WORK/router.stderr.log\" | "
+                f"grep -cE -- {shell.quote(ere)}")
+
     @staticmethod
     def sh_log_order(kind: str, models: list[str]) -> str:
         """The models of ``kind`` lines among ``models``, in the router log's order, comma-joined."""

@@ -594,15 +594,27 @@ def loading_counts(ctx: Context, p: HoldParams) -> Evidence:
             lab.thaw(pid)
             raise Inconclusive(f"{a} finished loading before it could be frozen; use a bigger model")
         t_b = lab.now()
+        lab.log_mark("b")
         b_thread = lab.request_in_background(b, timeout=hold_s + 120)
         lab.sleep(hold_s)
         during = [e for e in lab.events if lab.rel(e.t) >= t_b and e.model in (a, b)
                   and e.kind in ("spawn", "evict", "stop_sent", "kill_loading")]
         t_thaw = lab.now()
+        lab.log_mark("thaw")
         lab.thaw(pid)
         b_thread.join(hold_s + 120)
     spawn_b = next((e for e in lab.events if e.kind == "spawn" and e.model == b), None)
     lab.figure("b_ok", lab.sh_flag(f'[ "$({lab.sh_ok(b)})" -gt 0 ]'), f"a request for {b} got HTTP 200")
+    lab.figure("b_spawned_while_a_loading",
+               lab.sh_flag(f'[ "$({lab.sh_log_count_between("b", "thaw", "spawn", b)})" -gt 0 ]'),
+               f"a spawn line for {b} between the request for {b} and the thaw of {a}")
+    lab.figure("a_evicted_while_loading",
+               lab.sh_flag(f'[ "$({lab.sh_log_count_between("b", "thaw", ("spawn", "evict", "stop_sent", "kill_loading"), a)})"'
+                           ' -gt 0 ]'),
+               f"a spawn, eviction, stop or force-kill line for {a} in that time")
+    lab.figure("b_spawned_after_thaw",
+               lab.sh_flag(f'[ "$({lab.sh_log_count_between("thaw", None, "spawn", b)})" -gt 0 ]'),
+               f"a spawn line for {b} after the thaw")
     ev.figures.update(hold_s=hold_s, actions_while_a_loading=len(during),
                       b_spawned_while_a_loading=any(e.kind == "spawn" and e.model == b for e in during),
                       a_evicted_while_loading=any(e.model == a for e in during),

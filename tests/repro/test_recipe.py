@@ -192,3 +192,14 @@ def test_log_order_lists_the_models_in_the_order_of_their_lines(tmp_path):
     done = subprocess.run([BASH, "-c", Lab.sh_log_order("queued", ["b", "c.1"])], capture_output=True, text=True,
                           env={"WORK": str(tmp_path), "PATH": "/usr/bin:/bin"})
     assert done.stdout.strip() == "c.1,b"
+
+
+def test_log_count_between_marks_counts_only_lines_logged_in_between(tmp_path):
+    (tmp_path / "router.stderr.log").write_text("x\nsrv  spawning server instance with name=b on port 1\n"
+                                                "y\nsrv  spawning server instance with name=b on port 2\n")
+    env = {"WORK": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    between = subprocess.run([BASH, "-c", "L_b=1; L_thaw=2; " + Lab.sh_log_count_between("b", "thaw", "spawn", "b")],
+                             capture_output=True, text=True, env=env)
+    after = subprocess.run([BASH, "-c", "L_thaw=2; " + Lab.sh_log_count_between("thaw", None, "spawn", "b")],
+                           capture_output=True, text=True, env=env)
+    assert (between.stdout.strip(), after.stdout.strip()) == ("1", "1")
