@@ -165,6 +165,16 @@ class Lab:
                 f"grep -cE -- {shell.quote(ere)}")
 
     @staticmethod
+    def sh_log_first_evicted() -> str:
+        """The model named by the router log's first eviction line, in any of the forms the builds
+        write (empty when there is none)."""
+        forms = ["s/.*evicting idle LRU name=(.*) (for a queued request|to make room for name=).*$/\\1/",
+                 "s/.*model name=(.*) went idle, giving up its slot.*$/\\1/",
+                 "s/.*removing LRU name=(.*[^[:space:]])[[:space:]]*$/\\1/"]
+        return (f"grep -m 1 -E -- {shell.quote(log_ere('evict', None))} \"$WORK/router.stderr.log\" | sed -E "
+                + " ".join(f"-e {shell.quote(f)}" for f in forms))
+
+    @staticmethod
     def sh_log_order(kind: str, models: list[str]) -> str:
         """The models of ``kind`` lines among ``models``, in the router log's order, comma-joined."""
         before, after = _LOG_TEXT[kind]

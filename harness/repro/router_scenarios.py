@@ -167,6 +167,8 @@ def busy_victim(ctx: Context, p: BusyParams) -> Evidence:
         evict = lab.wait_for("evict", timeout=1)
     if not a_still_busy:
         raise Inconclusive("the long request to A finished before C was sent; raise n_predict")
+    lab.figure("victim", lab.sh_log_first_evicted(), "the model the router log's first eviction line names")
+    lab.given_figure("expected", b)
     ev.figures.update(victim=evict.model if evict else None, busy_model=a, lru_if_busy_ignored=a, expected=b,
                       a_busy_when_c_sent=a_still_busy)
     ev.lines = lab.lines("proxy", "evict", "spawn")[:12]

@@ -203,3 +203,15 @@ def test_log_count_between_marks_counts_only_lines_logged_in_between(tmp_path):
     after = subprocess.run([BASH, "-c", "L_thaw=2; " + Lab.sh_log_count_between("thaw", None, "spawn", "b")],
                            capture_output=True, text=True, env=env)
     assert (between.stdout.strip(), after.stdout.strip()) == ("1", "1")
+
+
+@pytest.mark.parametrize("line", ["srv  evicting idle LRU name=tiny-q4 for a queued request",
+                                  "srv  evicting idle LRU name=tiny-q4 to make room for name=tiny-f16",
+                                  "srv  model name=tiny-q4 went idle, giving up its slot to a queued request",
+                                  "srv  models_max limit reached, removing LRU name=tiny-q4"])
+def test_first_model_of_an_eviction_line_in_every_form_the_builds_log(tmp_path, line):
+    (tmp_path / "router.stderr.log").write_text("srv  spawning server instance with name=tiny-q8 on port 1\n"
+                                                + line + "\nsrv  evicting idle LRU name=zz for a queued request\n")
+    done = subprocess.run([BASH, "-c", Lab.sh_log_first_evicted()], capture_output=True, text=True,
+                          env={"WORK": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    assert done.stdout.strip() == "tiny-q4", done.stderr
