@@ -133,15 +133,23 @@ class Lab:
         """A time mark in the recipe (``T_<name>``, seconds from ``now``)."""
         self.act(f"T_{shell.env_name(name)}=$(now)")
 
-    def watch(self, name: str, kind: str, model: str | None, timeout: float) -> None:
+    def watch(self, name: str, kind: str | tuple[str, ...], model: str | None, timeout: float) -> None:
         """From here on, the recipe notes in ``$WORK/T_<name>`` when the router log gets its next
         ``kind`` line (for ``model``): a background wait (``wait_log``), so the steps go on."""
         ere = log_ere(kind, model)
         if ere is None:
             raise ValueError(f"no fixed router log text for {kind!r}")
-        seen = sum(1 for e in list(self.events) if e.kind == kind and (model is None or e.model == model))
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        seen = sum(1 for e in list(self.events) if e.kind in kinds and (model is None or e.model == model))
         self.act(f"( wait_log {shell.quote(ere)} {int(seen)} {float(timeout):g} > /dev/null && "
                  f"now > \"$WORK/T_{shell.env_name(name)}\" ) &")
+
+    @staticmethod
+    def sh_ms_from_reply_end(reply: Reply, watched: str) -> str:
+        """Milliseconds from the end of background ``reply`` to the line ``watch`` noted as ``watched``."""
+        return (f"awk -v a=\"$(cat \"$WORK/reply-{reply.sh_n}.done\" 2>/dev/null)\" "
+                f"-v b=\"$(cat \"$WORK/T_{shell.env_name(watched)}\" 2>/dev/null)\" "
+                "'BEGIN {if (a != \"\" && b != \"\") printf \"%.1f\\n\", (b - a) * 1000}'")
 
     @staticmethod
     def sh_seconds_between(start_mark: str, watched: str) -> str:
@@ -282,8 +290,10 @@ class Lab:
         body = {"model": model, "prompt": prompt, "n_predict": n_predict, "cache_prompt": True,
                 "ignore_eos": ignore_eos, "response_fields": ["timings"]}
         n = self._next_reply()
-        self.act(_curl("/completion", body, timeout, headers, n) + (" &" if threading.current_thread() is not
-                                                                     threading.main_thread() else ""))
+        line = _curl("/completion", body, timeout, headers, n)
+        if threading.current_thread() is not threading.main_thread():  # sent in the background: its end noted
+            line = f"{{ {line}; now > \"$WORK/reply-{n}.done\"; }} &"
+        self.act(line)
         t_send = time.perf_counter()
         try:
             r = self.http.post("/completion", json=body, timeout=timeout, headers=headers)
@@ -389,8 +399,7 @@ _COUNTER_LOCK = threading.Lock()
 _LOG_TEXT = {
     "queued": ("request for name=", " queued at position"),
     "joined": ("request for name=", " joined the queue,"),
-    "evict": ("(evicting idle LRU name=|removing LRU name=|model name=)", "( for a queued request| to make room for"
-                                                                          " name=| went idle, giving up its slot|$)"),
+    "evict": ("", ""),  # three forms (log_ere)
     "spawn": ("spawning server instance with name=", " on port"),
     "stop_sent": ("stopping model instance name=", " *$"),
     "kill_loading": ("model name=", " is still loading, force-killing"),
@@ -410,8 +419,10 @@ def log_ere(kind: str | tuple[str, ...], model: str | None) -> str | None:
     if kind not in _LOG_TEXT:
         return None
     before, after = _LOG_TEXT[kind]
-    if kind == "evict" and model is None:
-        return "evicting idle LRU name=|removing LRU name=|went idle, giving up its slot"
+    if kind == "evict":  # three forms, each with its own text after the name
+        name = shell.ere_literal(model) if model is not None else ".+"
+        return (f"evicting idle LRU name={name} (for a queued request|to make room for name=)|"
+                f"model name={name} went idle, giving up its slot|removing LRU name={name}[[:space:]]*$")
     return before + (shell.ere_literal(model) if model is not None else ".+") + after
 
 

@@ -203,6 +203,7 @@ def waiter_recheck(ctx: Context, p: BusyParams) -> Evidence:
     ev = Evidence()
     with ctx.lab(models, models_max=1, ctx_size=int(p.ctx_size), evidence=ev) as lab:
         long_thread = _loaded_and_busy(lab, a, p, 4000)
+        lab.watch("evict_a", ("evict", "stop_sent"), a, 180)
         b_thread = lab.request_in_background(b)
         queued = lab.wait_for("queued", b, timeout=10)
         long_thread.join(120)
@@ -215,6 +216,9 @@ def waiter_recheck(ctx: Context, p: BusyParams) -> Evidence:
     evict = next((e for e in lab.events if e.kind in ("evict", "stop_sent") and e.model == a), None)
     if queued is None or evict is None:
         raise Inconclusive("B never queued or A was never evicted")
+    lab.figure("evict_after_a_idle_ms", lab.sh_ms_from_reply_end(a_reply, "evict_a"),
+               f"from the end of {a}'s long request (curl returned) to {a}'s eviction line (the log polled every 20 ms)")
+    lab.figure("b_ok", lab.sh_flag(f'[ "$({lab.sh_ok(b)})" -gt 0 ]'), f"a request for {b} got HTTP 200")
     ev.figures.update(b_queued=True, a_busy_s=round(a_reply.latency_ms / 1000, 3),
                       evict_after_a_idle_ms=round((lab.rel(evict.t) - t_a_done) * 1000, 1),
                       b_ok=any(r.model == b and r.status == 200 for r in lab.replies))

@@ -164,25 +164,34 @@ def test_every_registered_claim_recipe_ends_with_a_verdict_line(tmp_path, tiny_m
 
 
 def test_log_patterns_match_the_router_lines_they_stand_for():
-    """The EREs the recipe greps the router log with match the lines harness/engines/router.py parses."""
+    """The EREs the recipe greps the router log with match the lines harness/engines/router.py parses,
+    and not the lines that only name the model."""
     from harness.engines.router import parse_router_line
 
-    lines = {"spawn": "srv  spawning server instance with name=a b on port 4123",
-             "exited": "srv  instance name=a b exited with status 0",
-             "evict": "srv  evicting idle LRU name=a b for a queued request",
-             "kill_timeout": "srv  force-killing model instance name=a b after timeout",
-             "stop_sent": "srv  stopping model instance name=a b",
-             "queued": "srv  request for name=a b queued at position 1",
-             "cancelled": 'srv  operator(): got exception: {"error":{"code":500,"message":"request cancelled while '
-                          'waiting for model name=a b","type":"server_error"}}'}
-    for kind, line in lines.items():
+    lines = [("spawn", "srv  spawning server instance with name=a b on port 4123"),
+             ("exited", "srv  instance name=a b exited with status 0"),
+             ("evict", "srv  evicting idle LRU name=a b for a queued request"),
+             ("evict", "srv  evicting idle LRU name=a b to make room for name=c"),
+             ("evict", "srv  model name=a b went idle, giving up its slot to a queued request"),
+             ("evict", "srv  models_max limit reached, removing LRU name=a b"),
+             ("kill_timeout", "srv  force-killing model instance name=a b after timeout"),
+             ("stop_sent", "srv  stopping model instance name=a b"),
+             ("queued", "srv  request for name=a b queued at position 1"),
+             ("cancelled", 'srv  operator(): got exception: {"error":{"code":500,"message":"request cancelled while '
+                           'waiting for model name=a b","type":"server_error"}}')]
+    for kind, line in lines:
         parsed = parse_router_line(line)
         assert parsed and parsed[0] == kind, (kind, parsed)
         assert kind == "cancelled" or parsed[1]["model"] == "a b", (kind, parsed)  # (the router's parser reads
         # the JSON's tail into a cancelled line's name; the scenario matches the text, as the recipe does)
-        for ere, want in ((log_ere(kind, "a b"), "1"), (log_ere(kind, "a"), "0")):
+    not_evictions = ["srv  ensure_model: slot available, loading queued model name=a b",
+                     "srv  ensure_model: waiting until model name=a b is fully loaded...",
+                     "srv  model name=a b is still loading, force-killing"]
+    cases = [(k, line, "1") for k, line in lines] + [("evict", line, "0") for line in not_evictions]
+    for kind, line, want_full in cases:
+        for ere, want in ((log_ere(kind, "a b"), want_full), (log_ere(kind, "a"), "0"), (log_ere(kind, None), want_full)):
             done = subprocess.run(["grep", "-cE", "--", ere], input=line + "\n", capture_output=True, text=True)
-            assert done.stdout.strip() == want, (kind, ere)
+            assert done.stdout.strip() == want, (kind, ere, line)
 
 
 def test_log_order_lists_the_models_in_the_order_of_their_lines(tmp_path):
