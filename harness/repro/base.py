@@ -54,6 +54,7 @@ class Context:
     binary: Binary
     claim_dir: Path
     resolve: Callable[[str], ResolvedModel]
+    labs: list[Lab] = field(default_factory=list)  # the labs ``lab`` opened (their recipes get the checks)
 
     def router_models(self, refs: list[str], **per_model) -> list[RouterModel]:
         names: dict[str, int] = {}
@@ -74,6 +75,7 @@ class Context:
         tables when the block ends normally, before the router stops (``save_evidence``).  A
         block that raises (``Inconclusive``) saves nothing, as before."""
         with Lab(self.binary, models, self.claim_dir, **kw) as lab:
+            self.labs.append(lab)
             yield lab
             if evidence is not None:
                 save_evidence(lab, evidence)

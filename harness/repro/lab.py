@@ -5,6 +5,15 @@ session object swap storms use): keeps the timeline in memory (and in the claim'
 files), sends requests with the harness clock, loads and unloads models, finds a
 model's child process through /proc (its ``--alias``), freezes it with SIGSTOP,
 and waits for timeline events.  Every time is seconds since the lab's t0.
+
+Every step is also recorded as shell text for ``recipe.sh`` (harness/repro/recipe.py), and
+the recorded steps capture what a scenario decides on: each request's reply into
+``$WORK/reply-N.status`` / ``reply-N.body``, the router log, time marks, the children count.
+A scenario states, next to the figure it computes in Python, how the recipe computes the same
+figure from those captures (``figure(name, shell_command)``; the ``sh_*`` helpers build the
+commands) and which figures are settings rather than observations (``given``); the claim's
+``[[check]]`` requirements are then evaluated once in Python (the verdict) and once by the
+recipe in shell on what it observed.
 """
 
 from __future__ import annotations
@@ -37,6 +46,7 @@ class Reply:
     body: str
     error: str | None = None
     n_predict: int | None = None
+    sh_n: int | None = None  # the reply's number in recipe.sh ($WORK/reply-N.status, reply-N.body)
 
     @property
     def latency_ms(self) -> float:
@@ -59,6 +69,8 @@ class Lab:
     sample_hz: float = 100.0
     replies: list[Reply] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)  # what the harness did, as shell lines
+    shell_figures: dict[str, tuple[str, str]] = field(default_factory=dict)  # figure -> (shell command, how)
+    given: dict[str, object] = field(default_factory=dict)  # figures that are settings of the experiment
 
     def __post_init__(self) -> None:
         self.t0 = time.perf_counter()
@@ -92,6 +104,8 @@ class Lab:
     def __exit__(self, *exc: object) -> None:
         self.http.close()
         self.session.close()
+        from harness.repro.recipe import write_recipe
+
         try:
             write_recipe(self)
         except Exception as exc:  # the recipe must never hide the scenario's own outcome
@@ -104,6 +118,131 @@ class Lab:
     def note(self, text: str) -> None:
         """Record a comment for the recipe (one inert comment line whatever ``text`` holds)."""
         self.act(shell.comment(text))
+
+    # ---- what the recipe observes (harness/repro/recipe.py evaluates the claim's checks on it) ----
+    def figure(self, name: str, command: str, how: str = "") -> None:
+        """The recipe computes figure ``name`` with the shell ``command`` (its stdout, one value:
+        a number, ``true``/``false`` or a word), run after the steps, before the router stops."""
+        self.shell_figures[name] = (command, how)
+
+    def given_figure(self, name: str, value: object) -> None:
+        """Figure ``name`` is a setting of the experiment (``models_max``), not an observation."""
+        self.given[name] = value
+
+    def mark(self, name: str) -> None:
+        """A time mark in the recipe (``T_<name>``, seconds from ``now``)."""
+        self.act(f"T_{shell.env_name(name)}=$(now)")
+
+    def watch(self, name: str, kind: str | tuple[str, ...], model: str | None, timeout: float) -> None:
+        """From here on, the recipe notes in ``$WORK/T_<name>`` when the router log gets its next
+        ``kind`` line (for ``model``): a background wait (``wait_log``), so the steps go on."""
+        ere = log_ere(kind, model)
+        if ere is None:
+            raise ValueError(f"no fixed router log text for {kind!r}")
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        seen = sum(1 for e in list(self.events) if e.kind in kinds and (model is None or e.model == model))
+        self.act(f"( wait_log {shell.quote(ere)} {int(seen)} {float(timeout):g} > /dev/null && "
+                 f"now > \"$WORK/T_{shell.env_name(name)}\" ) &")
+
+    @staticmethod
+    def sh_ms_from_reply_end(reply: Reply, watched: str) -> str:
+        """Milliseconds from the end of background ``reply`` to the line ``watch`` noted as ``watched``."""
+        return (f"awk -v a=\"$(cat \"$WORK/reply-{reply.sh_n}.done\" 2>/dev/null)\" "
+                f"-v b=\"$(cat \"$WORK/T_{shell.env_name(watched)}\" 2>/dev/null)\" "
+                "'BEGIN {if (a != \"\" && b != \"\") printf \"%.1f\\n\", (b - a) * 1000}'")
+
+    @staticmethod
+    def sh_seconds_between(start_mark: str, watched: str) -> str:
+        """Seconds from time mark ``start_mark`` (``mark``) to the line ``watch`` noted as ``watched``."""
+        return (f"awk -v a=\"$T_{shell.env_name(start_mark)}\" -v b=\"$(cat \"$WORK/T_{shell.env_name(watched)}\" "
+                "2>/dev/null)\" 'BEGIN {if (b != \"\") printf \"%.3f\\n\", b - a}'")
+
+    def log_mark(self, name: str) -> None:
+        """A mark in the router log (``L_<name>``: the lines it holds now), for ``sh_log_count_between``."""
+        self.act(f"L_{shell.env_name(name)}=$(wc -l < \"$WORK/router.stderr.log\" | tr -d ' ')")
+
+    @staticmethod
+    def sh_log_count_between(start: str, end: str | None, kind: str | tuple[str, ...], model: str | None) -> str:
+        """``kind`` lines (for ``model``) the router logged between log marks ``start`` and ``end``
+        (None: to the end of the log)."""
+        ere = log_ere(kind, model)
+        if ere is None:
+            raise ValueError(f"no fixed router log text for {kind!r}")
+        last = f"${{L_{shell.env_name(end)}}}" if end else "\\$"
+        return (f"sed -n \"$((L_{shell.env_name(start)} + 1)),{last}p\" \"$WORK/router.stderr.log\" | "
+                f"grep -cE -- {shell.quote(ere)}")
+
+    @staticmethod
+    def sh_log_first_evicted() -> str:
+        """The model named by the router log's first eviction line, in any of the forms the builds
+        write (empty when there is none)."""
+        forms = ["s/.*evicting idle LRU name=(.*) (for a queued request|to make room for name=).*$/\\1/",
+                 "s/.*model name=(.*) went idle, giving up its slot.*$/\\1/",
+                 "s/.*removing LRU name=(.*[^[:space:]])[[:space:]]*$/\\1/"]
+        return (f"grep -m 1 -E -- {shell.quote(log_ere('evict', None))} \"$WORK/router.stderr.log\" | sed -E "
+                + " ".join(f"-e {shell.quote(f)}" for f in forms))
+
+    @staticmethod
+    def sh_log_order(kind: str, models: list[str]) -> str:
+        """The models of ``kind`` lines among ``models``, in the router log's order, comma-joined."""
+        before, after = _LOG_TEXT[kind]
+        names = "(" + "|".join(shell.ere_literal(m) for m in models) + ")"
+        strip = shell.quote("s/^" + before + "(.*)" + after + "$/\\1/")
+        return (f"grep -oE -- {shell.quote(before + names + after)} \"$WORK/router.stderr.log\" | "
+                f"sed -E {strip} | paste -sd, -")
+
+    @staticmethod
+    def sh_flag(test: str) -> str:
+        """``true``/``false``: whether the shell ``test`` command succeeds."""
+        return f"if {test}; then echo true; else echo false; fi"
+
+    @staticmethod
+    def sh_log_count(kind: str | tuple[str, ...], model: str | None = None) -> str:
+        """Lines of ``kind`` (for ``model``) in the router log so far."""
+        ere = log_ere(kind, model)
+        if ere is None:
+            raise ValueError(f"no fixed router log text for {kind!r}")
+        return f"log_count {shell.quote(ere)}"
+
+    @classmethod
+    def sh_log_has(cls, kind: str | tuple[str, ...], model: str | None = None) -> str:
+        return cls.sh_flag(f'[ "$({cls.sh_log_count(kind, model)})" -gt 0 ]')
+
+    @staticmethod
+    def sh_log_first(kind: str | tuple[str, ...], model: str | None = None) -> str:
+        """Line number of the first ``kind`` line (for ``model``), empty when there is none."""
+        ere = log_ere(kind, model)
+        if ere is None:
+            raise ValueError(f"no fixed router log text for {kind!r}")
+        return f"log_first {shell.quote(ere)}"
+
+    @classmethod
+    def sh_log_before(cls, first: tuple[str | tuple[str, ...], str | None],
+                      then: tuple[str | tuple[str, ...], str | None]) -> str:
+        """``true`` when the router log has both lines and ``first``'s comes before ``then``'s."""
+        return cls.sh_flag(f'a=$({cls.sh_log_first(*first)}); b=$({cls.sh_log_first(*then)}); '
+                           '[ -n "$a" ] && [ -n "$b" ] && [ "$a" -le "$b" ]')
+
+    def sh_ok(self, model: str | list[str] | None = None) -> str:
+        """How many of the recipe's replies (for ``model``, or any of a list) had HTTP status 200."""
+        wanted = [model] if isinstance(model, str) else model
+        files = [f'"$WORK/reply-{r.sh_n}.status"' for r in self.replies
+                 if r.sh_n is not None and (wanted is None or r.model in wanted)]
+        return f"cat {' '.join(files)} 2>/dev/null | grep -c '^200$'" if files else "echo 0"
+
+    @staticmethod
+    def sh_reply_has(reply: Reply, text: str) -> str:
+        return Lab.sh_flag(f"grep -qF -- {shell.quote(text)} \"$WORK/reply-{reply.sh_n}.body\"")
+
+    @staticmethod
+    def sh_gave_up(reply: Reply) -> str:
+        """``true`` when the client gave up on ``reply`` (curl's status ``000``: no answer in time)."""
+        return Lab.sh_flag(f"grep -qx '000' \"$WORK/reply-{reply.sh_n}.status\"")
+
+    @staticmethod
+    def sh_child_env_has(line_ere: str) -> str:
+        """``true`` when the child environment the recipe read holds a line matching ``line_ere``."""
+        return Lab.sh_flag(f"grep -qE -- {shell.quote(line_ere)} \"$WORK/child-env.txt\"")
 
     def environment_set(self) -> dict[str, str]:
         """The variables lbench set or changed for the router (the rest is the caller's environment)."""
@@ -124,7 +263,16 @@ class Lab:
 
     def wait_for(self, kind: str, model: str | None = None, timeout: float = 30.0, after: float = 0.0
                  ) -> TimelineEvent | None:
-        """First event of ``kind`` (for ``model``) received after lab time ``after``."""
+        """First event of ``kind`` (for ``model``) received after lab time ``after``.  Recorded for
+        the recipe as a wait until the router log holds more such lines than the lab had seen
+        before ``after`` (kinds without a fixed log text are recorded as a comment)."""
+        seen = sum(1 for e in list(self.events)
+                   if e.kind == kind and (model is None or e.model == model) and self.rel(e.t) < after)
+        ere = log_ere(kind, model)
+        if ere is None:
+            self.note(f"(lbench waited up to {timeout:g} s for a {kind} event here)")
+        else:
+            self.act(f"wait_log {shell.quote(ere)} {int(seen)} {float(timeout):g}")
         return self.session.wait_for(kind, model, timeout, after)
 
     def event_frame(self) -> pd.DataFrame:
@@ -141,17 +289,27 @@ class Lab:
                 prompt: str = "Hello world", headers: dict[str, str] | None = None) -> Reply:
         body = {"model": model, "prompt": prompt, "n_predict": n_predict, "cache_prompt": True,
                 "ignore_eos": ignore_eos, "response_fields": ["timings"]}
-        self.act(_curl("/completion", body, timeout, headers) + (" &" if threading.current_thread() is not
-                                                                  threading.main_thread() else ""))
+        n = self._next_reply()
+        line = _curl("/completion", body, timeout, headers, n)
+        if threading.current_thread() is not threading.main_thread():  # sent in the background: its end noted
+            line = f"{{ {line}; now > \"$WORK/reply-{n}.done\"; }} &"
+        self.act(line)
         t_send = time.perf_counter()
         try:
             r = self.http.post("/completion", json=body, timeout=timeout, headers=headers)
-            reply = Reply(model, t_send, time.perf_counter(), r.status_code, r.text[:500], n_predict=n_predict)
+            reply = Reply(model, t_send, time.perf_counter(), r.status_code, r.text[:500], n_predict=n_predict,
+                          sh_n=n)
         except httpx.HTTPError as exc:
             reply = Reply(model, t_send, time.perf_counter(), None, "", f"{type(exc).__name__}: {exc}",
-                          n_predict=n_predict)
+                          n_predict=n_predict, sh_n=n)
         self.replies.append(reply)
         return reply
+
+    def _next_reply(self) -> int:
+        with _COUNTER_LOCK:
+            n = self.__dict__.get("_n_replies", 0) + 1
+            self.__dict__["_n_replies"] = n
+        return n
 
     def request_in_background(self, model: str, n_predict: int = 1, **kw) -> threading.Thread:
         t = threading.Thread(target=self.request, args=(model, n_predict), kwargs=kw, daemon=True)
@@ -159,23 +317,26 @@ class Lab:
         return t
 
     def post(self, path: str, model: str) -> Reply:
-        self.act(_curl(path, {"model": model}, 120))
+        n = self._next_reply()
+        self.act(_curl(path, {"model": model}, 120, None, n))
         t_send = time.perf_counter()
         try:
             r = self.http.post(path, json={"model": model})
-            return Reply(model, t_send, time.perf_counter(), r.status_code, r.text[:500])
+            return Reply(model, t_send, time.perf_counter(), r.status_code, r.text[:500], sh_n=n)
         except httpx.HTTPError as exc:
-            return Reply(model, t_send, time.perf_counter(), None, "", f"{type(exc).__name__}: {exc}")
+            return Reply(model, t_send, time.perf_counter(), None, "", f"{type(exc).__name__}: {exc}", sh_n=n)
 
     def get(self, path: str, model: str, timeout: float = 120.0) -> Reply:
         """``GET path?model=<model>`` (the router proxies it to the model's child)."""
-        self.act(f"curl -sS -m {timeout:g} \"http://127.0.0.1:$PORT{path}?model={model}\"")
+        n = self._next_reply()
+        self.act(f"curl -sS -m {float(timeout):g} -G --data-urlencode {shell.quote('model=' + model)} "
+                 f"{_capture(n)} \"http://127.0.0.1:$PORT\"{shell.quote(path)}")
         t_send = time.perf_counter()
         try:
             r = self.http.get(path, params={"model": model}, timeout=timeout)
-            reply = Reply(model, t_send, time.perf_counter(), r.status_code, r.text[:500])
+            reply = Reply(model, t_send, time.perf_counter(), r.status_code, r.text[:500], sh_n=n)
         except httpx.HTTPError as exc:
-            reply = Reply(model, t_send, time.perf_counter(), None, "", f"{type(exc).__name__}: {exc}")
+            reply = Reply(model, t_send, time.perf_counter(), None, "", f"{type(exc).__name__}: {exc}", sh_n=n)
         self.replies.append(reply)
         return reply
 
@@ -223,56 +384,67 @@ class Lab:
         harness's own environment (``psutil.Process(None)`` would read that)."""
         if not isinstance(pid, int):
             raise EngineError("no child pid to read the environment of (the child was not found)")
-        self.act(f"tr '\\0' '\\n' < /proc/{self._pid_sh(pid)}/environ | grep -E '^LLAMA|^LBENCH'")
+        self.act(f"tr '\\0' '\\n' < /proc/{self._pid_sh(pid)}/environ > \"$WORK/child-env.txt\"  # Linux's /proc\n"
+                 "grep -E '^LLAMA|^LBENCH' \"$WORK/child-env.txt\"")
         return psutil.Process(pid).environ()
 
     def peak_children(self) -> int:
         return self.session.peak_children()
 
 
-def _curl(path: str, body: dict, timeout: float, headers: dict[str, str] | None = None) -> str:
+_COUNTER_LOCK = threading.Lock()
+
+# the router's log lines by kind (harness/engines/router.py ROUTER_PATTERNS) as POSIX EREs around
+# the model's name: (text before the name, text after it)
+_LOG_TEXT = {
+    "queued": ("request for name=", " queued at position"),
+    "joined": ("request for name=", " joined the queue,"),
+    "evict": ("", ""),  # three forms (log_ere)
+    "spawn": ("spawning server instance with name=", " on port"),
+    "stop_sent": ("stopping model instance name=", " *$"),
+    "kill_loading": ("model name=", " is still loading, force-killing"),
+    "kill_timeout": ("force-killing model instance name=", " after timeout"),
+    "exited": ("instance name=", " exited with status"),
+    "proxy": ("proxying request to model ", " on port"),
+    "cancelled": ("cancelled while waiting for model name=", "(\"|[[:space:]]*$)"),  # inside a JSON error
+}
+
+
+def log_ere(kind: str | tuple[str, ...], model: str | None) -> str | None:
+    """A POSIX ERE for the router's log lines of ``kind`` (for ``model``; several kinds: any of
+    them), None when a kind has no fixed text.  The name is matched literally (``shell.ere_literal``)."""
+    if isinstance(kind, tuple):
+        parts = [log_ere(k, model) for k in kind]
+        return None if None in parts else "|".join(f"({p})" for p in parts)
+    if kind not in _LOG_TEXT:
+        return None
+    before, after = _LOG_TEXT[kind]
+    if kind == "evict":  # three forms, each with its own text after the name
+        name = shell.ere_literal(model) if model is not None else ".+"
+        return (f"evicting idle LRU name={name} (for a queued request|to make room for name=)|"
+                f"model name={name} went idle, giving up its slot|removing LRU name={name}[[:space:]]*$")
+    return before + (shell.ere_literal(model) if model is not None else ".+") + after
+
+
+def _capture(n: int | None) -> str:
+    """curl options writing reply ``n``'s body and HTTP status to ``$WORK/reply-N.*``."""
+    if n is None:
+        return ""
+    return f"-o \"$WORK/reply-{n}.body\" -w '%{{http_code}}\\n' >\"$WORK/reply-{n}.status\""
+
+
+def _curl(path: str, body: dict, timeout: float, headers: dict[str, str] | None = None, n: int | None = None) -> str:
     import json
 
     extra = "".join(f"-H {shell.quote(f'{k}: {v}')} " for k, v in (headers or {}).items())
     return (f"curl -sS -m {float(timeout):g} -H 'Content-Type: application/json' {extra}"
-            f"-d {shell.quote(json.dumps(body))} \"http://127.0.0.1:$PORT\"{shell.quote(path)}")
+            f"-d {shell.quote(json.dumps(body))} {_capture(n) + ' ' if n is not None else ''}"
+            f"\"http://127.0.0.1:$PORT\"{shell.quote(path)}")
 
 
-def _heredoc_delimiter(text: str, base: str = "INI") -> str:
-    """A here-document delimiter that no line of ``text`` equals (so ``text`` cannot end it)."""
-    lines = set(text.splitlines())
-    n = 0
-    while (delimiter := base + (f"_{n}" if n else "")) in lines:
-        n += 1
-    return delimiter
+def __getattr__(name: str):  # ``write_recipe`` lives in harness/repro/recipe.py; older imports find it here
+    if name == "write_recipe":
+        from harness.repro.recipe import write_recipe
 
-
-def write_recipe(lab: Lab) -> None:
-    """``recipe.sh``: the same experiment as a standalone shell script (no lbench needed).  Every
-    value in it is a shell word quoted by ``shlex`` (harness/shell.py); comments are one line."""
-    router = lab.router
-    words = [shell.quote(a) for a in router.argv]
-    words[router.argv.index("--port") + 1] = '"$PORT"'
-    preset_at = router.argv.index("--models-preset") + 1
-    words[preset_at] = '"$WORK/preset.ini"'
-    preset = router.preset_path.read_text() if router.preset_path.exists() else ""
-    delimiter = _heredoc_delimiter(preset)
-    env = lab.environment_set()
-    b = lab.binary
-    lines = ["#!/usr/bin/env bash",
-             "# Rerun of this claim's experiment without lbench: the router command, its environment,",
-             "# the preset INI, then the harness's steps in order (times are seconds after the lab start).",
-             shell.comment(f"engine: {b.path} (version {b.version}, build {b.build_number})"),
-             "set -u", "PORT=${PORT:-18080}", "WORK=$(mktemp -d)", "mkdir -p \"$WORK/llama-cache\"",
-             f"cat > \"$WORK/preset.ini\" <<'{delimiter}'", preset.rstrip("\n"), delimiter]
-    for k, v in sorted(env.items()):
-        if k == "LLAMA_CACHE":
-            lines.append(f'export {k}="$WORK/llama-cache"')
-        else:
-            lines.append(shell.export(k, v))
-    lines += [" ".join(words) + " 2> \"$WORK/router.stderr.log\" > \"$WORK/router.stdout.log\" &", "ROUTER_PID=$!",
-              'until curl -sf "http://127.0.0.1:$PORT/health" >/dev/null; do sleep 0.1; done',
-              "wait_jobs() { for j in $(jobs -p); do [ \"$j\" = \"$ROUTER_PID\" ] || wait \"$j\"; done; }"]
-    lines += lab.actions
-    lines += ["wait_jobs", 'kill "$ROUTER_PID"; wait "$ROUTER_PID"', 'echo "logs in $WORK"']
-    (lab.run_dir / "recipe.sh").write_text("\n".join(lines) + "\n")
+        return write_recipe
+    raise AttributeError(name)

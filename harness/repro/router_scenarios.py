@@ -61,6 +61,11 @@ def storm(ctx: Context, p: StormParams) -> Evidence:
         time.sleep(0.2)
         events = lab.event_frame()
         memory = lab.memory_frame()
+    lab.given_figure("models_max", int(p.models_max))
+    lab.given_figure("n_models", len(models))
+    # lbench never unloads a model in a storm, so every child that exits before the router stops was evicted
+    lab.figure("evictions", lab.sh_log_count("exited"), "children that exited before the script stopped the "
+               "router (the script never unloads one, so each was evicted)")
     requests = pd.DataFrame(rows)
     write_evidence_table(requests, lab.run_dir, "requests")
     summary = summarize_frames(requests, events, memory, models_max=int(p.models_max),
@@ -113,6 +118,11 @@ def same_model_burst(ctx: Context, p: BurstParams) -> Evidence:
             t.join(60)
         time.sleep(0.2)
         evs = lab.event_frame()
+    lab.given_figure("k", k)
+    for figure, kind in (("spawns_b", "spawn"), ("queued_b", "queued"), ("joined_b", "joined"), ("proxied_b", "proxy")):
+        lab.figure(figure, lab.sh_log_count(kind, b), f"router log lines: {kind} for {b}")
+    lab.figure("queue_hits_b_minus_1", f"echo $(( $({lab.sh_log_count('queued', b)}) + "
+               f"$({lab.sh_log_count('joined', b)}) - 1 ))", "queued + joined lines for B, minus one")
     b_events = evs[evs["model"] == b]
     queued_b, joined_b = int((b_events["kind"] == "queued").sum()), int((b_events["kind"] == "joined").sum())
     ev.figures.update(k=k, spawns_b=int((b_events["kind"] == "spawn").sum()), queued_b=queued_b, joined_b=joined_b,
@@ -157,6 +167,8 @@ def busy_victim(ctx: Context, p: BusyParams) -> Evidence:
         evict = lab.wait_for("evict", timeout=1)
     if not a_still_busy:
         raise Inconclusive("the long request to A finished before C was sent; raise n_predict")
+    lab.figure("victim", lab.sh_log_first_evicted(), "the model the router log's first eviction line names")
+    lab.given_figure("expected", b)
     ev.figures.update(victim=evict.model if evict else None, busy_model=a, lru_if_busy_ignored=a, expected=b,
                       a_busy_when_c_sent=a_still_busy)
     ev.lines = lab.lines("proxy", "evict", "spawn")[:12]
@@ -175,6 +187,9 @@ def limit_reached(ctx: Context, p: BusyParams) -> Evidence:
         long_thread.join(120)
     if not busy:
         raise Inconclusive("A's long request ended before the load was answered")
+    lab.figure("says_limit_reached", lab.sh_reply_has(reply, "model limit reached"),
+               "the answer to POST /models/load says 'model limit reached'")
+    lab.figure("load_status", f"cat \"$WORK/reply-{reply.sh_n}.status\"", "HTTP status of POST /models/load")
     ev.figures.update(load_status=reply.status, load_body=reply.body[:200],
                       says_limit_reached="model limit reached" in reply.body, load_ms=round(reply.latency_ms, 1))
     ev.lines = [f"POST /models/load {b} -> {reply.status} {reply.body[:160]}"]
@@ -188,6 +203,7 @@ def waiter_recheck(ctx: Context, p: BusyParams) -> Evidence:
     ev = Evidence()
     with ctx.lab(models, models_max=1, ctx_size=int(p.ctx_size), evidence=ev) as lab:
         long_thread = _loaded_and_busy(lab, a, p, 4000)
+        lab.watch("evict_a", ("evict", "stop_sent"), a, 180)
         b_thread = lab.request_in_background(b)
         queued = lab.wait_for("queued", b, timeout=10)
         long_thread.join(120)
@@ -200,6 +216,9 @@ def waiter_recheck(ctx: Context, p: BusyParams) -> Evidence:
     evict = next((e for e in lab.events if e.kind in ("evict", "stop_sent") and e.model == a), None)
     if queued is None or evict is None:
         raise Inconclusive("B never queued or A was never evicted")
+    lab.figure("evict_after_a_idle_ms", lab.sh_ms_from_reply_end(a_reply, "evict_a"),
+               f"from the end of {a}'s long request (curl returned) to {a}'s eviction line (the log polled every 20 ms)")
+    lab.figure("b_ok", lab.sh_flag(f'[ "$({lab.sh_ok(b)})" -gt 0 ]'), f"a request for {b} got HTTP 200")
     ev.figures.update(b_queued=True, a_busy_s=round(a_reply.latency_ms / 1000, 3),
                       evict_after_a_idle_ms=round((lab.rel(evict.t) - t_a_done) * 1000, 1),
                       b_ok=any(r.model == b and r.status == 200 for r in lab.replies))
@@ -321,9 +340,14 @@ def unload_while_loading(ctx: Context, p: ModelsParams) -> Evidence:
             lab.thaw(pid)
             raise Inconclusive(f"{a} finished loading before it could be frozen; use a bigger model")
         t_unload = lab.now()
+        lab.mark("unload")
         lab.post("/models/unload", a)
         exited = lab.wait_for("exited", a, timeout=30, after=t_unload)
+        lab.mark("exited")
         lab.thaw(pid)
+    lab.figure("force_kill_logged", lab.sh_log_has("kill_loading", a), "the router logged the force-kill of a loading model")
+    lab.figure("unload_to_exit_ms", "awk -v a=\"$T_unload\" -v b=\"$T_exited\" 'BEGIN {printf \"%.1f\\n\", (b - a) * 1000}'",
+               "from the unload request to the exit line, seen by polling the log every 20 ms")
     kill_line = any(e.kind == "kill_loading" and e.model == a for e in lab.events)
     ev.figures.update(force_kill_logged=kill_line,
                       unload_to_exit_ms=round((lab.rel(exited.t) - t_unload) * 1000, 1) if exited else None,
@@ -345,9 +369,18 @@ def stop_timeout(ctx: Context, p: StopTimeoutParams) -> Evidence:
             raise Inconclusive("could not find the child")
         lab.freeze(pid)
         t_unload = lab.now()
+        lab.mark("unload")
         lab.post("/models/unload", a)
         exited = lab.wait_for("exited", a, timeout=(configured or 10) + 20, after=t_unload)
+        lab.mark("exited")
         lab.thaw(pid)
+    lab.given_figure("configured_s", configured if configured else 10)
+    lab.figure("timeout_kill_logged", lab.sh_log_has("kill_timeout", a), "the router logged the force-kill after timeout")
+    lab.figure("unload_to_exit_s", "awk -v a=\"$T_unload\" -v b=\"$T_exited\" 'BEGIN {printf \"%.3f\\n\", b - a}'",
+               "from the unload request to the exit line, seen by polling the log every 20 ms")
+    lab.figure("error_s", f"awk -v a=\"$T_unload\" -v b=\"$T_exited\" -v c={float(configured or 10):g} "
+               "'BEGIN {d = b - a - c; if (d < 0) d = -d; printf \"%.3f\\n\", d}'",
+               "how far the unload-to-exit time is from the configured stop timeout")
     ev.figures.update(configured_s=configured if configured else 10, preset_key_set=bool(configured),
                       timeout_kill_logged=any(e.kind == "kill_timeout" and e.model == a for e in lab.events),
                       unload_to_exit_s=round(lab.rel(exited.t) - t_unload, 3) if exited else None)
@@ -378,6 +411,13 @@ def cancel_waiting(ctx: Context, p: CancelParams) -> Evidence:
         time.sleep(0.5)
     if not busy:
         raise Inconclusive("A finished before B gave up; raise n_predict")
+    lab.figure("b_client_gave_up", lab.sh_gave_up(b_reply), "curl got no answer for B in time (status 000)")
+    lab.figure("b_spawned", lab.sh_log_has("spawn", b), f"the router log has a spawn line for {b}")
+    lab.figure("c_spawned", lab.sh_log_has("spawn", c), f"the router log has a spawn line for {c}")
+    lab.figure("c_ok", lab.sh_flag(f'[ "$({lab.sh_ok(c)})" -gt 0 ]'), f"a request for {c} got HTTP 200")
+    lab.figure("cancel_logged", lab.sh_log_has("cancelled", b), f"the router logged {b}'s cancelled wait")
+    lab.figure("c_took_a_slot", lab.sh_log_before((("evict", "stop_sent"), a), ("spawn", c)),
+               f"{a}'s stop line comes before {c}'s spawn line in the router log")
     spawned = {e.model for e in lab.events if e.kind == "spawn"}
     evict_a = next((e for e in lab.events if e.kind in ("evict", "stop_sent") and e.model == a), None)
     spawn_c = next((e for e in lab.events if e.kind == "spawn" and e.model == c), None)
@@ -408,6 +448,15 @@ def env_models_max(ctx: Context, p: EnvCapParams) -> Evidence:
         for name in names[1:] + names[:1]:
             lab.request(name)
         time.sleep(0.2)
+    lab.given_figure("env_value", int(p.value))
+    lab.figure("child_sees_models_max_var", lab.sh_child_env_has("^LLAMA_ARG_MODELS_MAX="),
+               "the first child's environment holds LLAMA_ARG_MODELS_MAX")
+    lab.figure("child_sees_router_port", lab.sh_child_env_has("^LLAMA_SERVER_ROUTER_PORT="),
+               "the first child's environment holds LLAMA_SERVER_ROUTER_PORT")
+    lab.figure("router_port_matches", lab.sh_flag('grep -qx "LLAMA_SERVER_ROUTER_PORT=$PORT" "$WORK/child-env.txt"'),
+               "LLAMA_SERVER_ROUTER_PORT is the router's port")
+    inherited = " && ".join(f"grep -qxF -- {shlex.quote(f'{k}={v}')} \"$WORK/child-env.txt\"" for k, v in p.reserved.items())
+    lab.figure("reserved_inherited", lab.sh_flag(inherited or "true"), "the child holds every variable set for the router")
     ev.figures.update(env_value=int(p.value), child_sees_models_max_var="LLAMA_ARG_MODELS_MAX" in env,
                       child_sees_router_port="LLAMA_SERVER_ROUTER_PORT" in env,
                       router_port_matches=env.get("LLAMA_SERVER_ROUTER_PORT") == str(lab.router.port),
@@ -428,6 +477,8 @@ def ini_models_max(ctx: Context, p: IniCapParams) -> Evidence:
             for name in names + names[:1]:
                 lab.request(name)
             time.sleep(0.2)
+            lab.given_figure("ini_value", int(p.value))
+            lab.given_figure("n_models", len(models))
         ev.figures["router_started"] = True
     except EngineError as exc:
         ev.figures.update(router_started=False, peak_children=None)
@@ -446,6 +497,9 @@ def default_cap(ctx: Context, p: DefaultCapParams) -> Evidence:
         for m in models:
             lab.request(m.name)
         lab.sleep(0.3)
+    lab.given_figure("n_models", len(models))
+    lab.figure("evictions", lab.sh_log_count("evict"), "the router's eviction lines")
+    lab.figure("ok", lab.sh_ok(), "requests answered with HTTP 200")
     log = children_from_log(lab.events)
     ev.figures.update(n_models=len(models), peak_children_log=log["peak_children_log"],
                       evictions=sum(1 for e in lab.events if e.kind == "evict"),
@@ -474,6 +528,12 @@ def fifo_order(ctx: Context, p: BusyParams) -> Evidence:
             t.join(180)
     if not busy:
         raise Inconclusive("A finished before every request was queued; raise n_predict")
+    lab.given_figure("n_waiting", len(rest))
+    lab.figure("ok", lab.sh_ok(rest), "requests for the waiting models answered with HTTP 200")
+    order = f"q=$({lab.sh_log_order('queued', rest)}); s=$({lab.sh_log_order('spawn', rest)}); "
+    lab.figure("fifo", lab.sh_flag(order + f'[ -n "$s" ] && [ "$q" = "$s" ] && '
+                                   f'[ "$(echo "$s" | tr , "\\n" | wc -l)" -eq {len(rest)} ]'),
+               "the waiting models' spawn lines come in the order of their queued lines")
     queued = [e.model for e in lab.events if e.kind == "queued" and e.model in rest]
     spawned = [e.model for e in lab.events if e.kind == "spawn" and e.model in rest]
     ev.figures.update(queue_order=",".join(queued), spawn_order=",".join(spawned),
@@ -498,12 +558,20 @@ def stopping_counts(ctx: Context, p: StoppingParams) -> Evidence:
             raise Inconclusive("could not find A's child")
         lab.freeze(pid)
         t_b = lab.now()
+        lab.mark("b")
+        lab.watch("spawn_b", "spawn", b, st + 60)
         reply = lab.request(b, timeout=st + 60)
         lab.thaw(pid)
+    lab.figure("b_wait_s", lab.sh_seconds_between("b", "spawn_b"),
+               f"seconds from the request for {b} to its spawn line (the log polled every 20 ms)")
     exit_a = next((e for e in lab.events if e.kind == "exited" and e.model == a and lab.rel(e.t) >= t_b), None)
     spawn_b = next((e for e in lab.events if e.kind == "spawn" and e.model == b), None)
     if exit_a is None or spawn_b is None:
         raise Inconclusive("A never exited or B never spawned")
+    lab.figure("b_ok", lab.sh_flag(f"grep -qx 200 \"$WORK/reply-{reply.sh_n}.status\""), f"the request for {b} got HTTP 200")
+    lab.figure("b_spawn_after_a_exit", lab.sh_log_before(("exited", a), ("spawn", b)),
+               f"{a}'s exit line comes before {b}'s spawn line in the router log")
+    lab.figure("kill_timeout_logged", lab.sh_log_has("kill_timeout", a), "the router logged the force-kill after timeout")
     ev.figures.update(stop_timeout_s=st, b_ok=reply.status == 200,
                       b_spawn_after_a_exit=spawn_b.t >= exit_a.t,
                       b_wait_s=round(lab.rel(spawn_b.t) - t_b, 3),
@@ -532,14 +600,27 @@ def loading_counts(ctx: Context, p: HoldParams) -> Evidence:
             lab.thaw(pid)
             raise Inconclusive(f"{a} finished loading before it could be frozen; use a bigger model")
         t_b = lab.now()
+        lab.log_mark("b")
         b_thread = lab.request_in_background(b, timeout=hold_s + 120)
         lab.sleep(hold_s)
         during = [e for e in lab.events if lab.rel(e.t) >= t_b and e.model in (a, b)
                   and e.kind in ("spawn", "evict", "stop_sent", "kill_loading")]
         t_thaw = lab.now()
+        lab.log_mark("thaw")
         lab.thaw(pid)
         b_thread.join(hold_s + 120)
     spawn_b = next((e for e in lab.events if e.kind == "spawn" and e.model == b), None)
+    lab.figure("b_ok", lab.sh_flag(f'[ "$({lab.sh_ok(b)})" -gt 0 ]'), f"a request for {b} got HTTP 200")
+    lab.figure("b_spawned_while_a_loading",
+               lab.sh_flag(f'[ "$({lab.sh_log_count_between("b", "thaw", "spawn", b)})" -gt 0 ]'),
+               f"a spawn line for {b} between the request for {b} and the thaw of {a}")
+    lab.figure("a_evicted_while_loading",
+               lab.sh_flag(f'[ "$({lab.sh_log_count_between("b", "thaw", ("spawn", "evict", "stop_sent", "kill_loading"), a)})"'
+                           ' -gt 0 ]'),
+               f"a spawn, eviction, stop or force-kill line for {a} in that time")
+    lab.figure("b_spawned_after_thaw",
+               lab.sh_flag(f'[ "$({lab.sh_log_count_between("thaw", None, "spawn", b)})" -gt 0 ]'),
+               f"a spawn line for {b} after the thaw")
     ev.figures.update(hold_s=hold_s, actions_while_a_loading=len(during),
                       b_spawned_while_a_loading=any(e.kind == "spawn" and e.model == b for e in during),
                       a_evicted_while_loading=any(e.model == a for e in during),

@@ -69,6 +69,21 @@ def _provenance(spec: ClaimSpec, resolve_once) -> list[dict]:
     return out
 
 
+def _recipes_with_checks(ctx: Context, rep_dir, spec: ClaimSpec, figures: dict) -> None:
+    """Rewrite the repetition's ``recipe.sh`` with the claim's checks and lbench's verdict for
+    this repetition, so the script judges the claim itself (harness/repro/recipe.py)."""
+    from harness.repro.claims import judge
+    from harness.repro.recipe import write_recipe
+
+    verdict = judge(spec, figures)[0]
+    for lab in ctx.labs:
+        if lab.run_dir == rep_dir:
+            try:
+                write_recipe(lab, spec, verdict)
+            except Exception as exc:  # the recipe must never hide the claim's verdict
+                (rep_dir / "recipe.sh").write_text(f"# recipe could not be written: {type(exc).__name__}\n")
+
+
 def execute_repro(claims: list[ClaimSpec], binary: Binary, *, results: str | None = None,
                   reporter: Reporter = QuietReporter()) -> Run:
     backend = engine_backend(binary)
@@ -105,8 +120,10 @@ def _check_claims(claims: list[ClaimSpec], binary: Binary, backend: str, writer:
                 for i in range(spec.repeat):
                     rep_dir = claim_dir if spec.repeat == 1 else claim_dir / f"rep-{i + 1}"
                     rep_dir.mkdir(parents=True, exist_ok=True)
-                    ev = SCENARIOS[spec.scenario](Context(binary, rep_dir, resolve_once), spec.params)
+                    ctx = Context(binary, rep_dir, resolve_once)
+                    ev = SCENARIOS[spec.scenario](ctx, spec.params)
                     reps.append(ev.figures)
+                    _recipes_with_checks(ctx, rep_dir, spec, ev.figures)
                     lines, notes = ev.lines, ev.notes
                 verdict, reason = judge_repeats(spec, reps)
                 figures = summarize_repeats(reps)

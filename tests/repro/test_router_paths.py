@@ -44,4 +44,5 @@ def test_a_waiting_get_is_cancelled_when_its_client_leaves(engine_binary, tmp_pa
 
     spec, e = _run("router-cancel-waiting-get", engine_binary, tmp_path)
     assert e.figures["b_client_gave_up"] and judge(spec, e.figures)[0] == HOLDS, judge(spec, e.figures)[1]
-    assert "/props?model=" in (tmp_path / "recipe.sh").read_text()
+    recipe = (tmp_path / "recipe.sh").read_text()  # GET /props?model=B, the name URL-encoded by curl
+    assert "-G --data-urlencode model=tiny-q4" in recipe and "\"http://127.0.0.1:$PORT\"/props" in recipe

@@ -151,11 +151,13 @@ def test_recipe_runs_hostile_values_as_data(tmp_path, monkeypatch, hostile):
 
 
 def test_preset_written_by_the_recipe_is_the_one_lbench_used(tmp_path, monkeypatch):
-    """A preset line equal to the here-document's delimiter cannot end it early."""
+    """The preset is written line by line, each line one quoted word (no here-document a line
+    could end early); the byte-for-byte comparison runs in test_recipe_runs_hostile_values_as_data."""
     lab = _fake_lab(tmp_path, "INI", monkeypatch)
     write_recipe(lab)
     text = (lab.run_dir / "recipe.sh").read_text()
-    assert "<<'INI_1'" in text
+    assert "<<" not in text
+    assert "printf '%s\\n' INI >> \"$WORK/preset.ini\"" in text
 
 
 def test_recipe_that_cannot_be_written_says_why_in_one_comment(tmp_path):
@@ -251,11 +253,15 @@ def test_a_real_storm_recipe_with_a_hostile_model_name_reruns_safely(engine_env,
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    # the models as a maintainer points at them (MODEL_n, the recipe's own variables)
+    q4 = Path(engine_env["LBENCH_CACHE_DIR"]) / "models" / "synthetic-tiny-q4-seed0.gguf"
     done = subprocess.run([BASH, str(recipe)], cwd=box, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PORT": str(port), "TMPDIR": str(box)})
+                          env={**os.environ, "PORT": str(port), "TMPDIR": str(box), "MODEL_1": str(hostile),
+                               "MODEL_2": str(q4)})
     _no_pwned(box, tmp_path, Path.cwd())
     assert "logs in" in done.stdout, done.stderr[-3000:]
-    work = Path(done.stdout.strip().split("logs in ", 1)[1])
+    assert "verdict: the claim" in done.stdout.strip().splitlines()[-1], done.stdout[-2000:]
+    work = Path(done.stdout.split("logs in ", 1)[1].splitlines()[0])
     log = (work / "router.stderr.log").read_text(errors="replace")
     # the router served the waves' requests for the model under its hostile name
     assert "proxying request to model a'$(touch pwned)'" in log, log[-3000:]

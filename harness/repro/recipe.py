@@ -1,0 +1,227 @@
+"""``recipe.sh``: a claim's experiment as a standalone shell script that checks its own result.
+
+The script names every model the way idle and swap rerun scripts do
+(``harness.report.rerun.model_recipe``: the generator command of a synthetic model, else the
+real model's name, quantisation and sha256, with a hash check before use), writes the router's
+preset with the model paths made variables, starts the router with lbench's argv and
+environment, samples the router's children, replays the steps the lab recorded (requests,
+freezes, sleeps, waits for router log lines), then computes the figures the scenario said how
+to compute in shell (``Lab.figure``), evaluates the claim's own ``[[check]]`` requirements on
+them (the same statements ``harness.repro.claims.evaluate`` judges in Python), prints each
+figure and one verdict line, and exits 0 when its verdict is the one lbench found for that
+repetition (1 when not, 3 when some check needs figures the script cannot measure; it says
+which, on its last lines).
+
+Every value in the script is a shell word quoted by ``shlex`` (harness/shell.py); figure names,
+claim text and model names are printed from quoted words, never expanded; comments are one line.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness import shell
+
+if TYPE_CHECKING:
+    from harness.repro.claims import ClaimSpec, Requirement
+    from harness.repro.lab import Lab
+
+# lbench's verdict -> the words the script prints for its own
+SCRIPT_WORDS = {"holds": "holds", "contradicted": "does not hold", "inconclusive": "inconclusive"}
+EXIT_REPRODUCED, EXIT_DIFFERENT, EXIT_NOT_CHECKED = 0, 1, 3
+
+_FUNCTIONS = [
+    "now() { perl -MTime::HiRes=time -e 'printf \"%.3f\\n\", time' 2>/dev/null || date +%s; }",
+    'log_count() { grep -cE -- "$1" "$WORK/router.stderr.log" 2>/dev/null || true; }',
+    'log_first() { grep -nE -- "$1" "$WORK/router.stderr.log" 2>/dev/null | head -n 1 | cut -d: -f1; }',
+    "wait_log() {  # until the router log holds more than $2 lines matching ERE $1, at most $3 s",
+    '  end=$(awk -v a="$(now)" -v b="$3" \'BEGIN {print a + b}\')',
+    '  while [ "$(log_count "$1")" -le "$2" ]; do',
+    '    awk -v a="$(now)" -v b="$end" \'BEGIN {exit !(a >= b)}\' && { echo "(waited $3 s for: $1; going on)"; return 1; }',
+    "    sleep 0.02",
+    "  done",
+    "}",
+]
+
+_CHECK = [
+    "met=0; failed=0; soft=0; missing=0",
+    "check() {  # what, observed value, op, expected value, 1 when failing means undecided",
+    '  if [ -z "$2" ]; then echo "  $1: not observed"; missing=$((missing + 1)); return 0; fi',
+    '  if awk -v a="$2" -v op="$3" -v b="$4" \'BEGIN { if (op == "==") r = (a == b); else if (op == "!=") '
+    'r = (a != b); else if (op == "<=") r = (a <= b); else if (op == "<") r = (a < b); else if (op == ">=") '
+    "r = (a >= b); else r = (a > b); exit !r }'; then",
+    '    echo "  $1 was $2, expected $3 $4: met"; met=$((met + 1))',
+    "  else",
+    '    echo "  $1 was $2, expected $3 $4: NOT met"',
+    '    if [ "$5" = 1 ]; then soft=$((soft + 1)); else failed=$((failed + 1)); fi',
+    "  fi",
+    "}",
+]
+
+
+def shell_value(value: object) -> str:
+    """A figure's value as the recipe prints it: ``true``/``false``, a number, a word."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return ""
+    return str(value)
+
+
+def _models(lab: Lab) -> tuple[list[str], dict[str, str]]:
+    """Lines naming each model (model_recipe + hash check) and its variable, by model path."""
+    from harness.models.gguf_info import file_sha256, read_model_info
+    from harness.report.rerun import _hash_check, model_recipe
+
+    lines: list[str] = []
+    by_path: dict[str, str] = {}
+    for i, m in enumerate(getattr(lab, "models", []) or [], start=1):
+        path = str(m.path)
+        if path in by_path:
+            continue
+        try:
+            info = read_model_info(m.path).as_dict()
+            sha = file_sha256(m.path)
+        except Exception as exc:  # a model file gone since the run: say so, do not guess
+            info, sha = {"name": "?", "quant": "?", "bytes": "?", "n_params": "?"}, None
+            lines.append(shell.comment(f"{m.name}: model file unreadable now ({exc})"))
+        described = {**info, "label": m.name, "path": path, "sha256": sha}
+        lines += [shell.comment(line[2:] if line.startswith("# ") else line) for line in model_recipe(described)]
+        var = f"MODEL_{i}"
+        lines.append(f"{var}=${{{var}:-{shell.quote(m.name + '.gguf')}}}")
+        lines.append(f'[ -f "${var}" ] || {{ echo "model file missing: ${var} (make it as the comment above says, '
+                     f'or set {var}=/path/to/it)" >&2; exit 2; }}')
+        lines += _hash_check(var, sha)
+        by_path[path] = var
+    return lines, by_path
+
+
+def _preset_lines(preset: str, by_path: dict[str, str]) -> list[str]:
+    """The preset INI written line by line, model paths replaced by their variables."""
+    out = [': > "$WORK/preset.ini"']
+    for line in preset.splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "model" and value.strip() in by_path:
+            out.append(f"printf 'model = %s\\n' \"${by_path[value.strip()]}\" >> \"$WORK/preset.ini\"")
+        else:
+            out.append(f"printf '%s\\n' {shell.quote(line)} >> \"$WORK/preset.ini\"")
+    return out
+
+
+def _var(figure: str, names: dict[str, str]) -> str:
+    return names.setdefault(figure, f"FIG_{len(names) + 1}")
+
+
+def check_section(lab: Lab, checks: list[Requirement] | None, lbench_verdict: str | None) -> list[str]:
+    """The figures, the claim's checks in shell, and the final verdict lines (always printed)."""
+    shell_figures = dict(getattr(lab, "shell_figures", {}) or {})
+    given = dict(getattr(lab, "given", {}) or {})
+    names: dict[str, str] = {}
+    lines = ["# ---- what this script observed (computed before the router stops)", 'echo "figures observed:"']
+    for figure, (command, how) in shell_figures.items():
+        var = _var(figure, names)
+        lines += [shell.comment(f"{figure}: {how}") if how else shell.comment(figure),
+                  f"{var}=$({command})", f"echo \"  \"{shell.quote(figure)}\": ${var}\""]
+    for figure, value in given.items():
+        var = _var(figure, names)
+        lines += [f"{var}={shell.quote(shell_value(value))}  # a setting of the experiment",
+                  f"echo \"  \"{shell.quote(figure)}\": ${var} (set, not measured)\""]
+    if checks is None:
+        return lines + ['kill "$SAMPLER_PID" 2>/dev/null; kill "$ROUTER_PID"; wait "$ROUTER_PID"',
+                        'echo "logs in $WORK"',
+                        "echo 'verdict: not checked by this script: it was written without the claim'\"'\"'s "
+                        "checks (one of several routers of the scenario, or a run that stopped before its "
+                        "verdict); compare the figures above with the verdict by hand'",
+                        f"exit {EXIT_NOT_CHECKED}"]
+    lines += ['kill "$SAMPLER_PID" 2>/dev/null; kill "$ROUTER_PID"; wait "$ROUTER_PID"', 'echo "logs in $WORK"']
+    lines += ["# ---- the claim's checks (its [[check]] requirements, the statements lbench judged)", *_CHECK,
+              'echo "checks:"']
+    unchecked: list[str] = []
+    for req in checks:
+        what = f"{req.says} ({req.figure})" if req.says else req.figure
+        if req.figure not in names:
+            unchecked.append(f"{what}: computed by lbench from its own probes; this script does not measure it")
+            continue
+        if req.ref is not None:
+            if req.ref not in names:
+                unchecked.append(f"{what}: compared with {req.ref}, which this script does not measure")
+                continue
+            expected = f'"${names[req.ref]}"'
+        else:
+            expected = shell.quote(shell_value(req.value))
+        lines.append(f"check {shell.quote(what)} \"${names[req.figure]}\" {shell.quote(req.op)} {expected} "
+                     f"{1 if req.undecided else 0}")
+    lines += ['if [ "$missing" -gt 0 ]; then mine="inconclusive"; elif [ "$failed" -gt 0 ]; then mine="does not hold"; '
+              'elif [ "$soft" -gt 0 ]; then mine="inconclusive"; else mine="holds"; fi']
+    found = SCRIPT_WORDS.get(str(lbench_verdict), str(lbench_verdict))
+    lines.append(f"lbench={shell.quote(found)}")
+    evaluated = len(checks) - len(unchecked)
+    if unchecked:
+        lines += [f"echo {shell.quote(f'not checked by this script ({len(unchecked)} of {len(checks)} checks):')}"]
+        lines += [f"echo {shell.quote('  ' + shell.inert(u))}" for u in unchecked]
+        if evaluated == 0:
+            lines += [f"echo \"verdict: not checked by this script: it can evaluate none of the claim's {len(checks)} "
+                      "check(s); lbench found: $lbench\"", f"exit {EXIT_NOT_CHECKED}"]
+            return lines
+        lines += [f"echo \"verdict: not reproduced by this script alone: on the {evaluated} check(s) it evaluates "
+                  f"the claim $mine; lbench found: $lbench over all {len(checks)}\"", f"exit {EXIT_NOT_CHECKED}"]
+        return lines
+    lines += ['if [ "$mine" = "$lbench" ]; then',
+              '  echo "verdict: the claim $mine (lbench found: $lbench): reproduced"; exit 0',
+              "else",
+              '  echo "verdict: the claim $mine (lbench found: $lbench): NOT reproduced"; exit 1',
+              "fi"]
+    return lines
+
+
+def write_recipe(lab: Lab, spec: ClaimSpec | None = None, lbench_verdict: str | None = None) -> None:
+    """``recipe.sh`` in the lab's directory.  With ``spec`` and lbench's verdict for this
+    repetition, the script evaluates the spec's checks and compares; without, it says so."""
+    router = lab.router
+    words = [shell.quote(a) for a in router.argv]
+    words[router.argv.index("--port") + 1] = '"$PORT"'
+    words[router.argv.index("--models-preset") + 1] = '"$WORK/preset.ini"'
+    preset = router.preset_path.read_text() if router.preset_path.exists() else ""
+    env = lab.environment_set()
+    b = lab.binary
+    model_lines, by_path = _models(lab)
+    engine_word = next((i for i, a in enumerate(router.argv) if a == str(b.path)), 0)
+    words[engine_word] = '"$LLAMA_SERVER"'
+    lines = ["#!/usr/bin/env bash",
+             "# Rerun of this claim's experiment without lbench: the models, the router command, its environment,",
+             "# the preset INI, the harness's steps in order (times are seconds after the lab start), then the",
+             "# claim's checks on what this script observed and a verdict (exit 0: lbench's verdict reproduced).",
+             "# Run: LLAMA_SERVER=/path/to/llama-server MODEL_1=/path/to/model.gguf ... bash recipe.sh"]
+    if spec is not None:
+        lines += [shell.comment(f"claim {spec.id}: {spec.claim}")]
+    lines += [shell.comment(f"engine when measured: {b.path} (version {b.version}, build {b.build_number})"),
+              "set -u", f"LLAMA_SERVER=${{LLAMA_SERVER:-{shell.quote(str(b.path))}}}",
+              "PORT=${PORT:-18080}", "WORK=$(mktemp -d)", "mkdir -p \"$WORK/llama-cache\""]
+    lines += model_lines
+    lines += _preset_lines(preset, by_path)
+    for k, v in sorted(env.items()):
+        if k == "LLAMA_CACHE":
+            lines.append(f'export {k}="$WORK/llama-cache"')
+        else:
+            lines.append(shell.export(k, v))
+    lines += _FUNCTIONS
+    lines += [" ".join(words) + " 2> \"$WORK/router.stderr.log\" > \"$WORK/router.stdout.log\" &", "ROUTER_PID=$!",
+              "tries=0",
+              'until curl -sf "http://127.0.0.1:$PORT/health" >/dev/null; do',
+              '  tries=$((tries + 1)); kill -0 "$ROUTER_PID" 2>/dev/null && [ "$tries" -lt 1200 ] || '
+              '{ echo "the router did not come up; see $WORK/router.stderr.log" >&2; exit 2; }',
+              "  sleep 0.1", "done",
+              "# the router's children, sampled (peak_children: the most alive at once)",
+              '( while kill -0 "$ROUTER_PID" 2>/dev/null; do ps -A -o ppid= | grep -cx " *$ROUTER_PID"; sleep 0.02; '
+              'done ) > "$WORK/children.txt" 2>/dev/null &',
+              "SAMPLER_PID=$!",
+              "wait_jobs() { for j in $(jobs -p); do [ \"$j\" = \"$ROUTER_PID\" ] || [ \"$j\" = \"$SAMPLER_PID\" ] || "
+              "wait \"$j\"; done; }"]
+    lines += lab.actions
+    lines += ["wait_jobs", "sleep 0.2"]
+    lab.__dict__.setdefault("shell_figures", {}).setdefault(
+        "peak_children", ("sort -n \"$WORK/children.txt\" | tail -n 1",
+                          "the most children of the router alive at once, sampled every 20 ms"))
+    checks = list(spec.check) if spec is not None else None
+    lines += check_section(lab, checks, lbench_verdict)
+    (lab.run_dir / "recipe.sh").write_text("\n".join(lines) + "\n")

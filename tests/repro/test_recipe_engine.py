@@ -1,0 +1,51 @@
+"""A claim's recipe.sh, run for real: ``lbench repro`` judges the claim on the real router, then
+bash runs the written recipe against a fresh router of its own (LLAMA_SERVER the cached binary,
+the models made with the generator commands the recipe names) and must print lbench's verdict
+and exit 0."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import run_cli
+
+from harness.engines.loopback import free_port
+
+pytestmark = [pytest.mark.engine, pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")]
+
+# a reply's body, children counted, log lines; and a frozen child, a wait for a log line, time marks
+CLAIMS = ("router-limit-reached", "router-default-cap-4", "router-stop-timeout")
+
+
+def test_claim_recipes_reproduce_the_verdict_without_lbench(engine_env, engine_binary, tmp_path):
+    r = run_cli("repro", *CLAIMS, env=engine_env, timeout=600)
+    assert r.returncode == 0, r.stderr + r.stdout
+    (run_dir,) = list(Path(engine_env["LBENCH_RESULTS_DIR"]).iterdir())
+    verdicts = pd.read_parquet(run_dir / "verdicts.parquet").set_index("claim_id")["verdict"]
+    for claim in CLAIMS:
+        assert verdicts[claim] == "holds", (claim, verdicts[claim])
+        claim_dir = run_dir / "claims" / claim
+        recipe = claim_dir / "recipe.sh" if (claim_dir / "recipe.sh").is_file() else claim_dir / "rep-1" / "recipe.sh"
+        text = recipe.read_text()
+        assert "/.cache/" not in text.replace(str(engine_binary), "")  # the models are not named by the cache
+        box = tmp_path / claim
+        box.mkdir()
+        # the maintainer makes the models with the generator commands the recipe names
+        commands = re.findall(r"^#   lbench model synth (.+)$", text, flags=re.M)
+        assert commands, text[:2000]
+        for command in commands:
+            made = run_cli("model", "synth", *command.split(), env=engine_env, cwd=box, timeout=300)
+            assert made.returncode == 0, made.stderr
+        env = {**os.environ, "LLAMA_SERVER": str(engine_binary), "PORT": str(free_port()), "TMPDIR": str(box)}
+        done = subprocess.run(["bash", str(recipe)], cwd=box, env=env, capture_output=True, text=True, timeout=300)
+        assert "is not the file measured" not in done.stderr  # the generator made the same bytes
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        lines = done.stdout.strip().splitlines()
+        assert lines[-1] == "verdict: the claim holds (lbench found: holds): reproduced", lines[-8:]
+        assert any(line.startswith("  peak_children: ") for line in lines)
