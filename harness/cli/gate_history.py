@@ -51,7 +51,7 @@ def history_sides(baseline: list[str], candidate: list[str] | None, results: str
                            n for n, s in SERIES.items() if s.kind == kind) or "none has one"))
     first = rb[0].record
     labels = first.model_labels
-    settings = list(first.settings) or ([swap_setting(first.config)] if first.kind == "swap" else [])
+    settings = list(first.settings) or [swap_setting(first.config)]  # a swap run has no cells (as the catalog)
     model_defaulted = model is None
     where = archive_dir(archive, results)
     hb = history_baseline(where, ref, machine=machine or first.machine.id,
