@@ -17,8 +17,9 @@ for round in $(seq 0 $((N - 1))); do
     b=${BUILDS[$(((i + round) % K))]}
     "$L" idle --build "$b" -m tiny-q8 --pauses 0,1.5 --reps 8 --threads 1 --cpus 1 --client-cpus 0 \
       --results "$R" --no-report >/dev/null
-    # six requests in flight over three models with one slot: requests for a loading model queue
-    "$L" swap --build "$b" -c 6 --models-max 1 -n 30 --results "$R" --no-report >/dev/null
+    # the default storm (one request at a time, 3 models, 2 slots): it completes on every build
+    # (with requests in flight at once, builds before 10326 fail most of them: docs/history.md)
+    "$L" swap --build "$b" --results "$R" --no-report >/dev/null
     echo "round $((round + 1))/$N: build $b done ($(date +%T))"
   done
 done

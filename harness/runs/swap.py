@@ -150,11 +150,13 @@ def _storm(prep: PreparedSwap, run: RunSession, reporter: Reporter, t0: float) -
     """Start the router, drive the plan, judge the storm; the router is closed whatever happens."""
     spec = prep.spec
     writer = run.writer
-    failed_rows: list[dict] = []  # kept to judge the run at its end (child deaths, deadlines)
+    fault_rows: list[dict] = []  # every request's outcome, kept to judge the run at its end (all failed,
+    failed_rows: list[dict] = []  # child deaths, deadlines); the failed ones again, to find deadlines
     exit_events: list[dict] = []
 
     def on_request(row: dict) -> None:
         writer.append(row, table="requests")
+        fault_rows.append({k: row.get(k) for k in REQUEST_FAULT_COLUMNS})
         if row.get("error") is not None:
             failed_rows.append(row)
         reporter.advance()
@@ -210,7 +212,8 @@ def _storm(prep: PreparedSwap, run: RunSession, reporter: Reporter, t0: float) -
         else:
             # list(...) snapshots: the router's reader threads still append events (the shutdown's exits),
             # and a list growing while pandas reads it failed with "Length of values (17) ... (18)"
-            fault = failure_reason(pd.DataFrame(list(failed_rows), columns=REQUEST_FAULT_COLUMNS),
+            # every request, not only the failed ones: "all N requests failed" must count them all
+            fault = failure_reason(pd.DataFrame(list(fault_rows), columns=REQUEST_FAULT_COLUMNS),
                                    pd.DataFrame(list(exit_events), columns=EVENT_COLUMNS), storm_end - t0)
             if fault is not None:
                 reason = fault + (f" (request deadline {prep.deadline['request_s']:g} s, "
