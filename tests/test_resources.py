@@ -28,3 +28,13 @@ def test_find_spec_by_name_or_path(tmp_path, monkeypatch):
     own.write_text("[idle]\nreps = 2\n")
     assert resources.find_spec(str(own)) == own
     assert resources.find_spec("no-such-spec") == Path("no-such-spec")  # load_spec then says "not found"
+
+
+def test_the_ci_gate_spec_is_the_least_spread_design_of_docs_statistics():
+    from harness.cli.idle import build_spec
+
+    spec = build_spec(Path("ci-gate"))
+    assert (spec.threads, spec.cpus, spec.omp_wait, spec.client_cpus) == ([1], ["1"], ["passive"], "0")
+    assert spec.pauses_s == [0.0, 1.5] and spec.reps == 8
+    doc = (Path(__file__).parents[1] / "docs" / "statistics.md").read_text()
+    assert "--spec ci-gate" in doc and "--omp-wait-policy passive" in doc
