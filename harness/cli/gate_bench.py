@@ -197,10 +197,12 @@ def simulate_gate_bench(trials: int, seed: int, margin, alpha, results, *, sprea
 
     if trials < 10:
         raise BadInput(f"--trials must be >= 10 with --simulate, got {trials}", where="--trials")
-    for name, value, top in (("--sd", min(spreads or [0.1]), 3.0), ("--within-sd", within_sd, 3.0),
-                             ("--stall-p", stall_p, 1.0)):
-        if value is not None and not 0 < value <= top:
-            raise BadInput(f"{name} must be in (0, {top:g}], got {value}", where=name)
+    for name, value, low_open, top in (("--sd", min(spreads or [0.1]), True, 3.0),
+                                       ("--within-sd", within_sd, False, 3.0), ("--stall-p", stall_p, False, 1.0)):
+        if value is None:
+            continue
+        if not ((value > 0 if low_open else value >= 0) and value <= top):
+            raise BadInput(f"{name} must be in {'(' if low_open else '['}0, {top:g}], got {value}", where=name)
     cfg = load_config(None, alpha=alpha, threshold=margin)
     bench_id = new_run_id("gate-bench")  # the run-id kinds the docs may cite (tests/test_readme.py)
     base = RunModel(0.0, reps=reps)
