@@ -197,24 +197,25 @@ class Lab:
         return f"if {test}; then echo true; else echo false; fi"
 
     @staticmethod
-    def sh_log_count(kind: str | tuple[str, ...], model: str | None = None) -> str:
-        """Lines of ``kind`` (for ``model``) in the router log so far."""
+    def _sh_log(function: str, kind: str | tuple[str, ...], model: str | None) -> str:
         ere = log_ere(kind, model)
         if ere is None:
             raise ValueError(f"no fixed router log text for {kind!r}")
-        return f"log_count {shell.quote(ere)}"
+        return f"{function} {shell.quote(ere)}"
+
+    @classmethod
+    def sh_log_count(cls, kind: str | tuple[str, ...], model: str | None = None) -> str:
+        """Lines of ``kind`` (for ``model``) in the router log so far."""
+        return cls._sh_log("log_count", kind, model)
 
     @classmethod
     def sh_log_has(cls, kind: str | tuple[str, ...], model: str | None = None) -> str:
         return cls.sh_flag(f'[ "$({cls.sh_log_count(kind, model)})" -gt 0 ]')
 
-    @staticmethod
-    def sh_log_first(kind: str | tuple[str, ...], model: str | None = None) -> str:
+    @classmethod
+    def sh_log_first(cls, kind: str | tuple[str, ...], model: str | None = None) -> str:
         """Line number of the first ``kind`` line (for ``model``), empty when there is none."""
-        ere = log_ere(kind, model)
-        if ere is None:
-            raise ValueError(f"no fixed router log text for {kind!r}")
-        return f"log_first {shell.quote(ere)}"
+        return cls._sh_log("log_first", kind, model)
 
     @classmethod
     def sh_log_before(cls, first: tuple[str | tuple[str, ...], str | None],
