@@ -76,6 +76,10 @@ class RunKind:
     def evidence(self, run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[str]]:
         return "", []
 
+    def history_settings(self, record: Any) -> list[str]:
+        """The setting labels the history archive files this run's series under (one per cell)."""
+        return list(record.settings)
+
 
 class _Idle(RunKind):
     def spec_class(self) -> type:
@@ -123,6 +127,11 @@ class _Calibrate(_Idle):
 
 
 class _Swap(RunKind):
+    def history_settings(self, record: Any) -> list[str]:
+        from harness.history.catalog import swap_setting
+
+        return list(record.settings) or [swap_setting(record.config)]  # a storm has no cells
+
     def spec_class(self) -> type:
         from harness.spec import SwapSpec
 
