@@ -9,6 +9,7 @@ catalog, results) lives in its own temporary directory.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -18,6 +19,12 @@ import psutil
 import pytest
 
 from harness.engines import provision
+
+# A suite started as a background job of a non-interactive shell (nohup ... &) inherits SIGINT
+# ignored, and so would every lbench it starts: the Ctrl-C tests would then test nothing. A
+# handler here (not an ignore) makes the children start with the default disposition after exec.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO = Path(__file__).resolve().parents[1]
 
