@@ -20,7 +20,6 @@ count.  The series (``SERIES``; ``history:<name>`` elsewhere):
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import pandas as pd
@@ -37,8 +36,12 @@ class Series:
     title: str
     unit: str
     kind: str  # idle | swap
-    rows: Callable[..., pd.DataFrame]
     claim: str | None = None  # swap: the claim `lbench bisect CLAIM` checks for this series
+
+    def rows(self, con, *, machine: str | None = None, model: str | None = None,
+             setting: str | None = None) -> pd.DataFrame:
+        """This series' rows: its metric in the catalog, for the runs of its kind that match."""
+        return _metric(con, self.name, self.name, self.kind, machine=machine, model=model, setting=setting)
 
 
 def _filters(machine: str | None, model: str | None, setting: str | None, alias: str = "r",
@@ -67,49 +70,17 @@ def _metric(con, name: str, metric: str, kind: str, machine=None, model=None, se
     return con.execute(sql, [metric, kind, *params]).df()[COLUMNS]
 
 
-def idle_warm_p50(con, **filters) -> pd.DataFrame:
-    return _metric(con, "idle_warm_p50", "idle_warm_p50", "idle", **filters)
-
-
-def idle_woken_p50(con, **filters) -> pd.DataFrame:
-    return _metric(con, "idle_woken_p50", "idle_woken_p50", "idle", **filters)
-
-
-def wake_threshold(con, **filters) -> pd.DataFrame:
-    return _metric(con, "wake_threshold_s", "wake_threshold_s", "idle", **filters)
-
-
-def wake_penalty(con, **filters) -> pd.DataFrame:
-    return _metric(con, "wake_penalty_ms", "wake_penalty_ms", "idle", **filters)
-
-
-def swap_load(con, **filters) -> pd.DataFrame:
-    return _metric(con, "swap_load_ms", "swap_load_ms", "swap", **filters)
-
-
-def swap_evict(con, **filters) -> pd.DataFrame:
-    return _metric(con, "swap_evict_ms", "swap_evict_ms", "swap", **filters)
-
-
-def peak_children(con, **filters) -> pd.DataFrame:
-    return _metric(con, "peak_children", "peak_children", "swap", **filters)
-
-
-def peak_rss(con, **filters) -> pd.DataFrame:
-    return _metric(con, "peak_rss_mb", "peak_rss_mb", "swap", **filters)
-
-
 SERIES: dict[str, Series] = {s.name: s for s in (
-    Series("idle_warm_p50", "idle latency, warm regime (median)", "ms", "idle", idle_warm_p50),
-    Series("idle_woken_p50", "idle latency, woken regime (median)", "ms", "idle", idle_woken_p50),
-    Series("wake_threshold_s", "wake threshold (pause where latency steps up)", "s", "idle", wake_threshold),
-    Series("wake_penalty_ms", "wake penalty (woken - warm median)", "ms", "idle", wake_penalty),
-    Series("swap_load_ms", "swap load time (spawn -> loaded, median)", "ms", "swap", swap_load,
+    Series("idle_warm_p50", "idle latency, warm regime (median)", "ms", "idle"),
+    Series("idle_woken_p50", "idle latency, woken regime (median)", "ms", "idle"),
+    Series("wake_threshold_s", "wake threshold (pause where latency steps up)", "s", "idle"),
+    Series("wake_penalty_ms", "wake penalty (woken - warm median)", "ms", "idle"),
+    Series("swap_load_ms", "swap load time (spawn -> loaded, median)", "ms", "swap",
            claim="router-queue-shared-entry"),
-    Series("swap_evict_ms", "eviction time (victim stop, median)", "ms", "swap", swap_evict,
+    Series("swap_evict_ms", "eviction time (victim stop, median)", "ms", "swap",
            claim="router-stop-timeout"),
-    Series("peak_children", "peak model children alive", "children", "swap", peak_children, claim="router-cap"),
-    Series("peak_rss_mb", "peak process-tree RSS", "MB", "swap", peak_rss, claim="router-peak-memory"),
+    Series("peak_children", "peak model children alive", "children", "swap", claim="router-cap"),
+    Series("peak_rss_mb", "peak process-tree RSS", "MB", "swap", claim="router-peak-memory"),
 )}
 
 
