@@ -392,7 +392,9 @@ def summarize_frames(requests: pd.DataFrame, events: pd.DataFrame, memory: pd.Da
 
     n_req = len(requests)
     peak_children = int(memory["children_alive"].max()) if not memory.empty else 0
-    figures.update(n_requests=n_req, peak_children=peak_children, n_memory_samples=len(memory))
+    n_failed = int(requests["error"].notna().sum()) if n_req else 0
+    figures.update(n_requests=n_req, n_failed_requests=n_failed, peak_children=peak_children,
+                   n_memory_samples=len(memory))
     if memory.empty:
         findings.append("no memory samples were taken")
     elif models_max > 0:
@@ -527,4 +529,5 @@ def _summarize_by_request_order(requests: pd.DataFrame, memory: pd.DataFrame, mo
                         + (f"p50 {warm['p50_ms']:.1f} ms (n={warm['n']})" if warm["n"] else "none"))
     findings += closing_findings(requests, client, sampler, status, error)
     return SwapSummary(latency, pd.DataFrame(columns=PHASE_COLUMNS), pd.DataFrame(columns=LRU_COLUMNS), findings,
-                       {"swaps": reloads if held == 1 else None, "n_requests": len(requests)})
+                       {"swaps": reloads if held == 1 else None, "n_requests": len(requests),
+                        "n_failed_requests": int(requests["error"].notna().sum()) if not requests.empty else 0})

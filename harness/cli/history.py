@@ -148,8 +148,10 @@ def trend(
                                                                      f"{shown('<archive>/site')}"),
     machine: Optional[str] = typer.Option(None, "--machine", help="Only this machine (id or part of its label)."),
     model: Optional[str] = typer.Option(None, "--model", "-m", help="Only this model."),
-    bisect: bool = typer.Option(False, "--bisect", help="Run the bisect of the newest change point (builds "
-                                                        "engines: minutes per step)."),
+    bisect: bool = typer.Option(False, "--bisect", help="Run the bisect of a change point (the newest, or "
+                                                        "--change K; builds engines: minutes per step)."),
+    change: int = typer.Option(1, "--change", min=1, metavar="K", help="With --bisect: the K-th change point "
+                                                                        "with a bisect, as numbered in the output."),
     dry_run: bool = typer.Option(False, "--dry-run", help="With --bisect: print the command, run nothing."),
     results: ResultsDir = None,
 ) -> None:
@@ -161,6 +163,7 @@ def trend(
     Examples:
       lbench trend --archive /srv/lbench-history --out site/
       lbench trend --bisect --dry-run
+      lbench trend --bisect --change 2
     """
     from harness.history.series import SERIES
     from harness.history.trend import build_site, write_site
@@ -172,17 +175,23 @@ def trend(
     index = write_site(site, out_dir or where / "site")
     for line in site.index["findings"][:1]:
         print_wrapped(out, line)
+    numbered = 0
     for c in site.changes:
-        print_wrapped(out, "- " + c.sentence(SERIES[c.series].unit))
+        if c.is_bisect:
+            numbered += 1
+        print_wrapped(out, (f"{numbered}. " if c.is_bisect else "- ") + c.sentence(SERIES[c.series].unit))
         if c.command:
-            print_wrapped(out, f"  to find the build: {c.command}")
+            print_wrapped(out, f"  {'to find the build' if c.is_bisect else 'to compare the builds'}: {c.command}")
     print_wrapped(out, f"trend site: {index}")
     if bisect:
-        runnable = [c for c in site.changes if c.command]
+        runnable = [c for c in site.changes if c.is_bisect]
         if not runnable:
-            print_wrapped(out, "nothing to bisect: no change point lies between two builds")
+            print_wrapped(out, "nothing to bisect: no change point with a bisect lies between two builds")
             return
-        command = runnable[0].command or ""
+        if change > len(runnable):
+            raise BadInput(f"--change {change}: there are {len(runnable)} change point(s) with a bisect",
+                           where="--change", hint=f"give a number from 1 to {len(runnable)}, as numbered above")
+        command = runnable[change - 1].command or ""
         print_wrapped(out, f"bisect: {command}")
         if dry_run:
             return

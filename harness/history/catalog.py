@@ -17,7 +17,9 @@ Metrics (``metric``, with ``value`` and its 95% interval ``lo``/``hi`` where one
 - swap runs, per model: ``swap_load_ms`` (median spawn -> loaded over the run's loads of that
   model, order-statistic interval) and ``swap_evict_ms`` (median time to stop that model when it
   was the victim); per run (model = the models joined by ``+``): ``peak_children`` and
-  ``peak_rss_mb`` (the process tree's peak resident memory);
+  ``peak_rss_mb`` (the process tree's peak resident memory), and ``swap_failed_pct`` (the
+  percentage of the storm's requests that failed, with its Clopper-Pearson 95% interval and n the
+  requests sent; failed runs too, see ``harness/history/series.py``);
 - idle runs, per (model, setting), from the run's samples (``harness/history/run_medians.py``,
   one DuckDB pass over the runs a refresh adds): ``idle_warm_p50`` and ``idle_woken_p50``, the
   median measured latency in the warm / woken regime of the run's wake model, with the
@@ -41,7 +43,8 @@ import pyarrow.parquet as pq
 from harness.errors import BadInput
 from harness.history.archive import CATALOG_DIR, run_dirs
 
-CATALOG_VERSION = 3  # 2: the wake model's regime bounds; 3: each idle run's warm / woken median
+CATALOG_VERSION = 4  # 2: the wake model's regime bounds; 3: each idle run's warm / woken median;
+# 4: swap_failed_pct, and a storm's concurrency in its setting
 RUN_COLUMNS = pa.schema([
     ("run_id", pa.string()), ("machine_id", pa.string()), ("machine_label", pa.string()), ("kind", pa.string()),
     ("status", pa.string()), ("engine", pa.string()), ("engine_build", pa.int64()), ("engine_version", pa.string()),
@@ -81,7 +84,11 @@ def _interval(pair) -> tuple[float | None, float | None]:
 
 
 def swap_setting(config) -> str:
-    return f"models-max={config.get('models_max', '?')},pattern={config.get('pattern', '?')}"
+    """A storm's setting: its cap and pattern, and its concurrency when requests overlap (a storm of
+    one request at a time keeps the label it had before concurrency was part of it)."""
+    label = f"models-max={config.get('models_max', '?')},pattern={config.get('pattern', '?')}"
+    concurrency = _num(config.get("concurrency"))
+    return label + (f",concurrency={int(concurrency)}" if concurrency and concurrency > 1 else "")
 
 
 def _median_row(run_id: str, model: str, setting: str, metric: str, values) -> dict | None:
@@ -143,7 +150,20 @@ def _swap_metrics(record, analysis: dict) -> list[dict]:
     if rss is not None:
         rows.append({"run_id": record.run_id, "model": all_models, "setting": setting, "metric": "peak_rss_mb",
                      "value": rss / 1e6, "lo": None, "hi": None, "n": _num(figures.get("n_memory_samples"))})
+    failed, sent = _num(figures.get("n_failed_requests")), _num(figures.get("n_requests"))
+    if failed is not None and sent:
+        lo, hi = _binomial_interval(int(failed), int(sent))
+        rows.append({"run_id": record.run_id, "model": all_models, "setting": setting, "metric": "swap_failed_pct",
+                     "value": 100.0 * failed / sent, "lo": 100.0 * lo, "hi": 100.0 * hi, "n": sent})
     return rows
+
+
+def _binomial_interval(k: int, n: int) -> tuple[float, float]:
+    """Clopper-Pearson 95% interval of a proportion k / n (exact, never outside [0, 1])."""
+    from scipy.stats import binomtest
+
+    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
+    return float(ci.low), float(ci.high)
 
 
 # what the history reads from each kind's analysis (kinds without an entry add no metrics)

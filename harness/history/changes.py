@@ -7,14 +7,18 @@ ordered by engine build and then by start time.  Each change point is stated wit
 
 - the builds (and run ids) either side: the last run before the change and the first after;
 - its size: the ratio of the geometric means of the segments after and before it (up to the
-  neighbouring change points), with a 95% interval (Welch's t on log values); a change whose
-  interval holds 1 (no change) is not reported, whatever Otava's p-value (on long series of few
+  neighbouring change points), with a 95% interval (Welch's t on log values); for a series on a
+  linear scale (``Series.scale``: a share of failed requests, which may be 0) the difference of the
+  segments' means with Welch's interval on the values; a change whose interval holds 1 (0 for a
+  difference: no change) is not reported, whatever Otava's p-value (on long series of few
   distinct values its t-test can call a 2% wobble significant), nor one with a single run on
   either side (an outlier, not a change: a new step is reported from its second run on);
 - what to run to find the build: ``lbench bisect --gate -m MODEL --from A --to B`` for idle
-  series, ``lbench bisect CLAIM --from A --to B`` for swap series (the claim that checks that
-  behaviour); none when both sides ran the same build (the change is the machine's, not the
-  engine's).
+  series, ``lbench bisect CLAIM --from A --to B`` for swap series with a claim that checks that
+  behaviour (``Series.claim``); for a swap series without one (load time: ``lbench bisect`` decides
+  claims and idle gates, not a storm's latency) the storm on both builds, ``lbench swap --build A
+  --build B``, which is not a bisect; none when both sides ran the same build (the change is the
+  machine's, not the engine's).
 
 False change points on flat series (A/A, this machine's run-to-run noise) are measured by
 ``false_change_rate`` (docs/history.md states the figure and how it was obtained).
@@ -51,27 +55,47 @@ class ChangePoint:
     started_after: str | None
     mean_before: float
     mean_after: float
-    ratio: float  # after / before (geometric means)
+    ratio: float  # the size: after / before (geometric means); after - before on a linear scale
     ratio_lo: float
     ratio_hi: float
     pvalue: float
     n_before: int
     n_after: int
-    command: str | None  # the bisect to run; None when no build range lies between the sides
+    command: str | None  # what to run to find the build; None when no build range lies between the sides
+    scale: str = "log"  # linear: ratio, ratio_lo and ratio_hi are differences of means
 
     @property
     def direction(self) -> str:
-        return "up" if self.ratio > 1 else "down"
+        return "up" if self.ratio > (0 if self.scale == "linear" else 1) else "down"
+
+    @property
+    def is_bisect(self) -> bool:
+        """Whether ``command`` is a bisect (``lbench trend --bisect`` runs only those)."""
+        return bool(self.command) and (self.command or "").startswith("lbench bisect")
+
+    def size_text(self, unit: str = "") -> str:
+        """"x1.234 [1.100, 1.300]" for a ratio; "-75.0 pp [-88.2, -61.8]" for a difference (pp: percentage
+        points, when the unit is %)."""
+        if self.scale != "linear":
+            return f"x{self.ratio:.3f} [{self.ratio_lo:.3f}, {self.ratio_hi:.3f}]"
+        unit = "pp" if unit == "%" else unit
+        unit = f" {unit}" if unit else ""
+        return f"{self.ratio:+.3g}{unit} [{self.ratio_lo:+.3g}, {self.ratio_hi:+.3g}]"
+
+    def short_size(self, unit: str = "") -> str:
+        """The size alone, for a plot's label."""
+        return f"x{self.ratio:.2f}" if self.scale != "linear" else f"{self.ratio:+.3g}{' pp' if unit == '%' else ''}"
 
     def sentence(self, unit: str = "") -> str:
+        size = self.size_text(unit)
         unit = f" {unit}" if unit else ""
         where = (f"between build {self.build_before} (run {self.run_before}) and build {self.build_after} "
                  f"(run {self.run_after})" if self.build_before != self.build_after else
                  f"within build {self.build_after}, between runs {self.run_before} and {self.run_after} "
                  "(the machine changed, not the engine)")
         return (f"{self.series} of {self.model} [{self.setting}] on {self.machine_label} went {self.direction} "
-                f"{where}: {self.mean_before:.4g}{unit} -> {self.mean_after:.4g}{unit}, x{self.ratio:.3f} "
-                f"[{self.ratio_lo:.3f}, {self.ratio_hi:.3f}] (p={self.pvalue:.2g}, {self.n_before} runs before, "
+                f"{where}: {self.mean_before:.4g}{unit} -> {self.mean_after:.4g}{unit}, {size} "
+                f"(p={self.pvalue:.2g}, {self.n_before} runs before, "
                 f"{self.n_after} after)")
 
 
@@ -87,10 +111,11 @@ def change_indices(values, *, max_pvalue: float = MAX_PVALUE, window: int = WIND
     return [(int(p.index), float(p.stats.pvalue)) for p in points if 0 < p.index < len(x)]
 
 
-def reported_changes(values, **params) -> list[tuple[int, float, float, float, float, int, int]]:
-    """Otava's change points that lbench reports: (index, p-value, ratio, lo, hi, n before, n after),
-    those whose size interval excludes 1."""
+def reported_changes(values, scale: str = "log", **params) -> list[tuple[int, float, float, float, float, int, int]]:
+    """Otava's change points that lbench reports: (index, p-value, size, lo, hi, n before, n after),
+    those whose size interval excludes no change (a ratio of 1; on a linear scale a difference of 0)."""
     values = np.asarray(values, dtype=float)
+    interval, none = (_difference_interval, 0.0) if scale == "linear" else (_ratio_interval, 1.0)
     found = change_indices(values, **params)
     cuts = [0] + [i for i, _ in found] + [len(values)]
     out = []
@@ -98,29 +123,39 @@ def reported_changes(values, **params) -> list[tuple[int, float, float, float, f
         before, after = values[cuts[j - 1]:index], values[index:cuts[j + 1]]
         if min(len(before), len(after)) < MIN_SEGMENT:
             continue  # one run apart from its neighbours is an outlier, not a change
-        ratio, lo, hi = _ratio_interval(before, after)
-        if lo <= 1 <= hi and lo < hi:
+        ratio, lo, hi = interval(before, after)
+        if lo <= none <= hi and (lo < hi or ratio == none):
             continue  # the size's own interval holds "no change": not reported
         out.append((index, pvalue, ratio, lo, hi, len(before), len(after)))
     return out
 
 
-def _ratio_interval(before: np.ndarray, after: np.ndarray) -> tuple[float, float, float]:
+def _welch(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
+    """Welch's 95% interval of mean(b) - mean(a): (difference, lo, hi)."""
     from scipy import stats
 
-    a, b = np.log(before), np.log(after)
-    ratio = float(np.exp(b.mean() - a.mean()))
     va = a.var(ddof=1) / a.size if a.size > 1 else 0.0
     vb = b.var(ddof=1) / b.size if b.size > 1 else 0.0
     se = math.sqrt(va + vb)
+    d = float(b.mean() - a.mean())
     if se == 0:
-        return ratio, ratio, ratio
+        return d, d, d
     dof_num = (va + vb) ** 2
     dof_den = (va ** 2 / (a.size - 1) if a.size > 1 else 0) + (vb ** 2 / (b.size - 1) if b.size > 1 else 0)
     dof = dof_num / dof_den if dof_den > 0 else 1.0
     t = float(stats.t.ppf(0.975, max(dof, 1.0)))
-    d = b.mean() - a.mean()
-    return ratio, float(np.exp(d - t * se)), float(np.exp(d + t * se))
+    return d, d - t * se, d + t * se
+
+
+def _ratio_interval(before: np.ndarray, after: np.ndarray) -> tuple[float, float, float]:
+    """The ratio of geometric means after / before with its interval (Welch on log values)."""
+    d, lo, hi = _welch(np.log(before), np.log(after))
+    return float(np.exp(d)), float(np.exp(lo)), float(np.exp(hi))
+
+
+def _difference_interval(before: np.ndarray, after: np.ndarray) -> tuple[float, float, float]:
+    """mean(after) - mean(before) with Welch's interval (a linear-scale series)."""
+    return _welch(np.asarray(before, dtype=float), np.asarray(after, dtype=float))
 
 
 def bisect_command(series: str, model: str, before: int | None, after: int | None) -> str | None:
@@ -132,17 +167,24 @@ def bisect_command(series: str, model: str, before: int | None, after: int | Non
     spec = SERIES.get(series)
     if spec is not None and spec.claim:  # a swap series: the claim that checks that behaviour
         return f"lbench bisect {spec.claim} --from {lo} --to {hi}"
+    if spec is not None and spec.kind == "swap":  # no claim decides a storm's latency: measure both builds
+        return f"lbench swap --build {lo} --build {hi}"
     return f"lbench bisect --gate -m {shlex.quote(model)} --from {lo} --to {hi}"
 
 
 def detect(points: pd.DataFrame, **params) -> list[ChangePoint]:
     """Change points of one series' rows (``harness/history/series.py`` columns) for one machine,
     model and setting, ordered by build then start time."""
-    pts = points[points["value"].notna() & (points["value"] > 0)]
+    from harness.history.series import SERIES
+
+    spec = SERIES.get(str(points["series"].iloc[0])) if len(points) else None
+    scale = spec.scale if spec is not None else "log"
+    keep = points["value"].notna() & ((points["value"] >= 0) if scale == "linear" else (points["value"] > 0))
+    pts = points[keep]
     pts = pts.sort_values(["build", "started_at", "run_id"], na_position="first").reset_index(drop=True)
     values = pts["value"].to_numpy(dtype=float)
     out = []
-    for index, pvalue, ratio, lo, hi, n_before, n_after in reported_changes(values, **params):
+    for index, pvalue, ratio, lo, hi, n_before, n_after in reported_changes(values, scale=scale, **params):
         before, after = values[index - n_before:index], values[index:index + n_after]
         rb, ra = pts.iloc[index - 1], pts.iloc[index]
         bb = None if pd.isna(rb["build"]) else int(rb["build"])
@@ -152,10 +194,15 @@ def detect(points: pd.DataFrame, **params) -> list[ChangePoint]:
             model=str(ra["model"]), setting=str(ra["setting"]), index=index, build_before=bb, build_after=ba,
             run_before=str(rb["run_id"]), run_after=str(ra["run_id"]),
             started_after=None if pd.isna(ra["started_at"]) else str(ra["started_at"]),
-            mean_before=float(np.exp(np.log(before).mean())), mean_after=float(np.exp(np.log(after).mean())),
+            mean_before=_mean(before, scale), mean_after=_mean(after, scale),
             ratio=ratio, ratio_lo=lo, ratio_hi=hi, pvalue=pvalue, n_before=n_before, n_after=n_after,
-            command=bisect_command(str(ra["series"]), str(ra["model"]), bb, ba)))
+            command=bisect_command(str(ra["series"]), str(ra["model"]), bb, ba), scale=scale))
     return out
+
+
+def _mean(values: np.ndarray, scale: str) -> float:
+    """A segment's level: its geometric mean (its arithmetic mean on a linear scale)."""
+    return float(values.mean()) if scale == "linear" else float(np.exp(np.log(values).mean()))
 
 
 GROUP = ["series", "machine_id", "model", "setting"]

@@ -70,7 +70,7 @@ class HistoryBaseline:
         if self.drift:
             c = max(self.drift, key=lambda p: p.index)
             out.append(f"drift: a change point inside the window between runs {c.run_before} and {c.run_after} "
-                       f"(x{c.ratio:.3f} [{c.ratio_lo:.3f}, {c.ratio_hi:.3f}], p={c.pvalue:.2g}); the baseline keeps "
+                       f"({c.size_text()}, p={c.pvalue:.2g}); the baseline keeps "
                        f"the {len(self.run_ids)} runs after it, {len(self.dropped)} left out")
         elif self.drift_checked:
             out.append(f"drift checked (Otava): no change point among the window's {len(self.run_ids)} runs")
@@ -141,6 +141,11 @@ def history_baseline(archive: Path, ref: str, *, machine: str | None = None, mod
     if spec is None:
         raise BadInput(f"no history series {name!r}", where="--baseline",
                        hint=f"series: {', '.join(SERIES)} (docs/history.md)")
+    if spec.statuses != ("complete",):
+        gateable = ", ".join(n for n, s in SERIES.items() if s.statuses == ("complete",))
+        raise BadInput(f"history:{name} counts failed runs too; the gate pools complete runs' samples",
+                       where="--baseline", hint=f"gate on a series of complete runs: {gateable}; the failures "
+                       "themselves are for lbench trend to follow (docs/history.md)")
     if window < 2:
         raise BadInput(f"the history window is {window} run(s); a between-run spread needs 2 or more",
                        where="--window", hint=f"give --window 2 or more (default {WINDOW})")

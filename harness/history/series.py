@@ -15,7 +15,13 @@ count.  The series (``SERIES``; ``history:<name>`` elsewhere):
   penalty from each run's analysis (``harness/analysis/regimes.py``), with their intervals;
 - ``swap_load_ms`` (ms), ``swap_evict_ms`` (ms): per model, the median spawn -> loaded time of its
   loads and the median time to stop it as an eviction victim, over a swap run;
-- ``peak_children``, ``peak_rss_mb``: a swap run's peak model children alive and tree RSS.
+- ``peak_children``, ``peak_rss_mb``: a swap run's peak model children alive and tree RSS;
+- ``swap_failed_pct`` (%): the share of a storm's requests that failed, with its Clopper-Pearson
+  interval.  Unlike the others it counts *failed* runs too: a storm is judged failed when all its
+  requests failed or one passed its deadline, which is what this series exists to show (a run
+  whose router never answered has sent nothing and gives no point).  Its values are compared on
+  a linear scale (``Series.scale``): a change point's size is a difference in percentage points,
+  since a share of 0 has no ratio.
 """
 
 from __future__ import annotations
@@ -37,16 +43,20 @@ class Series:
     unit: str
     kind: str  # idle | swap
     claim: str | None = None  # swap: the claim `lbench bisect CLAIM` checks for this series
+    scale: str = "log"  # log: sizes are ratios of geometric means; linear: differences (values may be 0)
+    statuses: tuple[str, ...] = ("complete",)  # the run statuses whose values count
 
     def rows(self, con, *, machine: str | None = None, model: str | None = None,
              setting: str | None = None) -> pd.DataFrame:
         """This series' rows: its metric in the catalog, for the runs of its kind that match."""
-        return _metric(con, self.name, self.name, self.kind, machine=machine, model=model, setting=setting)
+        return _metric(con, self.name, self.name, self.kind, machine=machine, model=model, setting=setting,
+                       statuses=self.statuses)
 
 
 def _filters(machine: str | None, model: str | None, setting: str | None, alias: str = "r",
-             model_col: str = "g.model", setting_col: str = "g.setting") -> tuple[str, list]:
-    where, params = [f"{alias}.status = 'complete'"], []
+             model_col: str = "g.model", setting_col: str = "g.setting",
+             statuses: tuple[str, ...] = ("complete",)) -> tuple[str, list]:
+    where, params = [f"{alias}.status IN ({', '.join('?' for _ in statuses)})"], list(statuses)
     if machine:
         where.append(f"({alias}.machine_id = ? OR contains({alias}.machine_label, ?))")
         params += [machine, machine]
@@ -59,8 +69,10 @@ def _filters(machine: str | None, model: str | None, setting: str | None, alias:
     return " AND ".join(where), params
 
 
-def _metric(con, name: str, metric: str, kind: str, machine=None, model=None, setting=None) -> pd.DataFrame:
-    where, params = _filters(machine, model, setting, model_col="m.model", setting_col="m.setting")
+def _metric(con, name: str, metric: str, kind: str, machine=None, model=None, setting=None,
+            statuses: tuple[str, ...] = ("complete",)) -> pd.DataFrame:
+    where, params = _filters(machine, model, setting, model_col="m.model", setting_col="m.setting",
+                             statuses=statuses)
     sql = f"""
     SELECT '{name}' AS series, r.run_id, r.machine_id, r.machine_label, r.engine_build AS build, r.started_at,
            m.model, m.setting, m.value, m.lo, m.hi, m.n
@@ -75,12 +87,13 @@ SERIES: dict[str, Series] = {s.name: s for s in (
     Series("idle_woken_p50", "idle latency, woken regime (median)", "ms", "idle"),
     Series("wake_threshold_s", "wake threshold (pause where latency steps up)", "s", "idle"),
     Series("wake_penalty_ms", "wake penalty (woken - warm median)", "ms", "idle"),
-    Series("swap_load_ms", "swap load time (spawn -> loaded, median)", "ms", "swap",
-           claim="router-queue-shared-entry"),
+    Series("swap_load_ms", "swap load time (spawn -> loaded, median)", "ms", "swap"),
     Series("swap_evict_ms", "eviction time (victim stop, median)", "ms", "swap",
            claim="router-stop-timeout"),
     Series("peak_children", "peak model children alive", "children", "swap", claim="router-cap"),
     Series("peak_rss_mb", "peak process-tree RSS", "MB", "swap", claim="router-peak-memory"),
+    Series("swap_failed_pct", "requests failed in the storm", "%", "swap", claim="router-queue-shared-entry",
+           scale="linear", statuses=("complete", "failed")),
 )}
 
 

@@ -65,7 +65,7 @@ def plot_series(points: pd.DataFrame, changes: list[ChangePoint], title: str, un
     for c in changes:
         x = (xs[c.index - 1] + xs[c.index]) / 2
         ax.axvline(x, color="C3", ls="--", lw=1.2)
-        ax.text(x, ax.get_ylim()[1], f" x{c.ratio:.2f}", color="C3", fontsize=8, va="top")
+        ax.text(x, ax.get_ylim()[1], f" {c.short_size(unit)}", color="C3", fontsize=8, va="top")
     low = lo.where(has, y)
     if len(y) and float(low.min()) > 0 and float(hi.where(has, y).max()) / float(low.min()) > 20:
         ax.set_yscale("log")  # intervals spanning decades (a woken tail) would flatten the medians

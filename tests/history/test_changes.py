@@ -33,9 +33,35 @@ def test_a_known_step_is_found_at_its_build():
 def test_a_swap_series_names_the_claim_bisect():
     values = [100.0] * 8 + [50.0] * 8
     values = np.array(values) * np.exp(np.random.default_rng(3).normal(0, 0.05, 16))
-    (change,) = detect(series_frame(values, name="swap_load_ms"))
-    assert change.command == "lbench bisect router-queue-shared-entry --from 11007 --to 11008"
+    (change,) = detect(series_frame(values, name="swap_evict_ms"))
+    assert change.command == "lbench bisect router-stop-timeout --from 11007 --to 11008" and change.is_bisect
     assert change.direction == "down" and change.ratio_hi < 1
+
+
+def test_a_load_time_step_offers_both_builds_measured_not_a_bisect():
+    """No claim decides a storm's load time, and `lbench bisect --gate` gates idle sweeps: the step
+    is offered as the storm on both builds, and `lbench trend --bisect` does not run it."""
+    values = np.array([100.0] * 8 + [150.0] * 8) * np.exp(np.random.default_rng(4).normal(0, 0.05, 16))
+    (change,) = detect(series_frame(values, name="swap_load_ms"))
+    assert change.command == "lbench swap --build 11007 --build 11008" and not change.is_bisect
+
+
+def test_failed_requests_step_to_zero_is_a_difference_in_points():
+    """A linear-scale series (the share of failed requests, 0 once fixed): the change is stated as a
+    difference in percentage points with Welch's interval, and bisects the router queue's claim."""
+    values = [75.0, 80.0, 70.0, 75.0, 0.0, 0.0, 5.0, 0.0, 0.0, 0.0]
+    (change,) = detect(series_frame(values, name="swap_failed_pct"))
+    assert (change.build_before, change.build_after) == (11003, 11004) and change.scale == "linear"
+    assert change.ratio_lo < change.ratio < change.ratio_hi < 0
+    assert change.ratio == pytest.approx(np.mean(values[4:]) - np.mean(values[:4]))
+    assert change.mean_before == pytest.approx(75.0) and change.direction == "down"
+    assert change.command == "lbench bisect router-queue-shared-entry --from 11003 --to 11004"
+    assert " pp [" in change.sentence("%") and "x" not in change.size_text("%")
+
+
+def test_a_flat_series_of_zeros_has_no_change_point():
+    assert detect(series_frame([0.0] * 12, name="swap_failed_pct")) == []
+    assert detect(series_frame([0.0] * 6 + [5.0] + [0.0] * 5, name="swap_failed_pct")) == []  # one run: an outlier
 
 
 def test_a_change_within_one_build_offers_no_bisect():

@@ -81,6 +81,9 @@ def test_refusals_say_what_where_and_what_to_do(tmp_path):
     with pytest.raises(BadInput) as err:
         history_baseline(archive, "history:no_such_series")
     assert err.value.where == "--baseline" and "idle_warm_p50" in err.value.hint
+    with pytest.raises(BadInput) as err:  # a series that counts failed runs never feeds a gate
+        history_baseline(archive, "history:swap_failed_pct")
+    assert "counts failed runs" in err.value.what and "swap_load_ms" in err.value.hint
     with pytest.raises(BadInput) as err:
         history_baseline(archive, REF, build=200)
     assert "only 1 idle_warm_p50 run of build 200" in err.value.what

@@ -107,6 +107,11 @@ def test_swap_series_come_from_the_analysis(archive, real_runs):  # noqa: F811
     swaps = pd.DataFrame(analysis["swaps"]["records"], columns=analysis["swaps"]["columns"])
     assert loads["value"].iloc[0] == pytest.approx(float(swaps[swaps["model"] == "tiny-q8"]["spawn_to_loaded_ms"]
                                                          .median()))
+    failed = series_rows(con, "swap_failed_pct")
+    requests = run.table("requests")
+    assert failed["value"].tolist() == [pytest.approx(100.0 * requests["error"].notna().mean())]
+    assert failed["n"].tolist() == [len(requests)] and failed["lo"].iloc[0] <= failed["value"].iloc[0] \
+        <= failed["hi"].iloc[0] and 0 <= failed["lo"].iloc[0] and failed["hi"].iloc[0] <= 100
     for name in SERIES:  # every named series runs and returns its columns
         assert list(series_rows(con, name).columns)[:3] == ["series", "run_id", "machine_id"]
     con.close()
@@ -145,3 +150,30 @@ def test_a_history_baseline_of_one_run_per_build_is_refused(archive):
         history_baseline(archive, "history:no_such_series")
     with pytest.raises(BadInput):
         history_baseline(archive, "baseline:main")
+
+
+def test_the_failure_series_counts_failed_storms_and_the_others_do_not(real_runs, tmp_path):  # noqa: F811
+    """A storm judged failed (all requests failed, a deadline passed) is what swap_failed_pct is for:
+    it keeps its point there, and only there; a storm with requests in flight at once is its own
+    setting (concurrency in the label)."""
+    staged = tmp_path / "staged"
+    staged.mkdir()
+    failed = clone_run(real_runs["swap"], staged, 7, build=11000)
+    manifest = json.loads((failed / "manifest.json").read_text())
+    manifest.update(status="failed", error="all 6 requests failed (load_failed x6)")
+    (failed / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    concurrent = clone_run(real_runs["swap"], staged, 8, build=11000)
+    manifest = json.loads((concurrent / "manifest.json").read_text())
+    manifest["config"]["concurrency"] = 2
+    (concurrent / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    archive = tmp_path / "archive"
+    added, refused = add_runs(archive, [staged])
+    assert refused == [] and len(added) == 2
+    con = connect(archive)
+    rows = series_rows(con, "swap_failed_pct")
+    assert sorted(rows["run_id"]) == sorted([failed.name, concurrent.name])
+    assert set(rows["setting"]) == {"models-max=1,pattern=round-robin",
+                                    "models-max=1,pattern=round-robin,concurrency=2"}
+    assert failed.name not in set(series_rows(con, "swap_load_ms")["run_id"])
+    assert failed.name not in set(series_rows(con, "peak_children")["run_id"])
+    con.close()

@@ -49,6 +49,11 @@ def test_the_step_is_stated_with_its_builds_and_bisect(site):
     r = run_cli("trend", "--archive", str(site["archive"]), "--out", str(site["out"]), "--bisect", "--dry-run")
     assert r.returncode == 0 and "bisect: lbench bisect --gate -m tiny-q8 --from 10320 --to 10326" in \
         " ".join(r.stdout.split())
+    assert "1. idle_warm_p50 of tiny-q8" in text  # the change points with a bisect are numbered for --change
+    bisects = len(re.findall(r"(?m)^\d+\. ", site["stdout"]))
+    r = run_cli("trend", "--archive", str(site["archive"]), "--out", str(site["out"]), "--bisect", "--dry-run",
+                "--change", str(bisects + 1))
+    assert r.returncode == 2 and "--change" in r.stderr and f"from 1 to {bisects}" in " ".join(r.stderr.split())
 
 
 def test_every_point_names_its_run(site):
