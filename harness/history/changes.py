@@ -167,8 +167,8 @@ def bisect_command(series: str, model: str, before: int | None, after: int | Non
     spec = SERIES.get(series)
     if spec is not None and spec.claim:  # a swap series: the claim that checks that behaviour
         return f"lbench bisect {spec.claim} --from {lo} --to {hi}"
-    if spec is not None and spec.kind == "swap":  # no claim decides a storm's latency: measure both builds
-        return f"lbench swap --build {lo} --build {hi}"
+    if spec is not None and spec.measure:  # nothing bisects it: measure both builds side by side
+        return spec.measure.format(lo=lo, hi=hi)
     return f"lbench bisect --gate -m {shlex.quote(model)} --from {lo} --to {hi}"
 
 

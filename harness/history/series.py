@@ -45,6 +45,9 @@ class Series:
     claim: str | None = None  # swap: the claim `lbench bisect CLAIM` checks for this series
     scale: str = "log"  # log: sizes are ratios of geometric means; linear: differences (values may be 0)
     statuses: tuple[str, ...] = ("complete",)  # the run statuses whose values count
+    # what to run for a step no `lbench bisect` decides (no claim checks it, and `bisect --gate`
+    # gates idle sweeps): a command with {lo} and {hi} for the builds either side; not a bisect
+    measure: str | None = None
 
     def rows(self, con, *, machine: str | None = None, model: str | None = None,
              setting: str | None = None) -> pd.DataFrame:
@@ -87,7 +90,8 @@ SERIES: dict[str, Series] = {s.name: s for s in (
     Series("idle_woken_p50", "idle latency, woken regime (median)", "ms", "idle"),
     Series("wake_threshold_s", "wake threshold (pause where latency steps up)", "s", "idle"),
     Series("wake_penalty_ms", "wake penalty (woken - warm median)", "ms", "idle"),
-    Series("swap_load_ms", "swap load time (spawn -> loaded, median)", "ms", "swap"),
+    Series("swap_load_ms", "swap load time (spawn -> loaded, median)", "ms", "swap",
+           measure="lbench swap --build {lo} --build {hi}"),
     Series("swap_evict_ms", "eviction time (victim stop, median)", "ms", "swap",
            claim="router-stop-timeout"),
     Series("peak_children", "peak model children alive", "children", "swap", claim="router-cap"),
