@@ -191,7 +191,8 @@ def windowed(g: pd.DataFrame, first_build: int | None, builds: int | None) -> tu
     (``CONTEXT`` at most) before them change-point detection also sees; without a window, all."""
     if builds is None:
         return g, 0
-    inside = (g["build"] >= first_build).to_numpy() if first_build is not None else np.zeros(len(g), bool)
+    inside = ((g["build"] >= first_build).fillna(False).to_numpy(dtype=bool) if first_build is not None
+              else np.zeros(len(g), bool))
     start = int(np.argmax(inside)) if inside.any() else len(g)  # sorted by build: the window is a tail
     known_before = g.iloc[:start]["build"].notna().to_numpy()
     context = min(CONTEXT, int(known_before.sum()))
@@ -217,7 +218,8 @@ class _Plots:
     or here with ``jobs`` 1."""
 
     def __init__(self, cache, jobs: int):
-        self.cache, self.jobs, self.pool = cache, jobs, None
+        self.cache, self.jobs = cache, jobs
+        self.pool: Any = None
 
     def submit(self, key: str, args: tuple):
         """A future-like: ``.result()`` is the PNG."""
@@ -341,11 +343,11 @@ def build_site(archive: Path, *, machine: str | None = None, model: str | None =
             for (series, _, model_name, setting), g in keyed:
                 spec = SERIES[series]
                 g = g.sort_values(ORDER, na_position="first")
-                seen, context = windowed(g, first, builds)
-                pts = seen.iloc[context:]
+                seen, n_context = windowed(g, first, builds)
+                pts = seen.iloc[n_context:]
                 if pts.empty:
                     continue  # no run of this series in the window
-                found = in_window(detect(seen), seen, context)
+                found = in_window(detect(seen), seen, n_context)
                 mchanges += found
                 title = f"{spec.title}: {model_name} [{setting}]"
                 newest = pts.iloc[-1]
@@ -374,7 +376,7 @@ def build_site(archive: Path, *, machine: str | None = None, model: str | None =
             changes += mchanges
             window = None
             if builds:
-                inside = mruns["engine_build"] >= first if first is not None else mruns["engine_build"].isna()
+                inside = (mruns["engine_build"] >= first).fillna(False) if first is not None else mruns["engine_build"].isna()
                 window = {"builds": builds, "first": first, "context": CONTEXT, "n_builds": len(shown_builds),
                           "older_builds": len(all_builds) - len(shown_builds), "n_runs": int(inside.sum())}
             context = {
