@@ -23,6 +23,7 @@ import dataclasses
 import math
 import os
 import sys
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -227,10 +228,12 @@ class _Plots:
 
         data = self.cache.lookup(key)
         if data is None and self.jobs > 1:
-            if self.pool is None:
-                self.pool = _pool(self.jobs)
-            future = self.pool.submit(_draw, args)
-            return _Stored(self.cache, key, future)
+            try:
+                if self.pool is None:
+                    self.pool = _pool(self.jobs)
+                return _Stored(self.cache, key, self.pool.submit(_draw, args), args)
+            except (OSError, NotImplementedError, BrokenProcessPool):  # no processes to be had here: drawn here
+                self.jobs = 1
         done: Future = Future()
         if data is None:
             data = _draw(args)
@@ -244,12 +247,17 @@ class _Plots:
 
 
 class _Stored:
-    def __init__(self, cache, key, future):
-        self.cache, self.key, self.future, self.data = cache, key, future, None
+    """A plot being drawn by the pool, kept in the cache once back (drawn here if the pool broke)."""
+
+    def __init__(self, cache, key, future, args):
+        self.cache, self.key, self.future, self.args, self.data = cache, key, future, args, None
 
     def result(self) -> bytes:
         if self.data is None:
-            self.data = self.future.result()
+            try:
+                self.data = self.future.result()
+            except BrokenProcessPool:  # a worker died (out of memory, killed): this process draws it
+                self.data = _draw(self.args)
             self.cache.store(self.key, self.data)
         return self.data
 

@@ -109,3 +109,19 @@ def test_bad_bounds_are_refused(tmp_path, bad):
 
     with pytest.raises(ValueError):
         build_site(tmp_path, **bad)
+
+
+def test_plots_drawn_by_the_pool_are_those_drawn_here():
+    from harness.history.plot_cache import PlotCache
+    from harness.history.trend import ORDER, _Plots
+
+    g = stepped(n_builds=6, per_build=2)
+    args = (g[ORDER + ["value", "lo", "hi"]], detect(g), "a", "ms", "")
+    here = _Plots(PlotCache(None), 1).submit("k", args).result()
+    pool = _Plots(PlotCache(None), 2)
+    try:
+        futures = [pool.submit(f"k{i}", args) for i in range(3)]
+        assert pool.pool is not None  # drawn by other processes
+        assert [f.result() for f in futures] == [here] * 3
+    finally:
+        pool.close()
