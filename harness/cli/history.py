@@ -173,7 +173,7 @@ def trend(
     \b
     Examples:
       lbench trend --archive /srv/lbench-history --out site/
-      lbench trend --builds 20 --points 30      # a fleet's site: the newest 20 builds per machine
+      lbench trend --builds 20 --points 30   # each machine's newest 20 builds
       lbench trend --bisect --dry-run
     """
     from harness.history.series import SERIES
