@@ -97,8 +97,8 @@ def x_positions(builds: pd.Series) -> tuple[np.ndarray, list[str]]:
 
 def plot_series(points: pd.DataFrame, changes: list[ChangePoint], title: str, unit: str, note: str = "") -> bytes:
     """One series' plot as PNG bytes: ``points`` sorted by build (``ORDER``), ``changes`` indexed
-    into them (a change at index 0 lies just before the first point: its runs before are older
-    than the plot); ``note`` is added to the plot's footer."""
+    into them (a change at index 0 is drawn half a build before the first point: its runs before
+    are older than the plot); ``note`` is added to the plot's footer."""
     from harness.report.plots import DPI, plain
 
     pts = points.sort_values(ORDER, na_position="first").reset_index(drop=True)
@@ -118,7 +118,8 @@ def plot_series(points: pd.DataFrame, changes: list[ChangePoint], title: str, un
     ax.relim()  # the limits of this plot's points (and interval caps) only
     ax.autoscale_view()
     for c in changes:
-        x = (xs[c.index - 1] + xs[c.index]) / 2 if 0 < c.index < len(xs) else (xs[0] - 0.5 if len(xs) else 0.0)
+        # a change into the first point (its runs before are older than the plot): half a build before it
+        x = (xs[c.index - 1] + xs[c.index]) / 2 if 0 < c.index < len(xs) else -0.5
         ax.axvline(x, color="C3", ls="--", lw=1.2)
         ax.text(x, ax.get_ylim()[1], f" x{c.ratio:.2f}", color="C3", fontsize=8, va="top")
     ax.set_xticks(range(len(builds)))
