@@ -242,6 +242,23 @@ class _Plots:
         done.set_result(data)
         return done
 
+    def start(self) -> None:
+        """Get the drawing processes going while this one reads the archive (a warm cache may need
+        none of them: on Linux only the fork server starts, and it costs an import of matplotlib)."""
+        if self.jobs <= 1:
+            return
+        try:
+            if _START_METHOD == "forkserver":
+                from multiprocessing import forkserver
+
+                _context()
+                forkserver.ensure_running()  # its imports go on while the archive is read
+            else:
+                self.pool = _pool(self.jobs)
+                self.pool.submit(int)  # fresh interpreters start importing now
+        except (OSError, NotImplementedError, BrokenProcessPool):
+            self.jobs = 1
+
     def close(self) -> None:
         if self.pool is not None:
             self.pool.shutdown(wait=True, cancel_futures=True)
@@ -263,19 +280,26 @@ class _Stored:
         return self.data
 
 
-def _pool(jobs: int):
+# never fork a process that holds DuckDB's threads: a fork server (one import of matplotlib and
+# pandas for every worker) where there is one, else fresh interpreters
+_START_METHOD = "forkserver" if sys.platform.startswith("linux") else "spawn"
+
+
+def _context():
     import multiprocessing
+
+    ctx = multiprocessing.get_context(_START_METHOD)
+    if _START_METHOD == "forkserver":
+        ctx.set_forkserver_preload(["matplotlib.pyplot", "pandas"])  # third-party only: lbench's own
+    return ctx
+
+
+def _pool(jobs: int):
     from concurrent.futures import ProcessPoolExecutor
 
-    # never fork a process that holds DuckDB's threads: a fork server (one import of matplotlib and
-    # pandas for every worker) where there is one, else fresh interpreters
-    method = "forkserver" if sys.platform.startswith("linux") else "spawn"
-    ctx = multiprocessing.get_context(method)
-    if method == "forkserver":
-        ctx.set_forkserver_preload(["matplotlib.pyplot", "pandas"])  # third-party only: lbench's own
-    # modules are imported by each worker once its sys.path is this process' (a fork server started by
-    # Python 3.11 does not take it over), so the workers draw with this lbench, wherever it was found
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=exec,
+    # lbench's own modules are imported by each worker once its sys.path is this process' (a fork
+    # server started by Python 3.11 does not take it over), so the workers draw with this lbench
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=_context(), initializer=exec,
                                initargs=(f"import sys; sys.path[:] = {sys.path!r}",))
 
 
@@ -310,11 +334,13 @@ def build_site(archive: Path, *, machine: str | None = None, model: str | None =
         raise ValueError("builds must be >= 1")
     if out is not None:
         Path(out).mkdir(parents=True, exist_ok=True)
+    cache = PlotCache(catalog_dir(archive) / PLOT_DIR if plots else None)
+    drawer = _Plots(cache, jobs or default_jobs())
+    if plots:
+        drawer.start()
     catalog = load(archive)
     runs = catalog.runs
     del catalog  # the metrics are read through DuckDB, a machine at a time
-    cache = PlotCache(catalog_dir(archive) / PLOT_DIR if plots else None)
-    drawer = _Plots(cache, jobs or default_jobs())
     labels = dict(zip(runs["machine_id"], runs["machine_label"])) if not runs.empty else {}
     machines: dict[str, dict[str, Any]] = {}
     side: dict[tuple[str, str, str], dict[str, str]] = {}
