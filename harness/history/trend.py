@@ -215,36 +215,73 @@ def in_window(found: list[ChangePoint], seen: pd.DataFrame, context: int) -> lis
     return out
 
 
-class _Plots:
-    """Plots not in the cache drawn in a pool of processes (started at the first plot missing),
-    or here with ``jobs`` 1."""
+def _changes(seen: pd.DataFrame, context: int) -> list[ChangePoint]:
+    """The change points of one series' window (``windowed``), indexed into its points shown."""
+    return in_window(detect(seen), seen, context)
+
+
+class _Done:
+    def __init__(self, value):
+        self.value = value
+
+    def result(self):
+        return self.value
+
+
+class _Pending:
+    """Work given to the pool; done here instead if the pool broke (a worker out of memory, killed)."""
+
+    def __init__(self, future, fn, args, then=None):
+        self.future, self.fn, self.args, self.then, self.done, self.value = future, fn, args, then, False, None
+
+    def result(self):
+        if not self.done:
+            try:
+                self.value = self.future.result()
+            except BrokenProcessPool:
+                self.value = self.fn(*self.args)
+            if self.then is not None:
+                self.then(self.value)
+            self.done = True
+        return self.value
+
+
+class _Workers:
+    """Change points and plots computed by a pool of ``jobs`` processes (the plots that are not in
+    the cache only), while this process reads the next machine; here, with ``jobs`` 1 or where
+    no process can be started."""
 
     def __init__(self, cache, jobs: int):
         self.cache, self.jobs = cache, jobs
         self.pool: Any = None
 
-    def submit(self, key: str, args: tuple):
-        """A future-like: ``.result()`` is the PNG."""
-        from concurrent.futures import Future
-
-        data = self.cache.lookup(key)
-        if data is None and self.jobs > 1:
+    def _run(self, fn, args: tuple, then=None):
+        if self.jobs > 1:
             try:
                 if self.pool is None:
                     self.pool = _pool(self.jobs)
-                return _Stored(self.cache, key, self.pool.submit(_draw, args), args)
-            except (OSError, NotImplementedError, BrokenProcessPool):  # no processes to be had here: drawn here
+                return _Pending(self.pool.submit(fn, *args), fn, args, then)
+            except (OSError, NotImplementedError, BrokenProcessPool):  # no processes to be had here
                 self.jobs = 1
-        done: Future = Future()
-        if data is None:
-            data = _draw(args)
-            self.cache.store(key, data)
-        done.set_result(data)
-        return done
+        value = fn(*args)
+        if then is not None:
+            then(value)
+        return _Done(value)
+
+    def changes(self, seen: pd.DataFrame, context: int):
+        """A future-like: ``.result()`` is ``_changes(seen, context)``."""
+        return self._run(_changes, (seen, context))
+
+    def plot(self, key: str, args: tuple):
+        """A future-like: ``.result()`` is the PNG (from the cache, else drawn and kept there)."""
+        data = self.cache.lookup(key)
+        if data is not None:
+            return _Done(data)
+        return self._run(_draw, (args,), then=lambda png: self.cache.store(key, png))
 
     def start(self) -> None:
-        """Get the drawing processes going while this one reads the archive (a warm cache may need
-        none of them: on Linux only the fork server starts, and it costs an import of matplotlib)."""
+        """Get the processes going while this one reads the archive (on Linux the fork server,
+        whose imports of matplotlib and pandas every worker shares)."""
         if self.jobs <= 1:
             return
         try:
@@ -262,22 +299,6 @@ class _Plots:
     def close(self) -> None:
         if self.pool is not None:
             self.pool.shutdown(wait=True, cancel_futures=True)
-
-
-class _Stored:
-    """A plot being drawn by the pool, kept in the cache once back (drawn here if the pool broke)."""
-
-    def __init__(self, cache, key, future, args):
-        self.cache, self.key, self.future, self.args, self.data = cache, key, future, args, None
-
-    def result(self) -> bytes:
-        if self.data is None:
-            try:
-                self.data = self.future.result()
-            except BrokenProcessPool:  # a worker died (out of memory, killed): this process draws it
-                self.data = _draw(self.args)
-            self.cache.store(self.key, self.data)
-        return self.data
 
 
 # never fork a process that holds DuckDB's threads: a fork server (one import of matplotlib and
@@ -335,7 +356,7 @@ def build_site(archive: Path, *, machine: str | None = None, model: str | None =
     if out is not None:
         Path(out).mkdir(parents=True, exist_ok=True)
     cache = PlotCache(catalog_dir(archive) / PLOT_DIR if plots else None)
-    drawer = _Plots(cache, jobs or default_jobs())
+    drawer = _Workers(cache, jobs or default_jobs())
     if plots:
         drawer.start()
     catalog = load(archive)
@@ -375,14 +396,19 @@ def build_site(archive: Path, *, machine: str | None = None, model: str | None =
             groups: list[dict[str, Any]] = []
             mchanges: list[ChangePoint] = []
             keyed = sorted(rows.groupby(GROUP, sort=False), key=lambda kv: (order.index(kv[0][0]), kv[0][2:]))
+            found_by: list[tuple] = []  # each series' window and its change points being found
             for (series, _, model_name, setting), g in keyed:
-                spec = SERIES[series]
                 g = g.sort_values(ORDER, na_position="first")
                 seen, n_context = windowed(g, first, builds)
-                pts = seen.iloc[n_context:]
-                if pts.empty:
-                    continue  # no run of this series in the window
-                found = in_window(detect(seen), seen, n_context)
+                if len(seen) > n_context:  # else no run of this series in the window
+                    found_by.append((series, model_name, setting, len(g), seen.iloc[n_context:],
+                                     drawer.changes(seen, n_context)))
+            del rows, keyed
+            while pending:  # the last machine's page, its plots drawn while these change points were found
+                finish(pending.pop(0))
+            for series, model_name, setting, n_all, pts, future in found_by:
+                spec = SERIES[series]
+                found = future.result()
                 mchanges += found
                 title = f"{spec.title}: {model_name} [{setting}]"
                 newest = pts.iloc[-1]
@@ -393,17 +419,18 @@ def build_site(archive: Path, *, machine: str | None = None, model: str | None =
                 listed = pts.iloc[max(0, len(pts) - points):] if points else pts.iloc[:0]
                 group = {
                     "series": series, "title": title, "unit": spec.unit, "anchor": f"{series}-{len(groups)}",
-                    "png": None, "points": _points(listed), "n_points": len(pts), "n_all": len(g),
-                    "n_older": len(g) - len(listed),
+                    "png": None, "points": _points(listed), "n_points": len(pts), "n_all": n_all,
+                    "n_older": n_all - len(listed),
                     "list_command": list_command(archive, series, machine_id, str(model_name), str(setting)),
                     "changes": [c.sentence(spec.unit) for c in found],
                     "commands": [c.command for c in found if c.command],
                 }
                 if plots:
                     key = plot_key(pts, found, title, spec.unit, note)
-                    group["future"] = drawer.submit(key, (pts[ORDER + ["value", "lo", "hi"]], found, title,
-                                                          spec.unit, note))
+                    group["future"] = drawer.plot(key, (pts[ORDER + ["value", "lo", "hi"]], found, title,
+                                                        spec.unit, note))
                 groups.append(group)
+            del found_by
             if not groups:
                 continue
             n_groups += len(groups)
@@ -420,10 +447,7 @@ def build_site(archive: Path, *, machine: str | None = None, model: str | None =
                 "changes": [{"sentence": c.sentence(SERIES[c.series].unit), "command": c.command}
                             for c in mchanges], "index": INDEX,
             }
-            del rows
-            pending.append(context)
-            while len(pending) > 1:  # the plots of one machine drawn while the next is read
-                finish(pending.pop(0))
+            pending.append(context)  # written once the next machine's change points are under way
         while pending:
             finish(pending.pop(0))
     finally:

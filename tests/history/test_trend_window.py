@@ -111,17 +111,23 @@ def test_bad_bounds_are_refused(tmp_path, bad):
         build_site(tmp_path, **bad)
 
 
-def test_plots_drawn_by_the_pool_are_those_drawn_here():
+def test_the_pool_finds_and_draws_what_this_process_does():
     from harness.history.plot_cache import PlotCache
-    from harness.history.trend import ORDER, _Plots
+    from harness.history.trend import ORDER, _Workers
 
-    g = stepped(n_builds=6, per_build=2)
-    args = (g[ORDER + ["value", "lo", "hi"]], detect(g), "a", "ms", "")
-    here = _Plots(PlotCache(None), 1).submit("k", args).result()
-    pool = _Plots(PlotCache(None), 2)
+    g = stepped(n_builds=10, per_build=4, step_at=6)
+    seen, context = windowed(g, build_window(g["build"], 4), 4)
+    here = _Workers(PlotCache(None), 1)
+    found = here.changes(seen, context).result()
+    assert len(found) == 1
+    args = (seen.iloc[context:][ORDER + ["value", "lo", "hi"]], found, "a", "ms", "")
+    png = here.plot("k", args).result()
+    pool = _Workers(PlotCache(None), 2)
     try:
-        futures = [pool.submit(f"k{i}", args) for i in range(3)]
-        assert pool.pool is not None  # drawn by other processes
-        assert [f.result() for f in futures] == [here] * 3
+        pool.start()
+        futures = [pool.changes(seen, context) for _ in range(2)] + [pool.plot(f"k{i}", args) for i in range(3)]
+        assert pool.pool is not None  # done by other processes
+        assert [f.result() for f in futures] == [found, found, png, png, png]
+        assert pool.cache.drawn == 3
     finally:
         pool.close()
