@@ -12,9 +12,10 @@ page is one file that opens anywhere.  Registered as the view ``trend``
 Bounded by construction: the archive is read one machine at a time (its series, change points,
 plots and page), a machine's page is written as soon as it is built and then dropped, the tables
 list at most ``points`` runs each, and ``builds`` keeps only each machine's newest engine builds
-(change points then see ``CONTEXT`` older runs of each series as well, below).  Plots that are not
-in the cache (``harness/history/plot_cache.py``) are drawn in a small process pool (``jobs``)
-while the next machine is read, each worker reusing one figure.
+(change points then see ``CONTEXT`` older runs of each series as well, below).  Change points
+and the plots that are not in the cache (``harness/history/plot_cache.py``) are computed by a
+small process pool (``jobs``) while this process reads the archive and writes the pages, each
+worker reusing one figure.
 """
 
 from __future__ import annotations
