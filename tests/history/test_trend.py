@@ -128,6 +128,10 @@ def test_points_lists_the_newest_runs_and_the_command_that_lists_them_all(site, 
     newest = sorted(p.name for p in site["archive"].glob("[0-9a-f]*/*-idle-*"))[-3:]
     table = html.split('id="idle_warm_p50-0"')[1].split("</table>")[0]
     assert set(re.findall(r'<span class="runid">([^<]+)</span>', table)) == set(newest)
+    browser = chromium()
+    if browser is not None:  # the long command wraps on a phone
+        result = _probe(browser, page, 420, tmp_path)
+        assert result["errors"] == [] and result["scroll_width"] <= result["viewport"], "the page scrolls sideways"
 
 
 def test_a_build_window_keeps_the_newest_builds_and_a_step_at_its_edge(site, tmp_path):
