@@ -86,14 +86,14 @@ def _figure():
 
 def x_positions(builds: pd.Series) -> tuple[np.ndarray, list[str]]:
     """Each point's x (the runs of one build side by side around the build's position) and the
-    builds' labels, for points sorted by build."""
-    labels = np.array(["?" if pd.isna(b) else str(int(b)) for b in builds], dtype=object)
-    names = list(dict.fromkeys(labels.tolist()))
-    pos = pd.Series(labels).map({b: i for i, b in enumerate(names)}).to_numpy(dtype=float)
-    frame = pd.DataFrame({"b": labels})
-    k = frame.groupby("b", sort=False).cumcount().to_numpy(dtype=float)
-    n = frame.groupby("b", sort=False)["b"].transform("size").to_numpy(dtype=float)
-    return pos + (k - (n - 1) / 2) * (0.6 / np.maximum(n, 1)), names
+    builds' labels, for points sorted by build (column-wise: a series can hold thousands of runs)."""
+    values = pd.to_numeric(pd.Series(builds), errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    codes, uniques = pd.factorize(values, use_na_sentinel=False)  # in order of appearance: sorted
+    names = ["?" if np.isnan(u) else str(int(u)) for u in uniques]
+    _, first, count = np.unique(codes, return_index=True, return_counts=True)  # each build's rows are contiguous
+    k = np.arange(len(codes)) - first[codes]
+    n = count[codes].astype(float)
+    return codes + (k - (n - 1) / 2) * (0.6 / np.maximum(n, 1)), names
 
 
 def plot_series(points: pd.DataFrame, changes: list[ChangePoint], title: str, unit: str, note: str = "") -> bytes:
