@@ -1,7 +1,7 @@
 """Scale of the history archive, as a benchmark (prints figures; not a test).
 
     python scripts/bench_history.py RUN_DIR [RUN_DIR ...] --sizes 1000,10000,100000 \
-        [--work /tmp/bench-history] [--repeat 3] [--skip-rates] [--keep]
+        [--work /tmp/bench-history] [--repeat 3] [--skip-rates] [--keep] [--builds N] [--points N] [--jobs N]
 
 From a few measured runs (an idle sweep and a swap storm made by lbench), writes archives of N
 runs in the real on-disk format, ``<archive>/<machine id>/<run id>/`` (the manifests rewritten:
@@ -19,7 +19,8 @@ call, imports excluded; its peak RSS the whole process's, imports included), the
 - ``series``: a named series query (idle_warm_p50 of one model on one machine);
 - ``changes``: every named series of every machine, and change-point detection over them;
 - ``site cold`` / ``site warm``: the trend site built and written, its plot cache emptied first /
-  kept from the build before (a nightly publish redraws only the series whose points changed).
+  kept from the build before (a nightly publish redraws only the series whose points changed);
+  ``--builds``, ``--points`` and ``--jobs`` are ``lbench trend``'s options for these two steps.
 
 Prints the archive's size on disk, a table of seconds and peak RSS per step and size, and the
 growth exponent of each step between sizes (log t2/t1 over log n2/n1: 1 = linear in the runs,
@@ -193,8 +194,12 @@ def run_step(step: str, archive: Path, extra: str) -> dict:
         if step == "site cold":
             shutil.rmtree(catalog_dir(archive) / PLOT_DIR, ignore_errors=True)
             t0 = time.perf_counter()
-        index = write_site(build_site(archive), Path(extra))
-        info = f"{sum(p.stat().st_size for p in index.parent.iterdir()) / 1e6:.1f} MB of pages"
+        options = json.loads(os.environ.get("BENCH_SITE_OPTIONS") or "{}")
+        site = build_site(archive, out=Path(extra), **options)
+        index = write_site(site, Path(extra))
+        info = (f"{sum(p.stat().st_size for p in index.parent.iterdir()) / 1e6:.1f} MB of pages, "
+                f"{site.plots_drawn} plots drawn, {site.plots_cached} from the cache"
+                + (f" ({', '.join(f'{k} {v}' for k, v in options.items())})" if options else ""))
     else:
         raise SystemExit(f"unknown step {step!r}")
     return {"seconds": time.perf_counter() - t0, "rss_mb": peak_rss_self_mb(), "info": info}
@@ -299,6 +304,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs of each step (the median is printed)")
     parser.add_argument("--keep", action="store_true", help="keep the generated archives")
     parser.add_argument("--skip-rates", action="store_true", help="leave out Otava's rates on simulated series")
+    parser.add_argument("--builds", type=int, help="site steps: lbench trend --builds N (each machine's newest N "
+                                                   "builds; default all)")
+    parser.add_argument("--points", type=int, help="site steps: lbench trend --points N (runs listed per plot)")
+    parser.add_argument("--jobs", type=int, help="site steps: lbench trend --jobs N (plot-drawing processes)")
     parser.add_argument("--step", help=argparse.SUPPRESS)  # a child: run one step, print its JSON
     parser.add_argument("--archive", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--extra", default="", help=argparse.SUPPRESS)
@@ -308,6 +317,10 @@ def main() -> None:
         return
     if len(args.runs) < 1:
         parser.error("give the measured run directories (an idle run and a swap run)")
+    site_options = {k: getattr(args, k) for k in ("builds", "points", "jobs") if getattr(args, k) is not None}
+    os.environ["BENCH_SITE_OPTIONS"] = json.dumps(site_options)  # read by the site steps' children
+    if site_options:
+        print(f"trend site options: {site_options}")
     print(f"load average at start: {os.getloadavg()[0]:.2f} ({os.cpu_count()} CPUs)")
     if not args.skip_rates:
         rates()

@@ -148,6 +148,16 @@ def trend(
                                                                      f"{shown('<archive>/site')}"),
     machine: Optional[str] = typer.Option(None, "--machine", help="Only this machine (id or part of its label)."),
     model: Optional[str] = typer.Option(None, "--model", "-m", help="Only this model."),
+    points: int = typer.Option(50, "--points", metavar="N", min=0,
+                               help="Runs listed in the table under each plot (the newest; the page names the "
+                                    "command that lists them all)."),
+    builds: Optional[int] = typer.Option(None, "--builds", metavar="N", min=1,
+                                         help="Only each machine's newest N engine builds (change points also see "
+                                              "the runs just before them, as many as Otava's window). "
+                                              + shown("all")),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", metavar="N", min=1,
+                                       help="Processes drawing the plots not in the plot cache. "
+                                            + shown("the CPUs, at most 4")),
     bisect: bool = typer.Option(False, "--bisect", help="Run the bisect of a change point (the newest, or "
                                                         "--change K; builds engines: minutes per step)."),
     change: int = typer.Option(1, "--change", min=1, metavar="K", help="With --bisect: the K-th change point "
@@ -159,9 +169,13 @@ def trend(
     engine builds, every point with its interval and run id) and state each change point, newest
     first, with the `lbench bisect` command that finds its build.
 
+    Each machine is read, plotted and written in turn (memory bounded by one machine's page); plots
+    whose points did not change come from the archive's plot cache.
+
     \b
     Examples:
       lbench trend --archive /srv/lbench-history --out site/
+      lbench trend --builds 20 --points 30   # each machine's newest 20 builds
       lbench trend --bisect --dry-run
       lbench trend --bisect --change 2
     """
@@ -171,8 +185,9 @@ def trend(
     where = _archive(archive, results)
     if not where.is_dir():
         raise BadInput("no history archive there", where=str(where), hint="add runs first: lbench history add DIR")
-    site = build_site(where, machine=machine, model=model)
-    index = write_site(site, out_dir or where / "site")
+    out_dir = out_dir or where / "site"
+    site = build_site(where, machine=machine, model=model, points=points, builds=builds, jobs=jobs, out=out_dir)
+    index = write_site(site, out_dir)
     for line in site.index["findings"][:1]:
         print_wrapped(out, line)
     numbered = 0

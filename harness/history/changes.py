@@ -172,15 +172,27 @@ def bisect_command(series: str, model: str, before: int | None, after: int | Non
     return f"lbench bisect --gate -m {shlex.quote(model)} --from {lo} --to {hi}"
 
 
-def detect(points: pd.DataFrame, **params) -> list[ChangePoint]:
-    """Change points of one series' rows (``harness/history/series.py`` columns) for one machine,
-    model and setting, ordered by build then start time."""
+def scale_of(points: pd.DataFrame) -> str:
+    """The scale of the series these rows belong to (``Series.scale``; log when unknown)."""
     from harness.history.series import SERIES
 
     spec = SERIES.get(str(points["series"].iloc[0])) if len(points) else None
-    scale = spec.scale if spec is not None else "log"
-    keep = points["value"].notna() & ((points["value"] >= 0) if scale == "linear" else (points["value"] > 0))
-    pts = points[keep]
+    return spec.scale if spec is not None else "log"
+
+
+def usable(values: np.ndarray, scale: str) -> np.ndarray:
+    """Which values a change point is looked for among: known, and positive on a log scale (>= 0 on
+    a linear one, where a share of 0 is a value)."""
+    values = np.asarray(values, dtype=float)
+    with np.errstate(invalid="ignore"):
+        return ~np.isnan(values) & ((values >= 0) if scale == "linear" else (values > 0))
+
+
+def detect(points: pd.DataFrame, **params) -> list[ChangePoint]:
+    """Change points of one series' rows (``harness/history/series.py`` columns) for one machine,
+    model and setting, ordered by build then start time."""
+    scale = scale_of(points)
+    pts = points[usable(points["value"].to_numpy(dtype=float), scale)]
     pts = pts.sort_values(["build", "started_at", "run_id"], na_position="first").reset_index(drop=True)
     values = pts["value"].to_numpy(dtype=float)
     out = []

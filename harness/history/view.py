@@ -20,4 +20,5 @@ class TrendView:
     def context(self, root: Path, **filters: Any) -> dict:
         from harness.history.trend import build_site
 
-        return build_site(Path(root), machine=filters.get("machine"), model=filters.get("model")).index
+        # the index shows no plot: none is drawn
+        return build_site(Path(root), machine=filters.get("machine"), model=filters.get("model"), plots=False).index

@@ -113,3 +113,63 @@ def test_trend_is_a_registered_view(site):
     context = VIEWS["trend"].context(site["archive"])
     assert VIEWS["trend"].template == "trend_index.html.j2"
     assert context["n_runs"] == 3 * len(BUILDS) and context["changes"]
+
+
+def test_points_lists_the_newest_runs_and_the_command_that_lists_them_all(site, tmp_path):
+    import shlex
+
+    out = tmp_path / "site"
+    r = run_cli("trend", "--archive", str(site["archive"]), "--out", str(out), "--points", "3", "--jobs", "1")
+    assert r.returncode == 0, r.stderr + r.stdout
+    (page,) = out.glob("machine-*.html")
+    html = page.read_text()
+    assert "the newest 3 of 16 runs" in html and "13 older runs of this series not listed" in html
+    (command,) = set(re.findall(r"every run: <code>(lbench history query - --series idle_warm_p50 [^<]*"
+                                r"keep-alive=default[^<]*)</code>", html))
+    args = shlex.split(command.replace("&#39;", "'").replace("&amp;", "&"))
+    listed = run_cli(*args[1:], "--csv")
+    assert listed.returncode == 0, listed.stderr
+    assert len(listed.stdout.strip().splitlines()) == 1 + 16  # header + every idle run
+    newest = sorted(p.name for p in site["archive"].glob("[0-9a-f]*/*-idle-*"))[-3:]
+    table = html.split('id="idle_warm_p50-0"')[1].split("</table>")[0]
+    assert set(re.findall(r'<span class="runid">([^<]+)</span>', table)) == set(newest)
+    browser = chromium()
+    if browser is not None:  # the long command wraps on a phone
+        result = _probe(browser, page, 420, tmp_path)
+        assert result["errors"] == [] and result["scroll_width"] <= result["viewport"], "the page scrolls sideways"
+
+
+def test_a_build_window_keeps_the_newest_builds_and_a_step_at_its_edge(site, tmp_path):
+    out = tmp_path / "site"
+    r = run_cli("trend", "--archive", str(site["archive"]), "--out", str(out), "--builds", "5")
+    assert r.returncode == 0, r.stderr + r.stdout
+    text = " ".join(r.stdout.split())
+    # 10326 is the window's oldest build: the step into it is judged with the runs of 10320 and before
+    assert "lbench bisect --gate -m tiny-q8 --from 10320 --to 10326" in text
+    assert "(each machine's newest 5 builds)" in text
+    (page,) = out.glob("machine-*.html")
+    html = page.read_text()
+    assert "3 older builds not shown" in html and "The newest 5 engine builds" in html
+    shown = set(re.findall(r'<span class="runid">([^<]+)</span>', html))
+    old = {p.name for p in site["archive"].glob("[0-9a-f]*/*") if p.is_dir()
+           and json.loads((p / "manifest.json").read_text())["engine"]["build_number"] < STEP_AT}
+    assert old and not (old & shown)  # no run of an older build listed
+
+
+def test_a_step_older_than_the_window_is_not_reported(site, tmp_path):
+    r = run_cli("trend", "--archive", str(site["archive"]), "--out", str(tmp_path / "site"), "--builds", "3")
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert "--from 10320 --to 10326" not in " ".join(r.stdout.split())
+
+
+def test_bad_bounds_exit_2(site, tmp_path):
+    for args in (("--points", "-1"), ("--builds", "0"), ("--jobs", "0")):
+        r = run_cli("trend", "--archive", str(site["archive"]), "--out", str(tmp_path / "site"), *args)
+        assert r.returncode == 2, args
+
+
+def test_the_default_points_are_the_sites(site):
+    from harness.history.trend import POINTS
+
+    r = run_cli("trend", "--help")
+    assert re.search(rf"--points N .*\[default: {POINTS}[;\]]", " ".join(r.stdout.split()))
