@@ -5,7 +5,10 @@ then Fleming et al.'s merge step keeping points whose two-sided t-test p-value i
 ``MAX_PVALUE``) is run on one machine's series of one (model, setting, metric), one point per run,
 ordered by engine build and then by start time.  Each change point is stated with:
 
-- the builds (and run ids) either side: the last run before the change and the first after;
+- the builds (and run ids) either side: the last run before the change and the first after,
+  the change placed by least squares between its neighbouring change points (``best_split``:
+  Otava says whether there is a change, and its p-value; its position on runs of equal values is
+  not to be trusted);
 - its size: the ratio of the geometric means of the segments after and before it (up to the
   neighbouring change points), with a 95% interval (Welch's t on log values); for a series on a
   linear scale (``Series.scale``: a share of failed requests, which may be 0) the difference of the
@@ -95,8 +98,13 @@ class ChangePoint:
                  "(the machine changed, not the engine)")
         return (f"{self.series} of {self.model} [{self.setting}] on {self.machine_label} went {self.direction} "
                 f"{where}: {self.mean_before:.4g}{unit} -> {self.mean_after:.4g}{unit}, {size} "
-                f"(p={self.pvalue:.2g}, {self.n_before} runs before, "
+                f"({_p_text(self.pvalue)}, {self.n_before} runs before, "
                 f"{self.n_after} after)")
+
+
+def _p_text(pvalue: float) -> str:
+    """Otava's p-value as text; its t-test gives exactly 0 between runs of equal values."""
+    return "p<1e-15" if pvalue < 1e-15 else f"p={pvalue:.2g}"
 
 
 def change_indices(values, *, max_pvalue: float = MAX_PVALUE, window: int = WINDOW,
@@ -111,31 +119,90 @@ def change_indices(values, *, max_pvalue: float = MAX_PVALUE, window: int = WIND
     return [(int(p.index), float(p.stats.pvalue)) for p in points if 0 < p.index < len(x)]
 
 
-def reported_changes(values, scale: str = "log", **params) -> list[tuple[int, float, float, float, float, int, int]]:
-    """Otava's change points that lbench reports: (index, p-value, size, lo, hi, n before, n after),
-    those whose size interval excludes no change (a ratio of 1; on a linear scale a difference of 0)."""
+def reported_changes(values, scale: str = "log", trials=None,
+                     **params) -> list[tuple[int, float, float, float, float, int, int]]:
+    """Otava's change points that lbench reports: (index, p-value, size, lo, hi, n before, n after).
+
+    Each is placed by least squares between its neighbours (``best_split``) and must have
+    ``MIN_SEGMENT`` runs on each side and a size interval that excludes no change (a ratio of 1; on
+    a linear scale a difference of 0).  One that fails is dropped, the weakest first (the smallest
+    difference for its standard error), and its neighbours are placed again, until every one left
+    stands: a spurious cut of Otava's (one run off a level) must not split the real step's segment.
+
+    ``trials``: for a share in percent (``swap_failed_pct``), each point's number of requests; a
+    segment's variance is then at least the binomial variance of its pooled share, so runs of equal
+    shares (0, 0, 0) are not taken as exact (3 of 60 failed against 0 of 60 is no change)."""
     values = np.asarray(values, dtype=float)
-    interval, none = (_difference_interval, 0.0) if scale == "linear" else (_ratio_interval, 1.0)
-    found = change_indices(values, **params)
-    cuts = [0] + [i for i, _ in found] + [len(values)]
-    out = []
-    for j, (index, pvalue) in enumerate(found, start=1):
-        before, after = values[cuts[j - 1]:index], values[index:cuts[j + 1]]
-        if min(len(before), len(after)) < MIN_SEGMENT:
-            continue  # one run apart from its neighbours is an outlier, not a change
-        ratio, lo, hi = interval(before, after)
-        if lo <= none <= hi and (lo < hi or ratio == none):
-            continue  # the size's own interval holds "no change": not reported
-        out.append((index, pvalue, ratio, lo, hi, len(before), len(after)))
-    return out
+    trials = None if trials is None else np.asarray(trials, dtype=float)
+    none = 0.0 if scale == "linear" else 1.0
+
+    def interval(start: int, index: int, stop: int):
+        if scale != "linear":
+            return _ratio_interval(values[start:index], values[index:stop])
+        if trials is None:
+            return _difference_interval(values[start:index], values[index:stop])
+        return _share_interval(values[start:index], values[index:stop], trials[start:index], trials[index:stop])
+
+    scaled = values if scale == "linear" else np.log(values)
+    points = [list(p) for p in change_indices(values, **params)]  # [index, Otava's p-value]
+    while True:
+        cuts = [0] + [i for i, _ in points] + [len(values)]
+        for j, point in enumerate(points, start=1):
+            point[0] = cuts[j] = best_split(scaled, cuts[j - 1], cuts[j + 1], point[0])
+        judged = []
+        for j, (index, pvalue) in enumerate(points, start=1):
+            before, after = values[cuts[j - 1]:index], values[index:cuts[j + 1]]
+            if min(len(before), len(after)) < MIN_SEGMENT:  # one run apart is an outlier, not a change
+                judged.append((False, 0.0, None))
+                continue
+            size, lo, hi = interval(cuts[j - 1], index, cuts[j + 1])
+            holds_none = lo <= none <= hi and (lo < hi or size == none)  # its own interval says "no change"
+            judged.append((not holds_none, _strength(scaled[cuts[j - 1]:index], scaled[index:cuts[j + 1]]),
+                           (index, pvalue, size, lo, hi, len(before), len(after))))
+        failing = [j for j, (ok, _, _) in enumerate(judged) if not ok]
+        if not failing:
+            return [row for _, _, row in judged]
+        del points[min(failing, key=lambda j: judged[j][1])]
 
 
-def _welch(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
-    """Welch's 95% interval of mean(b) - mean(a): (difference, lo, hi)."""
-    from scipy import stats
-
+def _strength(a: np.ndarray, b: np.ndarray) -> float:
+    """|mean(b) - mean(a)| over its standard error (infinite for a shift between two constant runs)."""
     va = a.var(ddof=1) / a.size if a.size > 1 else 0.0
     vb = b.var(ddof=1) / b.size if b.size > 1 else 0.0
+    d = abs(float(b.mean() - a.mean())) if a.size and b.size else 0.0
+    se = math.sqrt(va + vb)
+    return d / se if se > 0 else (math.inf if d > 0 else 0.0)
+
+
+def best_split(x: np.ndarray, start: int, stop: int, found: int) -> int:
+    """Where between its neighbouring change points (``x[start:stop]``) a change Otava found is
+    placed: the split with the least squared error around the two segments' means (the position of
+    one mean shift by least squares), each side at least ``MIN_SEGMENT`` long; the nearest to
+    Otava's own index on a tie.  Otava decides whether there is a change; its position is this,
+    because Otava's t-test takes a stretch of equal values (a share of failed requests of 0, a
+    count of children) as infinitely precise and can cut one run off a level (95, 95 | 100, 25, 5)
+    ahead of the real step."""
+    seg = np.asarray(x[start:stop], dtype=float)
+    n = seg.size
+    if n < 2 * MIN_SEGMENT:
+        return found
+    c1, c2 = np.cumsum(seg), np.cumsum(seg ** 2)
+    k = np.arange(MIN_SEGMENT, n - MIN_SEGMENT + 1)  # the left part's length
+    left = c2[k - 1] - c1[k - 1] ** 2 / k
+    right = (c2[-1] - c2[k - 1]) - (c1[-1] - c1[k - 1]) ** 2 / (n - k)
+    sse = left + right
+    best = np.flatnonzero(sse <= sse.min() + 1e-9 * max(1.0, abs(float(sse.min()))))
+    return int(start + k[best[np.argmin(np.abs(start + k[best] - found))]])
+
+
+def _welch(a: np.ndarray, b: np.ndarray, floor_a: float = 0.0,
+           floor_b: float = 0.0) -> tuple[float, float, float]:
+    """Welch's 95% interval of mean(b) - mean(a): (difference, lo, hi); each mean's variance at least
+    its ``floor``."""
+    from scipy import stats
+
+    va = max(a.var(ddof=1) / a.size if a.size > 1 else 0.0, floor_a)
+    vb = max(b.var(ddof=1) / b.size if b.size > 1 else 0.0, floor_b)
     se = math.sqrt(va + vb)
     d = float(b.mean() - a.mean())
     if se == 0:
@@ -156,6 +223,20 @@ def _ratio_interval(before: np.ndarray, after: np.ndarray) -> tuple[float, float
 def _difference_interval(before: np.ndarray, after: np.ndarray) -> tuple[float, float, float]:
     """mean(after) - mean(before) with Welch's interval (a linear-scale series)."""
     return _welch(np.asarray(before, dtype=float), np.asarray(after, dtype=float))
+
+
+def _share_interval(before: np.ndarray, after: np.ndarray, n_before: np.ndarray,
+                    n_after: np.ndarray) -> tuple[float, float, float]:
+    """The difference of two segments' mean shares (percent), Welch's interval with each mean's
+    variance at least the binomial variance of the segment's pooled share over its requests
+    (Agresti and Caffo's adjusted share, so that a segment of 0 % still has a spread)."""
+    def floor(pct: np.ndarray, n: np.ndarray) -> float:  # Agresti-Caffo: one failure and one success added
+        total = float(np.nansum(n))
+        share = (float(np.nansum(pct / 100.0 * n)) + 1) / (total + 2)
+        return 100.0 ** 2 * share * (1 - share) / (total + 2)
+    d, lo, hi = _welch(np.asarray(before, dtype=float), np.asarray(after, dtype=float),
+                       floor(before, n_before), floor(after, n_after))
+    return d, max(lo, -100.0), min(hi, 100.0)  # a difference of two shares lies within 100 points
 
 
 def bisect_command(series: str, model: str, before: int | None, after: int | None) -> str | None:
@@ -196,7 +277,9 @@ def detect(points: pd.DataFrame, **params) -> list[ChangePoint]:
     pts = pts.sort_values(["build", "started_at", "run_id"], na_position="first").reset_index(drop=True)
     values = pts["value"].to_numpy(dtype=float)
     out = []
-    for index, pvalue, ratio, lo, hi, n_before, n_after in reported_changes(values, scale=scale, **params):
+    trials = pts["n"].to_numpy(dtype=float) if scale == "linear" and pts["n"].notna().all() else None
+    for index, pvalue, ratio, lo, hi, n_before, n_after in reported_changes(values, scale=scale, trials=trials,
+                                                                            **params):
         before, after = values[index - n_before:index], values[index:index + n_after]
         rb, ra = pts.iloc[index - 1], pts.iloc[index]
         bb = None if pd.isna(rb["build"]) else int(rb["build"])
