@@ -69,13 +69,17 @@ class Context:
         return out
 
     @contextmanager
-    def lab(self, models: list[RouterModel], evidence: "Evidence | None" = None, **kw) -> Iterator[Lab]:
+    def lab(self, models: list[RouterModel], evidence: "Evidence | None" = None, run_dir: Path | None = None,
+            **kw) -> Iterator[Lab]:
         """The router scenarios' skeleton: a ``Lab`` (the router, its timeline and sampler) over
         ``models``; with ``evidence``, the lab's events and memory samples are saved as evidence
         tables when the block ends normally, before the router stops (``save_evidence``).  A
-        block that raises (``Inconclusive``) saves nothing, as before."""
-        with Lab(self.binary, models, self.claim_dir, **kw) as lab:
-            self.labs.append(lab)
+        block that raises (``Inconclusive``) saves nothing, as before.  ``run_dir``: a folder of
+        its own (a scenario with several routers); the lab is listed in ``labs`` before its router
+        starts, so one that never came up still gets its recipe."""
+        lab = Lab(self.binary, models, run_dir or self.claim_dir, **kw)
+        self.labs.append(lab)
+        with lab:
             yield lab
             if evidence is not None:
                 save_evidence(lab, evidence)
