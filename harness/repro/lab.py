@@ -424,6 +424,17 @@ class Lab:
             return str(int(pid))
         return f"$(find_child {shell.quote('--alias ' + shell.ere_literal(model) + '( |$)')})"
 
+    def freeze_new_child(self, pid: int) -> None:
+        """``freeze`` for a child lbench stopped within a millisecond of its spawn: the recipe stops
+        the first child not in ``$KNOWN`` (``children_now`` recorded before the spawn)."""
+        self.act('kill -STOP $(new_child "$KNOWN")')
+        os.kill(pid, signal.SIGSTOP)
+
+    def retry_when(self, test: str, why: str, attempts: int) -> None:
+        """When shell ``test`` succeeds after the steps, the recipe's attempt could not create the
+        situation (``why``): it runs again, ``attempts`` times in all, as lbench does."""
+        self.__dict__["retry"] = (test, why, int(attempts))
+
     def freeze(self, pid: int) -> None:
         self.act(f"kill -STOP {self._pid_sh(pid)}")
         os.kill(pid, signal.SIGSTOP)

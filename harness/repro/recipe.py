@@ -45,6 +45,14 @@ _FUNCTIONS = [
     "  for _ in $(seq 100); do p=$(pgrep -P \"$ROUTER_PID\" -f -- \"$1\" | head -n 1); "
     "[ -n \"$p\" ] && { echo \"$p\"; return 0; }; sleep 0.02; done; return 1",
     "}",
+    "children_now() { local f p out=; for f in /proc/\"$ROUTER_PID\"/task/*/children; do "
+    "p=(); read -r -a p < \"$f\" 2>/dev/null; out=\"$out ${p[*]}\"; done; echo \"$out \"; }",
+    "new_child() {  # the first child of the router not in $1, polled with shell builtins only (Linux /proc), 10 s",
+    "  local end=$((SECONDS + 10)) f p q",
+    "  while [ \"$SECONDS\" -lt \"$end\" ]; do for f in /proc/\"$ROUTER_PID\"/task/*/children; do "
+    "p=(); read -r -a p < \"$f\" 2>/dev/null; for q in \"${p[@]}\"; do case \"$1\" in *\" $q \"*) ;; "
+    "*) echo \"$q\"; return 0 ;; esac; done; done; done; return 1",
+    "}",
     "sse_count() { M=\"$1\" S=\"$2\" awk -F '\\t' '$2 == ENVIRON[\"M\"] && $3 == ENVIRON[\"S\"]' \"$WORK/sse.txt\" "
     "2>/dev/null | wc -l | tr -d ' '; }",
     "wait_sse() {  # until /models/sse has sent more than $3 events of model $1 with status $2, at most $4 s",
@@ -306,6 +314,12 @@ def write_recipes(labs: list[Lab], path, spec: ClaimSpec | None = None, lbench_v
         lines += ['WORK=$TOP']
     for lab in labs:
         unmeasured.update(getattr(lab, "unmeasured", {}) or {})
+        if getattr(lab, "retry", None):
+            test, why, attempts = lab.retry
+            lines += [f"if {test}; then", f"  echo {shell.quote('attempt ')}\"${{ATTEMPT:-1}}\"{shell.quote(': ' + shell.inert(why))}",
+                      f'  if [ "${{ATTEMPT:-1}}" -lt {attempts} ]; then ATTEMPT=$((${{ATTEMPT:-1}} + 1)) exec bash "$0"; fi',
+                      f"  echo {shell.quote(f'verdict: not checked by this script: the situation was not created in {attempts} attempts')}",
+                      f"  exit {EXIT_NOT_CHECKED}", "fi"]
     checks = list(spec.check) if spec is not None else None
     lines += verdict_lines(names, unmeasured, checks, lbench_verdict)
     path.write_text("\n".join(lines) + "\n")

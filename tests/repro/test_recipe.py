@@ -394,3 +394,48 @@ def test_a_figure_no_shell_tool_measures_says_why(tmp_path):
     done = _run_checks(tmp_path, lab, [Requirement("ok", "==", 1), Requirement("spawns_seen", ">=", 10)], "holds")
     assert done.returncode == 3
     assert "  spawns_seen: read from the kernel's process events connector" in done.stdout
+
+
+@pytest.mark.parametrize("one_per_tick", [False, True])
+def test_one_tick_evictions_in_shell_stop_at_the_first_exit(tmp_path, one_per_tick):
+    """``tick_evictions`` in shell: the tick lines between Y's request and the thaw, before any exit line
+    there (the negated rule: one line, the next only after the first victim exited)."""
+    lines = ["srv  evicting idle LRU name=zz for a queued request",  # before Y's mark: not counted
+             "srv  request for name=y queued at position 2",
+             "srv  evicting idle LRU name=a for a queued request"]
+    lines += (["srv  instance name=a exited with status 0", "srv  evicting idle LRU name=b for a queued request"]
+              if one_per_tick else ["srv  evicting idle LRU name=b for a queued request",
+                                    "srv  instance name=a exited with status 0"])
+    (tmp_path / "router.stderr.log").write_text("\n".join(lines + ["srv  evicting idle LRU name=c for a queued request"])
+                                                + "\n")
+    from harness.repro.victim_scenarios import tick_lines_sh
+
+    window = tick_lines_sh("y", "thaw")
+    count = _bash(f"L_y=1; L_thaw=5; {window} | wc -l | tr -d ' '", tmp_path).stdout.strip()
+    assert count == ("1" if one_per_tick else "2")
+
+
+def test_a_recipe_runs_again_when_its_attempt_could_not_create_the_situation(tmp_path):
+    """``retry_when``: the script execs itself again (``ATTEMPT``), as lbench tries again, then gives up."""
+    from harness.repro.recipe import write_recipes
+
+    lab = _lab(tmp_path, None)
+    stub = tmp_path / "llama-server"
+    stub.write_text("#!/bin/sh\nexit 1\n")
+    stub.chmod(0o755)
+    lab.start_may_fail = True
+    lab.figure("ok", "echo 1")
+    lab.retry_when('[ "${ATTEMPT:-1}" -lt 2 ]', "the first attempt always fails here", 3)
+    write_recipes([lab], lab.run_dir / "recipe.sh", _spec(Requirement("ok", "==", 1)), "holds")
+    env = {"PATH": "/usr/bin:/bin", "LLAMA_SERVER": str(stub), "PORT": "1", "TMPDIR": str(tmp_path)}
+    done = subprocess.run([BASH, str(lab.run_dir / "recipe.sh")], capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("attempt 1: the first attempt always fails here") == 1
+    assert done.stdout.strip().endswith("reproduced")
+    lab.retry_when("true", "never", 2)
+    write_recipes([lab], lab.run_dir / "recipe.sh", _spec(Requirement("ok", "==", 1)), "holds")
+    never = subprocess.run([BASH, str(lab.run_dir / "recipe.sh")], capture_output=True, text=True, timeout=60,
+                           cwd=tmp_path, env=env)
+    assert never.returncode == 3 and "attempt 2: never" in never.stdout
+    assert "not created in 2 attempts" in never.stdout.strip().splitlines()[-1]
