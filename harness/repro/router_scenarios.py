@@ -350,15 +350,16 @@ def sleeping_slot(ctx: Context, p: SleepParams) -> Evidence:
     lab.figure("b_spawned_after_a_exited",
                lab.sh_flag(f'u=$({lab.sh_sse_first(a, "unloaded", "b")}); l=$({lab.sh_sse_first(b, "loading", "b")}); '
                            '[ -n "$u" ] && [ -n "$l" ] && awk -v u="$u" -v l="$l" \'BEGIN {exit !(u <= l)}\''),
-               f"/models/sse sent {a} unloaded before {b} loading (after the request for {b}); lbench compares "
-               f"{a}'s unloaded event with {b}'s spawn line")
+               f"/models/sse sent {a} unloaded before {b} loading (after the request for {b}), as lbench judges it")
     after = evs[evs["t_s"] >= t_b]
     evict_a = after[(after["kind"].isin(["evict", "stop_sent"])) & (after["model"] == a)]
-    spawn_b = after[(after["kind"] == "spawn") & (after["model"] == b)]
+    # both from /models/sse, one stream in the router's order: A's "unloaded" against B's "loading"
+    # (B's spawn line against A's event compared two streams: the event can arrive after the line)
+    loading_b = after[(after["kind"] == "status:loading") & (after["model"] == b)]
     exit_a = after[(after["kind"] == "status:unloaded") & (after["model"] == a)]
     ev.figures.update(a_slept=True, a_evicted_for_b=not evict_a.empty,
-                      b_spawned_after_a_exited=bool(not spawn_b.empty and not exit_a.empty
-                                                    and spawn_b["t_s"].iloc[0] >= exit_a["t_s"].iloc[0]),
+                      b_spawned_after_a_exited=bool(not loading_b.empty and not exit_a.empty
+                                                    and loading_b["t_s"].iloc[0] >= exit_a["t_s"].iloc[0]),
                       models_max=1)
     ev.lines = lab.lines("status:sleeping", "evict", "stop_sent", "status:unloaded", "spawn")[:10]
     return ev
