@@ -55,6 +55,8 @@ class Context:
     claim_dir: Path
     resolve: Callable[[str], ResolvedModel]
     labs: list[Lab] = field(default_factory=list)  # the labs ``lab`` opened (their recipes get the checks)
+    # scenarios without a router lab: each writes its recipe.sh given (spec, lbench's verdict for the repetition)
+    recipe_writers: list[Callable[..., None]] = field(default_factory=list)
 
     def router_models(self, refs: list[str], **per_model) -> list[RouterModel]:
         names: dict[str, int] = {}

@@ -314,12 +314,14 @@ def write_recipes(labs: list[Lab], path, spec: ClaimSpec | None = None, lbench_v
         lines += ['WORK=$TOP']
     for lab in labs:
         unmeasured.update(getattr(lab, "unmeasured", {}) or {})
-        if getattr(lab, "retry", None):
-            test, why, attempts = lab.retry
-            lines += [f"if {test}; then", f"  echo {shell.quote('attempt ')}\"${{ATTEMPT:-1}}\"{shell.quote(': ' + shell.inert(why))}",
-                      f'  if [ "${{ATTEMPT:-1}}" -lt {attempts} ]; then ATTEMPT=$((${{ATTEMPT:-1}} + 1)) exec bash "$0"; fi',
-                      f"  echo {shell.quote(f'verdict: not checked by this script: the situation was not created in {attempts} attempts')}",
-                      f"  exit {EXIT_NOT_CHECKED}", "fi"]
+        retry = getattr(lab, "retry", None)
+        if retry:
+            test, why, attempts = retry
+            gave_up = f"verdict: not checked by this script: the situation was not created in {attempts} attempts"
+            lines += [f"if {test}; then",
+                      f"  echo {shell.quote('attempt ')}\"${{ATTEMPT:-1}}\"{shell.quote(': ' + shell.inert(why))}",
+                      f'  if [ "${{ATTEMPT:-1}}" -lt {attempts} ]; then ATTEMPT=$((${{ATTEMPT:-1}} + 1)) exec bash "$0"; '
+                      "fi", f"  echo {shell.quote(gave_up)}", f"  exit {EXIT_NOT_CHECKED}", "fi"]
     checks = list(spec.check) if spec is not None else None
     lines += verdict_lines(names, unmeasured, checks, lbench_verdict)
     path.write_text("\n".join(lines) + "\n")

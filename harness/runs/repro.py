@@ -83,6 +83,8 @@ def _recipes_with_checks(ctx: Context, rep_dir, spec: ClaimSpec, figures: dict) 
             write_recipe(lab, spec, verdict)
         if inner and not own:  # one recipe runs them all, in order, and judges the claim
             write_recipes(inner, rep_dir / "recipe.sh", spec, verdict)
+        for write in ctx.recipe_writers:
+            write(spec, verdict)
     except Exception as exc:  # the recipe must never hide the claim's verdict
         (rep_dir / "recipe.sh").write_text(f"# recipe could not be written: {type(exc).__name__}\n")
 
