@@ -148,6 +148,17 @@ def port_was_taken(router_log_tail: str) -> bool:
     return "bind" in text or "address already in use" in text
 
 
+def router_argv(binary: Binary, port: int, preset_path: Path, models_max: int | None,
+                sleep_idle_seconds: int | None = None, extra_args: list[str] | None = None) -> list[str]:
+    """The router's command line (also what ``recipe.sh`` runs for a router that never came up)."""
+    argv = [str(binary.path), "--host", HOST, "--port", str(port), "--models-preset", str(preset_path), "--no-webui"]
+    if models_max is not None:  # None: leave it to the env var / preset / default
+        argv += ["--models-max", str(models_max)]
+    if sleep_idle_seconds is not None:
+        argv += ["--sleep-idle-seconds", str(sleep_idle_seconds)]
+    return argv + list(extra_args or [])
+
+
 class RouterProcess:
     """A running router.  ``on_event`` is called (from reader threads) for every event."""
 
@@ -181,13 +192,7 @@ class RouterProcess:
         for attempt in range(1, BIND_ATTEMPTS + 1):  # a free port can be taken between probe and bind
             self.port = free_port()
             self.base_url = f"http://{HOST}:{self.port}"
-            self.argv = [str(binary.path), "--host", HOST, "--port", str(self.port), "--models-preset",
-                         str(self.preset_path), "--no-webui"]
-            if models_max is not None:  # None: leave it to the env var / preset / default
-                self.argv += ["--models-max", str(models_max)]
-            if sleep_idle_seconds is not None:
-                self.argv += ["--sleep-idle-seconds", str(sleep_idle_seconds)]
-            self.argv += list(extra_args or [])
+            self.argv = router_argv(binary, self.port, self.preset_path, models_max, sleep_idle_seconds, extra_args)
             self.proc = processes.spawn(self.argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                         stdin=subprocess.PIPE)  # children exit when the router's stdin closes
             self.pid = self.proc.pid

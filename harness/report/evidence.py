@@ -161,16 +161,49 @@ def repro_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[st
                      f"sha256 `{md(engine.get('sha256'))}`")
         claim_dir = run.dir / str(r.get("evidence_dir") or "")
         inside = untrusted_inside(run.dir, claim_dir) and claim_dir.is_dir()  # a path from a table stays in the run
-        recipes = sorted(p for p in claim_dir.rglob("recipe.sh") if untrusted_inside(run.dir, p)) if inside else []
+        recipes = claim_recipes(run.dir, claim_dir) if inside else []
         logs = sorted(p.relative_to(run.dir) for p in claim_dir.rglob("*.log")) if inside else []
         if logs:
             parts.append("- raw logs: " + ", ".join(f"`{md(x)}`" for x in logs))
         parts.append("")
-        recipe = _recipe_text(recipes[0]) if recipes else None
-        if recipe is not None:
-            parts += ["<details><summary>Rerun without lbench (recipe.sh)</summary>", "",
-                      *shell.fence(recipe.rstrip(), "sh"), "", "</details>", ""]
+        parts += _recipe_blocks(claim_dir, recipes, r.get("verdict"))
     return "\n".join(parts), []
+
+
+def claim_recipes(run_dir: Path, claim_dir: Path) -> list[Path]:
+    """The recipes a claim's verdict rests on: ``claims/<id>/recipe.sh``, or one per repetition
+    (``rep-N/recipe.sh``, in repetition order).  Not the recipes of a scenario's single routers
+    (``control/``, ``case/``: the claim's own recipe runs them all) nor of failed attempts."""
+    own = claim_dir / "recipe.sh"
+    if untrusted_inside(run_dir, own) and own.is_file():
+        return [own]
+    reps = [d for d in claim_dir.glob("rep-*") if re.fullmatch(r"rep-[0-9]+", d.name) and d.is_dir()]
+    reps.sort(key=lambda d: int(d.name[4:]))
+    found = [d / "recipe.sh" for d in reps]
+    if not found:  # a run from before the claim's own recipe covered its several routers
+        found = sorted(d / "recipe.sh" for d in claim_dir.iterdir() if d.is_dir() and not d.name.startswith("failed-"))
+    return [p for p in found if untrusted_inside(run_dir, p) and p.is_file()]
+
+
+def _recipe_blocks(claim_dir: Path, recipes: list[Path], verdict: object) -> list[str]:
+    """One collapsed block per recipe; for a repeated claim, every repetition's, with how lbench
+    combined their verdicts (each script compares its own verdict with that repetition's)."""
+    texts = [(p, _recipe_text(p)) for p in recipes]
+    texts = [(p, t) for p, t in texts if t is not None]
+    if not texts:
+        return []
+    parts: list[str] = []
+    if len(texts) > 1:
+        parts += [f"Rerun without lbench: {len(texts)} scripts, one per repetition. Each runs its repetition against "
+                  "a fresh router and exits 0 when its verdict is the one lbench found for that repetition; lbench's "
+                  f"verdict over all of them ({md(verdict)}) is \"holds\" when every check is met in every repetition, "
+                  "\"contradicted\" when some check fails in all of them, else \"inconclusive\".", ""]
+    for i, (path, text) in enumerate(texts, start=1):
+        where = md(path.relative_to(claim_dir).as_posix())
+        title = (f"Rerun without lbench ({where}, repetition {i} of {len(texts)})" if len(texts) > 1
+                 else f"Rerun without lbench ({where})")
+        parts += [f"<details><summary>{title}</summary>", "", *shell.fence(text.rstrip(), "sh"), "", "</details>", ""]
+    return parts
 
 
 def _summary_line(run: Run) -> str:

@@ -55,6 +55,8 @@ class Context:
     claim_dir: Path
     resolve: Callable[[str], ResolvedModel]
     labs: list[Lab] = field(default_factory=list)  # the labs ``lab`` opened (their recipes get the checks)
+    # scenarios without a router lab: each writes its recipe.sh given (spec, lbench's verdict for the repetition)
+    recipe_writers: list[Callable[..., None]] = field(default_factory=list)
 
     def router_models(self, refs: list[str], **per_model) -> list[RouterModel]:
         names: dict[str, int] = {}
@@ -69,13 +71,17 @@ class Context:
         return out
 
     @contextmanager
-    def lab(self, models: list[RouterModel], evidence: "Evidence | None" = None, **kw) -> Iterator[Lab]:
+    def lab(self, models: list[RouterModel], evidence: "Evidence | None" = None, run_dir: Path | None = None,
+            **kw) -> Iterator[Lab]:
         """The router scenarios' skeleton: a ``Lab`` (the router, its timeline and sampler) over
         ``models``; with ``evidence``, the lab's events and memory samples are saved as evidence
         tables when the block ends normally, before the router stops (``save_evidence``).  A
-        block that raises (``Inconclusive``) saves nothing, as before."""
-        with Lab(self.binary, models, self.claim_dir, **kw) as lab:
-            self.labs.append(lab)
+        block that raises (``Inconclusive``) saves nothing, as before.  ``run_dir``: a folder of
+        its own (a scenario with several routers); the lab is listed in ``labs`` before its router
+        starts, so one that never came up still gets its recipe."""
+        lab = Lab(self.binary, models, run_dir or self.claim_dir, **kw)
+        self.labs.append(lab)
+        with lab:
             yield lab
             if evidence is not None:
                 save_evidence(lab, evidence)

@@ -50,6 +50,23 @@ def equivalence_figures(verdicts: list, *, margin: float, models: list[str], sta
             "worst_ratio_ci_high": round(worst.ratio_ci[1], 4)}
 
 
+WARMUP = 3
+
+
+def _recipe_model(model, server, engine) -> dict:
+    """What the recipe needs of one model: how to get it, the server's command line, the request."""
+    from harness.models.gguf_info import file_sha256, read_model_info
+    from harness.repro.idle_recipe import body_text, changed_env
+
+    try:
+        info = read_model_info(model.path).as_dict()
+    except Exception:  # the recipe names it by hash all the same
+        info = {}
+    env, _ = engine.environment(Setting())
+    return {**info, "label": model.label, "path": str(model.path), "sha256": file_sha256(model.path),
+            "argv": list(server.argv), "body": body_text(server.client.body), "env": changed_env(env)}
+
+
 def idle_equivalence(ctx, p: EquivalenceParams) -> Evidence:
     """Fresh servers per model; per (model, long pause) an equivalence verdict against the short pauses."""
     from harness.analysis.verdicts import VerdictConfig, decide_groups
@@ -60,6 +77,7 @@ def idle_equivalence(ctx, p: EquivalenceParams) -> Evidence:
     starts, reps, margin = int(p.starts), int(p.reps), float(p.margin)
     rows: list[dict] = []
     labels = []
+    recipe_models: list[dict] = []
     for ref in refs:
         model = ctx.resolve(ref)
         labels.append(model.label)
@@ -67,10 +85,25 @@ def idle_equivalence(ctx, p: EquivalenceParams) -> Evidence:
         for start in range(1, starts + 1):
             log = ctx.claim_dir / "logs" / f"server-{model.label}-{start}.log"
             with engine.start(model.path, Setting(), log) as server:
-                run_idle_sweep(server, short + long, reps=reps, seed=start, warmup=3,
+                if start == 1:
+                    recipe_models.append(_recipe_model(model, server, engine))
+                run_idle_sweep(server, short + long, reps=reps, seed=start, warmup=WARMUP,
                                emit=lambda row, s=start, m=model.label: rows.append({**row, "model": m, "start": s}))
     frame = pd.DataFrame(rows)
     write_evidence_table(frame, ctx.claim_dir, "samples")
+
+    def recipe(spec, verdict: str) -> None:  # recipe.sh, once lbench's verdict is known
+        from harness.analysis.verdicts import ALPHA, MIN_SAMPLES
+        from harness.repro.idle_recipe import write_equivalence_recipe
+        from harness.workloads.idle import pause_schedule
+
+        schedules = {s: [p for _, p in pause_schedule(short + long, reps, s)] for s in range(1, starts + 1)}
+        write_equivalence_recipe(ctx.claim_dir / "recipe.sh", spec=spec, lbench_verdict=verdict, binary=ctx.binary,
+                                 models=recipe_models, short=short, long=long, starts=starts, reps=reps,
+                                 margin=margin, alpha=ALPHA, min_samples=MIN_SAMPLES, warmup=WARMUP,
+                                 schedules=schedules)
+
+    ctx.recipe_writers.append(recipe)
     verdicts = decide_groups(equivalence_groups(frame, short, long), VerdictConfig(margin=margin))
     ev = Evidence(figures=equivalence_figures(verdicts, margin=margin, models=labels, starts=starts, long=long))
     ev.lines = [v.line() for v in verdicts]

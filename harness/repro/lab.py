@@ -71,6 +71,9 @@ class Lab:
     actions: list[str] = field(default_factory=list)  # what the harness did, as shell lines
     shell_figures: dict[str, tuple[str, str]] = field(default_factory=dict)  # figure -> (shell command, how)
     given: dict[str, object] = field(default_factory=dict)  # figures that are settings of the experiment
+    unmeasured: dict[str, str] = field(default_factory=dict)  # figures no shell tool can measure -> why
+    start_may_fail: bool = False  # the claim is about whether the router starts: the recipe goes on when it does not
+    start_failed: bool = False  # the router never came up (EngineError at the start)
 
     def __post_init__(self) -> None:
         self.t0 = time.perf_counter()
@@ -85,7 +88,17 @@ class Lab:
 
     @property
     def router(self) -> RouterProcess:
-        return self.session.backend
+        """The running router; for one that never came up, its command line and preset (the ones
+        RouterProcess wrote and ran) so its recipe can still start it."""
+        if self.session.backend is not None:
+            return self.session.backend
+        from types import SimpleNamespace
+
+        from harness.engines.router import router_argv
+
+        preset = self.run_dir / "preset.ini"
+        return SimpleNamespace(argv=router_argv(self.binary, 0, preset, self.models_max, self.sleep_idle_seconds),
+                               preset_path=preset)  # type: ignore[return-value]
 
     @property
     def events(self) -> list[TimelineEvent]:
@@ -96,7 +109,12 @@ class Lab:
         return self.session.samples
 
     def __enter__(self) -> "Lab":
-        self.session.__enter__()
+        try:
+            self.session.__enter__()
+        except EngineError:
+            self.start_failed = True
+            self._write_recipe()
+            raise
         self.http = httpx.Client(base_url=self.router.base_url, timeout=120, trust_env=False,
                                  limits=httpx.Limits(max_keepalive_connections=0))
         return self
@@ -104,6 +122,9 @@ class Lab:
     def __exit__(self, *exc: object) -> None:
         self.http.close()
         self.session.close()
+        self._write_recipe()
+
+    def _write_recipe(self) -> None:
         from harness.repro.recipe import write_recipe
 
         try:
@@ -128,6 +149,10 @@ class Lab:
     def given_figure(self, name: str, value: object) -> None:
         """Figure ``name`` is a setting of the experiment (``models_max``), not an observation."""
         self.given[name] = value
+
+    def unmeasurable(self, name: str, why: str) -> None:
+        """Figure ``name`` cannot be measured by a shell script; ``why`` is printed by the recipe."""
+        self.unmeasured[name] = why
 
     def mark(self, name: str) -> None:
         """A time mark in the recipe (``T_<name>``, seconds from ``now``)."""
@@ -173,14 +198,43 @@ class Lab:
                 f"grep -cE -- {shell.quote(ere)}")
 
     @staticmethod
-    def sh_log_first_evicted() -> str:
-        """The model named by the router log's first eviction line, in any of the forms the builds
-        write (empty when there is none)."""
+    def sh_log_first_evicted(after: str | None = None, until: str | None = None) -> str:
+        """The model named by the router log's first eviction line (after log mark ``after``, up to
+        mark ``until``), in any of the forms the builds write (empty when there is none)."""
         forms = ["s/.*evicting idle LRU name=(.*) (for a queued request|to make room for name=).*$/\\1/",
                  "s/.*model name=(.*) went idle, giving up its slot.*$/\\1/",
                  "s/.*removing LRU name=(.*[^[:space:]])[[:space:]]*$/\\1/"]
-        return (f"grep -m 1 -E -- {shell.quote(log_ere('evict', None))} \"$WORK/router.stderr.log\" | sed -E "
+        return (f"{Lab.sh_log_lines(after, until)} | grep -m 1 -E -- {shell.quote(log_ere('evict', None))} | sed -E "
                 + " ".join(f"-e {shell.quote(f)}" for f in forms))
+
+    @staticmethod
+    def sh_log_lines(after: str | None = None, until: str | None = None) -> str:
+        """The router log's lines after log mark ``after`` (None: from the start) up to mark ``until``."""
+        if after is None and until is None:
+            return "cat \"$WORK/router.stderr.log\""
+        first = f"$((L_{shell.env_name(after)} + 1))" if after else "1"
+        last = f"${{L_{shell.env_name(until)}}}" if until else "\\$"
+        return f"sed -n \"{first},{last}p\" \"$WORK/router.stderr.log\""
+
+    @staticmethod
+    def sh_log_line_of(kind: str | tuple[str, ...], model: str | None, after: str | None = None) -> str:
+        """The log line number (the whole log's) of the first ``kind`` line for ``model`` after
+        log mark ``after``; empty when there is none."""
+        ere = log_ere(kind, model)
+        if ere is None:
+            raise ValueError(f"no fixed router log text for {kind!r}")
+        start = f"$((L_{shell.env_name(after)} + 1))" if after else "1"
+        return (f"RE={shell.quote(ere)} awk -v s=\"{start}\" 'NR >= s && $0 ~ ENVIRON[\"RE\"] {{print NR; exit}}' "
+                "\"$WORK/router.stderr.log\"")
+
+    # ---- the recipe's /models/sse capture: "time<TAB>model<TAB>status" lines in $WORK/sse.txt ----
+    @staticmethod
+    def sh_sse_first(model: str, status: str, after_mark: str | None = None) -> str:
+        """The recipe's time of the first ``status`` event of ``model`` on /models/sse (after time
+        mark ``after_mark``); empty when there is none."""
+        since = f"$T_{shell.env_name(after_mark)}" if after_mark else "0"
+        return (f"M={shell.quote(model)} S={shell.quote(status)} awk -F '\\t' -v a=\"{since}\" "
+                "'$2 == ENVIRON[\"M\"] && $3 == ENVIRON[\"S\"] && $1 >= a {print $1; exit}' \"$WORK/sse.txt\"")
 
     @staticmethod
     def sh_log_order(kind: str, models: list[str]) -> str:
@@ -270,7 +324,9 @@ class Lab:
         seen = sum(1 for e in list(self.events)
                    if e.kind == kind and (model is None or e.model == model) and self.rel(e.t) < after)
         ere = log_ere(kind, model)
-        if ere is None:
+        if kind.startswith("status:") and model is not None:  # the recipe's /models/sse capture
+            self.act(f"wait_sse {shell.quote(model)} {shell.quote(kind[7:])} {int(seen)} {float(timeout):g}")
+        elif ere is None:
             self.note(f"(lbench waited up to {timeout:g} s for a {kind} event here)")
         else:
             self.act(f"wait_log {shell.quote(ere)} {int(seen)} {float(timeout):g}")
@@ -319,7 +375,10 @@ class Lab:
 
     def post(self, path: str, model: str) -> Reply:
         n = self._next_reply()
-        self.act(_curl(path, {"model": model}, 120, None, n))
+        line = _curl(path, {"model": model}, 120, None, n)
+        if threading.current_thread() is not threading.main_thread():  # sent in the background: its end noted
+            line = f"{{ {line}; now > \"$WORK/reply-{n}.done\"; }} &"
+        self.act(line)
         t_send = time.perf_counter()
         try:
             r = self.http.post(path, json={"model": model})
@@ -363,7 +422,18 @@ class Lab:
         model = getattr(self, "_pid_model", {}).get(pid)
         if not model:
             return str(int(pid))
-        return f"$(pgrep -P \"$ROUTER_PID\" -f -- {shell.quote('--alias ' + shell.ere_literal(model) + '( |$)')})"
+        return f"$(find_child {shell.quote('--alias ' + shell.ere_literal(model) + '( |$)')})"
+
+    def freeze_new_child(self, pid: int) -> None:
+        """``freeze`` for a child lbench stopped within a millisecond of its spawn: the recipe stops
+        the first child not in ``$KNOWN`` (``children_now`` recorded before the spawn)."""
+        self.act('kill -STOP $(new_child "$KNOWN")')
+        os.kill(pid, signal.SIGSTOP)
+
+    def retry_when(self, test: str, why: str, attempts: int) -> None:
+        """When shell ``test`` succeeds after the steps, the recipe's attempt could not create the
+        situation (``why``): it runs again, ``attempts`` times in all, as lbench does."""
+        self.__dict__["retry"] = (test, why, int(attempts))
 
     def freeze(self, pid: int) -> None:
         self.act(f"kill -STOP {self._pid_sh(pid)}")

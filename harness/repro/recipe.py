@@ -35,13 +35,53 @@ _FUNCTIONS = [
     'log_count() { grep -cE -- "$1" "$WORK/router.stderr.log" 2>/dev/null || true; }',
     'log_first() { grep -nE -- "$1" "$WORK/router.stderr.log" 2>/dev/null | head -n 1 | cut -d: -f1; }',
     "wait_log() {  # until the router log holds more than $2 lines matching ERE $1, at most $3 s",
-    '  end=$(awk -v a="$(now)" -v b="$3" \'BEGIN {print a + b}\')',
+    '  end=$(awk -v a="$(now)" -v b="$3" \'BEGIN {printf \"%.3f\\n\", a + b}\')',
     '  while [ "$(log_count "$1")" -le "$2" ]; do',
     '    awk -v a="$(now)" -v b="$end" \'BEGIN {exit !(a >= b)}\' && { echo "(waited $3 s for: $1; going on)"; return 1; }',
     "    sleep 0.02",
     "  done",
     "}",
+    "find_child() {  # PID of the router's child whose command line matches ERE $1 (waits up to 2 s)",
+    "  for _ in $(seq 100); do p=$(pgrep -P \"$ROUTER_PID\" -f -- \"$1\" | head -n 1); "
+    "[ -n \"$p\" ] && { echo \"$p\"; return 0; }; sleep 0.02; done; return 1",
+    "}",
+    "children_now() { local f p out=; for f in /proc/\"$ROUTER_PID\"/task/*/children; do "
+    "p=(); read -r -a p < \"$f\" 2>/dev/null; out=\"$out ${p[*]}\"; done; echo \"$out \"; }",
+    "new_child() {  # the first child of the router not in $1, polled with shell builtins only (Linux /proc), 10 s",
+    "  local end=$((SECONDS + 10)) f p q",
+    "  while [ \"$SECONDS\" -lt \"$end\" ]; do for f in /proc/\"$ROUTER_PID\"/task/*/children; do "
+    "p=(); read -r -a p < \"$f\" 2>/dev/null; for q in \"${p[@]}\"; do case \"$1\" in *\" $q \"*) ;; "
+    "*) echo \"$q\"; return 0 ;; esac; done; done; done; return 1",
+    "}",
+    "sse_count() { M=\"$1\" S=\"$2\" awk -F '\\t' '$2 == ENVIRON[\"M\"] && $3 == ENVIRON[\"S\"]' \"$WORK/sse.txt\" "
+    "2>/dev/null | wc -l | tr -d ' '; }",
+    "wait_sse() {  # until /models/sse has sent more than $3 events of model $1 with status $2, at most $4 s",
+    '  end=$(awk -v a="$(now)" -v b="$4" \'BEGIN {printf \"%.3f\\n\", a + b}\')',
+    '  while [ "$(sse_count "$1" "$2")" -le "$3" ]; do',
+    '    awk -v a="$(now)" -v b="$end" \'BEGIN {exit !(a >= b)}\' && { echo "(waited $4 s for $1 $2 on /models/sse; '
+    'going on)"; return 1; }',
+    "    sleep 0.02",
+    "  done",
+    "}",
+    "models_loaded() {  # how many of the models named ($@) $WORK/models.json (GET /models) lists as loaded",
+    "  perl -MJSON::PP -e 'my %want = map { $_ => 1 } @ARGV[1 .. $#ARGV]; my $n = 0; "
+    "my $d = eval { local $/; open my $f, q{<}, $ARGV[0] or die; decode_json(<$f>) } || {}; "
+    "for (@{$d->{data} || []}) { $n++ if $want{$_->{id} // q{}} && (($_->{status} || {})->{value} // q{}) eq q{loaded} } "
+    "print qq{$n\\n}' \"$WORK/models.json\" \"$@\"",
+    "}",
 ]
+
+# /models/sse, every event stamped with the script's clock: "time<TAB>model<TAB>status" (perl's core JSON::PP)
+_SSE = ("( curl -sN \"http://127.0.0.1:$PORT/models/sse\" | perl -MJSON::PP -MTime::HiRes=time -ne 'BEGIN { $| = 1 } "
+        "next unless s/^data:\\s*//; my $d = eval { decode_json($_) } or next; my $m = $d->{model} // q{}; "
+        "my $s = ($d->{data} || {})->{status} // q{}; s/[\\t\\n]/ /g for $m, $s; "
+        "printf qq{%.3f\\t%s\\t%s\\n}, time, $m, $s' ) > \"$WORK/sse.txt\" 2>/dev/null &")
+
+# the router's tree every 20 ms by ps (zombies left out, as lbench's sampler does): children alive, RSS of the
+# router and its children (KiB), the router's RSS, the largest child's
+_SAMPLER = ("( while kill -0 \"$ROUTER_PID\" 2>/dev/null; do ps -A -o pid=,ppid=,stat=,rss= | awk -v r=\"$ROUTER_PID\" "
+            "'$1 == r {root = $4} $2 == r && $3 !~ /^Z/ {n++; t += $4; if ($4 > m) m = $4} "
+            "END {print n + 0, root + t, root + 0, m + 0}'; sleep 0.02; done ) > \"$WORK/children.txt\" 2>/dev/null &")
 
 _CHECK = [
     "met=0; failed=0; soft=0; missing=0",
@@ -68,14 +108,14 @@ def shell_value(value: object) -> str:
     return str(value)
 
 
-def _models(lab: Lab) -> tuple[list[str], dict[str, str]]:
+def _models(models: list) -> tuple[list[str], dict[str, str]]:
     """Lines naming each model (model_recipe + hash check) and its variable, by model path."""
     from harness.models.gguf_info import file_sha256, read_model_info
     from harness.report.rerun import _hash_check, model_recipe
 
     lines: list[str] = []
     by_path: dict[str, str] = {}
-    for i, m in enumerate(getattr(lab, "models", []) or [], start=1):
+    for m in models:
         path = str(m.path)
         if path in by_path:
             continue
@@ -87,7 +127,7 @@ def _models(lab: Lab) -> tuple[list[str], dict[str, str]]:
             lines.append(shell.comment(f"{m.name}: model file unreadable now ({exc})"))
         described = {**info, "label": m.name, "path": path, "sha256": sha}
         lines += [shell.comment(line[2:] if line.startswith("# ") else line) for line in model_recipe(described)]
-        var = f"MODEL_{i}"
+        var = f"MODEL_{len(by_path) + 1}"
         lines.append(f"{var}=${{{var}:-{shell.quote(m.name + '.gguf')}}}")
         lines.append(f'[ -f "${var}" ] || {{ echo "model file missing: ${var} (make it as the comment above says, '
                      f'or set {var}=/path/to/it)" >&2; exit 2; }}')
@@ -112,35 +152,49 @@ def _var(figure: str, names: dict[str, str]) -> str:
     return names.setdefault(figure, f"FIG_{len(names) + 1}")
 
 
-def check_section(lab: Lab, checks: list[Requirement] | None, lbench_verdict: str | None) -> list[str]:
-    """The figures, the claim's checks in shell, and the final verdict lines (always printed)."""
-    shell_figures = dict(getattr(lab, "shell_figures", {}) or {})
-    given = dict(getattr(lab, "given", {}) or {})
-    names: dict[str, str] = {}
-    lines = ["# ---- what this script observed (computed before the router stops)", 'echo "figures observed:"']
-    for figure, (command, how) in shell_figures.items():
+_STOP = ['kill ${SAMPLER_PID:+"$SAMPLER_PID"} ${SSE_PID:+"$SSE_PID"} 2>/dev/null; kill "$ROUTER_PID" 2>/dev/null; '
+         'wait "$ROUTER_PID" 2>/dev/null',
+         'echo "logs in $WORK"']
+
+
+def figure_lines(lab: Lab, names: dict[str, str], extra: dict[str, tuple[str, str]] | None = None) -> list[str]:
+    """The figures ``lab``'s scenario said how to compute in shell (and ``extra``), and its settings, printed."""
+    lines = []
+    for figure, (command, how) in {**(extra or {}), **dict(getattr(lab, "shell_figures", {}) or {})}.items():
         var = _var(figure, names)
         lines += [shell.comment(f"{figure}: {how}") if how else shell.comment(figure),
                   f"{var}=$({command})", f"echo \"  \"{shell.quote(figure)}\": ${var}\""]
-    for figure, value in given.items():
+    for figure, value in dict(getattr(lab, "given", {}) or {}).items():
         var = _var(figure, names)
         lines += [f"{var}={shell.quote(shell_value(value))}  # a setting of the experiment",
                   f"echo \"  \"{shell.quote(figure)}\": ${var} (set, not measured)\""]
+    return lines
+
+
+def check_section(lab: Lab, checks: list[Requirement] | None, lbench_verdict: str | None) -> list[str]:
+    """The figures, the claim's checks in shell, and the final verdict lines (always printed)."""
+    names: dict[str, str] = {}
+    lines = ["# ---- what this script observed (computed before the router stops)", 'echo "figures observed:"',
+             *figure_lines(lab, names), *_STOP]
+    return lines + verdict_lines(names, dict(getattr(lab, "unmeasured", {}) or {}), checks, lbench_verdict)
+
+
+def verdict_lines(names: dict[str, str], unmeasured: dict[str, str], checks: list[Requirement] | None,
+                  lbench_verdict: str | None) -> list[str]:
+    """The claim's checks on the figures named ``names`` (figure -> shell variable), then the verdict."""
     if checks is None:
-        return lines + ['kill "$SAMPLER_PID" 2>/dev/null; kill "$ROUTER_PID"; wait "$ROUTER_PID"',
-                        'echo "logs in $WORK"',
-                        "echo 'verdict: not checked by this script: it was written without the claim'\"'\"'s "
-                        "checks (one of several routers of the scenario, or a run that stopped before its "
-                        "verdict); compare the figures above with the verdict by hand'",
-                        f"exit {EXIT_NOT_CHECKED}"]
-    lines += ['kill "$SAMPLER_PID" 2>/dev/null; kill "$ROUTER_PID"; wait "$ROUTER_PID"', 'echo "logs in $WORK"']
-    lines += ["# ---- the claim's checks (its [[check]] requirements, the statements lbench judged)", *_CHECK,
-              'echo "checks:"']
+        return ["echo 'verdict: not checked by this script: it was written without the claim'\"'\"'s "
+                "checks (one of several routers of the scenario, or a run that stopped before its "
+                "verdict); compare the figures above with the verdict by hand'",
+                f"exit {EXIT_NOT_CHECKED}"]
+    lines = ["# ---- the claim's checks (its [[check]] requirements, the statements lbench judged)", *_CHECK,
+             'echo "checks:"']
     unchecked: list[str] = []
     for req in checks:
         what = f"{req.says} ({req.figure})" if req.says else req.figure
         if req.figure not in names:
-            unchecked.append(f"{what}: computed by lbench from its own probes; this script does not measure it")
+            why = unmeasured.get(req.figure, "computed by lbench from its own probes; this script does not measure it")
+            unchecked.append(f"{what}: {why}")
             continue
         if req.ref is not None:
             if req.ref not in names:
@@ -174,19 +228,8 @@ def check_section(lab: Lab, checks: list[Requirement] | None, lbench_verdict: st
     return lines
 
 
-def write_recipe(lab: Lab, spec: ClaimSpec | None = None, lbench_verdict: str | None = None) -> None:
-    """``recipe.sh`` in the lab's directory.  With ``spec`` and lbench's verdict for this
-    repetition, the script evaluates the spec's checks and compares; without, it says so."""
-    router = lab.router
-    words = [shell.quote(a) for a in router.argv]
-    words[router.argv.index("--port") + 1] = '"$PORT"'
-    words[router.argv.index("--models-preset") + 1] = '"$WORK/preset.ini"'
-    preset = router.preset_path.read_text() if router.preset_path.exists() else ""
-    env = lab.environment_set()
+def _header(spec: ClaimSpec | None, lab: Lab) -> list[str]:
     b = lab.binary
-    model_lines, by_path = _models(lab)
-    engine_word = next((i for i, a in enumerate(router.argv) if a == str(b.path)), 0)
-    words[engine_word] = '"$LLAMA_SERVER"'
     lines = ["#!/usr/bin/env bash",
              "# Rerun of this claim's experiment without lbench: the models, the router command, its environment,",
              "# the preset INI, the harness's steps in order (times are seconds after the lab start), then the",
@@ -194,34 +237,91 @@ def write_recipe(lab: Lab, spec: ClaimSpec | None = None, lbench_verdict: str | 
              "# Run: LLAMA_SERVER=/path/to/llama-server MODEL_1=/path/to/model.gguf ... bash recipe.sh"]
     if spec is not None:
         lines += [shell.comment(f"claim {spec.id}: {spec.claim}")]
-    lines += [shell.comment(f"engine when measured: {b.path} (version {b.version}, build {b.build_number})"),
-              "set -u", f"LLAMA_SERVER=${{LLAMA_SERVER:-{shell.quote(str(b.path))}}}",
-              "PORT=${PORT:-18080}", "WORK=$(mktemp -d)", "mkdir -p \"$WORK/llama-cache\""]
-    lines += model_lines
-    lines += _preset_lines(preset, by_path)
-    for k, v in sorted(env.items()):
-        if k == "LLAMA_CACHE":
-            lines.append(f'export {k}="$WORK/llama-cache"')
-        else:
-            lines.append(shell.export(k, v))
-    lines += _FUNCTIONS
+    return lines + [shell.comment(f"engine when measured: {b.path} (version {b.version}, build {b.build_number})"),
+                    "set -u", f"LLAMA_SERVER=${{LLAMA_SERVER:-{shell.quote(str(b.path))}}}",
+                    "PORT=${PORT:-18080}", "WORK=$(mktemp -d)", "mkdir -p \"$WORK/llama-cache\"",
+                    "SAMPLER_PID=; SSE_PID=; ROUTER_PID="]
+
+
+PEAK_CHILDREN = ("awk 'NR == 1 || $1 > m {m = $1} END {if (NR) print m}' \"$WORK/children.txt\" 2>/dev/null",
+                 "the most children of the router alive at once, sampled every 20 ms")
+
+
+def _router_lines(lab: Lab, by_path: dict[str, str], names: dict[str, str], extra: dict | None = None) -> list[str]:
+    """One router of the recipe: its preset and environment, its start, the steps, its figures, its stop."""
+    router = lab.router
+    b = lab.binary
+    words = [shell.quote(a) for a in router.argv]
+    words[router.argv.index("--port") + 1] = '"$PORT"'
+    words[router.argv.index("--models-preset") + 1] = '"$WORK/preset.ini"'
+    words[next((i for i, a in enumerate(router.argv) if a == str(b.path)), 0)] = '"$LLAMA_SERVER"'
+    preset = router.preset_path.read_text() if router.preset_path.exists() else ""
+    lines = _preset_lines(preset, by_path)
+    for k, v in sorted(lab.environment_set().items()):
+        lines.append(f'export {k}="$WORK/llama-cache"' if k == "LLAMA_CACHE" else shell.export(k, v))
     lines += [" ".join(words) + " 2> \"$WORK/router.stderr.log\" > \"$WORK/router.stdout.log\" &", "ROUTER_PID=$!",
-              "tries=0",
+              "STARTED=false; tries=0",
               'until curl -sf "http://127.0.0.1:$PORT/health" >/dev/null; do',
-              '  tries=$((tries + 1)); kill -0 "$ROUTER_PID" 2>/dev/null && [ "$tries" -lt 1200 ] || '
-              '{ echo "the router did not come up; see $WORK/router.stderr.log" >&2; exit 2; }',
+              '  tries=$((tries + 1)); kill -0 "$ROUTER_PID" 2>/dev/null && [ "$tries" -lt 1200 ] || break',
               "  sleep 0.1", "done",
-              "# the router's children, sampled (peak_children: the most alive at once)",
-              '( while kill -0 "$ROUTER_PID" 2>/dev/null; do ps -A -o ppid= | grep -cx " *$ROUTER_PID"; sleep 0.02; '
-              'done ) > "$WORK/children.txt" 2>/dev/null &',
-              "SAMPLER_PID=$!",
+              'curl -sf "http://127.0.0.1:$PORT/health" >/dev/null && STARTED=true']
+    may_fail = bool(getattr(lab, "start_may_fail", False))
+    if may_fail:
+        lines += ['if [ "$STARTED" = true ]; then', "echo 'the router started'"]
+    else:
+        lines += ['[ "$STARTED" = true ] || { echo "the router did not come up; see $WORK/router.stderr.log" >&2; '
+                  'kill "$ROUTER_PID" 2>/dev/null; exit 2; }']
+    lines += ["# the router's children and memory, sampled every 20 ms by ps (peak_children: the most alive at once)",
+              _SAMPLER, "SAMPLER_PID=$!",
+              "# every status the router sends on /models/sse, with this script's time", _SSE, "SSE_PID=$!",
+              "sleep 0.2  # the capture subscribed",
               "wait_jobs() { for j in $(jobs -p); do [ \"$j\" = \"$ROUTER_PID\" ] || [ \"$j\" = \"$SAMPLER_PID\" ] || "
-              "wait \"$j\"; done; }"]
+              "[ \"$j\" = \"$SSE_PID\" ] || wait \"$j\"; done; }"]
     lines += lab.actions
     lines += ["wait_jobs", "sleep 0.2"]
-    lab.__dict__.setdefault("shell_figures", {}).setdefault(
-        "peak_children", ("sort -n \"$WORK/children.txt\" | tail -n 1",
-                          "the most children of the router alive at once, sampled every 20 ms"))
+    if may_fail:
+        lines += ["else", "  echo 'the router did not start (its log: '\"$WORK/router.stderr.log\"')'",
+                  '  wait "$ROUTER_PID" 2>/dev/null', "fi"]
+    lines += ["# ---- what this script observed from this router (computed before it stops)",
+              'echo "figures observed:"', *figure_lines(lab, names, extra), *_STOP]
+    return lines
+
+
+def write_recipe(lab: Lab, spec: ClaimSpec | None = None, lbench_verdict: str | None = None) -> None:
+    """``recipe.sh`` in the lab's directory.  With ``spec`` and lbench's verdict for this
+    repetition, the script evaluates the spec's checks and compares; without, it says so."""
+    write_recipes([lab], lab.run_dir / "recipe.sh", spec, lbench_verdict)
+
+
+def write_recipes(labs: list[Lab], path, spec: ClaimSpec | None = None, lbench_verdict: str | None = None) -> None:
+    """One ``recipe.sh`` at ``path`` that runs the routers of ``labs`` one after the other (each in
+    its own folder of the work folder, on the same port), then judges the claim on the figures
+    all of them observed."""
+    models = [m for lab in labs for m in getattr(lab, "models", []) or []]
+    model_lines, by_path = _models(models)
+    lines = _header(spec, labs[0]) + model_lines + _FUNCTIONS
+    names: dict[str, str] = {}
+    unmeasured: dict[str, str] = {}
+    if len(labs) == 1:
+        lines += _router_lines(labs[0], by_path, names, {"peak_children": PEAK_CHILDREN})
+    else:
+        lines += ['TOP=$WORK']
+        for i, lab in enumerate(labs, start=1):
+            where = lab.run_dir.name
+            lines += [shell.comment(f"---- router {i} of {len(labs)} ({where})"),
+                      f"WORK=\"$TOP\"/{shell.quote(where)}", 'mkdir -p "$WORK/llama-cache"',
+                      *_router_lines(lab, by_path, names)]
+        lines += ['WORK=$TOP']
+    for lab in labs:
+        unmeasured.update(getattr(lab, "unmeasured", {}) or {})
+        retry = getattr(lab, "retry", None)
+        if retry:
+            test, why, attempts = retry
+            gave_up = f"verdict: not checked by this script: the situation was not created in {attempts} attempts"
+            lines += [f"if {test}; then",
+                      f"  echo {shell.quote('attempt ')}\"${{ATTEMPT:-1}}\"{shell.quote(': ' + shell.inert(why))}",
+                      f'  if [ "${{ATTEMPT:-1}}" -lt {attempts} ]; then ATTEMPT=$((${{ATTEMPT:-1}} + 1)) exec bash "$0"; '
+                      "fi", f"  echo {shell.quote(gave_up)}", f"  exit {EXIT_NOT_CHECKED}", "fi"]
     checks = list(spec.check) if spec is not None else None
-    lines += check_section(lab, checks, lbench_verdict)
-    (lab.run_dir / "recipe.sh").write_text("\n".join(lines) + "\n")
+    lines += verdict_lines(names, unmeasured, checks, lbench_verdict)
+    path.write_text("\n".join(lines) + "\n")

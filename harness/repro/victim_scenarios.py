@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import random
 import re
+import shlex
 import shutil
 import threading
 import time
@@ -29,6 +30,7 @@ from harness.engines.router import TimelineEvent
 from dataclasses import dataclass, field
 
 from harness.repro.base import Context, Evidence, Inconclusive, Params, RouterParams
+from harness.repro.lab import log_ere
 from harness.repro.base import long_request_busy as _long_request_busy
 
 
@@ -103,6 +105,25 @@ def wanted_figures(events: list[TimelineEvent], a: str, c: str, t_thaw: float) -
     }
 
 
+def _wanted_shell_figures(lab, a: str, c: str) -> None:
+    """``wanted_figures`` in shell: the router log's line order after the thaw (lbench orders the
+    same lines by the time it read them, in the same order), A's coming up from /models/sse."""
+    proxy = f"p=$({lab.sh_log_line_of('proxy', a, 'thaw')}); "
+    evict = f"e=$({lab.sh_log_line_of('evict', a, 'thaw')}); "
+    lab.figure("a_came_up", lab.sh_flag(f'[ -n "$({lab.sh_sse_first(a, "loaded", "thaw")})" ]'),
+               f"/models/sse sent {a} loaded after the thaw")
+    lab.figure("a_evicted_while_wanted", lab.sh_flag(proxy + evict + '[ -n "$e" ] && { [ -z "$p" ] || [ "$e" -lt "$p" ]; }'),
+               f"an eviction line for {a} after the thaw, before its request's proxy line (or with none)")
+    spawn = log_ere("spawn", a)
+    lab.figure("a_spawns_before_served",
+               proxy + f"RE={shlex.quote(spawn)} awk -v p=\"${{p:-0}}\" '$0 ~ ENVIRON[\"RE\"] && (p == 0 || NR <= p) "
+               "{n++} END {print n + 0}' \"$WORK/router.stderr.log\"",
+               f"spawn lines for {a} before its request's proxy line after the thaw")
+    lab.figure("a_evicted_after_served", lab.sh_flag(proxy + evict + '[ -n "$e" ] && [ -n "$p" ] && [ "$e" -gt "$p" ]'),
+               f"{a}'s first eviction line after the thaw comes after its request's proxy line")
+    lab.figure("c_ok", lab.sh_flag(f'[ "$({lab.sh_ok(c)})" -gt 0 ]'), f"a request for {c} got HTTP 200")
+
+
 def wanted_victim(ctx: Context, p: WantedParams) -> Evidence:
     """models_max 2: B busy with a long request whose child is frozen (SIGSTOP), so the request
     stays in flight; a request for A spawns A (frozen while loading); a request for C queues (no
@@ -127,6 +148,8 @@ def wanted_victim(ctx: Context, p: WantedParams) -> Evidence:
             lab.sleep(0.2)
             premature = [e for e in lab.events if e.kind in ("evict", "stop_sent", "kill_loading")]
             t_thaw = time.perf_counter()
+            lab.mark("thaw")
+            lab.log_mark("thaw")
             lab.thaw(pid)
             a_thread.join(180)
             c_thread.join(60)
@@ -143,6 +166,7 @@ def wanted_victim(ctx: Context, p: WantedParams) -> Evidence:
     if not b_busy:
         raise Inconclusive(f"the long request to {b} ended before C's request was answered")
     ev.figures.update(wanted_figures(lab.events, a, c, t_thaw))
+    _wanted_shell_figures(lab, a, c)
     ev.figures.update(expected_victim=a, b_busy_throughout=b_busy,
                       a_ok=any(r.model == a and r.status == 200 for r in lab.replies),
                       c_ok=any(r.model == c and r.status == 200 for r in lab.replies))
@@ -185,6 +209,26 @@ def _via_load(p: dict) -> bool:
     return via == "load"
 
 
+def _lru_shell_figures(lab, rounds: list[dict], wanted: int) -> None:
+    """``lru-order``'s figures in shell from the model each round's eviction line named (``V_i``):
+    the least recently used model of each round is the plan's (its use order), set when written."""
+    victims = " ".join(f'"$V_{i}"' for i in range(1, len(rounds) + 1))
+    expected = " ".join(shlex.quote(r["expected"]) for r in rounds)
+    telling = " ".join("1" if r["distinguishing"] else "0" for r in rounds)
+    pairs = f"set -- {victims}; e=({expected}); d=({telling}); i=0; n=0; bad=0; dist=0; for v in \"$@\"; do "
+    count = ('[ -n "$v" ] && { n=$((n + 1)); dist=$((dist + d[i])); }; [ "$v" = "${e[i]}" ] || bad=$((bad + 1)); '
+             'i=$((i + 1)); done; ')
+    lab.figure("round_victims", f"echo {' '.join(f'$V_{i}' for i in range(1, len(rounds) + 1))} | tr ' ' ,",
+               "the model each round's first eviction line named")
+    lab.figure("rounds", pairs + count + "echo $n", "rounds that ended in an eviction")
+    lab.figure("non_lru_victims", pairs + count + "echo $bad",
+               "rounds whose victim was not the least recently used model of the round's use order")
+    lab.figure("distinguishing_rounds", pairs + count + "echo $dist",
+               "rounds that evicted, whose LRU model is neither first by name, nor longest resident, nor most "
+               "recent (a property of the plan)")
+    lab.given_figure("rounds_wanted", wanted)
+
+
 def lru_order(ctx: Context, p: LruParams) -> Evidence:
     """models_max N with N+1 models: each round uses the N residents one after the other in a
     chosen order, then requests (or POSTs /models/load for) the one outside: the router must
@@ -205,14 +249,16 @@ def lru_order(ctx: Context, p: LruParams) -> Evidence:
             lab.request(n)
             since[n] = i
         load_no = cap
-        for _ in range(int(p.rounds)):
+        for i in range(1, int(p.rounds) + 1):
             order = _touch_order(resident, since, rng)
             lab.note(f"use order (oldest first): {', '.join(order)}")
             for n in order:
                 lab.request(n)
             after = lab.now()
+            lab.log_mark(f"round{i}")
             reply = lab.post("/models/load", outside) if via_load else lab.request(outside)
             evict = lab.wait_for("evict", timeout=10, after=after)
+            lab.act(f"V_{i}=$({lab.sh_log_first_evicted(after=f'round{i}')})  # the model evicted in round {i}")
             rounds.append(lru_round(order, since, evict.model if evict else None))
             if evict is None or reply.status != 200:
                 break
@@ -220,6 +266,7 @@ def lru_order(ctx: Context, p: LruParams) -> Evidence:
             since[outside] = load_no
             load_no += 1
             outside = evict.model
+    _lru_shell_figures(lab, rounds, int(p.rounds))
     ev.figures.update(rounds=len(rounds), lru_victims=sum(r["lru"] for r in rounds),
                       distinguishing_rounds=sum(r["distinguishing"] for r in rounds),
                       evictions=sum(1 for r in rounds if r["victim"]))
@@ -257,6 +304,7 @@ def loading_lru(ctx: Context, p: LoadingLruParams) -> Evidence:
         lab.post("/models/load", a)
         pid = _freeze_while_loading(lab, a)
         lab.request(b)  # B's last use is now later than A's spawn stamp
+        lab.log_mark("c")
         t_c = lab.t0 + lab.now()
         load_reply: list = []
         if _via_load(p):
@@ -276,6 +324,18 @@ def loading_lru(ctx: Context, p: LoadingLruParams) -> Evidence:
     if _via_load(p):  # POST /models/load answers once C is spawned
         c_ok = bool(load_reply) and load_reply[0].status == 200
     ev.figures.update(expected_victim=b, c_ok=c_ok)
+    lab.figure("victim", lab.sh_log_first_evicted(after="c"), f"the model the first eviction line after {c}'s "
+               "request names")
+    lab.figure("a_evicted_while_loading",
+               lab.sh_flag(f'[ "$({lab.sh_log_count_between("c", None, "kill_loading", a)})" -gt 0 ] || '
+                           f'[ "$({lab.sh_log_first_evicted(after="c")})" = {shlex.quote(a)} ]'),
+               f"after {c}'s request the router force-killed loading {a} or named it in its first eviction line")
+    lab.given_figure("expected_victim", b)
+    if _via_load(p):
+        lab.figure("c_ok", lab.sh_flag(f"grep -qx 200 \"$WORK/reply-{load_reply[0].sh_n}.status\"")
+                   if load_reply else "echo false", f"POST /models/load for {c} got HTTP 200")
+    else:
+        lab.figure("c_ok", lab.sh_flag(f'[ "$({lab.sh_ok(c)})" -gt 0 ]'), f"a request for {c} got HTTP 200")
     ev.lines = lab.lines("queued", "evict", "stop_sent", "kill_loading", "exited", "spawn")[:14]
     return ev
 
@@ -308,6 +368,7 @@ def lru_get(ctx: Context, p: LruGetParams) -> Evidence:
         lab.request(b)
         got = lab.get(p.get_path, a)
         t_c = lab.t0 + lab.now()
+        lab.log_mark("c")
         lab.request(c)
         lab.wait_for("evict", timeout=5, after=t_c - lab.t0)
         lab.sleep(0.2)
@@ -317,6 +378,10 @@ def lru_get(ctx: Context, p: LruGetParams) -> Evidence:
         raise Inconclusive(f"GET {p.get_path}?model={a} was not proxied to {a} (status {got.status}); "
                            "choose a GET the router proxies")
     ev.figures.update(lru_get_figures(lab.events, a, b, t_c))
+    lab.figure("victim", lab.sh_log_first_evicted(after="c"), f"the model the first eviction line after {c}'s "
+               "request names")
+    lab.given_figure("lru_by_use", b)
+    lab.figure("c_ok", lab.sh_flag(f'[ "$({lab.sh_ok(c)})" -gt 0 ]'), f"a request for {c} got HTTP 200")
     ev.figures.update(get_status=got.status, c_ok=any(r.model == c and r.status == 200 for r in lab.replies))
     ev.lines = [f"POST {a}, POST {b}, GET {p.get_path}?model={a} ({got.status}), POST {c}: "
                 f"evicted {ev.figures['victim']}"] + lab.lines("proxy", "evict", "spawn")[:10]
@@ -355,6 +420,16 @@ def tick_evictions(events: list[TimelineEvent], after: float, before: float) -> 
             if len(stamps) > 1 and None not in stamps else None}
 
 
+def tick_lines_sh(after: str, until: str) -> str:
+    """``tick_evictions`` in shell: the router log's 'evicting idle LRU ... for a queued request'
+    lines between log marks ``after`` and ``until``, before the first exit line there."""
+    from harness.repro.lab import Lab
+
+    return (f"{Lab.sh_log_lines(after, until)} | awk -v x={shlex.quote(log_ere('exited', None))} "
+            "'$0 ~ x {exit} {print}' | grep -E -- 'for a queued request' | grep -E -- "
+            + shlex.quote(log_ere("evict", None)))
+
+
 def _multi_evict_once(ctx: Context, p: MultiEvictParams) -> Evidence:
     """models_max 4: A and B loaded and idle; H's load (a request) frozen, so H heads the queue;
     X queues behind H (a slot is free, so no eviction); Z loaded by POST /models/load (no queue
@@ -377,13 +452,15 @@ def _multi_evict_once(ctx: Context, p: MultiEvictParams) -> Evidence:
             # Z is frozen within a millisecond of its spawn: its first status message would run a
             # tick while X is one slot short, and that tick would evict A alone
             lab.note("lbench sends this POST in the background and stops Z within a millisecond of its spawn; the "
-                    "shell line below is slower: if the router logs an eviction before Y's request, run it again")
+                    "script stops the first new child of the router (new_child polls /proc with shell builtins); "
+                    "when the router still logs an eviction before Y's request, the script runs again")
+            lab.act("KNOWN=$(children_now)")
             poster = threading.Thread(target=lab.post, args=("/models/load", z), daemon=True)
             poster.start()
             pid_z = fast_child_pid(lab, z)
             if pid_z is None:
                 raise Inconclusive(f"{z}'s child never appeared")
-            lab.freeze(pid_z)
+            lab.freeze_new_child(pid_z)  # (the POST's curl line was recorded before the request, so before this)
             pids.append(pid_z)
             poster.join(30)
             for m in (a, b):  # idle victims that cannot exit: only Y's own tick can evict them
@@ -394,11 +471,13 @@ def _multi_evict_once(ctx: Context, p: MultiEvictParams) -> Evidence:
                 pids.append(pid)
             early = [e for e in lab.events if e.kind == "evict"]
             t_y = time.perf_counter()
+            lab.log_mark("y")
             after = lab.now()
             threads.append(lab.request_in_background(y, timeout=180))
             queued_y = lab.wait_for("queued", y, timeout=10, after=after)
             lab.sleep(0.5)
             t_thaw = time.perf_counter()
+            lab.log_mark("thaw")
         finally:
             for pid in pids:
                 lab.thaw(pid)
@@ -411,6 +490,18 @@ def _multi_evict_once(ctx: Context, p: MultiEvictParams) -> Evidence:
         raise EarlyEviction(f"the router evicted {early[0].model} before Y was requested (a status message of "
                             "Z reached the router before Z was frozen, and its tick found X one slot short)")
     ev.figures.update(tick_evictions(lab.events, t_y, t_thaw))
+    ere = log_ere("evict", None)
+    window = tick_lines_sh("y", "thaw")
+    lab.figure("tick_evictions", f"{window} | wc -l | tr -d ' '",
+               "'evicting idle LRU ... for a queued request' lines between Y's request and the thaw, before "
+               "the first exit line there")
+    lab.figure("tick_victims", f"{window} | sed -E 's/.*evicting idle LRU name=(.*) for a queued request.*$/\\1/' "
+               "| paste -sd, -", "the models those lines name, in order")
+    lab.given_figure("expected_victims", f"{a},{b}")
+    lab.figure("ok", lab.sh_ok([h, x, y]), "requests for H, X and Y answered with HTTP 200")
+    lab.retry_when(f'[ "$({lab.sh_log_lines(None, "y")} | grep -cE -- {shlex.quote(ere)})" -gt 0 ]',
+                   "the router evicted a model before Y's request (a status message of Z reached it before Z was "
+                   "stopped): this attempt cannot show the situation", int(p.attempts))
     ev.figures.update(expected_victims=f"{a},{b}",
                       ok=sum(1 for r in lab.replies if r.model in (h, x, y) and r.status == 200))
     ev.lines = [f"t={lab.rel(e.t):.4f}s {e.source}: {e.text.strip()}" for e in lab.events

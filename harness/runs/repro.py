@@ -73,15 +73,20 @@ def _recipes_with_checks(ctx: Context, rep_dir, spec: ClaimSpec, figures: dict) 
     """Rewrite the repetition's ``recipe.sh`` with the claim's checks and lbench's verdict for
     this repetition, so the script judges the claim itself (harness/repro/recipe.py)."""
     from harness.repro.claims import judge
-    from harness.repro.recipe import write_recipe
+    from harness.repro.recipe import write_recipe, write_recipes
 
     verdict = judge(spec, figures)[0]
-    for lab in ctx.labs:
-        if lab.run_dir == rep_dir:
-            try:
-                write_recipe(lab, spec, verdict)
-            except Exception as exc:  # the recipe must never hide the claim's verdict
-                (rep_dir / "recipe.sh").write_text(f"# recipe could not be written: {type(exc).__name__}\n")
+    own = [lab for lab in ctx.labs if lab.run_dir == rep_dir]
+    inner = [lab for lab in ctx.labs if rep_dir in lab.run_dir.parents]  # several routers, each in a folder
+    try:
+        for lab in own:
+            write_recipe(lab, spec, verdict)
+        if inner and not own:  # one recipe runs them all, in order, and judges the claim
+            write_recipes(inner, rep_dir / "recipe.sh", spec, verdict)
+        for write in ctx.recipe_writers:
+            write(spec, verdict)
+    except Exception as exc:  # the recipe must never hide the claim's verdict
+        (rep_dir / "recipe.sh").write_text(f"# recipe could not be written: {type(exc).__name__}\n")
 
 
 def execute_repro(claims: list[ClaimSpec], binary: Binary, *, results: str | None = None,

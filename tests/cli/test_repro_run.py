@@ -29,7 +29,7 @@ def test_three_router_scenarios_for_real(engine_env):
     assert v.loc["idle-metal-keepalive-180s", "verdict"] == "not checkable here"
     assert v.loc["idle-metal-keepalive-180s", "cause"] == "platform"
     recipe = (run_dir / "claims" / "router-stop-timeout" / "rep-1" / "recipe.sh").read_text()
-    assert "--models-preset" in recipe and "stop-timeout = 2" in recipe and "kill -STOP $(pgrep" in recipe
+    assert "--models-preset" in recipe and "stop-timeout = 2" in recipe and "kill -STOP $(find_child" in recipe and "pgrep -P" in recipe
     assert "/models/unload" in recipe
     storm = (run_dir / "claims" / "router-cap" / "recipe.sh").read_text()
     assert storm.count("/completion") >= 30 and "--models-max 2" in storm

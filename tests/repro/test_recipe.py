@@ -5,6 +5,7 @@ line at the end of every recipe.  The check section is run for real by bash; no 
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import subprocess
 import time
@@ -43,7 +44,7 @@ def _lab(tmp_path: Path, model_path: Path | None) -> Lab:
     lab = object.__new__(Lab)
     lab.binary = Binary(binary_path, "test", "v1", 1, "x", "0" * 64)
     lab.run_dir, lab.actions, lab.replies, lab.t0 = run_dir, [], [], time.perf_counter()
-    lab.models, lab.shell_figures, lab.given = models, {}, {}
+    lab.models, lab.shell_figures, lab.given, lab.unmeasured = models, {}, {}, {}
     lab.session = SimpleNamespace(backend=router)
     lab.environment_set = lambda: {"LLAMA_CACHE": "/x"}
     return lab
@@ -224,3 +225,217 @@ def test_first_model_of_an_eviction_line_in_every_form_the_builds_log(tmp_path, 
     done = subprocess.run([BASH, "-c", Lab.sh_log_first_evicted()], capture_output=True, text=True,
                           env={"WORK": str(tmp_path), "PATH": "/usr/bin:/bin"})
     assert done.stdout.strip() == "tiny-q4", done.stderr
+
+
+# ---- the helpers the scenarios' shell figures rest on, run by bash on constructed captures ----
+
+def _bash(script: str, work: Path, timeout: float = 30) -> subprocess.CompletedProcess:
+    from harness.repro.recipe import _FUNCTIONS
+
+    return subprocess.run([BASH, "-c", "set -u\n" + "\n".join(_FUNCTIONS) + "\n" + script], capture_output=True,
+                          text=True, timeout=timeout, env={"WORK": str(work), "PATH": "/usr/bin:/bin"})
+
+
+def test_wait_log_waits_for_the_line_instead_of_giving_up_at_once(tmp_path):
+    """awk printed the deadline with OFMT (%.6g: 1.79618e+09), so every wait ended at once."""
+    log = tmp_path / "router.stderr.log"
+    log.write_text("")
+    started = time.monotonic()
+    done = _bash(f"( sleep 0.6; echo 'srv  spawning server instance with name=a on port 1' >> {log} ) & "
+                 f"wait_log {shlex.quote(log_ere('spawn', 'a'))} 0 10; echo rc=$?", tmp_path)
+    assert "rc=0" in done.stdout and "waited" not in done.stdout, done.stdout + done.stderr
+    assert 0.5 < time.monotonic() - started < 5
+    gave_up = _bash(f"wait_log {shlex.quote(log_ere('spawn', 'b'))} 0 0.5; echo rc=$?", tmp_path)
+    assert "rc=1" in gave_up.stdout and "(waited 0.5 s for" in gave_up.stdout
+
+
+def test_the_sse_capture_stamps_model_and_status_and_waits_on_them(tmp_path):
+    from harness.repro.recipe import _SSE
+
+    events = ('data: {"model":"a b","event":"status","data":{"status":"loading"}}\n'
+              ': keep-alive\n'
+              'data: {"model":"a b","event":"status","data":{"status":"loaded"}}\n'
+              'data: not json\n'
+              'data: {"model":"c","data":{"status":"sleeping"}}\n')
+    (tmp_path / "events.txt").write_text(events)
+    capture = _SSE.replace('curl -sN "http://127.0.0.1:$PORT/models/sse"', 'cat "$WORK/events.txt"')
+    done = _bash(f"{capture}\nwait; T_x=0; cat \"$WORK/sse.txt\"; wait_sse c sleeping 0 5; echo rc=$?; "
+                 f"{Lab.sh_sse_first('a b', 'loaded', 'x')}; sse_count 'a b' loading", tmp_path)
+    rows = [line.split("\t") for line in done.stdout.splitlines() if "\t" in line]
+    assert [r[1:] for r in rows] == [["a b", "loading"], ["a b", "loaded"], ["c", "sleeping"]], done.stdout
+    assert all(float(r[0]) > 1e9 for r in rows)
+    tail = done.stdout.splitlines()[-3:]
+    assert tail[0] == "rc=0" and tail[1] == rows[1][0] and tail[2] == "1", done.stdout
+
+
+def test_models_loaded_counts_the_named_models_get_models_lists_as_loaded(tmp_path):
+    (tmp_path / "models.json").write_text('{"data":[{"id":"a","status":{"value":"loaded"}},'
+                                          '{"id":"b","status":{"value":"unloaded"}},{"id":"c","status":{"value":"loaded"}}]}')
+    assert _bash("models_loaded a b", tmp_path).stdout.strip() == "1"
+    assert _bash("models_loaded a b c", tmp_path).stdout.strip() == "2"
+    (tmp_path / "models.json").unlink()
+    assert _bash("models_loaded a", tmp_path).stdout.strip() == "0"  # no reply: none loaded
+
+
+def test_the_sampler_counts_live_children_and_their_memory(tmp_path):
+    from harness.repro.recipe import _SAMPLER
+
+    awk = _SAMPLER[_SAMPLER.index("awk"):_SAMPLER.index("; sleep")]
+    ps = "  10     1 Sl  1000\n  11    10 Sl  5000\n  12    10 Z      0\n  13    10 Rl  7000\n  14    11 S    999\n"
+    done = subprocess.run([BASH, "-c", awk.replace('"$ROUTER_PID"', "10")], input=ps, capture_output=True, text=True)
+    assert done.stdout.split() == ["2", "13000", "1000", "7000"]  # the zombie and the grandchild left out
+
+
+def test_lru_rounds_in_shell_agree_with_the_rounds_python_judged(tmp_path):
+    from harness.repro.victim_scenarios import _lru_shell_figures, lru_round
+
+    since = {"a": 0, "b": 1, "c": 2}
+    rounds = [lru_round(["b", "a", "c"], since, "b"), lru_round(["c", "b", "a"], since, "c"),
+              lru_round(["a", "b", "c"], since, "b")]  # the last: not LRU, and not a telling round
+    lab = _lab(tmp_path, None)
+    _lru_shell_figures(lab, rounds, 4)
+    got = {}
+    for name, (command, _) in lab.shell_figures.items():
+        got[name] = _bash(f"V_1=b; V_2=c; V_3=b; {command}", tmp_path).stdout.strip()
+    assert got == {"round_victims": "b,c,b", "rounds": "3", "non_lru_victims": "1", "distinguishing_rounds": "2"}
+    assert lab.given == {"rounds_wanted": 4}
+    none = _bash(f"V_1=b; V_2=; V_3=; {lab.shell_figures['rounds'][0]}", tmp_path).stdout.strip()
+    assert none == "1"  # a round without an eviction line is not a round run to its eviction
+
+
+def _wanted_log(tmp_path: Path, evict_first: bool) -> None:
+    """A router log after the thaw (line 3 on) for wanted-victim: the rule (A proxied, then evicted) or its
+    negation (A evicted before its request is proxied)."""
+    head = ["srv  spawning server instance with name=a on port 1", "srv  request for name=c queued at position 1"]
+    proxy, evict = "srv  proxying request to model a on port 1", "srv  evicting idle LRU name=a for a queued request"
+    tail = [evict, proxy] if evict_first else [proxy, evict]
+    (tmp_path / "router.stderr.log").write_text("\n".join(head + tail + ["srv  spawning server instance with name=c on port 2"]) + "\n")
+    (tmp_path / "sse.txt").write_text("5.000\ta\tloaded\n")
+    (tmp_path / "reply-1.status").write_text("200\n")
+
+
+@pytest.mark.parametrize("evict_first", [False, True])
+def test_wanted_victim_figures_in_shell_follow_the_log_order(tmp_path, evict_first):
+    from harness.repro.lab import Reply
+    from harness.repro.victim_scenarios import _wanted_shell_figures
+
+    _wanted_log(tmp_path, evict_first)
+    lab = _lab(tmp_path, None)
+    lab.replies = [Reply("c", 0, 1, 200, "", sh_n=1)]
+    _wanted_shell_figures(lab, "a", "c")
+    got = {name: _bash(f"L_thaw=2; T_thaw=4; {command}", tmp_path).stdout.strip()
+           for name, (command, _) in lab.shell_figures.items()}
+    assert got == {"a_came_up": "true", "a_evicted_while_wanted": "true" if evict_first else "false",
+                   "a_spawns_before_served": "1", "a_evicted_after_served": "false" if evict_first else "true",
+                   "c_ok": "true"}
+
+
+def test_a_router_that_refuses_to_start_is_an_observation_when_the_claim_is_about_it(tmp_path):
+    """``start_may_fail``: the recipe notes STARTED=false, skips the steps, reads the log and judges."""
+    lab = _lab(tmp_path, None)
+    stub = tmp_path / "llama-server"
+    stub.write_text("#!/bin/sh\necho 'error: number of models to load on startup (3) exceeds models_max (2)' >&2\n"
+                    "exit 1\n")
+    stub.chmod(0o755)
+    lab.start_may_fail = True
+    lab.act("echo STEP-RAN")
+    lab.figure("router_started", 'echo "$STARTED"')
+    lab.figure("message_found", Lab.sh_flag("grep -qF 'exceeds models_max (2)' \"$WORK/router.stderr.log\""))
+    spec = _spec(Requirement("router_started", "==", False), Requirement("message_found", "==", True))
+    write_recipe(lab, spec, "holds")
+    done = subprocess.run([BASH, str(lab.run_dir / "recipe.sh")], capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path, env={"PATH": "/usr/bin:/bin", "LLAMA_SERVER": str(stub), "PORT": "1",
+                                             "TMPDIR": str(tmp_path)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "STEP-RAN" not in done.stdout and "the router did not start" in done.stdout
+    assert done.stdout.strip().splitlines()[-1] == "verdict: the claim holds (lbench found: holds): reproduced"
+    lab.start_may_fail = False  # any other claim: a router that does not come up is a setup failure
+    write_recipe(lab, spec, "holds")
+    strict = subprocess.run([BASH, str(lab.run_dir / "recipe.sh")], capture_output=True, text=True, timeout=60,
+                            cwd=tmp_path, env={"PATH": "/usr/bin:/bin", "LLAMA_SERVER": str(stub), "PORT": "1",
+                                               "TMPDIR": str(tmp_path)})
+    assert strict.returncode == 2 and "did not come up" in strict.stderr
+
+
+def test_one_recipe_runs_several_routers_in_turn_and_judges_their_figures_together(tmp_path):
+    from harness.repro.recipe import write_recipes
+
+    stub = tmp_path / "llama-server"
+    stub.write_text("#!/bin/sh\nexit 1\n")
+    stub.chmod(0o755)
+    labs = []
+    for tag, figure in (("control", "control_started"), ("case", "router_started")):
+        lab = _lab(tmp_path / tag, None)
+        lab.run_dir = tmp_path / "claim" / tag
+        lab.run_dir.mkdir(parents=True)
+        lab.router.preset_path.rename(lab.run_dir / "preset.ini")
+        lab.session.backend.preset_path = lab.run_dir / "preset.ini"
+        lab.start_may_fail = True
+        lab.figure(figure, 'echo "$STARTED"')
+        labs.append(lab)
+    labs[1].given_figure("n", 1)
+    spec = _spec(Requirement("control_started", "==", False), Requirement("router_started", "==", False),
+                 Requirement("n", "==", 1))
+    write_recipes(labs, tmp_path / "claim" / "recipe.sh", spec, "holds")
+    text = (tmp_path / "claim" / "recipe.sh").read_text()
+    assert "# ---- router 1 of 2 (control)" in text and "# ---- router 2 of 2 (case)" in text
+    done = subprocess.run([BASH, str(tmp_path / "claim" / "recipe.sh")], capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path, env={"PATH": "/usr/bin:/bin", "LLAMA_SERVER": str(stub), "PORT": "1",
+                                             "TMPDIR": str(tmp_path)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("the router did not start") == 2
+    assert "/control/router.stderr.log" in done.stdout and "/case/router.stderr.log" in done.stdout
+
+
+def test_a_figure_no_shell_tool_measures_says_why(tmp_path):
+    lab = _lab(tmp_path, None)
+    lab.figure("ok", "echo 1")
+    lab.unmeasurable("spawns_seen", "read from the kernel's process events connector")
+    done = _run_checks(tmp_path, lab, [Requirement("ok", "==", 1), Requirement("spawns_seen", ">=", 10)], "holds")
+    assert done.returncode == 3
+    assert "  spawns_seen: read from the kernel's process events connector" in done.stdout
+
+
+@pytest.mark.parametrize("one_per_tick", [False, True])
+def test_one_tick_evictions_in_shell_stop_at_the_first_exit(tmp_path, one_per_tick):
+    """``tick_evictions`` in shell: the tick lines between Y's request and the thaw, before any exit line
+    there (the negated rule: one line, the next only after the first victim exited)."""
+    lines = ["srv  evicting idle LRU name=zz for a queued request",  # before Y's mark: not counted
+             "srv  request for name=y queued at position 2",
+             "srv  evicting idle LRU name=a for a queued request"]
+    lines += (["srv  instance name=a exited with status 0", "srv  evicting idle LRU name=b for a queued request"]
+              if one_per_tick else ["srv  evicting idle LRU name=b for a queued request",
+                                    "srv  instance name=a exited with status 0"])
+    (tmp_path / "router.stderr.log").write_text("\n".join(lines + ["srv  evicting idle LRU name=c for a queued request"])
+                                                + "\n")
+    from harness.repro.victim_scenarios import tick_lines_sh
+
+    window = tick_lines_sh("y", "thaw")
+    count = _bash(f"L_y=1; L_thaw=5; {window} | wc -l | tr -d ' '", tmp_path).stdout.strip()
+    assert count == ("1" if one_per_tick else "2")
+
+
+def test_a_recipe_runs_again_when_its_attempt_could_not_create_the_situation(tmp_path):
+    """``retry_when``: the script execs itself again (``ATTEMPT``), as lbench tries again, then gives up."""
+    from harness.repro.recipe import write_recipes
+
+    lab = _lab(tmp_path, None)
+    stub = tmp_path / "llama-server"
+    stub.write_text("#!/bin/sh\nexit 1\n")
+    stub.chmod(0o755)
+    lab.start_may_fail = True
+    lab.figure("ok", "echo 1")
+    lab.retry_when('[ "${ATTEMPT:-1}" -lt 2 ]', "the first attempt always fails here", 3)
+    write_recipes([lab], lab.run_dir / "recipe.sh", _spec(Requirement("ok", "==", 1)), "holds")
+    env = {"PATH": "/usr/bin:/bin", "LLAMA_SERVER": str(stub), "PORT": "1", "TMPDIR": str(tmp_path)}
+    done = subprocess.run([BASH, str(lab.run_dir / "recipe.sh")], capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("attempt 1: the first attempt always fails here") == 1
+    assert done.stdout.strip().endswith("reproduced")
+    lab.retry_when("true", "never", 2)
+    write_recipes([lab], lab.run_dir / "recipe.sh", _spec(Requirement("ok", "==", 1)), "holds")
+    never = subprocess.run([BASH, str(lab.run_dir / "recipe.sh")], capture_output=True, text=True, timeout=60,
+                           cwd=tmp_path, env=env)
+    assert never.returncode == 3 and "attempt 2: never" in never.stdout
+    assert "not created in 2 attempts" in never.stdout.strip().splitlines()[-1]
