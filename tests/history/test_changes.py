@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.history.changes import change_indices, detect, detect_all, false_change_rate
+from harness.history.changes import best_split, change_indices, detect, detect_all, false_change_rate, reported_changes
 
 BUILDS = list(range(11000, 11020))
 
@@ -92,3 +92,29 @@ def test_detect_all_orders_newest_first():
     changes = detect_all(pd.concat([a, b], ignore_index=True))
     assert [c.machine_id for c in changes] == ["bbbbbbbbbbbb", "aaaaaaaaaaaa"]
     assert detect_all(series_frame([])) == []
+
+
+def test_a_step_after_runs_of_equal_values_is_placed_at_the_step():
+    """This machine's failure series across 10306 / 10326 / 11434 (shares of 20 requests): Otava's
+    t-test takes 95, 95 as exact and cuts before the 100; least squares puts the change at the step."""
+    values = [95.0, 95.0, 100.0, 25.0, 5.0, 5.0, 0.0, 0.0, 0.0]
+    assert change_indices(values)[0][0] == 2  # Otava's own position: one run off the level
+    ((index, _, size, lo, hi, n_before, n_after),) = reported_changes(values, scale="linear", trials=[20] * 9)
+    assert (index, n_before, n_after) == (3, 3, 6)
+    assert size == pytest.approx(np.mean(values[3:]) - np.mean(values[:3])) and -100 <= lo < size < hi < 0
+
+
+def test_equal_shares_are_not_taken_as_exact():
+    """3 of 60 requests failed against 0 of 60: no change once each side has its binomial spread;
+    without the request counts the constant runs would make a zero-width interval."""
+    values = [5.0, 5.0, 5.0, 0.0, 0.0, 0.0]
+    assert reported_changes(values, scale="linear", trials=[20] * 6) == []
+    ((_, _, size, lo, hi, _, _),) = reported_changes(values, scale="linear")
+    assert size == lo == hi == -5.0
+
+
+def test_best_split_keeps_both_sides_and_prefers_otavas_index_on_a_tie():
+    x = np.array([1.0, 1.0, 5.0, 5.0, 5.0, 5.0, 9.0, 9.0])
+    assert best_split(x, 0, 8, 2) == 2 and best_split(x, 2, 8, 5) == 6
+    assert best_split(np.zeros(6), 0, 6, 4) == 4  # all splits equal: Otava's stands
+    assert best_split(x, 0, 3, 1) == 1  # too short to place: as found
