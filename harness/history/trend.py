@@ -123,9 +123,12 @@ def plot_series(points: pd.DataFrame, changes: list[ChangePoint], title: str, un
         x = (xs[c.index - 1] + xs[c.index]) / 2 if 0 < c.index < len(xs) else -0.5
         ax.axvline(x, color="C3", ls="--", lw=1.2)
         ax.text(x, ax.get_ylim()[1], f" {c.short_size(unit)}", color="C3", fontsize=8, va="top")
+    ax.set_xlim(-0.5, len(builds) - 0.5)  # a build's slot is one unit wide, however few builds are shown
     ax.set_xticks(range(len(builds)))
     ax.set_xticklabels(builds, rotation=45 if len(builds) > 8 else 0, fontsize=8)
     ax.set_ylabel(plain(unit))
+    if len(title) > 95:  # the plot is 8 in wide: a long setting label would run off its edge
+        title = title[:94] + "…"
     ax.set_title(plain(title), fontsize=10, parse_math=False, y=1.0)  # a set y: no search for room above the axes
     ax.legend(fontsize=7, loc="best")
     newest = pts["run_id"].iloc[-1] if len(pts) else ""
