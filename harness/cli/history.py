@@ -130,16 +130,34 @@ def history_query(
     elif json_out:
         sys.stdout.write(frame.to_json(orient="records", indent=1, date_format="iso") + "\n")
     else:
-        from rich.table import Table
+        _print_rows(frame)
 
+
+def _cell(v) -> str:
+    return "" if v is None or (isinstance(v, float) and v != v) else f"{v:.6g}" if isinstance(v, float) else str(v)
+
+
+def _print_rows(frame) -> None:
+    """A table when its columns fit the terminal; else one block of ``column: value`` lines per row
+    (psql's expanded display), so that no id or label is folded into pieces at 80 columns."""
+    from rich.table import Table
+
+    cells = [[_cell(v) for v in row] for row in frame.itertuples(index=False)]
+    columns = [str(c) for c in frame.columns]
+    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+    if cells and sum(widths) + 3 * len(columns) > out.width:
+        for n, row in enumerate(cells, start=1):
+            print_wrapped(out, f"-[ row {n} ]" + "-" * max(0, min(out.width, 40) - 12))
+            for col, value in zip(columns, row):
+                print_wrapped(out, f"{col} | {value}")
+    elif cells:
         table = Table(show_edge=False)
-        for col in frame.columns:
-            table.add_column(str(col), overflow="fold")
-        for row in frame.itertuples(index=False):
-            table.add_row(*("" if v is None or (isinstance(v, float) and v != v) else
-                            f"{v:.6g}" if isinstance(v, float) else str(v) for v in row))
+        for col in columns:
+            table.add_column(col, overflow="fold")
+        for row in cells:
+            table.add_row(*row)
         out.print(table)
-        print_wrapped(out, f"{len(frame)} rows")
+    print_wrapped(out, f"{len(frame)} rows")
 
 
 def trend(

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-PLOT_VERSION = 3  # 3: a build slot one unit wide, long titles cut; bump when plot_series draws differently: every cached plot is drawn again
+PLOT_VERSION = 3  # bump when plot_series draws differently: every cached plot is drawn again (3: build slots)
 PLOT_DIR = "plots"
 
 

@@ -177,3 +177,19 @@ def test_the_failure_series_counts_failed_storms_and_the_others_do_not(real_runs
     assert failed.name not in set(series_rows(con, "swap_load_ms")["run_id"])
     assert failed.name not in set(series_rows(con, "peak_children")["run_id"])
     con.close()
+
+
+def test_a_series_too_wide_for_80_columns_prints_one_block_per_row(archive):
+    """At 80 columns a named series' 12 columns do not fit: each row is printed as `column | value`
+    lines (psql's expanded display), every run id whole; a narrow query stays a table."""
+    r = run_cli("history", "query", "-", "--series", "idle_warm_p50", "--archive", str(archive), columns=80)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert "-[ row 1 ]" in lines[0] and max(len(line) for line in lines) <= 80
+    shown = [line.split(" | ", 1)[1] for line in lines if line.startswith("run_id | ")]
+    rows = json.loads(run_cli("history", "query", "-", "--series", "idle_warm_p50", "--archive", str(archive),
+                              "--json").stdout)
+    assert shown == [row["run_id"] for row in rows] and len(shown) >= 2
+    r = run_cli("history", "query", "SELECT kind, count(*) AS n FROM runs GROUP BY kind ORDER BY kind",
+                "--archive", str(archive), columns=80)
+    assert r.returncode == 0 and "-[ row" not in r.stdout and "idle" in r.stdout
