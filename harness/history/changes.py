@@ -144,25 +144,29 @@ def reported_changes(values, scale: str = "log", trials=None,
         return _share_interval(values[start:index], values[index:stop], trials[start:index], trials[index:stop])
 
     scaled = values if scale == "linear" else np.log(values)
-    points = [list(p) for p in change_indices(values, **params)]  # [index, Otava's p-value]
+    found = change_indices(values, **params)
+    indices: list[int] = [i for i, _ in found]
+    pvalues: list[float] = [p for _, p in found]  # Otava's, kept with its change as it is placed
     while True:
-        cuts = [0] + [i for i, _ in points] + [len(values)]
-        for j, point in enumerate(points, start=1):
-            point[0] = cuts[j] = best_split(scaled, cuts[j - 1], cuts[j + 1], point[0])
-        judged = []
-        for j, (index, pvalue) in enumerate(points, start=1):
-            before, after = values[cuts[j - 1]:index], values[index:cuts[j + 1]]
-            if min(len(before), len(after)) < MIN_SEGMENT:  # one run apart is an outlier, not a change
-                judged.append((False, 0.0, None))
+        cuts = [0] + indices + [len(values)]
+        for j in range(1, len(indices) + 1):
+            indices[j - 1] = cuts[j] = best_split(scaled, cuts[j - 1], cuts[j + 1], indices[j - 1])
+        rows: list[tuple[int, float, float, float, float, int, int]] = []
+        strength: dict[int, float] = {}  # the failing ones' strength, by position
+        for j, (index, pvalue) in enumerate(zip(indices, pvalues), start=1):
+            start, stop = cuts[j - 1], cuts[j + 1]
+            if min(index - start, stop - index) < MIN_SEGMENT:  # one run apart is an outlier, not a change
+                strength[j - 1] = 0.0
                 continue
-            size, lo, hi = interval(cuts[j - 1], index, cuts[j + 1])
-            holds_none = lo <= none <= hi and (lo < hi or size == none)  # its own interval says "no change"
-            judged.append((not holds_none, _strength(scaled[cuts[j - 1]:index], scaled[index:cuts[j + 1]]),
-                           (index, pvalue, size, lo, hi, len(before), len(after))))
-        failing = [j for j, (ok, _, _) in enumerate(judged) if not ok]
-        if not failing:
-            return [row for _, _, row in judged]
-        del points[min(failing, key=lambda j: judged[j][1])]
+            size, lo, hi = interval(start, index, stop)
+            if lo <= none <= hi and (lo < hi or size == none):  # its own interval says "no change"
+                strength[j - 1] = _strength(scaled[start:index], scaled[index:stop])
+                continue
+            rows.append((index, pvalue, size, lo, hi, index - start, stop - index))
+        if not strength:
+            return rows
+        weakest = min(strength, key=lambda j: strength[j])
+        del indices[weakest], pvalues[weakest]
 
 
 def _strength(a: np.ndarray, b: np.ndarray) -> float:
