@@ -41,6 +41,11 @@ def _pct(x, q):
     return float(np.percentile(x, q)) if x.size else math.nan
 
 
+def n_failed(requests: pd.DataFrame) -> int:
+    """Requests of a storm that failed (any error: HTTP, cut off, past the deadline)."""
+    return int(requests["error"].notna().sum()) if not requests.empty else 0
+
+
 def warm_mask(requests: pd.DataFrame) -> pd.Series:
     """True where the model was resident at send; unknown (null) counts as cold."""
     return requests["resident_at_send"].eq(True).fillna(False).astype(bool)
@@ -392,8 +397,7 @@ def summarize_frames(requests: pd.DataFrame, events: pd.DataFrame, memory: pd.Da
 
     n_req = len(requests)
     peak_children = int(memory["children_alive"].max()) if not memory.empty else 0
-    n_failed = int(requests["error"].notna().sum()) if n_req else 0
-    figures.update(n_requests=n_req, n_failed_requests=n_failed, peak_children=peak_children,
+    figures.update(n_requests=n_req, n_failed_requests=n_failed(requests), peak_children=peak_children,
                    n_memory_samples=len(memory))
     if memory.empty:
         findings.append("no memory samples were taken")
@@ -530,4 +534,4 @@ def _summarize_by_request_order(requests: pd.DataFrame, memory: pd.DataFrame, mo
     findings += closing_findings(requests, client, sampler, status, error)
     return SwapSummary(latency, pd.DataFrame(columns=PHASE_COLUMNS), pd.DataFrame(columns=LRU_COLUMNS), findings,
                        {"swaps": reloads if held == 1 else None, "n_requests": len(requests),
-                        "n_failed_requests": int(requests["error"].notna().sum()) if not requests.empty else 0})
+                        "n_failed_requests": n_failed(requests)})

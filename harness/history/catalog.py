@@ -150,20 +150,14 @@ def _swap_metrics(record, analysis: dict) -> list[dict]:
     if rss is not None:
         rows.append({"run_id": record.run_id, "model": all_models, "setting": setting, "metric": "peak_rss_mb",
                      "value": rss / 1e6, "lo": None, "hi": None, "n": _num(figures.get("n_memory_samples"))})
+    from harness.analysis.gate_bench import clopper_pearson
+
     failed, sent = _num(figures.get("n_failed_requests")), _num(figures.get("n_requests"))
     if failed is not None and sent:
-        lo, hi = _binomial_interval(int(failed), int(sent))
+        lo, hi = clopper_pearson(int(failed), int(sent))
         rows.append({"run_id": record.run_id, "model": all_models, "setting": setting, "metric": "swap_failed_pct",
                      "value": 100.0 * failed / sent, "lo": 100.0 * lo, "hi": 100.0 * hi, "n": sent})
     return rows
-
-
-def _binomial_interval(k: int, n: int) -> tuple[float, float]:
-    """Clopper-Pearson 95% interval of a proportion k / n (exact, never outside [0, 1])."""
-    from scipy.stats import binomtest
-
-    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
-    return float(ci.low), float(ci.high)
 
 
 # what the history reads from each kind's analysis (kinds without an entry add no metrics)
@@ -191,13 +185,21 @@ def run_metrics(run) -> list[dict]:
     return metrics_of(run.record, read_analysis(run) or analyze(run))  # never written into the archive
 
 
+def _settings(record) -> list[str]:
+    """The setting labels the run's series are filed under (``RunKind.history_settings``)."""
+    from harness.kinds import find_kind
+
+    kind = find_kind(record.kind)
+    return kind.history_settings(record) if kind is not None else list(record.settings)
+
+
 def run_row(machine_id: str, rel_dir: str, record, manifest_bytes: bytes) -> dict:
     return {"run_id": record.run_id, "machine_id": machine_id, "machine_label": record.machine.label,
             "kind": record.kind, "status": record.status, "engine": record.engine.name,
             "engine_build": record.engine.build_number, "engine_version": record.engine.version,
             "engine_sha256": record.engine.sha256, "model": record.model_labels[0] if record.models else None,
             "models": list(record.model_labels),
-            "settings": list(record.settings) or [swap_setting(record.config)],  # a swap run has no cells
+            "settings": _settings(record),
             "started_at": record.started_at, "lbench_version": record.lbench_version,
             "n_samples": record.n_samples, "dir": rel_dir,
             "manifest_sha256": hashlib.sha256(manifest_bytes).hexdigest()}

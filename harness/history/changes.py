@@ -171,11 +171,17 @@ def reported_changes(values, scale: str = "log", trials=None,
 
 def _strength(a: np.ndarray, b: np.ndarray) -> float:
     """|mean(b) - mean(a)| over its standard error (infinite for a shift between two constant runs)."""
-    va = a.var(ddof=1) / a.size if a.size > 1 else 0.0
-    vb = b.var(ddof=1) / b.size if b.size > 1 else 0.0
-    d = abs(float(b.mean() - a.mean())) if a.size and b.size else 0.0
+    d, va, vb = _mean_difference(a, b)
     se = math.sqrt(va + vb)
-    return d / se if se > 0 else (math.inf if d > 0 else 0.0)
+    return abs(d) / se if se > 0 else (math.inf if d != 0 else 0.0)
+
+
+def _mean_difference(a: np.ndarray, b: np.ndarray, floor_a: float = 0.0,
+                     floor_b: float = 0.0) -> tuple[float, float, float]:
+    """mean(b) - mean(a) and each mean's variance (at least its ``floor``)."""
+    va = max(a.var(ddof=1) / a.size if a.size > 1 else 0.0, floor_a)
+    vb = max(b.var(ddof=1) / b.size if b.size > 1 else 0.0, floor_b)
+    return float(b.mean() - a.mean()), va, vb
 
 
 def best_split(x: np.ndarray, start: int, stop: int, found: int) -> int:
@@ -205,10 +211,8 @@ def _welch(a: np.ndarray, b: np.ndarray, floor_a: float = 0.0,
     its ``floor``."""
     from scipy import stats
 
-    va = max(a.var(ddof=1) / a.size if a.size > 1 else 0.0, floor_a)
-    vb = max(b.var(ddof=1) / b.size if b.size > 1 else 0.0, floor_b)
+    d, va, vb = _mean_difference(a, b, floor_a, floor_b)
     se = math.sqrt(va + vb)
-    d = float(b.mean() - a.mean())
     if se == 0:
         return d, d, d
     dof_num = (va + vb) ** 2

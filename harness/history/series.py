@@ -52,7 +52,7 @@ class Series:
     def rows(self, con, *, machine: str | None = None, model: str | None = None,
              setting: str | None = None) -> pd.DataFrame:
         """This series' rows: its metric in the catalog, for the runs of its kind that match."""
-        return _metric(con, self.name, self.name, self.kind, machine=machine, model=model, setting=setting,
+        return _metric(con, self.name, self.kind, machine=machine, model=model, setting=setting,
                        statuses=self.statuses)
 
 
@@ -72,7 +72,7 @@ def _filters(machine: str | None, model: str | None, setting: str | None, alias:
     return " AND ".join(where), params
 
 
-def _metric(con, name: str, metric: str, kind: str, machine=None, model=None, setting=None,
+def _metric(con, name: str, kind: str, machine=None, model=None, setting=None,
             statuses: tuple[str, ...] = ("complete",)) -> pd.DataFrame:
     where, params = _filters(machine, model, setting, model_col="m.model", setting_col="m.setting",
                              statuses=statuses)
@@ -82,7 +82,7 @@ def _metric(con, name: str, metric: str, kind: str, machine=None, model=None, se
     FROM metrics m JOIN runs r ON r.run_id = m.run_id
     WHERE m.metric = ? AND m.value IS NOT NULL AND r.kind = ? AND {where}
     ORDER BY r.machine_id, m.model, m.setting, r.engine_build NULLS FIRST, r.started_at"""
-    return con.execute(sql, [metric, kind, *params]).df()[COLUMNS]
+    return con.execute(sql, [name, kind, *params]).df()[COLUMNS]  # a series is the catalog metric of its name
 
 
 SERIES: dict[str, Series] = {s.name: s for s in (
