@@ -450,6 +450,15 @@ class Lab:
         self.act(f"sleep {float(seconds):g}")
         time.sleep(seconds)
 
+    def settle(self, seconds: float = 1.0) -> None:
+        """Wait until the router has ended the requests whose replies were read.  It counts a
+        proxied request in flight (``req_count``) until the reply's cleanup, which can run after the
+        client has the whole body, and ``pick_victim`` skips a model with one in flight: a step that
+        needs the last model used to be idle (a victim candidate) waits here first.  The router
+        shows ``req_count`` nowhere, so this is a wait, not an observation."""
+        self.note("the router ends a request after its reply was read: wait until it has")
+        self.sleep(seconds)
+
     def environ(self, pid: int | None) -> dict[str, str]:
         """A child's environment.  ``pid`` None (the lookup timed out) is an error, never the
         harness's own environment (``psutil.Process(None)`` would read that)."""

@@ -60,7 +60,8 @@ def _sandbox(tmp_path: Path) -> tuple[Path, Path, Path]:
         d.mkdir()
     # each stand-in writes its argv, NUL-separated, to a new file in $RECORD_DIR
     _stub(stubs / "curl", 'printf "%s\\0" curl "$@" > "$RECORD_DIR/$$.curl"; exit 0\n')
-    _stub(stubs / "pgrep", 'printf "%s\\0" pgrep "$@" > "$RECORD_DIR/$$.pgrep"; exit 1\n')
+    # pgrep "finds" a PID no process has (find_child waits up to 10 s for one that is never found)
+    _stub(stubs / "pgrep", 'printf "%s\\0" pgrep "$@" > "$RECORD_DIR/$$.pgrep"; echo 2147483646\n')
     return box, stubs, record
 
 
