@@ -42,7 +42,8 @@ _FUNCTIONS = [
     "  done",
     "}",
     "find_child() {  # PID of the router's child whose command line matches ERE $1 (10 s, as lbench waits)",
-    "  local end=$((SECONDS + 10)); while [ \"$SECONDS\" -lt \"$end\" ]; do p=$(pgrep -P \"$ROUTER_PID\" -f -- \"$1\" | head -n 1); "
+    "  local end=$((SECONDS + 10)); while [ \"$SECONDS\" -lt \"$end\" ]; do "
+    "p=$(pgrep -P \"$ROUTER_PID\" -f -- \"$1\" | head -n 1); "
     "[ -n \"$p\" ] && { echo \"$p\"; return 0; }; sleep 0.02; done; return 1",
     "}",
     "children_now() { local f p out=; for f in /proc/\"$ROUTER_PID\"/task/*/children; do "
