@@ -304,7 +304,7 @@ def loading_lru(ctx: Context, p: LoadingLruParams) -> Evidence:
         lab.post("/models/load", a)
         pid = _freeze_while_loading(lab, a)
         lab.request(b)  # B's last use is now later than A's spawn stamp
-        lab.settle(p.settle_s)  # B still in flight: no victim, and POST /models/load is refused at once
+        lab.settle()  # B still in flight: no victim, and POST /models/load is refused at once
         lab.log_mark("c")
         t_c = lab.t0 + lab.now()
         load_reply: list = []
@@ -357,7 +357,6 @@ def lru_get_figures(events: list[TimelineEvent], a: str, b: str, t_c: float) -> 
 class LruGetParams(Params):
     models: list[str]
     get_path: str = "/props"  # a GET the router proxies to the model's child (proxy_get)
-    settle_s: float = 1.0  # after the GET, until the router has ended A's request (Lab.settle)
 
 
 def lru_get(ctx: Context, p: LruGetParams) -> Evidence:
@@ -369,7 +368,7 @@ def lru_get(ctx: Context, p: LruGetParams) -> Evidence:
         lab.request(a)
         lab.request(b)
         got = lab.get(p.get_path, a)
-        lab.settle(p.settle_s)  # A still in flight would be skipped: B evicted, as if the GET were a use
+        lab.settle()  # A still in flight would be skipped: B evicted, as if the GET were a use
         t_c = lab.t0 + lab.now()
         lab.log_mark("c")
         lab.request(c)
@@ -561,7 +560,6 @@ class LoadingLruParams(Params):
     models: list[str]
     hold_s: float = 2.0
     via: str = "request"
-    settle_s: float = 1.0  # after B's request, until the router has ended it (Lab.settle)
 
 
 @dataclass(frozen=True)
