@@ -28,6 +28,7 @@ from harness.atomic import atomic_dir, atomic_write_json, locked
 from harness.errors import BadInput
 from harness.record import RunRecord
 from harness.store import Run, open_run
+from harness.untrusted import read_json
 
 PREFIX = "baseline:"
 
@@ -138,8 +139,6 @@ def list_baselines(results_root: Path | None = None) -> list[dict]:
     out, seen = [], set()
     for base in _roots(results_root):
         for d in sorted(base.glob("*/baseline.json")) if base.is_dir() else []:
-            from harness.untrusted import read_json
-
             try:
                 info = read_json(d, what="baseline.json")
             except BadInput as exc:  # damaged: said, skipped
@@ -168,8 +167,6 @@ def _saved_name(name: object) -> str:
 
 
 def load(name: str, results_root: Path | None = None) -> Run:
-    from harness.untrusted import read_json
-
     for base in _roots(results_root):
         meta = base / _saved_name(name) / "baseline.json"
         if meta.is_file():

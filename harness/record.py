@@ -27,6 +27,7 @@ from types import MappingProxyType
 from typing import Any
 
 from harness.errors import BadInput
+from harness.untrusted import read_json
 
 SCHEMA_VERSION = 2  # 2: host.fingerprint (the machine, for history across machines)
 STATUSES = ("running", "complete", "interrupted", "failed")
@@ -357,10 +358,6 @@ class RunRecord:
         value = self.sections.get(name)
         return value if isinstance(value, dict) else _EMPTY
 
-    def section_list(self, name: str) -> list[dict]:
-        value = self.sections.get(name)
-        return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
-
     def to_manifest(self) -> dict:
         """The manifest as read (every section, for display and for scanning: redaction)."""
         return {"schema_version": self.schema_version, "lbench_version": self.lbench_version, "run_id": self.run_id,
@@ -435,7 +432,6 @@ def parse_record(data: object, where: str) -> RunRecord:
 
 def read_record(manifest_path: Path) -> RunRecord:
     """The record of ``manifest.json`` at ``manifest_path`` (read as untrusted input)."""
-    from harness.untrusted import read_json
 
     return parse_record(read_json(manifest_path, what="run's manifest"), str(manifest_path))
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from harness.errors import BadInput
 from harness.record import RunRecord, read_record
+from harness.untrusted import read_json
 
 INDEX_FILE = ".lbench-index.json"
 INDEX_VERSION = 3  # 3: row counts per table in the summary
@@ -135,8 +136,6 @@ class IndexCache:
         self.seen: set[str] | None = None  # the run directories the last scan found
         self.changed = False
         try:
-            from harness.untrusted import read_json
-
             data = read_json(self.path, what="run index")
             if isinstance(data, dict) and data.get("version") == INDEX_VERSION and isinstance(data.get("runs"), dict):
                 self.entries = {k: v for k, v in data["runs"].items() if isinstance(v, dict)}

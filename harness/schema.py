@@ -188,10 +188,6 @@ def apply_schema(frame: pd.DataFrame, table: str) -> pd.DataFrame:
     return schema.apply(frame) if schema is not None else frame
 
 
-def apply_sample_schema(frame: pd.DataFrame) -> pd.DataFrame:
-    return TABLES["samples"].apply(frame)
-
-
 def records(frame: pd.DataFrame) -> list[dict]:
     """Rows as dicts with every missing value (NaN, NA, NaT) as None, for templates and text."""
     return [{k: (None if _missing(v) else v) for k, v in row.items()} for row in frame.to_dict("records")]

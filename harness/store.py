@@ -36,6 +36,7 @@ from harness.errors import BadInput, WriteFailed
 from harness.record import SCHEMA_VERSION, RunRecord, parse_record, read_record
 from harness.schema import apply_schema, table_schema
 from harness.untrusted import MAX_TABLE_BYTES, open_regular
+from harness.runindex import iter_records, RunSummary
 
 TABLES = ("samples",)
 
@@ -44,6 +45,11 @@ def new_run_id(kind: str, now: datetime | None = None) -> str:
     """Sortable: UTC time to the second, the kind, and a short random suffix."""
     now = now or datetime.now(timezone.utc)
     return f"{now:%Y%m%dT%H%M%SZ}-{kind}-{secrets.token_hex(2)}"
+
+
+def benchmark_dir(results_root: Path, bench_id: str) -> Path:
+    """Where a benchmark over many runs keeps its own files (``lbench gate-bench``): ``<results>/benchmarks/<id>/``."""
+    return Path(results_root) / "benchmarks" / bench_id
 
 
 def utc_now() -> str:
@@ -265,8 +271,6 @@ class Run:
 
     @property
     def summary(self):
-        from harness.runindex import RunSummary
-
         return RunSummary.of(self.record)
 
     def table(self, name: str = "samples") -> pd.DataFrame:
@@ -313,7 +317,6 @@ def open_run(ref: str | Path, results_root: Path, *, kinds: Collection[str] | No
 
     ``kinds``: what 'latest' may pick (the kinds the command needs, e.g. compare after a calibrate
     run wants the newest idle run); None: any kind.  Ids and paths are taken as given."""
-    from harness.runindex import iter_records
 
     if len(str(ref)) > MAX_REF_CHARS * 4 or "\0" in str(ref):
         raise BadInput(f"run reference is {len(str(ref))} characters long", where=str(ref)[:80] + "...",
@@ -386,6 +389,5 @@ def latest_run(runs: list, *, any_status: bool = False, where: Path | None = Non
 def list_runs(results_root: Path) -> list[Run]:
     """Every readable run under ``results_root``, oldest first (damaged ones are skipped; the index
     says why, see harness/runindex.py)."""
-    from harness.runindex import iter_records
 
     return [Run(e.dir, e.record) for e in iter_records(results_root, quiet=True)]

@@ -73,10 +73,6 @@ def depth(value: Any, limit: int) -> int:
     return deepest
 
 
-def _no_constants(name: str) -> float:
-    raise ValueError(f"{name} is not JSON")
-
-
 def read_json(path: Path, *, what: str = "file", max_bytes: int | None = None,
               max_depth: int | None = None) -> Any:
     """A JSON document from an untrusted file: regular, bounded in size and depth, valid UTF-8.

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Benchmark (not a test): wall time of `lbench --help` and of every subcommand's --help,
 best of N fresh processes, against `python -c "import typer, rich"` (the floor for a Typer
-CLI with rich help) and `python -c pass`.
+CLI with rich help), a bare Typer+Rich app's `--help` (one command, Typer's own help
+rendering) and `python -c pass`.
 
 Goal (issue 13): every --help <= 0.3 s and <= 2.5x the typer+rich floor, on a quiet machine.
 Timed with bytecode caches, as an installed lbench runs (PYTHONDONTWRITEBYTECODE is dropped
@@ -23,6 +24,24 @@ import time
 
 GOAL_S = 0.3
 GOAL_RATIO = 2.5
+# a bare Typer+Rich app: one command that prints with rich, its --help rendered by Typer
+BARE_APP = """
+import sys
+import rich
+import typer
+
+app = typer.Typer()
+
+
+@app.command()
+def hello(name: str = typer.Option("world", help="Who to greet.")) -> None:
+    \"\"\"Say hello.\"\"\"
+    rich.print(f"hello {name}")
+
+
+sys.argv[0] = "bare"
+app()
+"""
 
 
 def best_of(argv: list[str], n: int, env: dict[str, str]) -> float:
@@ -70,7 +89,8 @@ def main() -> int:
     if args.only:
         wanted = {w.strip() for w in args.only.split(",") if w.strip()}
         paths = [p for p in paths if not p or " ".join(p) in wanted or p[0] in wanted]
-    runs = {"pass": [sys.executable, "-c", "pass"], "floor": [sys.executable, "-c", "import typer, rich"]}
+    runs = {"pass": [sys.executable, "-c", "pass"], "floor": [sys.executable, "-c", "import typer, rich"],
+            "bare": [sys.executable, "-c", BARE_APP, "--help"]}
     for path in paths:
         runs["lbench " + " ".join([*path, "--help"])] = [*lbench, *path, "--help"]
     for argv in runs.values():  # warm-up: writes the bytecode caches, fills the OS file cache
@@ -81,8 +101,10 @@ def main() -> int:
         for label, argv in runs.items():
             best[label] = min(best[label], best_of(argv, 1, env))
     floor = best.pop("floor")
+    bare = best.pop("bare")
     print(f"python -c pass:                 {best.pop('pass') * 1e3:7.1f} ms (best of {args.n})")
     print(f'python -c "import typer, rich": {floor * 1e3:7.1f} ms (best of {args.n})  <- the floor')
+    print(f"a bare Typer+Rich app --help:   {bare * 1e3:7.1f} ms (best of {args.n})")
     print(f"{'command':<34} {'best ms':>8} {'ratio':>6}  goal (<= {GOAL_S * 1e3:.0f} ms, ratio <= {GOAL_RATIO})")
     worst = 0.0
     for label, t in best.items():
@@ -90,6 +112,8 @@ def main() -> int:
         worst = max(worst, ratio)
         ok = t <= GOAL_S and ratio <= GOAL_RATIO
         print(f"{label:<34} {t * 1e3:8.1f} {ratio:6.2f}  {'ok' if ok else 'OVER'}")
+    top = best["lbench --help"]
+    print(f"lbench --help / the bare Typer+Rich app's --help: {top / bare:.2f} (goal <= {GOAL_RATIO})")
     print(f"worst ratio {worst:.2f} over {len(best)} commands; machine: {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.2f} (figures from a busy machine are indicative only)")
     return 0

@@ -52,10 +52,6 @@ BUILDS = [9093 + 120 * i for i in range(20)]
 VARIANTS = 16
 
 
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def make_variants(src: Path, work: Path, rng: np.random.Generator, slower: float = 1.0) -> list[Path]:
     """Copies of the run's Parquet tables with latencies scaled (one folder per variant)."""
     out = []
@@ -157,7 +153,7 @@ def run_step(step: str, archive: Path, extra: str) -> dict:
         cat = load(archive)
         info = f"{len(cat.runs):,} runs, {len(cat.metrics):,} metric rows, {len(cat.skipped)} skipped"
     elif step == "add":
-        from harness.history.archive import add_runs
+        from harness.history.catalog import add_runs
 
         added, refused = add_runs(archive, [Path(extra)])
         if len(added) != 100 or refused:

@@ -1,6 +1,9 @@
-"""The kind registry: every part resolves, and no dispatcher tests a run's kind by name."""
+"""The kinds of run: a leaf table of facts, one table per layer beside its functions, every part
+resolves, and no dispatcher tests a run's kind by name."""
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -8,31 +11,54 @@ import pytest
 import harness
 from harness import resources
 from harness.errors import BadInput
-from harness.kinds import KINDS, get_kind
+from harness.kinds import KINDS
 
 PKG = Path(harness.__file__).parent
-PROTOCOL = ("prepare", "execute", "summarize", "derive", "report_context", "evidence")
+
+
+def _layer_tables():
+    from harness.analysis.kinds import DERIVED, SUMMARIZERS
+    from harness.history.catalog import METRICS_OF_KIND, SETTINGS_OF_KIND, TABLE_METRICS_OF_KIND
+    from harness.report.evidence import SECTIONS
+    from harness.report.render import CONTEXTS
+    from harness.runs.executors import EXECUTORS
+
+    return {"EXECUTORS": EXECUTORS, "SUMMARIZERS": SUMMARIZERS, "DERIVED": DERIVED, "CONTEXTS": CONTEXTS,
+            "SECTIONS": SECTIONS, "SETTINGS_OF_KIND": SETTINGS_OF_KIND, "METRICS_OF_KIND": METRICS_OF_KIND,
+            "TABLE_METRICS_OF_KIND": TABLE_METRICS_OF_KIND}
 
 
 @pytest.mark.parametrize("name", sorted(KINDS))
-def test_every_kind_implements_the_protocol(name):
-    kind = KINDS[name]
-    from harness.kinds import RunKind
-
-    for method in PROTOCOL:
-        assert callable(getattr(kind, method))
-    for method in ("prepare", "execute", "summarize", "report_context"):  # the parts every kind of run has
-        assert getattr(type(kind), method) is not getattr(RunKind, method), f"{name} does not implement {method}"
-    assert kind.spec_class() is not None
-    assert (resources.templates_dir() / kind.template).is_file()
+def test_every_kind_has_each_part(name):
+    """Every kind is started, summarized, reported and bundled as evidence by its layer's table."""
     from harness.schema import TABLES
 
+    tables = _layer_tables()
+    for table in ("EXECUTORS", "SUMMARIZERS", "CONTEXTS", "SECTIONS"):  # the parts every kind of run has
+        assert callable(getattr(tables[table][name], "prepare", tables[table][name])), f"{name} has no {table}"
+    executor = tables["EXECUTORS"][name]
+    assert executor.name == name and executor.spec_class() is not None
+    kind = KINDS[name]
+    assert (resources.templates_dir() / kind.template).is_file()
     assert kind.primary_table in TABLES
 
 
-def test_unknown_kind_is_a_clear_error():
+def test_each_layer_table_names_known_kinds_only():
+    for table, entries in _layer_tables().items():
+        assert set(entries) <= set(KINDS), f"{table} names an unknown kind: {set(entries) - set(KINDS)}"
+
+
+def test_the_table_of_facts_imports_nothing_of_lbench():
+    code = "import sys, harness.kinds; print(sorted(m for m in sys.modules if m.startswith('harness.')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['harness.kinds']"
+
+
+def test_unknown_kind_is_a_clear_error(tmp_path):
+    from harness.runs.executors import get_executor
+
     with pytest.raises(BadInput, match="unknown run kind 'nope'"):
-        get_kind("nope")
+        get_executor("nope")
 
 
 def _names(node: ast.AST) -> set[str]:
@@ -44,7 +70,8 @@ def _names(node: ast.AST) -> set[str]:
 
 
 def kind_dispatch_sites(root: Path = PKG) -> list[str]:
-    """Comparisons of something named *kind* with a run kind's name, outside harness/kinds.py."""
+    """Comparisons of something named *kind* with a run kind's name (each layer's table of kinds
+    is a dict keyed by the name, which this does not flag)."""
     sites = []
     for path in sorted(root.rglob("*.py")):
         if path == root / "kinds.py":
@@ -64,7 +91,8 @@ def kind_dispatch_sites(root: Path = PKG) -> list[str]:
 
 def test_no_kind_dispatch_outside_the_registry():
     sites = kind_dispatch_sites()
-    assert not sites, "dispatch on a run's kind belongs in harness/kinds.py (add a RunKind field):\n" + "\n".join(sites)
+    assert not sites, ("dispatch on a run's kind belongs in a table of kinds (harness/kinds.py for a fact, the "
+                       "layer's table for a function):\n" + "\n".join(sites))
 
 
 def test_the_guard_finds_a_kind_test(tmp_path):
@@ -76,7 +104,7 @@ def test_the_guard_finds_a_kind_test(tmp_path):
 
 
 def test_commands_run_kinds_through_the_registry():
-    """The commands reach each kind through KINDS (``get_kind(name).prepare`` / ``.execute``), never
+    """The commands reach each kind through EXECUTORS (``get_executor(name).prepare`` / ``.execute``), never
     a kind's prepare or execute function directly, so every kind is called the same way."""
     direct = []
     for path in sorted((PKG / "cli").glob("*.py")):
@@ -84,32 +112,15 @@ def test_commands_run_kinds_through_the_registry():
             if isinstance(node, ast.ImportFrom) and any(a.name.startswith(("prepare_", "execute_"))
                                                         for a in node.names):
                 direct.append(f"{path.name}:{node.lineno}")
-    assert not direct, f"call kinds via harness.kinds.get_kind(name).prepare/.execute: {direct}"
-
-
-def test_a_view_across_runs_registers_without_an_executor():
-    from harness.kinds import VIEWS, register_view
-
-    class Trend:
-        name, title, template = "test-trend", "a trend", "base.html.j2"
-
-        def context(self, root, **filters):
-            return {"root": str(root)}
-
-    try:
-        assert register_view(Trend()) is VIEWS["test-trend"]
-        with pytest.raises(ValueError):
-            register_view(Trend())
-    finally:
-        VIEWS.pop("test-trend", None)
+    assert not direct, f"call kinds via harness.runs.executors.get_executor(name).prepare/.execute: {direct}"
 
 
 def test_the_store_keeps_what_was_measured_and_the_analysis_derives(tmp_path):
-    """A swap run's requests.served_as is derived by the analysis (kinds.analysis_table), never
+    """A swap run's requests.served_as is derived by the analysis (analysis.kinds.analysis_table), never
     written into the stored tables: the Parquet copy holds what the journal holds."""
     import pandas as pd
 
-    from harness.kinds import analysis_table
+    from harness.analysis.kinds import analysis_table
     from harness.store import RunWriter, open_run
 
     w = RunWriter(tmp_path, "swap", {"config": {"models_max": 1}})

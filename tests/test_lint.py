@@ -1,5 +1,6 @@
-"""The package passes its linter (ruff) and its type checker (mypy) as configured in pyproject.toml,
-so the typed joints (run record, index, kinds, run lifecycle) stay typed."""
+"""The package passes its linter (ruff), its type checker (mypy), its import contracts (import-linter:
+the layers, no import circle) and its dead-code check (vulture) as configured in pyproject.toml, so
+the typed joints (run record, index, kinds, run lifecycle) stay typed and the layers stay layers."""
 
 import os
 import shutil
@@ -31,3 +32,38 @@ def test_mypy_finds_nothing():
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "lbench" / "mypy"
     out = subprocess.run([*_tool("mypy"), "--cache-dir", str(cache)], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr
+
+
+def _lint_imports(root: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(root)}  # the package under ``root``, not an installed copy
+    return subprocess.run([*_tool("lint-imports"), "--no-cache", "--no-logo"], cwd=root, capture_output=True,
+                          text=True, env=env)
+
+
+def test_import_contracts_hold():
+    out = _lint_imports(ROOT)
+    assert out.returncode == 0, out.stdout[-6000:] + out.stderr
+
+
+@pytest.mark.parametrize("module, line, broken", [
+    ("harness/probes/host.py", "from harness.record import fingerprint_of", "Layers"),  # a lower layer reaching up
+    ("harness/history/archive.py", "from harness.history.catalog import load", "No import circle"),
+])
+def test_the_contracts_see_an_import_inside_a_function(tmp_path, module, line, broken):
+    """A copy of the package with one import added inside a function breaks the contract it should."""
+    shutil.copytree(ROOT / "harness", tmp_path / "harness", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    with open(tmp_path / module, "a") as fh:
+        fh.write(f"\n\ndef _added_by_the_test():\n    {line}\n")
+    out = _lint_imports(tmp_path)
+    assert out.returncode != 0
+    assert f"{broken}" in out.stdout and "BROKEN" in out.stdout.split(broken, 1)[1].splitlines()[0], out.stdout
+
+
+def test_vulture_finds_no_dead_code():
+    """Nothing in harness/ that neither the package nor the benchmark scripts use, but what
+    tests/vulture_whitelist.py lists with its reason (Typer commands, manifest fields, ...)."""
+    out = subprocess.run([*_tool("vulture"), "harness", "scripts", "tests/vulture_whitelist.py",
+                          "--min-confidence", "60"], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, "dead code (remove it, or list it with its reason in tests/vulture_whitelist.py):\n" + \
+        out.stdout + out.stderr

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 
 from harness.analysis import stats
+from harness.analysis.idle import summarize_run as summarize_idle
 
 # Each repetition: a block of back-to-back requests, then short pauses.  Harness
 # overhead is read from the steady part of the block; pause error and efficiency
@@ -267,7 +268,6 @@ def calibration_findings(checks: list[dict], pauses: list[dict]) -> list[str]:
 def summarize_run(run) -> dict:
     """The calibrate part of analysis.json: the idle analysis plus the harness's own figures, the targets,
     one check per target and per pause, and findings about them (in place of the idle wake-step findings)."""
-    from harness.analysis.idle import summarize_run as summarize_idle
 
     samples = run.table("samples")
     figures = calibration_figures(samples, run.record.cells)

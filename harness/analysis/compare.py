@@ -13,77 +13,20 @@ Per group: both medians, ratio candidate/baseline with a 95% bootstrap interval
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
-from harness.analysis.regimes import classify, wake_model, wake_thresholds
-from harness.analysis.verdicts import GroupRow
+from harness.analysis.kinds import analysis_table
+from harness.analysis.regimes import classify, step_changes, wake_model, wake_thresholds
 from harness.analysis.stats import measured
 from harness.analysis.swap import compare_classes, warm_mask
+from harness.analysis.verdicts import GroupData, VerdictConfig, decide_groups
 from harness.errors import BadInput
-from harness.kinds import KINDS, analysis_table, find_kind
-from harness.schema import apply_schema
+from harness.kinds import KINDS, find_kind
 from harness.store import Run
 
 IDLE_METRICS = ("latency_ms", "server_prompt_ms")
-MIN_N = 5
-
-
-@dataclass
-class GroupResult(GroupRow):
-    model: str
-    setting: str
-    regime: str
-    metric: str
-    n_a: int
-    n_b: int
-    median_a: float
-    median_b: float
-    ratio: float
-    ratio_ci: tuple[float, float]
-    hl_shift: float
-    p_value: float
-    verdict: str  # faster | slower | no change | not enough data
-
-
-def ratio_ci(a: np.ndarray, b: np.ndarray, *, n_boot: int = 2000, seed: int = 0) -> tuple[float, float]:
-    rng = np.random.default_rng(seed)
-    ia = rng.integers(0, a.size, (n_boot, a.size))
-    ib = rng.integers(0, b.size, (n_boot, b.size))
-    ratios = np.median(b[ib], axis=1) / np.median(a[ia], axis=1)
-    return float(np.percentile(ratios, 2.5)), float(np.percentile(ratios, 97.5))
-
-
-def hodges_lehmann(a: np.ndarray, b: np.ndarray) -> float:
-    return float(np.median(np.subtract.outer(b, a)))
-
-
-def compare_samples(a, b, *, alpha: float = 0.05, min_n: int = MIN_N, seed: int = 0, n_boot: int = 2000) -> dict:
-    a = np.asarray(a, dtype=float)
-    b = np.asarray(b, dtype=float)
-    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
-    out = {"n_a": int(a.size), "n_b": int(b.size), "median_a": math.nan, "median_b": math.nan, "ratio": math.nan,
-           "ratio_ci": (math.nan, math.nan), "hl_shift": math.nan, "p_value": math.nan}
-    if a.size == 0 or b.size == 0:
-        return {**out, "verdict": "not enough data"}
-    out.update(median_a=float(np.median(a)), median_b=float(np.median(b)))
-    out["ratio"] = out["median_b"] / out["median_a"] if out["median_a"] > 0 else math.nan
-    if a.size < min_n or b.size < min_n:
-        return {**out, "verdict": "not enough data"}
-    out["ratio_ci"] = ratio_ci(a, b, seed=seed, n_boot=n_boot)
-    out["hl_shift"] = hodges_lehmann(a, b)
-    out["p_value"] = float(stats.mannwhitneyu(b, a, alternative="two-sided").pvalue)
-    lo, hi = out["ratio_ci"]
-    if out["p_value"] < alpha and lo > 1:
-        verdict = "slower"
-    elif out["p_value"] < alpha and hi < 1:
-        verdict = "faster"
-    else:
-        verdict = "no change"
-    return {**out, "verdict": verdict}
 
 
 SWAP_FAMILY = "swap"
@@ -105,65 +48,6 @@ def compare_family(runs: list[Run]) -> str:
     return families.pop()
 
 
-def pooled(runs: list[Run], table: str) -> pd.DataFrame:
-    frames = [r.table(table) for r in runs]
-    frames = [f for f in frames if not f.empty]
-    return pd.concat(frames, ignore_index=True) if frames else apply_schema(pd.DataFrame(), table)
-
-
-def compare_idle_frames(a: pd.DataFrame, b: pd.DataFrame, *, alpha: float = 0.05, min_n: int = MIN_N,
-                        metrics: tuple[str, ...] = IDLE_METRICS, n_boot: int = 2000
-                        ) -> tuple[list[GroupResult], dict]:
-    """Idle samples (measured rows) of both sides -> per-group results."""
-    thresholds = wake_thresholds(wake_model(a))  # A's shape: the one wake model
-    info = {"kind": "idle", "thresholds": {f"{m} · {s}": v for (m, s), v in thresholds.items()}}
-    a = a.assign(regime=classify(a, thresholds))
-    b = b.assign(regime=classify(b, thresholds))
-    keys = sorted(set(map(tuple, a[["model", "setting", "regime"]].drop_duplicates().to_numpy()))
-                  | set(map(tuple, b[["model", "setting", "regime"]].drop_duplicates().to_numpy())))
-    results = []
-    for model, setting, regime in keys:
-        ga = a[(a["model"] == model) & (a["setting"] == setting) & (a["regime"] == regime)]
-        gb = b[(b["model"] == model) & (b["setting"] == setting) & (b["regime"] == regime)]
-        for metric in metrics:
-            r = compare_samples(ga[metric] if metric in ga else [], gb[metric] if metric in gb else [],
-                                alpha=alpha, min_n=min_n, n_boot=n_boot)
-            results.append(GroupResult(model, setting, regime, metric, **r))
-    return results, info
-
-
-def compare_runs(baseline: list[Run], candidate: list[Run], *, alpha: float = 0.05, min_n: int = MIN_N
-                 ) -> tuple[list[GroupResult], dict]:
-    compare = {"idle": _compare_idle_runs, "swap": _compare_swap_runs}[compare_family(baseline + candidate)]
-    return compare(baseline, candidate, alpha=alpha, min_n=min_n)
-
-
-def _compare_idle_runs(baseline: list[Run], candidate: list[Run], *, alpha: float, min_n: int
-                       ) -> tuple[list[GroupResult], dict]:
-    a, b = measured(pooled(baseline, "samples")), measured(pooled(candidate, "samples"))
-    if a.empty or b.empty:
-        raise BadInput("a side has no measured samples", where="baseline" if a.empty else "candidate")
-    results, info = compare_idle_frames(a, b, alpha=alpha, min_n=min_n)
-    info["candidate_thresholds"] = {f"{m} · {s}": t for (m, s), t in wake_thresholds(wake_model(b)).items()}
-    return results, info
-
-
-def _compare_swap_runs(baseline: list[Run], candidate: list[Run], *, alpha: float, min_n: int
-                       ) -> tuple[list[GroupResult], dict]:
-    results = []
-    a, b = pooled(baseline, "requests"), pooled(candidate, "requests")
-    for frame in (a, b):
-        if frame.empty:
-            raise BadInput("a side has no requests")
-    label = ",".join(sorted({str(m) for m in a["model"].unique()}))
-    for cls, sel in (("warm", True), ("cold", False)):
-        ga = a[(a["error"].isna()) & (warm_mask(a) == sel)]
-        gb = b[(b["error"].isna()) & (warm_mask(b) == sel)]
-        r = compare_samples(ga["latency_ms"], gb["latency_ms"], alpha=alpha, min_n=min_n)
-        results.append(GroupResult(label, "router", cls, "latency_ms", **r))
-    return results, {"kind": "swap"}
-
-
 # --------------------------------------------------------------------------- run-as-unit verdicts (issue #10, #22)
 
 def _per_run(frames: list[pd.DataFrame], sel, metric: str) -> list[np.ndarray]:
@@ -183,8 +67,6 @@ def _gates_regime(gate_on, regime: str) -> bool:
 def judge_runs(baseline: list[Run], candidate: list[Run], cfg=None, *, metrics: tuple[str, ...] | None = None,
                gate_on=None, history: list[Run] | None = None):
     """Verdicts per group with each run as a unit (harness.analysis.verdicts).  See build_groups."""
-    from harness.analysis.verdicts import VerdictConfig, decide_groups
-
     groups, info = build_groups(baseline, candidate, metrics=metrics, gate_on=gate_on, history=history)
     return decide_groups(groups, cfg or VerdictConfig()), info
 
@@ -203,9 +85,6 @@ def build_groups(baseline: list[Run], candidate: list[Run], *, metrics: tuple[st
     ``history``: earlier runs of the baseline; each group's between-run variance is pooled from them.
     Returns (groups, info) where info holds both sides' shape fits and step changes.
     """
-    from harness.analysis.regimes import step_changes, wake_model
-    from harness.analysis.verdicts import GroupData
-
     history = list(history or [])
     groups: list[GroupData] = []
     if compare_family(baseline + candidate + history) == SWAP_FAMILY:

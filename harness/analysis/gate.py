@@ -24,6 +24,9 @@ from pathlib import Path
 
 from harness.analysis.gate_config import GateConfig  # defined there (light), used and re-exported here
 from harness.errors import BadInput
+from harness.toml_input import read_toml
+from harness.analysis.verdicts import DETECTABLE_CAP, factor, quantity, ratio_words, runs_needed_words, VerdictConfig
+from harness.analysis.verdict_labels import group_label
 
 
 def _number(value: object) -> float:
@@ -35,8 +38,6 @@ def _number(value: object) -> float:
 def load_config(path: Path | None, **overrides) -> GateConfig:
     cfg = GateConfig()
     if path is not None:
-        from harness.toml_input import read_toml
-
         data = read_toml(Path(path), "gate config")
         g, per = data.get("gate", {}), data.get("thresholds", {})
         if not isinstance(g, dict) or not isinstance(per, dict):
@@ -85,8 +86,6 @@ class GateOutcome:
 
 
 def verdict_config(cfg: GateConfig, primary: str = "latency_ms"):
-    from harness.analysis.verdicts import VerdictConfig
-
     return VerdictConfig(margin=cfg.threshold, alpha=cfg.alpha, min_samples=cfg.min_n, primary=primary,
                          per_metric=dict(cfg.per_metric), slower_rule=cfg.slower_rule, target=cfg.target)
 
@@ -114,8 +113,6 @@ def _role(r) -> str:
 
 
 def _ratio_cell(r) -> str:
-    from harness.analysis.verdicts import factor
-
     lo, hi = r.ratio_ci
     if r.ratio != r.ratio:
         return "–"
@@ -125,8 +122,6 @@ def _ratio_cell(r) -> str:
 
 
 def _detects_cell(r) -> str:
-    from harness.analysis.verdicts import DETECTABLE_CAP
-
     d = getattr(r, "detectable", float("nan"))
     if d != d and r.verdict == "refused":
         return "–"
@@ -135,8 +130,6 @@ def _detects_cell(r) -> str:
 
 def next_steps(outcome: GateOutcome) -> list[str]:
     """For an inconclusive gate: what would decide each undecided gating group (the runs needed)."""
-    from harness.analysis.verdict_labels import group_label
-    from harness.analysis.verdicts import runs_needed_words
 
     return [f"{group_label(r)}: {runs_needed_words(r)}" for r in outcome.inconclusive if hasattr(r, "runs_needed")]
 
@@ -144,8 +137,6 @@ def next_steps(outcome: GateOutcome) -> list[str]:
 def markdown(outcome: GateOutcome, baseline: str, candidate: str, *, context: list[str] | tuple = ()) -> str:
     """The summary; ``context``: lines about the sides (a history baseline's runs, window, build,
     drift check and pooled spread), listed under the heading."""
-    from harness.analysis.verdict_labels import group_label
-    from harness.analysis.verdicts import quantity
 
     icon = {"pass": "✅ pass", "fail": "❌ regression", "refuse": "⚠️ not enough data",
             "inconclusive": "❔ inconclusive"}[outcome.status]
@@ -185,7 +176,6 @@ def junit(outcome: GateOutcome, *, properties: dict[str, str] | None = None,
     that does not vote (reported group or secondary metric) is a skipped testcase saying so.
     ``properties`` (e.g. a history baseline's run ids) become the suite's <properties>, ``context``
     its <system-out>."""
-    from harness.analysis.verdicts import ratio_words, runs_needed_words
 
     suite = ET.Element("testsuite", name="lbench-gate")
     if properties:
@@ -218,7 +208,7 @@ def junit(outcome: GateOutcome, *, properties: dict[str, str] | None = None,
     suite.set("failures", str(failures))
     suite.set("skipped", str(skipped))
     suite.set("errors", "0")
-    return ET.tostring(ET.ElementTree(suite).getroot(), encoding="unicode", xml_declaration=True)
+    return ET.tostring(suite, encoding="unicode", xml_declaration=True)
 
 
 def _finite(value):

@@ -12,16 +12,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from harness.analysis.intervals import clopper_pearson
+
 CONDITIONS = {"A/A": "false alarms", "slowed": "detected"}
-
-
-def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    from scipy.stats import binomtest
-
-    if n == 0:
-        return float("nan"), float("nan")
-    ci = binomtest(k, n).proportion_ci(confidence_level=confidence, method="exact")
-    return float(ci.low), float(ci.high)
 
 
 def error_rates(decisions: pd.DataFrame) -> pd.DataFrame:

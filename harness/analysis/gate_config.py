@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from harness.errors import BadInput
 
 
 @dataclass
@@ -18,13 +19,8 @@ class GateConfig:
         return self.per_metric.get(metric, self.threshold)
 
 
-GATE_ON_HELP = ("Which groups vote: 'warm' (A's warm regime, its pauses pooled), 'regimes' (each regime of A) "
-                "or pauses, e.g. '0,1.5'. The rest are reported, not voting.")
-
-
 def parse_gate_on(text: str | None):
     """``None``/``warm`` -> ``"warm"``, ``regimes`` -> ``"regimes"``, ``0,1.5`` -> ``(0.0, 1.5)``."""
-    from harness.errors import BadInput
 
     if text is None or text.strip() in ("", "warm"):
         return "warm"

@@ -20,6 +20,11 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from harness.analysis.verdicts import decide_groups, GroupData
+from harness.analysis.gate import decide, verdict_config
+from harness.analysis.campaign import Campaign, sequential_ab
+from harness.analysis.intervals import clopper_pearson
+from harness.analysis.gate_config import GateConfig
 
 # per-run log sd of the per-run median, measured in earlier sessions on this 2-core VM (issue 22,
 # docs/statistics.md): gate-bench 20261201T054030Z-gate-bench-4371 (pause 0 and 1.5 s, default
@@ -56,15 +61,11 @@ class RunModel:
 
 
 def _group(a, b, history=()):
-    from harness.analysis.verdicts import GroupData
-
     return [GroupData("sim", "s", "warm", "latency_ms", a, b, history_runs=list(history))]
 
 
 def gate_trials(model: RunModel, n_runs: int, ratio: float, cfg, trials: int, rng, *, history_runs: int = 0):
     """Statuses and interval coverage of ``trials`` gate decisions (lbench's decide_groups + decide)."""
-    from harness.analysis.gate import decide, verdict_config
-    from harness.analysis.verdicts import decide_groups
 
     vcfg = verdict_config(cfg)
     sd_b = model.between_sd(rng)
@@ -81,9 +82,8 @@ def gate_trials(model: RunModel, n_runs: int, ratio: float, cfg, trials: int, rn
 
 def ab_trials(model: RunModel, ratio: float, cfg, trials: int, rng, *, min_rounds: int = 3, max_rounds: int = 10,
               spending: str = "obf"):
-    """Outcomes and rounds of ``trials`` simulated ``lbench ab`` sessions (lbench's run_ab)."""
-    from harness.analysis.verdicts import decide_groups
-    from harness.runs.ab import run_ab
+    """Outcomes and rounds of ``trials`` simulated ``lbench ab`` sessions (the rounds of lbench's
+    ``ab``, ``harness.analysis.campaign.sequential_ab``, with simulated runs)."""
 
     sd_b = model.between_sd(rng)
 
@@ -98,15 +98,14 @@ def ab_trials(model: RunModel, ratio: float, cfg, trials: int, rng, *, min_round
             pass
     out = []
     for _ in range(trials):
-        res = run_ab("A", "B", cfg, min_rounds=min_rounds, max_rounds=max_rounds, execute=execute, judge=judge,
-                     reporter=Quiet(), spending=spending)
+        res = sequential_ab(Campaign(execute, Quiet(), judge), "A", "B", cfg, min_rounds=min_rounds,
+                            max_rounds=max_rounds, spending=spending)
+        assert res.outcome is not None  # max_rounds >= min_rounds: at least one look
         out.append((res.outcome.status, len(res.a_runs)))
     return out
 
 
 def _rate(k: int, n: int) -> dict:
-    from harness.analysis.gate_bench import clopper_pearson
-
     lo, hi = clopper_pearson(k, n)
     return {"k": k, "n": n, "rate": k / n if n else math.nan, "ci": [lo, hi]}
 
@@ -176,7 +175,6 @@ def simulate_ab(cfg, *, trials: int = 200, seed: int = 0, spreads: dict | None =
 
 def coverage_by_runs(run_sd: float, designs=(2, 3, 5), *, trials: int = 200, seed: int = 0, cfg=None) -> dict[int, float]:
     """Coverage of the 95% interval of the true ratio (A/A), per runs per side: the tests' known answer."""
-    from harness.analysis.gate_config import GateConfig
 
     rng = np.random.default_rng(seed)
     model = RunModel(run_sd)

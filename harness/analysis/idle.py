@@ -9,6 +9,9 @@ import pandas as pd
 from harness.analysis import stats
 from harness.analysis.regimes import wake_summary
 from harness.units import ms
+from harness.analysis.verdicts import boot_log_ratio, centre
+from harness.engines import registry
+from harness.analysis.frames import frame_json
 
 
 def ms_ci(value: float | None, ci) -> str:
@@ -106,12 +109,10 @@ def cross_check(samples: pd.DataFrame) -> list[dict]:
     ``ratio_server`` (server prompt_ms / llama-idle decode) gets a 95% interval from the same
     two-level bootstrap as compare's verdicts (samples within a run; runs too when ``samples``
     pools several runs, so the run is the unit) and a label against +/-5% (``agreement``)."""
-    from harness.analysis.verdicts import boot_log_ratio, centre
 
     good = stats.measured(samples)
     if good.empty or "engine" not in good or good["engine"].nunique() < 2:
         return []
-    from harness.engines import registry
 
     rows = []
     pairs = [(k.pairs_with, k.name) for k in registry.all_kinds() if k.can("cross_check")]
@@ -167,7 +168,6 @@ def analyze_idle(samples: pd.DataFrame, models: list) -> dict:
 
 def summarize_run(run) -> dict:
     """The idle/calibrate part of analysis.json (see harness/analysis/persisted.py)."""
-    from harness.analysis.persisted import frame_json
 
     out = analyze_idle(run.table("samples"), [{"label": m.label, "bytes": m.bytes} for m in run.record.models])
     out["summary_latency"] = frame_json(out["summary_latency"])

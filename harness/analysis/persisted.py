@@ -13,66 +13,25 @@ deleting ``analysis.json`` loses nothing.
 from __future__ import annotations
 
 import json
-import math
+import sys
 from collections.abc import Callable
 
-import numpy as np
-import pandas as pd
-
 from harness import __version__
+from harness.analysis.frames import jsonable
+from harness.analysis.kinds import SUMMARIZERS
 from harness.atomic import atomic_write_text
+from harness.errors import BadInput
 from harness.store import Run, utc_now
+from harness.untrusted import read_json
 
 ANALYSIS_FILE = "analysis.json"
 ANALYSIS_VERSION = 4  # 4: a storm's n_failed_requests; bump when the content changes: older files are recomputed on read
 
 
-def jsonable(value):
-    """Plain JSON types: numpy scalars -> Python, NA/NaT/NaN/inf -> None (strict JSON: ``null``, which
-    every parser reads), tuples -> lists."""
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return [jsonable(v) for v in value.tolist()]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if value is pd.NA or value is pd.NaT:
-        return None
-    if isinstance(value, pd.Timestamp):
-        return value.isoformat()
-    return value
-
-
-def frame_json(frame: pd.DataFrame) -> dict:
-    return {"columns": [str(c) for c in frame.columns], "records": jsonable(frame.to_dict("records"))}
-
-
-def json_frame(data: dict) -> pd.DataFrame:
-    """The frame back from ``frame_json``: a numeric column's nulls (NaN when written) are NaN again."""
-    frame = pd.DataFrame(data.get("records", []), columns=data.get("columns"))
-    for column in frame.columns:
-        values = frame[column]
-        if values.dtype == object and values.isna().any() and all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) for v in values.dropna()):
-            frame[column] = values.astype(float)
-    return frame
-
-
-def _summarizer(kind: str) -> Callable[[Run], dict] | None:
-    from harness.kinds import find_kind
-
-    k = find_kind(kind)
-    return k.summarize if k is not None else None
-
-
 def analyze(run: Run) -> dict:
     """Compute the run's analysis from its tables (no file is read but the run's own)."""
     kind = run.record.kind
-    summarizer = _summarizer(kind)
+    summarizer = SUMMARIZERS.get(kind)
     content = summarizer(run) if summarizer is not None else {}
     return {"schema_version": ANALYSIS_VERSION, "run_id": run.run_id, "kind": kind,
             "run_status": run.record.status, "rows": dict(run.record.rows),
@@ -87,9 +46,6 @@ def write_analysis(run: Run) -> dict:
 
 def read_analysis(run: Run) -> dict | None:
     """The stored analysis if it is current for this run; None when it must be recomputed."""
-    from harness.errors import BadInput
-    from harness.untrusted import read_json
-
     path = run.dir / ANALYSIS_FILE
     if not (path.exists() or path.is_symlink()):
         return None
@@ -144,8 +100,6 @@ DAMAGED = (KeyError, TypeError, ValueError, AttributeError, IndexError)
 def with_analysis(run: Run, use: Callable[[dict], object], *, reanalyze: bool = False):
     """``use(analysis)``; when a stored analysis.json makes it fail (a tampered or damaged file that
     still parses), the analysis is recomputed from the run's tables and ``use`` called once more."""
-    import sys
-
     analysis = load_analysis(run, reanalyze=reanalyze)
     try:
         return use(analysis)

@@ -10,7 +10,8 @@ from harness.store import Run
 
 def summarize_run(run: Run) -> dict:
     """The repro part of analysis.json (see harness/analysis/persisted.py)."""
-    claims, counts = [], {}
+    claims: list[dict] = []
+    counts: dict[str, int] = {}
     for r in records(run.table("verdicts")):
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
         try:

@@ -2,7 +2,6 @@
 
 Per-pause medians with distribution-free 95% intervals from order statistics (exact binomial
 coverage; no interval, shown as "–", when n < 6), plus llama-idle's mean +/- sd.
-``bootstrap_median_ci`` stays for callers that want a percentile bootstrap.
 Only measured rows (``phase == "measure"``) without errors count.
 """
 
@@ -12,24 +11,10 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
-from harness.analysis.verdicts import median_interval
+from harness.analysis.intervals import median_interval
 
 CELL_KEYS = ["model", "setting"]
-
-
-def bootstrap_median_ci(values, confidence: float = 0.95, n_resamples: int = 2000,
-                        seed: int = 0) -> tuple[float, float]:
-    x = np.asarray(values, dtype=float)
-    x = x[np.isfinite(x)]
-    if x.size == 0:
-        return math.nan, math.nan
-    if x.size == 1 or np.all(x == x[0]):
-        return float(x[0]), float(x[0])
-    res = stats.bootstrap((x,), np.median, confidence_level=confidence, n_resamples=n_resamples,
-                          method="percentile", random_state=np.random.default_rng(seed), vectorized=True)
-    return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
 def measured(samples: pd.DataFrame) -> pd.DataFrame:

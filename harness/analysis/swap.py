@@ -20,6 +20,7 @@ from harness.analysis.swap_served import (SERVED_AS, accounting_sentence, load_a
 from harness.engines import registry
 from harness.schema import apply_schema
 from harness.store import Run
+from harness.analysis.frames import frame_json, json_frame
 
 PHASES = ["queue_wait_ms", "victim_stop_ms", "exit_to_spawn_ms", "spawn_to_loaded_ms", "loaded_to_first_byte_ms"]
 PHASE_COLUMNS = ["model", "t_spawn_s", "request_index", "waiters", "victim", *PHASES, "total_ms"]
@@ -348,7 +349,6 @@ def time_above_cap_s(memory: pd.DataFrame, models_max: int) -> float:
 
 def summarize_run(run: Run) -> dict:
     """The swap part of analysis.json (see harness/analysis/persisted.py)."""
-    from harness.analysis.persisted import frame_json
 
     s = summarize_swap(run)
     return {"latency": frame_json(s.latency), "swaps": frame_json(s.swaps), "lru": frame_json(s.lru),
@@ -357,7 +357,6 @@ def summarize_run(run: Run) -> dict:
 
 def summary_from_analysis(analysis: dict) -> SwapSummary:
     """The SwapSummary kept in a swap run's analysis.json."""
-    from harness.analysis.persisted import json_frame
 
     return SwapSummary(json_frame(analysis["latency"]), json_frame(analysis["swaps"]), json_frame(analysis["lru"]),
                        list(analysis.get("findings", [])), dict(analysis.get("figures", {})),

@@ -171,7 +171,7 @@ def classify_requests(requests: pd.DataFrame, events: pd.DataFrame) -> pd.DataFr
         # requests in send order take the first free wait line between their send and their end; a line
         # older than a request's send can serve no later request either, so it is dropped
         free = deque(by_model.get(model, []))
-        model_proxies = np.sort(proxies.loc[proxies["model"] == model, "t_s"].to_numpy()) if has_log else []
+        model_proxies: np.ndarray | list = np.sort(proxies.loc[proxies["model"] == model, "t_s"].to_numpy()) if has_log else []
         for r in group.itertuples(index=False):
             end = r.t_done_s if pd.notna(r.t_done_s) else math.inf
             while free and free[0].t_s < r.t_send_s:

@@ -44,44 +44,12 @@ PRIMARY = "latency_ms"
 N_BOOT = 2000
 TARGET = 0.10  # the slowdown the runs-needed figure is sized for
 POWER = 0.90
-Z90 = 1.2815515655446004  # one-sided 90% power
 SLOWER_RULES = ("margin", "zero")
 DETECTABLE_CAP = 1.0  # above +100% a "detects >=" figure says nothing: worded instead
 MAX_RUNS_SHOWN = 1000
 
 
 # --------------------------------------------------------------------------- per-pause medians
-
-def median_interval(values, confidence: float = 0.95) -> tuple[float, float, float]:
-    """Distribution-free interval for a median from order statistics (binomial, exact coverage).
-
-    Returns (low, high, coverage) with coverage >= ``confidence`` (the exact value for
-    continuous data), or (nan, nan, nan) when n is too small for any order-statistic interval
-    to reach it (n < 6 at 95%).
-    """
-    x = np.sort(np.asarray(values, dtype=float))
-    x = x[np.isfinite(x)]
-    n = x.size
-    nan = (math.nan, math.nan, math.nan)
-    if n == 0:
-        return nan
-    # largest k (1-based) with P(Bin(n, .5) <= k-1) <= (1-confidence)/2 -> [x_(k), x_(n-k+1)]
-    tail = (1 - confidence) / 2
-    k = 0  # after the loop: the largest k with P(Bin(n, .5) <= k - 1) <= tail
-    while k < n // 2 and stats.binom.cdf(k, n, 0.5) <= tail:
-        k += 1
-    if k < 1:
-        return nan
-    coverage = 1 - 2 * float(stats.binom.cdf(k - 1, n, 0.5))
-    return float(x[k - 1]), float(x[n - k]), coverage
-
-
-def min_n_for_median_interval(confidence: float = 0.95) -> int:
-    n = 1
-    while math.isnan(median_interval(np.arange(n, dtype=float), confidence)[0]):
-        n += 1
-    return n
-
 
 # --------------------------------------------------------------------------- runs and their levels
 
@@ -336,11 +304,6 @@ class Verdict(GroupRow):
     target: float = TARGET
     rule: str = "margin"
     confidence: float = 1 - ALPHA  # of ratio_ci (ab's looks use their own level)
-
-    # compatibility with older consumers (report/compare.py) that read these fields
-    @property
-    def hl_shift(self) -> float:
-        return self.median_b - self.median_a
 
     @property
     def p_value(self) -> float:

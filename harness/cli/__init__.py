@@ -113,9 +113,10 @@ def main() -> None:
         sys.exit(1)
     except Exception as exc:
         # usage errors from Typer's (vendored) click carry their own message and exit code 2
-        if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):
+        exit_code = getattr(exc, "exit_code", None)
+        if hasattr(exc, "show") and isinstance(exit_code, int):
             exc.show()
-            sys.exit(exc.exit_code)
+            sys.exit(exit_code)
         raise
     if code == 130:  # Typer turned a Ctrl-C into its exit code: say what was kept, as above
         _stop_children()

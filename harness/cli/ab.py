@@ -61,12 +61,12 @@ def ab(
     from harness.analysis.gate import load_config
     from harness.cli.verdicts import print_verdicts
     from harness.runs.ab import run_ab
-    from harness.kinds import RunOptions, get_kind
+    from harness.runs.executors import RunOptions, get_executor
 
     from harness.analysis.gate_config import parse_gate_on
     from harness.analysis.sequential import SPENDING
     from harness.analysis.verdicts import ratio_words
-    from harness.runs.ab import MIN_LOOK_ROUNDS
+    from harness.analysis.campaign import MIN_LOOK_ROUNDS
 
     if min_rounds < MIN_LOOK_ROUNDS or max_rounds < min_rounds:
         raise BadInput(f"need {MIN_LOOK_ROUNDS} <= --min-rounds <= --max-rounds", where=f"{min_rounds} / {max_rounds}",
@@ -84,8 +84,8 @@ def ab(
         for side, server, extra in (("A", a_server, a_arg), ("B", b_server, b_arg)):
             rep.message(f"side {side}: " + (f"llama-server {server}" if server else "the default llama-server")
                         + (f", extra server arguments: {shlex.join(extra)}" if extra else ", no extra server arguments"))
-        prep_a = get_kind("idle").prepare(spec_a, RunOptions(llama_server=a_server, results=results), rep)
-        prep_b = get_kind("idle").prepare(spec_b, RunOptions(llama_server=b_server, results=results), rep)
+        prep_a = get_executor("idle").prepare(spec_a, RunOptions(llama_server=a_server, results=results), rep)
+        prep_b = get_executor("idle").prepare(spec_b, RunOptions(llama_server=b_server, results=results), rep)
         from harness.analysis.compare import judge_runs
 
         def judge(a_runs, b_runs, vcfg):
@@ -97,6 +97,7 @@ def ab(
         out.print(f"look after round {look['round']}: {look['status']} (two-sided level at this look "
                   f"{look['alpha_per_look']:.3g}, {spending} spending)", markup=False)
     outcome = res.outcome
+    assert outcome is not None  # max_rounds >= min_rounds: at least one look
     outcome.inconclusive_ok = inconclusive_ok
     from harness.cli.verdicts import group_name, next_step_lines
 

@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import time
+from typing import Any
 
 import typer
 
@@ -135,11 +136,11 @@ def bisect(
 
 def _claim_outcome(claim: str, results: str | None):
     """``(build, binary) -> verdict`` of one claim, and the run ids per build."""
-    from harness.kinds import RunOptions, get_kind
+    from harness.runs.executors import RunOptions, get_executor
     from harness.repro.claims import load_claims
     from harness.runs.idle import QuietReporter
 
-    repro = get_kind("repro")
+    repro = get_executor("repro")
     spec = load_claims([claim])[0]
     runs: dict[int, list[str]] = {}
 
@@ -157,16 +158,16 @@ def _gate_outcome(spec_file, model, pauses, reps, margin, alpha, retries: int, r
     from harness.analysis.gate import load_config
     from harness.cli.idle import build_spec
     from harness.runs.bisect_gate import GateBisectOutcome
-    from harness.kinds import RunOptions, get_kind
+    from harness.runs.executors import RunOptions, get_executor
     from harness.runs.idle import QuietReporter
     from harness.spec import parse_pauses
 
     spec = build_spec(spec_file, models=model or None, pauses_s=parse_pauses(pauses) if pauses else None, reps=reps)
     cfg = load_config(None, alpha=alpha, threshold=margin)
-    binaries: dict[int, object] = {}
+    binaries: dict[int, Any] = {}
 
     def prepare(build: int):
-        return get_kind("idle").prepare(copy.deepcopy(spec), RunOptions(llama_server=str(binaries[build].path),
+        return get_executor("idle").prepare(copy.deepcopy(spec), RunOptions(llama_server=str(binaries[build].path),
                                                                         results=results), QuietReporter())
 
     judge_runs = GateBisectOutcome(prepare, cfg, looks_per_build=retries + 1, reporter=QuietReporter())

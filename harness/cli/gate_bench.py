@@ -102,18 +102,12 @@ def gate_bench(
         raise BadInput("--sd, --within-sd and --stall-p describe simulated runs", where="gate-bench",
                        hint="add --simulate, or leave them out to measure real runs")
     trials = trials or 10
-    import pandas as pd
-
     from harness import paths
-    from harness.analysis.compare import judge_runs
-    from harness.analysis.gate import decide, load_config, verdict_config
-    from harness.analysis.gate_bench import error_rates, sentences, slowdown_size
+    from harness.analysis.gate import load_config
     from harness.cli.idle import build_spec
-    from harness.runs.gate_bench import Relabeled, run_gate_bench
-    from harness.kinds import RunOptions, get_kind
+    from harness.runs.gate_bench import measure_gate_bench
+    from harness.runs.executors import RunOptions, get_executor
     from harness.spec import parse_pauses
-    from harness.atomic import atomic_write_text
-    from harness.store import new_run_id
 
     if trials < 1 or runs_per_side < 1:
         raise BadInput("--trials and --runs-per-side must be >= 1", where=f"{trials} / {runs_per_side}")
@@ -127,44 +121,26 @@ def gate_bench(
     spec_b = copy.deepcopy(spec_a)
     spec_b.models = [slow_model]
     spec_b.validate()
-    root = paths.results_dir(results)
-    bench_id = new_run_id("gate-bench")
-    out_dir = root / "benchmarks" / bench_id
-    decisions: list[dict] = []
+    design = {"model": model, "slow_model": slow_model, "trials": trials, "runs_per_side": runs_per_side,
+              "pauses_s": spec_a.pauses_s, "reps": spec_a.reps, "warmup": spec_a.warmup, "threads": threads,
+              "cpus": cpus, "client_cpus": client_cpus, "omp_wait_policy": omp_wait, "gate_on": gate_on or "warm",
+              "margin": cfg.threshold, "alpha": cfg.alpha}
 
-    def keep(row: dict) -> None:  # every finished decision is on disk at once
-        decisions.append(row)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(out_dir / "decisions.csv", pd.DataFrame(decisions).to_csv(index=False))
+    def show(row: dict) -> None:
         console.print(f"trial {row['trial']}: {row['condition']} -> gate {row['gate_status']} "
                       f"(worst {row['worst_ratio']:.3f}x [{row['worst_ratio_ci_low']:.3f}, "
                       f"{row['worst_ratio_ci_high']:.3f}])", markup=False, highlight=False)
 
     with RichReporter() as rep:
-        prep_a = get_kind("idle").prepare(spec_a, RunOptions(llama_server=llama_server, results=results), rep)
-        prep_b = get_kind("idle").prepare(spec_b, RunOptions(llama_server=llama_server, results=results), rep)
-        label = prep_a.models[0].label
-        done = run_gate_bench({"A": prep_a, "A2": prep_a, "B": prep_b}, cfg, bench_id=bench_id, trials=trials,
-                              runs_per_side=runs_per_side, model_label=label, reporter=rep, on_decision=keep,
-                              gate_on=groups_on)
-    a_all = [r for t in done for r in t.runs["A"] + t.runs["A2"]]
-    b_all = [Relabeled(r, label) for t in done for r in t.runs["B"]]
-    size_verdicts, _ = judge_runs(a_all, b_all, verdict_config(cfg), gate_on=groups_on)
-    rates = error_rates(pd.DataFrame(decisions))
-    size = slowdown_size(size_verdicts)
-    findings = sentences(rates, size)
-    design = {"model": model, "slow_model": slow_model, "trials": trials, "runs_per_side": runs_per_side,
-              "pauses_s": spec_a.pauses_s, "reps": spec_a.reps, "warmup": spec_a.warmup, "threads": threads,
-              "cpus": cpus, "client_cpus": client_cpus, "omp_wait_policy": omp_wait, "gate_on": gate_on or "warm",
-              "margin": cfg.threshold, "alpha": cfg.alpha,
-              "gate_outcome_of_pooled_size": decide(size_verdicts, cfg).status}
-    summary = {"schema_version": 1, "bench_id": bench_id, "design": design,
-               "rates": rates.to_dict("records"), "slowdown_size": size, "findings": findings,
-               "run_ids": {side: [r.run_id for t in done for r in t.runs[side]] for side in ("A", "A2", "B")}}
-    atomic_write_text(out_dir / "summary.json", json.dumps(summary, indent=2, default=str))
+        prep_a = get_executor("idle").prepare(spec_a, RunOptions(llama_server=llama_server, results=results), rep)
+        prep_b = get_executor("idle").prepare(spec_b, RunOptions(llama_server=llama_server, results=results), rep)
+        bench = measure_gate_bench({"A": prep_a, "A2": prep_a, "B": prep_b}, cfg, design,
+                                   results_root=paths.results_dir(results), trials=trials,
+                                   runs_per_side=runs_per_side, reporter=rep, on_decision=show, gate_on=groups_on)
+    bench_id, out_dir, rates, findings = bench.bench_id, bench.out_dir, bench.rates, bench.findings
     out.print(f"gate-bench {bench_id}: {trials} trials x {runs_per_side} runs per side, {model} vs {slow_model}, "
               f"pauses {pauses} s, {spec_a.reps} reps, margin {cfg.threshold:.0%}", markup=False, soft_wrap=True)
-    for r in rates.to_dict("records"):
+    for r in rates:
         out.print(f"  {r['measures']}: {r['failed']}/{r['decisions']} = {r['rate']:.0%} "
                   f"[{r['rate_ci_low']:.0%}, {r['rate_ci_high']:.0%}]  (pass {r['passed']}, inconclusive "
                   f"{r['inconclusive']}, refused {r['refused']}; {r['minutes_per_decision']:.1f} min per decision)",
@@ -193,7 +169,7 @@ def simulate_gate_bench(trials: int, seed: int, margin, alpha, results, *, sprea
     from harness.analysis.gate import load_config
     from harness.analysis.gate_sim import RunModel, design_label, simulate_ab, simulate_gate
     from harness.atomic import atomic_write_text
-    from harness.store import new_run_id
+    from harness.store import benchmark_dir, new_run_id
 
     if trials < 10:
         raise BadInput(f"--trials must be >= 10 with --simulate, got {trials}", where="--trials")
@@ -228,7 +204,7 @@ def simulate_gate_bench(trials: int, seed: int, margin, alpha, results, *, sprea
                   f"{_pct(r['fail +10%']):>8} {_pct(r['fail +20%']):>8} {_pct(r['inconclusive at 1']):>7} "
                   f"{_pct(r['pass at 1']):>6} {r['coverage A/A (ratio 1)']:>5.1%} "
                   f"{_pct(r['passed with --inconclusive-ok at +10%']):>11}", markup=False, soft_wrap=True)
-    out_dir = paths.results_dir(results) / "benchmarks" / bench_id
+    out_dir = benchmark_dir(paths.results_dir(results), bench_id)
     out_dir.mkdir(parents=True, exist_ok=True)
     saved = {"schema_version": 1, "bench_id": bench_id, "trials": trials, "seed": seed, "margin": cfg.threshold,
              "alpha": cfg.alpha, "run_model": model.__dict__, "gate": rows, "ab": []}

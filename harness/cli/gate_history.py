@@ -23,7 +23,7 @@ def history_sides(baseline: list[str], candidate: list[str] | None, results: str
                   ) -> tuple[list[Run], list[Run], HistoryBaseline]:
     from harness import baselines, paths
     from harness.history.archive import archive_dir
-    from harness.kinds import get_kind
+    from harness.history.catalog import run_settings
     from harness.history.gate_hook import WINDOW, history_baseline, open_runs
     from harness.history.series import SERIES
 
@@ -51,7 +51,7 @@ def history_sides(baseline: list[str], candidate: list[str] | None, results: str
                            n for n, s in SERIES.items() if s.kind == kind) or "none has one"))
     first = rb[0].record
     labels = first.model_labels
-    settings = get_kind(first.kind).history_settings(first)
+    settings = run_settings(first)
     model_defaulted = model is None
     where = archive_dir(archive, results)
     hb = history_baseline(where, ref, machine=machine or first.machine.id,

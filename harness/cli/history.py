@@ -47,7 +47,7 @@ def history_add(
       lbench history add results/
       lbench history add ci-artefacts/m2-ultra/ --archive /srv/lbench-history
     """
-    from harness.history.archive import add_runs
+    from harness.history.catalog import add_runs
 
     where = _archive(archive, results)
     added, refused = add_runs(where, dirs)
@@ -72,7 +72,7 @@ def history_list(archive: Archive = None, results: ResultsDir = None) -> None:
     """
     from rich.table import Table
 
-    from harness.history.archive import list_machines
+    from harness.history.catalog import list_machines
 
     where = _archive(archive, results)
     if not where.is_dir():

@@ -43,7 +43,8 @@ CELL_COLUMN_WIDTH = 24  # a "median [lo, hi]" figure; more cells than fit side b
 def _summary_table(run: Run, width: int | None = None):
     """Median client latency per pause with its 95% interval: a column per cell when they fit in
     ``width`` (the console's), else one row per cell and pause, so no label is broken into letters."""
-    from harness.analysis.persisted import json_frame, load_analysis
+    from harness.analysis.frames import json_frame
+    from harness.analysis.persisted import load_analysis
     from harness.units import ms
 
     summary = json_frame(load_analysis(run)["summary_latency"])
@@ -85,9 +86,9 @@ def _run(spec: IdleSpec, llama_server: str | None, results: str | None, kind: st
          llama_idle_path: str | None = None, engine_options: dict | None = None) -> tuple[Run, Path | None]:
     """Run the sweep; returns the run and its report's path (printed last by the caller)."""
     from harness.report.render import render_report
-    from harness.kinds import RunOptions, get_kind
+    from harness.runs.executors import RunOptions, get_executor
 
-    run_kind = get_kind(kind)
+    run_kind = get_executor(kind)
     options = RunOptions(llama_server=llama_server, results=results, llama_idle=llama_idle_path,
                          engine_options=dict(engine_options or {}))
     with RichReporter() as reporter:

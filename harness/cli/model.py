@@ -100,7 +100,9 @@ def list_models() -> None:
         rows.append((", ".join(f.aliases) or "(no alias: " + (f.note or "metadata incomplete") + ")",
                      f"found in {f.source}", f"{f.path} ({size_text(f.bytes)}) {f.name}"))
     for alias in presets.synthetic_aliases():
-        shape, quant = presets.parse_synthetic_alias(alias)
+        parsed = presets.parse_synthetic_alias(alias)
+        assert parsed is not None  # every synthetic alias parses
+        shape, quant = parsed
         p = synthetic_path(shape, quant)
         size = size_text(presets.expected_bytes(shape, quant))
         rows.append((alias, f"synthetic {shape.family}, {size}",

@@ -56,9 +56,9 @@ def repro(
 
 def _run_one(specs, binary, results, report) -> bool:
     from harness.report.render import render_report
-    from harness.kinds import RunOptions, get_kind
+    from harness.runs.executors import RunOptions, get_executor
 
-    repro = get_kind("repro")
+    repro = get_executor("repro")
     with RichReporter() as reporter:
         run = repro.execute(repro.prepare(specs, RunOptions(binary=binary, results=results), reporter), reporter)
     if report:

@@ -111,9 +111,9 @@ def _one_storm(spec, llama_server, results, report) -> bool:
     from harness.analysis.persisted import load_analysis
     from harness.analysis.swap import summary_from_analysis
     from harness.report.render import render_report
-    from harness.kinds import RunOptions, get_kind
+    from harness.runs.executors import RunOptions, get_executor
 
-    swap = get_kind("swap")
+    swap = get_executor("swap")
     with RichReporter() as reporter:
         run = swap.execute(swap.prepare(spec, RunOptions(llama_server=llama_server, results=results), reporter),
                            reporter)

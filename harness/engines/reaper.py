@@ -56,13 +56,6 @@ def alive(pid: int, started: float) -> bool:
         return False
 
 
-def _exe(pid: int) -> str:
-    try:
-        return psutil.Process(pid).exe()
-    except (psutil.Error, OSError):
-        return ""
-
-
 def group_members(pgid: int, started: float, exe: str) -> list[int]:
     """Live processes provably from the group lbench recorded: same group, same executable,
     started no earlier than its leader."""

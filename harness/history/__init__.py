@@ -1,7 +1,7 @@
 """History across builds and machines (docs/history.md).
 
 - ``archive.py``: the archive of runs from many machines, ``<archive>/<machine id>/<run id>/``,
-  append-only; ``add_runs`` copies runs in idempotently, each validated by the record reader.
+  append-only; ``catalog.add_runs`` copies runs in idempotently, each validated by the record reader.
 - ``catalog.py``: one row per archived run (and per run metric from its analysis) kept as Parquet
   in ``<archive>/.catalog/``, rebuilt from the run directories whenever it is missing or stale.
 - ``query.py``: DuckDB (in-process) over the catalog and the runs' Parquet tables, as views.

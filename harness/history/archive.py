@@ -3,7 +3,7 @@
 As asv's ``results/<machine>/``, one folder per machine (the run record's machine fingerprint id,
 ``harness/record.py``), each holding run directories exactly as lbench wrote them.  The archive is
 append-only and a plain directory: CI jobs may fill it by any means (artefacts, a git branch,
-rsync, object storage); ``add_runs`` is the checked way in:
+rsync, object storage); ``copy_runs`` is the checked way in (``catalog.add_runs`` then catalogs them):
 
 - each run is read through the record reader (untrusted input); a damaged run, or one still
   ``running``, is refused with the reason;
@@ -239,9 +239,10 @@ def expand_sources(paths: Iterable[Path]) -> tuple[list[Path], list[Refused]]:
     return runs, refused
 
 
-def add_runs(archive: Path, paths: Iterable[Path]) -> tuple[list[Added], list[Refused]]:
+def copy_runs(archive: Path, paths: Iterable[Path]) -> tuple[list[Added], list[Refused]]:
     """Every run under ``paths`` into the archive; each either copied whole, already there, or
-    refused with its reason (the others go on).  The catalog is brought up to date afterwards."""
+    refused with its reason (the others go on).  ``harness.history.catalog.add_runs`` copies and
+    then brings the catalog up to date."""
     archive = Path(archive)
     runs, refused = expand_sources(paths)
     added: list[Added] = []
@@ -250,33 +251,4 @@ def add_runs(archive: Path, paths: Iterable[Path]) -> tuple[list[Added], list[Re
             added.append(add_run(archive, run_dir))
         except BadInput as exc:
             refused.append(Refused(run_dir, exc.what))
-    if any(a.outcome == "added" for a in added):
-        from harness.history.catalog import refresh
-
-        refresh(archive)
     return added, refused
-
-
-@dataclass(frozen=True)
-class MachineSummary:
-    machine_id: str
-    label: str
-    runs: int
-    kinds: dict[str, int]
-    builds: tuple[int, ...]
-    first: str | None
-    last: str | None
-
-
-def list_machines(archive: Path) -> list[MachineSummary]:
-    """Each machine of the archive with its run counts (from the catalog)."""
-    from harness.history.catalog import load
-
-    runs = load(archive).runs
-    out = []
-    for machine_id, group in runs.groupby("machine_id", sort=True):
-        builds = sorted({int(b) for b in group["engine_build"].dropna()})
-        out.append(MachineSummary(str(machine_id), str(group["machine_label"].iloc[-1]), len(group),
-                                  {str(k): int(v) for k, v in group["kind"].value_counts().sort_index().items()},
-                                  tuple(builds), group["run_id"].min(), group["run_id"].max()))
-    return out

@@ -32,6 +32,7 @@ import hashlib
 import math
 import os
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,7 +42,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from harness.errors import BadInput
-from harness.history.archive import CATALOG_DIR, run_dirs
+from harness.history.archive import CATALOG_DIR, Added, Refused, _read_source, copy_runs, run_dirs
 
 CATALOG_VERSION = 4  # 2: the wake model's regime bounds; 3: each idle run's warm / woken median;
 # 4: swap_failed_pct, and a storm's concurrency in its setting
@@ -92,7 +93,7 @@ def swap_setting(config) -> str:
 
 
 def _median_row(run_id: str, model: str, setting: str, metric: str, values) -> dict | None:
-    from harness.analysis.verdicts import median_interval
+    from harness.analysis.intervals import median_interval
 
     x = np.asarray([v for v in values if _num(v) is not None], dtype=float)
     if x.size == 0:
@@ -124,7 +125,7 @@ def _idle_metrics(record, analysis: dict) -> list[dict]:
 
 
 def _swap_metrics(record, analysis: dict) -> list[dict]:
-    from harness.analysis.persisted import json_frame
+    from harness.analysis.frames import json_frame
 
     rows: list[dict] = []
     setting = swap_setting(record.config)
@@ -150,7 +151,7 @@ def _swap_metrics(record, analysis: dict) -> list[dict]:
     if rss is not None:
         rows.append({"run_id": record.run_id, "model": all_models, "setting": setting, "metric": "peak_rss_mb",
                      "value": rss / 1e6, "lo": None, "hi": None, "n": _num(figures.get("n_memory_samples"))})
-    from harness.analysis.gate_bench import clopper_pearson
+    from harness.analysis.intervals import clopper_pearson
 
     failed, sent = _num(figures.get("n_failed_requests")), _num(figures.get("n_requests"))
     if failed is not None and sent:
@@ -185,12 +186,15 @@ def run_metrics(run) -> list[dict]:
     return metrics_of(run.record, read_analysis(run) or analyze(run))  # never written into the archive
 
 
-def _settings(record) -> list[str]:
-    """The setting labels the run's series are filed under (``RunKind.history_settings``)."""
-    from harness.kinds import find_kind
+# the setting labels a kind's runs are filed under when the record names no cells (a storm has none)
+SETTINGS_OF_KIND = {"swap": lambda record: [swap_setting(record.config)]}
 
-    kind = find_kind(record.kind)
-    return kind.history_settings(record) if kind is not None else list(record.settings)
+
+def run_settings(record) -> list[str]:
+    """The setting labels the history archive files this run's series under (one per cell)."""
+    if record.settings or record.kind not in SETTINGS_OF_KIND:
+        return list(record.settings)
+    return SETTINGS_OF_KIND[record.kind](record)
 
 
 def run_row(machine_id: str, rel_dir: str, record, manifest_bytes: bytes) -> dict:
@@ -199,7 +203,7 @@ def run_row(machine_id: str, rel_dir: str, record, manifest_bytes: bytes) -> dic
             "engine_build": record.engine.build_number, "engine_version": record.engine.version,
             "engine_sha256": record.engine.sha256, "model": record.model_labels[0] if record.models else None,
             "models": list(record.model_labels),
-            "settings": _settings(record),
+            "settings": run_settings(record),
             "started_at": record.started_at, "lbench_version": record.lbench_version,
             "n_samples": record.n_samples, "dir": rel_dir,
             "manifest_sha256": hashlib.sha256(manifest_bytes).hexdigest()}
@@ -257,7 +261,6 @@ def load(archive: Path, *, quiet: bool = True) -> Catalog:
 
 
 def refresh(archive: Path, *, quiet: bool = True) -> Catalog:
-    from harness.history.archive import _read_source
     from harness.store import Run
 
     archive = Path(archive)
@@ -319,3 +322,35 @@ def refresh(archive: Path, *, quiet: bool = True) -> Catalog:
 def _read_back(frame: pd.DataFrame, schema: pa.Schema) -> pd.DataFrame:
     """The frame as a reader of the Parquet file sees it (one set of dtypes either way)."""
     return _arrow(frame, schema).to_pandas()
+
+
+def add_runs(archive: Path, paths: Iterable[Path]) -> tuple[list[Added], list[Refused]]:
+    """Every run under ``paths`` into the archive (``harness.history.archive.copy_runs``: each
+    copied whole, already there, or refused with its reason), then the catalog brought up to date."""
+    added, refused = copy_runs(Path(archive), paths)
+    if any(a.outcome == "added" for a in added):
+        refresh(archive)
+    return added, refused
+
+
+@dataclass(frozen=True)
+class MachineSummary:
+    machine_id: str
+    label: str
+    runs: int
+    kinds: dict[str, int]
+    builds: tuple[int, ...]
+    first: str | None
+    last: str | None
+
+
+def list_machines(archive: Path) -> list[MachineSummary]:
+    """Each machine of the archive with its run counts (from the catalog)."""
+    runs = load(archive).runs
+    out = []
+    for machine_id, group in runs.groupby("machine_id", sort=True):
+        builds = sorted({int(b) for b in group["engine_build"].dropna()})
+        out.append(MachineSummary(str(machine_id), str(group["machine_label"].iloc[-1]), len(group),
+                                  {str(k): int(v) for k, v in group["kind"].value_counts().sort_index().items()},
+                                  tuple(builds), group["run_id"].min(), group["run_id"].max()))
+    return out

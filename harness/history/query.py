@@ -12,40 +12,24 @@
   ``machine_id`` taken from the file's path (a copied run's rows may carry another id);
 - ``median_k(n, k)``: for a sample of n values, the rank k (1-based) of the lower end of the
   distribution-free 95% interval of the median, [x_(k), x_(n-k+1)], as
-  ``harness.analysis.verdicts.median_interval`` computes it (null where n < 6).
+  ``harness.analysis.intervals.median_interval`` computes it (null where n < 6).
 
 The same Parquet files are readable by any engine (DuckDB over object storage, Spark, Trino).
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from harness.errors import BadInput
+from harness.analysis.intervals import median_ranks
 from harness.history.catalog import METRIC_COLUMNS, RUN_COLUMNS, catalog_dir, refresh
+from harness.history.run_medians import MEMORY_LIMIT
 
 TABLES = ("samples", "requests", "events", "memory")
-MEDIAN_K_MAX = 100_000  # exact ranks up to here; a normal approximation beyond
-MEMORY_LIMIT = "1GB"  # DuckDB's own memory for one query (sorts and windows spill to its temp files past it)
-
-
-@functools.lru_cache(maxsize=4)
-def median_ranks(n_max: int = MEDIAN_K_MAX, confidence: float = 0.95) -> pd.DataFrame:
-    """(n, k): the largest k with P(Bin(n, 1/2) <= k - 1) <= (1 - confidence) / 2, as median_interval."""
-    from scipy import stats
-
-    n = np.arange(1, n_max + 1)
-    tail = (1 - confidence) / 2
-    q = stats.binom.ppf(tail, n, 0.5)  # smallest q with cdf(q) >= tail
-    k = np.where(stats.binom.cdf(q, n, 0.5) <= tail, q + 1, q)  # k - 1 = the largest with cdf <= tail
-    k = np.minimum(k, n // 2)
-    ranks = pd.Series(k.astype("int64"), dtype="Int64")
-    return pd.DataFrame({"n": n.astype("int64"), "k": ranks.where(ranks >= 1)})
 
 
 def _sql_path(path: Path) -> str:

@@ -8,7 +8,7 @@ model (its ``wake_last_warm_s`` / ``wake_first_woken_s`` metric rows): warm = pa
 last warm pause (every pause when it found no step), woken = from its first woken pause on (runs
 with a step only); measured requests only, errors and non-positive latencies left out.  The
 interval is [x_(k), x_(n-k+1)] with k from ``median_k`` (``harness/history/query.py``), as
-``harness.analysis.verdicts.median_interval`` gives it.
+``harness.analysis.intervals.median_interval`` gives it.
 """
 
 from __future__ import annotations
@@ -17,6 +17,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from harness.analysis.intervals import MEDIAN_K_MAX, median_ranks
+
+MEMORY_LIMIT = "1GB"  # DuckDB's own memory for one query here and in query.py (sorts and windows spill to its temp files past it)
 BATCH = 500  # runs per DuckDB query: the memory one query takes is bounded by the batch, not the archive
 METRICS = ("idle_warm_p50", "idle_woken_p50")
 
@@ -26,7 +29,6 @@ def _sql_list(paths: list[Path]) -> str:
 
 
 def _query(files: list[Path]) -> str:
-    from harness.history.query import MEDIAN_K_MAX
 
     return f"""
     WITH s AS (
@@ -65,7 +67,6 @@ def idle_medians(run_dirs: list[Path], bounds: pd.DataFrame) -> tuple[list[dict]
     runs whose samples could not be read (a damaged table: that run gets no median, the others do)."""
     import duckdb
 
-    from harness.history.query import MEMORY_LIMIT, median_ranks
 
     files = [d / "samples.parquet" for d in run_dirs]
     files = [f for f in files if f.is_file() and not f.is_symlink()]

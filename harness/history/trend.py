@@ -6,8 +6,7 @@ machine.  ``machine-<id>.html`` has one plot per (series, model, setting): x the
 one point per run with its 95% interval, change points marked, and a table of its newest runs
 (``points``, default ``POINTS``) with their run ids and the ``lbench history query`` command that
 lists every run.  Plots are PNG data URIs (``harness/report/plots.py``'s Agg backend), so each
-page is one file that opens anywhere.  Registered as the view ``trend``
-(``harness/history/view.py``, by ``harness/kinds.py``).
+page is one file that opens anywhere.
 
 Bounded by construction: the archive is read one machine at a time (its series, change points,
 plots and page), a machine's page is written as soon as it is built and then dropped, the tables
@@ -34,7 +33,6 @@ import pandas as pd
 
 from harness.history.changes import GROUP, WINDOW, ChangePoint, detect, scale_of, usable
 from harness.history.series import SERIES
-from harness.history.view import TrendView  # noqa: F401 (the view, registered by harness/kinds.py)
 
 INDEX = "index.html"
 POINTS = 50  # runs listed under each plot by default (the newest); the query command lists every run

@@ -9,6 +9,8 @@ import os
 import platform
 import socket
 import sys
+from collections.abc import Mapping
+from typing import Any
 
 import psutil
 
@@ -72,9 +74,6 @@ def host_facts() -> dict:
     nv = nvidia_facts()
     if nv:
         facts.update({f"nvidia_{k}": v for k, v in nv.items()})
-    from harness.record import fingerprint_of
-
-    facts["fingerprint"] = fingerprint_of(facts).as_dict()  # the machine, as history groups runs (schema 2)
     return facts
 
 
@@ -90,7 +89,7 @@ def _linux_virtual() -> bool | None:
     return None
 
 
-def virtual_mac_warning(host: dict) -> str | None:
+def virtual_mac_warning(host: Mapping[str, Any]) -> str | None:
     if host.get("os") == "Darwin" and host.get("virtual"):
         return (f"this Mac is virtual ({host.get('cpu_model')}, GPU {host.get('mac_gpu_model')}): a paravirtual GPU "
                 "has no usable Metal, so these numbers say nothing about idle wake on real Apple Silicon")

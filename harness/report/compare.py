@@ -18,6 +18,7 @@ from harness.report.html import data_uri, write_page
 from harness.report.plots import figure_png, plain, plt
 from harness.report.redact import Redactor, redact_html
 from harness.store import Run
+from harness.analysis.verdict_labels import regime_label
 
 COLOURS = {"A": "#3a7dc9", "B": "#c94a3a"}
 # manifest sections whose differing keys the report lists (nested dicts are flattened a.b.c)
@@ -165,8 +166,6 @@ def compare_findings(results: list[Verdict]) -> list[str]:
 
 
 def _row(v) -> dict:
-    from harness.analysis.verdict_labels import regime_label
-
     d = v.as_dict()
     d["group"] = regime_label(v.regime)
     lo, hi = v.ratio_ci

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 
 from harness.analysis import stats
@@ -17,11 +18,17 @@ from harness.analysis.persisted import with_analysis
 from harness.atomic import atomic_dir, atomic_write_text
 from harness.errors import BadInput
 from harness.untrusted import inside as untrusted_inside, read_bytes
-from harness import shell
-from harness import schema
+from harness import schema, shell
 from harness.kinds import find_kind
 from harness.report.redact import Redactor
 from harness.store import Run
+from harness.analysis.frames import json_frame
+from harness.report.plots import latency_vs_pause
+from harness.report.rerun import idle_script, swap_script
+from harness.analysis.swap import summary_from_analysis
+from harness.analysis.swap_served import storm_events
+from harness.report.swap import timeline_png
+from harness.report.render import render_report
 
 
 def md(value: object) -> str:
@@ -51,14 +58,6 @@ def _recipe_text(path: Path) -> str | None:
         return None
 
 
-def _median_text(row) -> str:
-    """"41.2 ms (95% CI 40.1–43.0, n=10)", or "(n=4, too few for a CI)"."""
-    lo, hi = row.get("ci_low"), row.get("ci_high")
-    if lo is None or hi is None or lo != lo or hi != hi:
-        return f"{row['median']:.1f} ms (n={row['n']}, too few for a 95% CI)"
-    return f"{row['median']:.1f} ms (95% CI {lo:.1f}–{hi:.1f}, n={row['n']})"
-
-
 def _script_block(title: str, name: str, text: str) -> list[str]:
     return [f"<details><summary>{title} (<code>{name}</code>, written next to this file)</summary>", "",
             "```sh", text.rstrip(), "```", "", "</details>", ""]
@@ -67,9 +66,6 @@ def _script_block(title: str, name: str, text: str) -> list[str]:
 def idle_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[str]]:
     """The headline (the one wake model's answer, with intervals), the per-pause table, the plot,
     and per cell a script that reruns it without lbench and checks its own result."""
-    from harness.analysis.persisted import json_frame
-    from harness.report.plots import latency_vs_pause
-    from harness.report.rerun import idle_script
 
     summary = json_frame(analysis["summary_latency"])
     samples = run.table("samples")
@@ -106,17 +102,12 @@ def idle_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[str
 
 
 def swap_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[str]]:
-    from harness.analysis.swap import summary_from_analysis
-    from harness.analysis.swap_served import storm_events
-    from harness.report.swap import timeline_png
-
     s = summary_from_analysis(analysis)
     lines = [f"- {md(f)}" for f in s.findings]
     table = ["| requests | n | p50 (ms) | p90 (ms) | p99 (ms) |", "|---|---|---|---|---|"]
     for r in s.latency.to_dict("records"):
         if r["n"]:
             table.append(f"| {r['class']} | {r['n']} | {r['p50_ms']:.1f} | {r['p90_ms']:.1f} | {r['p99_ms']:.1f} |")
-    from harness.report.rerun import swap_script
 
     name = f"{file_stem(run.run_id)}-timeline.png"
     (out_dir / name).write_bytes(timeline_png(run, storm_events(run.table("events")), run.table("memory"),
@@ -206,6 +197,15 @@ def _recipe_blocks(claim_dir: Path, recipes: list[Path], verdict: object) -> lis
     return parts
 
 
+# each kind's part of the bundle: section(run, analysis, out_dir) -> (Markdown, the files it wrote)
+SECTIONS: dict[str, Callable[[Run, dict, Path], tuple[str, list[str]]]] = {
+    "idle": idle_section,
+    "calibrate": idle_section,
+    "swap": swap_section,
+    "repro": repro_section,
+}
+
+
 def _summary_line(run: Run) -> str:
     r = run.record
     models = ", ".join(f"{md(x.label)}{' (synthetic)' if x.synthetic else ''}" for x in r.models)
@@ -269,8 +269,9 @@ def _write_bundle(runs: list[Run], out_dir: Path, *, redact: bool) -> Path:
     red = Redactor(redact, [h for h in hosts if h], runs=runs)
     parts: list[str] = []
     for run in runs:
-        kind = find_kind(run.record.kind)
-        section, files = with_analysis(run, lambda a, run=run, kind=kind: kind.evidence(run, a, out_dir)) if kind else ("", [])
+        section_of = SECTIONS.get(run.record.kind)
+        section, files = (with_analysis(run, lambda a, run=run, section_of=section_of: section_of(run, a, out_dir))
+                          if section_of is not None else ("", []))
         synthetic = list(run.record.synthetic_models)
         parts += [_summary_line(run), ""]
         if synthetic:
@@ -297,7 +298,6 @@ def _write_bundle(runs: list[Run], out_dir: Path, *, redact: bool) -> Path:
     text = red("\n".join(parts))
     for script in out_dir.glob("rerun-*.sh"):  # the scripts carry paths too
         script.write_text(red(script.read_text()))
-    from harness.report.render import render_report
 
     html_red = Redactor(redact, [h for h in hosts if h], runs=runs, xml=True)
     for run in runs:  # people attach the HTML report too: a redacted copy beside the Markdown

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness.analysis import stats
-from harness.analysis.persisted import json_frame
+from harness.analysis.frames import json_frame
 from harness.probes.host import virtual_mac_warning
 from harness.report import plots
 from harness.report.html import data_uri, run_context

@@ -15,7 +15,9 @@ import getpass
 import json
 import re
 import socket
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 _SEG = r"[^/\\\s\"'`<>|:;,()\[\]{}]+"  # one path segment
 HOME_PATTERNS = (
@@ -35,7 +37,7 @@ class Redactor:
     """``Redactor(enabled, extra_hosts, runs=...)(text) -> text``; ``xml=True`` writes the
     placeholders escaped (``&lt;user&gt;``) for text that is already XML."""
 
-    def __init__(self, enabled: bool = True, extra_hosts: list[str] | None = None, *, runs: list = (),
+    def __init__(self, enabled: bool = True, extra_hosts: list[str] | None = None, *, runs: Sequence[Any] = (),
                  xml: bool = False):
         self.enabled = enabled
         self.xml = xml

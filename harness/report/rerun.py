@@ -13,6 +13,7 @@ double quotes.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+from harness.analysis.stats import measured
 
 if TYPE_CHECKING:
     from harness.record import Cell, RunRecord
@@ -112,7 +113,6 @@ def idle_script(run_id: str, record: RunRecord, cell: Cell, samples: pd.DataFram
     order they ran, and the check of the wake model's answer (step or none) on curl's timings."""
     engine = dict(record.engine.facts)
     model = next((m for m in record.models if m.label == cell.get("model")), {})
-    from harness.analysis.stats import measured
 
     good = measured(samples)
     rows = good[(good["model"] == cell.get("model")) & (good["setting"] == cell.get("setting"))]

@@ -13,12 +13,12 @@ between-run spread, so it would never be decided.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.analysis.gate import GateConfig, decide, verdict_config
+from harness.analysis.gate import GateConfig
+from harness.runs.campaign import idle_campaign
 
 NOT_SLOWER = "not slower"
 SLOWER = "slower"
@@ -29,6 +29,7 @@ STATUS_TO_OUTCOME = {"pass": NOT_SLOWER, "fail": SLOWER, "inconclusive": "inconc
 class GateBisectOutcome:
     """Callable ``build -> outcome`` for :func:`harness.repro.bisect.bisect_builds`.
 
+    Runs and looks come from the gate's campaign core (``harness.runs.campaign.idle_campaign``).
     ``prepare(build) -> prepared run``, ``execute(prepared, reporter) -> Run`` and
     ``judge(a_runs, b_runs, vcfg)`` are injectable (tests use stand-ins for the compiler, not for
     the engine)."""
@@ -47,32 +48,24 @@ class GateBisectOutcome:
     build_runs: dict[int, list] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.execute is None:
-            from harness.kinds import get_kind
-
-            self.execute = get_kind("idle").execute
-        if self.judge is None:
-            from harness.analysis.compare import judge_runs
-
-            self.judge = judge_runs
-        self.look_cfg = copy.copy(self.cfg)
-        self.look_cfg.alpha = self.cfg.alpha / max(1, self.looks_per_build)
+        self.campaign = idle_campaign(self.reporter, execute=self.execute, judge=self.judge)
+        self.look_alpha = self.cfg.alpha / max(1, self.looks_per_build)
 
     def __call__(self, build: int) -> str:
         if self.reference_build is None:
             # the gate's unit is the run: the reference is measured reference_runs times so that its
             # between-run spread exists (one run against one run is never decided)
             prepared = self.prepare(build)
-            self.reference = [self.execute(prepared, self.reporter) for _ in range(max(self.reference_runs, 1))]
+            self.reference = [self.campaign.measure(prepared) for _ in range(max(self.reference_runs, 1))]
             self.runs.setdefault(build, []).extend(r.run_id for r in self.reference)
             self.reference_build = build
             self.statuses.setdefault(build, []).append("reference")
             return NOT_SLOWER
-        run = self.execute(self.prepare(build), self.reporter)
+        run = self.campaign.measure(self.prepare(build))
         self.runs.setdefault(build, []).append(run.run_id)
         self.build_runs.setdefault(build, []).append(run)
         # a retry adds a fresh run of the same build: all of them are judged together
-        verdicts, _ = self.judge(self.reference, self.build_runs[build], verdict_config(self.look_cfg))
-        status = decide(verdicts, self.look_cfg).status
+        _, _, outcome = self.campaign.look(self.reference, self.build_runs[build], self.cfg, alpha=self.look_alpha)
+        status = outcome.status
         self.statuses.setdefault(build, []).append(status)
         return STATUS_TO_OUTCOME[status]

@@ -14,15 +14,27 @@ Design (docs/statistics.md, "Measured error rates"):
 - Trials are independent: no run is shared between trials, so the counts over trials are
   binomial and their Clopper-Pearson intervals are honest.
 
-``execute(prep, reporter, extra_manifest)`` and ``judge(a_runs, b_runs, cfg)`` are injectable
-for tests.  Every decision is handed to ``on_decision`` as soon as it is made, so an interrupted
+Runs and decisions come from the gate's campaign core (``harness.runs.campaign.idle_campaign``);
+``execute(prep, reporter, extra_manifest)`` and ``judge(a_runs, b_runs, cfg, gate_on=...)`` are
+injectable for tests.  Every decision is handed to ``on_decision`` as soon as it is made, so an interrupted
 benchmark keeps the trials it finished.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from harness.analysis.compare import judge_runs
+from harness.analysis.gate_bench import error_rates, sentences, slowdown_size
+from harness.atomic import atomic_write_text
+from harness.runs.campaign import idle_campaign
+from harness.store import benchmark_dir, new_run_id
 
 SIDES = ("A", "A2", "B")
 ORDERS = (("A", "A2", "B"), ("B", "A", "A2"), ("A2", "B", "A"))  # rotated: each side in each position
@@ -80,15 +92,8 @@ def run_gate_bench(preps: dict, cfg, *, bench_id: str, trials: int, runs_per_sid
     """Run ``trials`` trials of ``runs_per_side`` rotated rounds over the sides in ``preps``
     (keys A, A2, B) and hand every decision row to ``on_decision``.  ``gate_on``: which groups vote
     (harness.analysis.gate_config.parse_gate_on; the warm regime by default), as in ``lbench gate``."""
-    from harness.analysis.gate import decide, verdict_config
-
-    if execute is None:
-        from harness.kinds import get_kind
-
-        execute = get_kind("idle").execute
-    if judge is None:
-        from harness.analysis.compare import judge_runs as judge
-    vcfg = verdict_config(cfg)
+    judge = judge if judge is not None else judge_runs
+    campaign = idle_campaign(reporter, execute=execute, judge=functools.partial(judge, gate_on=gate_on))
     done: list[Trial] = []
     round_no = 0
     for number in range(1, trials + 1):
@@ -97,15 +102,67 @@ def run_gate_bench(preps: dict, cfg, *, bench_id: str, trials: int, runs_per_sid
         for _ in range(runs_per_side):
             for side in ORDERS[round_no % len(ORDERS)]:
                 reporter.message(f"trial {number}/{trials}, round {round_no % runs_per_side + 1}/{runs_per_side}: {side}")
-                run = execute(preps[side], reporter,
-                              extra_manifest={"gate_bench": {"bench_id": bench_id, "trial": number, "side": side}})
+                run = campaign.measure(preps[side], extra_manifest={"gate_bench": {"bench_id": bench_id,
+                                                                                     "trial": number, "side": side}})
                 trial.runs[side].append(run)
             round_no += 1
         trial.wall_s = time.monotonic() - start
         a, a2 = trial.runs["A"], trial.runs["A2"]
         b = [Relabeled(r, model_label) for r in trial.runs["B"]]
         for condition, other in (("A/A", a2), ("slowed", b)):
-            verdicts, _ = judge(a, other, vcfg, gate_on=gate_on)
-            on_decision(decision_row(bench_id, trial, condition, a, other, verdicts, decide(verdicts, cfg)))
+            verdicts, _, outcome = campaign.look(a, other, cfg)
+            on_decision(decision_row(bench_id, trial, condition, a, other, verdicts, outcome))
         done.append(trial)
     return done
+
+
+@dataclass
+class GateBench:
+    """A finished gate benchmark: its id and folder (``<results>/benchmarks/<bench id>/``), the trials,
+    the error rates per condition (rows of ``harness.analysis.gate_bench.error_rates``), the slowdown's
+    pooled size and the findings; ``summary`` is what ``summary.json`` holds."""
+
+    bench_id: str
+    out_dir: Path
+    trials: list[Trial]
+    rates: list[dict]
+    findings: list[str]
+    summary: dict
+
+
+def measure_gate_bench(preps: dict, cfg, design: dict, *, results_root: Path, trials: int, runs_per_side: int,
+                       reporter, on_decision=None, gate_on=None, execute=None, judge=None) -> GateBench:
+    """``lbench gate-bench`` on real runs: the trials (``run_gate_bench``; each run through its own
+    ``RunSession`` into the store), ``decisions.csv`` rewritten whole after every decision (an
+    interrupted benchmark keeps the trials it finished), then the rates, the slowdown's size measured
+    from all runs pooled, and ``summary.json``.  ``design``: what the command was asked (kept in the
+    summary); ``on_decision(row)``: called after each decision is on disk (the CLI prints it)."""
+    bench_id = new_run_id("gate-bench")
+    out_dir = benchmark_dir(results_root, bench_id)
+    decisions: list[dict] = []
+
+    def keep(row: dict) -> None:  # every finished decision is on disk at once
+        decisions.append(row)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(out_dir / "decisions.csv", pd.DataFrame(decisions).to_csv(index=False))
+        if on_decision is not None:
+            on_decision(row)
+
+    label = preps["A"].models[0].label
+    done = run_gate_bench(preps, cfg, bench_id=bench_id, trials=trials, runs_per_side=runs_per_side,
+                          model_label=label, reporter=reporter, on_decision=keep, gate_on=gate_on, execute=execute,
+                          judge=judge)
+    a_all = [r for t in done for r in t.runs["A"] + t.runs["A2"]]
+    b_all = [Relabeled(r, label) for t in done for r in t.runs["B"]]
+    judge = judge if judge is not None else judge_runs
+    campaign = idle_campaign(reporter, execute=execute, judge=functools.partial(judge, gate_on=gate_on))
+    size_verdicts, _, size_outcome = campaign.look(a_all, b_all, cfg)
+    rates = error_rates(pd.DataFrame(decisions))
+    size = slowdown_size(size_verdicts)
+    findings = sentences(rates, size)
+    summary = {"schema_version": 1, "bench_id": bench_id,
+               "design": {**design, "gate_outcome_of_pooled_size": size_outcome.status},
+               "rates": rates.to_dict("records"), "slowdown_size": size, "findings": findings,
+               "run_ids": {side: [r.run_id for t in done for r in t.runs[side]] for side in SIDES}}
+    atomic_write_text(out_dir / "summary.json", json.dumps(summary, indent=2, default=str))
+    return GateBench(bench_id, out_dir, done, rates.to_dict("records"), findings, summary)

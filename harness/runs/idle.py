@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from harness import paths
-from harness.kinds import get_kind
+from harness.kinds import KINDS
 from harness.engines import llama_idle
 from harness.engines import registry
 from harness.engines.base import Engine, Setting
@@ -30,6 +30,11 @@ from harness.runs.session import RunSession
 from harness.store import Run, RunWriter
 from harness.workloads.idle import (CellFailed, DeadlineExceeded, Deadlines, run_floor_block, run_idle_sweep,
                                     run_self_check, set_request_timeout)
+from harness.runs import preflight
+from harness.store import read_journal
+from harness.runs.preflight import available_cpus, cpu_list
+from harness.analysis.stats import measured
+from harness.engines.llama_server import openmp_build
 
 
 class Reporter(Protocol):
@@ -115,7 +120,6 @@ def prepare_idle(spec: IdleSpec, *, llama_server: str | None = None, results: st
         prepared.llama_idle = llama_idle.locate(llama_idle_path, engine.binary.path if engine.binary else None)
         reporter.message(f"llama-idle: {prepared.llama_idle}")
     prepared.cells = [(m, s, e) for m in models for s in spec.settings() for e in spec.engines]
-    from harness.runs import preflight
 
     preflight.check_idle(prepared)  # the last bad-input checks, still before any run directory
     return prepared
@@ -136,7 +140,6 @@ def place_client(spec: IdleSpec) -> tuple[dict, Callable[[], None]]:
     undo: list[Callable[[], None]] = []
     if spec.client_cpus is not None and hasattr(os, "sched_setaffinity"):
         before = os.sched_getaffinity(0)
-        from harness.runs.preflight import cpu_list
 
         os.sched_setaffinity(0, cpu_list(spec.client_cpus))
         applied["cpus"] = sorted(os.sched_getaffinity(0))
@@ -199,11 +202,7 @@ def execute_idle(prep: PreparedIdle, reporter: Reporter = QuietReporter(), *, ex
 
 
 def writer_samples(writer: RunWriter):
-    from harness.analysis.stats import measured
-
     try:
-        from harness.store import read_journal
-
         journal = writer.dir / "samples.jsonl"
         return measured(read_journal(journal)) if journal.exists() else None
     except Exception:  # quality checks never sink a run
@@ -240,7 +239,6 @@ def prepare_cache(path: Path, state: str) -> dict:
 
 def oversubscribed(setting: Setting, threads: int | None) -> str | None:
     """Why a cell's overhead is noisy by construction: more compute ``threads`` than CPUs it may use."""
-    from harness.runs.preflight import available_cpus, cpu_list
 
     cpus = len(available_cpus())
     if setting.cpus:  # checked against this machine's CPUs before the run
@@ -255,7 +253,6 @@ def _cross_check_threads(prep: PreparedIdle, setting: Setting, engine_name: str,
     """llama-idle's thread count is fixed (4) in its source; in an OpenMP build ``--threads N`` caps its
     team with OMP_THREAD_LIMIT=N (ggml takes the team size OpenMP grants), so both sides of the
     cross-check can run N threads.  The other CPU knobs are llama-server options: a note says so."""
-    from harness.engines.llama_server import openmp_build
 
     notes = []
     others = {k for k in setting.cpu_knobs() if k not in ("threads", "omp_wait", "omp_spincount")}
@@ -369,7 +366,7 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
                     raise DeadlineExceeded(f"{exc}; server process state: {state}" if state else str(exc)) from None
                 finally:
                     cell.deadlines = deadlines.as_dict()
-                if "http_floor" in get_kind(prep.kind).features:  # the floor after the same pauses (calibrate)
+                if "http_floor" in KINDS[prep.kind].features:  # the floor after the same pauses (calibrate)
                     run_floor_block(server, sorted(set(spec.pauses_s)), spec.reps, emit)
             cell.sweep_wall_s = totals.wall_s
             denominator = totals.sum_pause_requested_s + totals.sum_server_ms / 1000.0

@@ -11,6 +11,7 @@ import shutil
 
 from harness.engines import server_flags
 from harness.errors import BadInput
+from harness.engines.router import preset_ini, RouterModel
 
 
 def available_cpus() -> set[int]:
@@ -80,7 +81,6 @@ def check_swap(prep) -> None:
                                [(n, m.info.n_ctx_train) for n, m in zip(prep.names, prep.models)])
     if prep.engine is None or not prep.engine.can("router_events"):  # only the router reads a preset
         return
-    from harness.engines.router import RouterModel, preset_ini
 
     preset_ini([RouterModel(n, m.path, prep.spec.stop_timeout_s) for n, m in zip(prep.names, prep.models)],
                ctx_size=prep.spec.ctx_size, parallel=prep.spec.parallel)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from harness.probes.macos import read_thermal_state, thermal_warnings
 
 BUSY_PCT = 20.0  # another process using more than this share of one core is worth a warning
 MIN_REPS = 6  # fewer reps per pause: no 95% order-statistic interval for a median
@@ -59,7 +60,6 @@ def snapshot(interval_s: float = 0.2, top: int = 3) -> dict:
     facts["governor"] = _read(CPUFREQ / "scaling_governor")
     freq = _read(CPUFREQ / "scaling_cur_freq")
     facts["cpu0_mhz"] = round(int(freq) / 1000) if freq and freq.isdigit() else None
-    from harness.probes.macos import read_thermal_state
 
     facts["thermal"] = read_thermal_state()  # macOS: throttling, warning levels, power source; None elsewhere
     return facts
@@ -83,7 +83,6 @@ def assess(before: dict, after: dict, samples: pd.DataFrame, value: str = "laten
     if gov and gov not in ("performance",):
         warnings.append(f"CPU frequency governor is {gov!r} (not 'performance'): clock speed can change "
                         "during the run")
-    from harness.probes.macos import thermal_warnings
 
     warnings += thermal_warnings(before.get("thermal"), after.get("thermal"))
     if before.get("governor") != after.get("governor") and after.get("governor"):

@@ -26,6 +26,8 @@ from harness.repro.registry import SCENARIOS, Context, Inconclusive
 from harness.runs.idle import QuietReporter, Reporter
 from harness.runs.session import RunSession
 from harness.store import Run, RunWriter
+from harness.repro.claims import judge
+from harness.repro.recipe import write_recipe, write_recipes
 
 
 def engine_backend(binary: Binary) -> str:
@@ -72,8 +74,6 @@ def _provenance(spec: ClaimSpec, resolve_once) -> list[dict]:
 def _recipes_with_checks(ctx: Context, rep_dir, spec: ClaimSpec, figures: dict) -> None:
     """Rewrite the repetition's ``recipe.sh`` with the claim's checks and lbench's verdict for
     this repetition, so the script judges the claim itself (harness/repro/recipe.py)."""
-    from harness.repro.claims import judge
-    from harness.repro.recipe import write_recipe, write_recipes
 
     verdict = judge(spec, figures)[0]
     own = [lab for lab in ctx.labs if lab.run_dir == rep_dir]

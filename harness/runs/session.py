@@ -18,19 +18,35 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from harness.probes.host import host_facts
+from harness.record import fingerprint_of
+from harness.runs import quality
+from harness.store import open_run, RunWriter
+from harness.analysis.persisted import analyze_finished
 
 if TYPE_CHECKING:
-    from harness.runs.idle import Reporter
-    from harness.store import Run, RunWriter
+    from harness.store import Run
 
 INTERRUPTED = "stopped by the user (SIGINT/SIGTERM)"
 
 
+class Messages(Protocol):
+    """What the session needs of a reporter (an executor's ``Reporter`` is one)."""
+
+    def message(self, text: str) -> None: ...
+
+
+def _host() -> dict:
+    """The host facts a manifest keeps, with the machine's fingerprint (as history groups runs, schema 2)."""
+    facts = host_facts()
+    facts["fingerprint"] = fingerprint_of(facts).as_dict()
+    return facts
+
+
 class RunSession:
-    def __init__(self, results_root: Path, kind: str, manifest: dict[str, Any], reporter: Reporter | None = None,
+    def __init__(self, results_root: Path, kind: str, manifest: dict[str, Any], reporter: Messages | None = None,
                  *, quality_samples: Callable[[RunWriter], Any] | None = None, announce: str = ""):
         self.results_root = Path(results_root)
         self.kind = kind
@@ -46,12 +62,9 @@ class RunSession:
 
     # ---- the lifecycle -------------------------------------------------------------------------
     def __enter__(self) -> RunSession:
-        from harness.runs import quality
-        from harness.store import RunWriter
-
         self._quality_before = quality.snapshot()
         self.writer = RunWriter(self.results_root, self.kind, {
-            "host": host_facts(), **self.sections,
+            "host": _host(), **self.sections,
             "quality": {"before": self._quality_before, "after": None, "warnings": []}})
         self.message(f"run {self.writer.run_id} -> {self.writer.dir}{self.announce}")
         return self
@@ -66,8 +79,6 @@ class RunSession:
         return False
 
     def _finish(self, status: str, reason: str | None) -> None:
-        from harness.runs import quality
-
         try:
             after = quality.snapshot() if status != "interrupted" else None
             samples = self.quality_samples(self.writer) if self.quality_samples and after is not None else None
@@ -81,9 +92,6 @@ class RunSession:
             self._analyze()
 
     def _analyze(self) -> None:
-        from harness.analysis.persisted import analyze_finished
-        from harness.store import open_run
-
         self.run = open_run(self.writer.dir, self.results_root)
         self.analysis_error = analyze_finished(self.run)  # analysis.json, read by the CLI, report and evidence
         if self.analysis_error:

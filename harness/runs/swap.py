@@ -34,6 +34,7 @@ from harness.analysis.swap import ORDERED_EXIT_KINDS, failure_reason
 from harness.probes.process_tree import tree_states
 from harness.workloads.router_session import EVENT_COLUMNS, RouterSession
 from harness.workloads.swap import DEADLINE, Pattern, waves
+from harness.runs import preflight
 
 DEATH_EVENT_KINDS = {"spawn", "exited", "status:loaded", "child_loaded", *ORDERED_EXIT_KINDS}
 REQUEST_FAULT_COLUMNS = ["index", "model", "t_send_s", "t_done_s", "error", "error_kind"]
@@ -112,7 +113,6 @@ def prepare_swap(spec: SwapSpec, *, llama_server: str | None = None, results: st
     plan = waves(pattern, names, spec.requests, spec.seed)
     prepared = PreparedSwap(spec, models, names, binary, paths.results_dir(results), plan, engine, options,
                             request_deadline(spec, [m.info.bytes for m in models]))
-    from harness.runs import preflight
 
     preflight.check_swap(prepared)  # names and paths the router preset cannot hold: before any run directory
     return prepared

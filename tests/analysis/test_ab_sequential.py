@@ -9,7 +9,8 @@ import pytest
 from harness.analysis.gate import GateConfig
 from harness.analysis.sequential import constant_boundary, crossing_probability, look_levels, spending_boundary
 from harness.analysis.verdicts import GroupData, decide_groups
-from harness.runs.ab import look_alphas, run_ab
+from harness.analysis.campaign import look_alphas
+from harness.runs.ab import run_ab
 
 
 def _make(levels, order, run_sd=0.0, seed=0):

@@ -5,7 +5,7 @@ import math
 import numpy as np
 
 from harness.analysis.calibration import TARGETS, _check, calibration_findings, quantile_interval
-from harness.analysis.verdicts import median_interval
+from harness.analysis.intervals import median_interval
 
 
 def test_quantile_interval_for_the_median_matches_the_median_interval():

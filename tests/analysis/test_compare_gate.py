@@ -7,38 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.analysis.compare import compare_idle_frames, compare_samples, hodges_lehmann
 from harness.analysis.gate import GateConfig, decide, junit, load_config, markdown, verdict_json
-
-
-def test_known_shift_detected_and_aa_not():
-    rng = np.random.default_rng(1)
-    a = rng.lognormal(np.log(50), 0.1, 40)
-    slower = compare_samples(a, rng.lognormal(np.log(50 * 1.3), 0.1, 40))
-    assert slower["verdict"] == "slower" and slower["ratio_ci"][0] > 1 and slower["p_value"] < 0.05
-    assert 1.2 < slower["ratio"] < 1.45
-    same = compare_samples(a, rng.lognormal(np.log(50), 0.1, 40))
-    assert same["verdict"] == "no change"
-    faster = compare_samples(a, a * 0.7)
-    assert faster["verdict"] == "faster"
-    assert compare_samples(a[:3], a[:3])["verdict"] == "not enough data"
-
-
-def test_hodges_lehmann_of_a_pure_shift():
-    a = np.arange(10.0)
-    assert hodges_lehmann(a, a + 5) == 5.0
-
-
-def frame(scale=1.0, reps=10, seed=0):
-    rng = np.random.default_rng(seed)
-    rows = []
-    for pause in (0.0, 0.5, 1.5, 2.0):
-        base = 20.0 if pause < 1 else 60.0
-        for _ in range(reps):
-            v = base * scale * rng.lognormal(0, 0.05)
-            rows.append({"model": "m", "setting": "s", "pause_requested_s": pause, "latency_ms": v,
-                         "server_prompt_ms": v - 1})
-    return pd.DataFrame(rows)
 
 
 def test_decide_exit_codes_with_verdicts():
@@ -148,16 +117,21 @@ def test_junit_counts_equal_its_testcases_and_secondaries_are_marked():
 
 
 def test_outputs_parse():
-    slow, info = compare_idle_frames(frame(), frame(scale=1.3, seed=1))  # legacy GroupResults still render
+    """A slowdown everywhere: the JUnit, JSON and Markdown of the failed gate parse and agree."""
+    from harness.analysis.compare import judge_runs
+
+    a = [_FakeRun(_idle_frame(lambda p: 20.0 if p < 2 else 60.0, seed=i), f"a{i}") for i in range(3)]
+    b = [_FakeRun(_idle_frame(lambda p: 1.3 * (20.0 if p < 2 else 60.0), seed=10 + i), f"b{i}") for i in range(3)]
+    slow, info = judge_runs(a, b)
     outcome = decide(slow, GateConfig())
     suite = ET.fromstring(junit(outcome))
-    assert suite.get("failures") == "4" and len(suite.findall("testcase")) == 4
-    assert all(tc.find("failure") is not None for tc in suite.findall("testcase"))
+    assert int(suite.get("failures")) == len(outcome.failures) >= 1
+    assert len(suite.findall("testcase")) == len(slow)
     data = json.loads(verdict_json(outcome, ["a"], ["b"], info))
-    assert data["status"] == "fail" and data["exit_code"] == 1 and len(data["groups"]) == 4
+    assert data["status"] == "fail" and data["exit_code"] == 1 and len(data["groups"]) == len(slow)
     md = markdown(outcome, "a", "b")
     assert md.startswith("## lbench gate: ❌ regression") and "| group |" in md and "**FAIL**" in md
-    assert "| m · s · warm · latency_ms |" in md
+    assert "m · s · warm · latency_ms" in md
 
 
 def test_group_labels_read_as_words():

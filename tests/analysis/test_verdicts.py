@@ -7,8 +7,9 @@ import pytest
 
 from harness.analysis.gate_sim import coverage_by_runs
 from harness.analysis.regimes import fit_shape, step_changes
-from harness.analysis.verdicts import (GroupData, VerdictConfig, decide_groups, factor, holm, median_interval,
-                                       min_n_for_median_interval, ratio_words, run_level, runs_per_side, spread)
+from harness.analysis.intervals import median_interval, min_n_for_median_interval
+from harness.analysis.verdicts import (GroupData, VerdictConfig, decide_groups, factor, holm, ratio_words, run_level,
+                                       runs_per_side, spread)
 
 
 def test_order_statistic_median_interval_coverage_measured():

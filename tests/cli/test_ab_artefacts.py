@@ -13,7 +13,7 @@ from test_render import _stepped_run  # noqa: E402
 from harness.analysis.compare import judge_runs  # noqa: E402
 from harness.analysis.gate import decide, load_config, verdict_config  # noqa: E402
 from harness.cli.ab import _write_artefacts  # noqa: E402
-from harness.runs.ab import ABResult  # noqa: E402
+from harness.analysis.campaign import ABResult  # noqa: E402
 
 
 def test_ab_writes_the_final_looks_json_junit_and_markdown(tmp_path, monkeypatch):

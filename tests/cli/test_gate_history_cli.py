@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 import pytest
 from conftest import make_history_run, run_cli
 
-from harness.history.archive import add_runs
+from harness.history.catalog import add_runs
 
 REF = "history:idle_warm_p50"
 

@@ -12,7 +12,8 @@ from history_runs import real_runs  # noqa: F401 (a fixture)
 
 from harness.errors import BadInput
 from harness.history import archive as archive_mod
-from harness.history.archive import add_run, add_runs, list_machines, run_dirs
+from harness.history.archive import add_run, run_dirs
+from harness.history.catalog import add_runs, list_machines
 from harness.record import read_record
 
 pytestmark = pytest.mark.engine

@@ -10,7 +10,7 @@ import pytest
 from conftest import run_cli
 from history_runs import clone_run, real_runs  # noqa: F401 (a fixture)
 
-from harness.history.archive import add_runs
+from harness.history.catalog import add_runs
 
 pytestmark = pytest.mark.engine
 

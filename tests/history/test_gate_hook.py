@@ -10,7 +10,7 @@ import pytest
 from conftest import make_history_run
 
 from harness.errors import BadInput
-from harness.history.archive import add_runs
+from harness.history.catalog import add_runs
 from harness.history.gate_hook import history_baseline, open_runs
 
 REF = "history:idle_warm_p50"

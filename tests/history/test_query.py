@@ -13,10 +13,11 @@ from history_runs import clone_run, real_runs  # noqa: F401 (a fixture)
 
 from harness.analysis.persisted import load_analysis
 from harness.analysis.stats import measured
-from harness.analysis.verdicts import median_interval
+from harness.analysis.intervals import median_interval
 from harness.errors import BadInput
-from harness.history.archive import add_runs
-from harness.history.query import connect, median_ranks, run_query
+from harness.history.catalog import add_runs
+from harness.analysis.intervals import median_ranks
+from harness.history.query import connect, run_query
 from harness.history.series import SERIES, series_rows
 from harness.store import Run
 from harness.record import read_record

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.analysis.verdicts import median_interval
+from harness.analysis.intervals import median_interval
 from harness.history.run_medians import idle_medians
 
 

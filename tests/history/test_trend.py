@@ -13,7 +13,7 @@ from conftest import run_cli
 from history_runs import clone_run, real_runs  # noqa: F401 (a fixture)
 from report.test_browser import LOCAL, PROBE, browse, chromium, external_references
 
-from harness.history.archive import add_runs
+from harness.history.catalog import add_runs
 
 pytestmark = pytest.mark.engine
 
@@ -106,12 +106,10 @@ def test_the_site_reads_well_in_a_real_browser(site, page, width, tmp_path):
     assert shot.is_file() and shot.stat().st_size > 10_000
 
 
-def test_trend_is_a_registered_view(site):
-    from harness.history.trend import TrendView  # noqa: F401 (registers the view)
-    from harness.kinds import VIEWS
+def test_the_index_context_counts_every_run_and_lists_the_changes(site):
+    from harness.history.trend import build_site
 
-    context = VIEWS["trend"].context(site["archive"])
-    assert VIEWS["trend"].template == "trend_index.html.j2"
+    context = build_site(site["archive"], plots=False).index
     assert context["n_runs"] == 3 * len(BUILDS) and context["changes"]
 
 

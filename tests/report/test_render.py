@@ -142,12 +142,11 @@ def test_one_wake_model_headline_table_findings_and_json_agree(tmp_path):
     assert 'data-shape="step"' in html.split("<h2>Findings</h2>")[1].split("</ul>")[0]
     table = html.split('<table class="wake">')[1].split("</table>")[0]
     assert 'data-shape="step"' in table and "a wake step between 1 s and 1.5 s" in table
-    from harness.analysis.compare import compare_idle_frames
+    from harness.analysis.regimes import wake_model, wake_thresholds
     from harness.analysis.stats import measured
 
-    samples = measured(run.table("samples"))
-    _, info = compare_idle_frames(samples, samples)
-    assert info["thresholds"] == {"m · keep-alive=none": 1.5}  # compare reads A's shape from the same model
+    samples = measured(run.table("samples"))  # compare reads A's shape from the same model (build_groups)
+    assert wake_thresholds(wake_model(samples)) == {("m", "keep-alive=none"): 1.5}
 
 
 def test_evidence_rerun_script_is_quoted_and_checks_itself(tmp_path):

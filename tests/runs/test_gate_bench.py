@@ -12,7 +12,8 @@ import pytest
 from conftest import run_cli
 
 from harness.analysis.gate import GateConfig
-from harness.analysis.gate_bench import _trials_needed, clopper_pearson, error_rates, sentences
+from harness.analysis.gate_bench import _trials_needed, error_rates, sentences
+from harness.analysis.intervals import clopper_pearson
 from harness.analysis.verdicts import GroupData, decide_groups
 from harness.cli.gate_bench import slowed_alias
 from harness.errors import BadInput
@@ -70,6 +71,34 @@ def test_trials_rotate_sides_share_no_runs_and_keep_each_decision_at_once():
     assert all(r["condition"] != "A/A" or r["gate_status"] != "fail" for r in rows)
     assert rows[1]["worst_ratio"] == pytest.approx(1.5, rel=0.02)
     assert rows[0]["a_run_ids"].count("run") == 2
+
+
+def test_the_bench_keeps_each_decision_on_disk_then_writes_its_summary(tmp_path):
+    """measure_gate_bench: decisions.csv rewritten after each decision (what the CLI prints comes
+    after it is on disk), then summary.json with the rates and the pooled slowdown."""
+    from types import SimpleNamespace
+
+    from harness.runs.gate_bench import measure_gate_bench
+
+    execute, judge, _ = fake_world(0.5)
+    base, slow = SimpleNamespace(models=[SimpleNamespace(label="m")]), SimpleNamespace()
+    seen = []
+
+    def on_decision(row):
+        on_disk = pd.read_csv(next((tmp_path / "benchmarks").iterdir()) / "decisions.csv")
+        seen.append((row["trial"], row["condition"], len(on_disk)))
+
+    bench = measure_gate_bench({"A": base, "A2": base, "B": slow}, GateConfig(), {"model": "m"},
+                               results_root=tmp_path, trials=2, runs_per_side=2, reporter=Quiet(),
+                               on_decision=on_decision, execute=lambda p, r, **kw: execute(
+                                   "slow" if p is slow else "base", r, **kw), judge=judge)
+    assert seen == [(1, "A/A", 1), (1, "slowed", 2), (2, "A/A", 3), (2, "slowed", 4)]
+    assert bench.out_dir == tmp_path / "benchmarks" / bench.bench_id and "-gate-bench-" in bench.bench_id
+    summary = json.loads((bench.out_dir / "summary.json").read_text())
+    assert summary == json.loads(json.dumps(bench.summary, default=str))
+    assert summary["design"]["model"] == "m" and summary["design"]["gate_outcome_of_pooled_size"] == "fail"
+    assert {r["condition"]: r["failed"] for r in summary["rates"]} == {"A/A": 0, "slowed": 2}
+    assert sum(len(v) for v in summary["run_ids"].values()) == 2 * 2 * 3
 
 
 def test_relabeled_run_reports_the_stand_in_model():

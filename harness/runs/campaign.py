@@ -1,0 +1,22 @@
+"""The gate's campaigns on real runs: the one place that chooses the default executor.
+
+``idle_campaign(reporter)`` is a ``harness.analysis.campaign.Campaign`` whose runs are real idle
+sweeps, each started through ``harness.runs.executors`` (its own ``RunSession``: a run directory
+in the store, its manifest and ``analysis.json``).  ``lbench ab`` (``runs/ab.py``), ``lbench
+gate-bench`` (``runs/gate_bench.py``) and ``lbench bisect --gate`` (``runs/bisect_gate.py``) use it;
+tests inject their own ``execute`` or ``judge``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.analysis.campaign import Campaign, Execute, Judge
+from harness.analysis.compare import judge_runs
+from harness.runs.executors import get_executor
+
+
+def idle_campaign(reporter: Any, *, execute: Execute | None = None, judge: Judge | None = None) -> Campaign:
+    """Real idle runs (unless ``execute`` is given) judged by ``judge_runs`` (unless ``judge`` is given)."""
+    return Campaign(execute=execute if execute is not None else get_executor("idle").execute, reporter=reporter,
+                    judge=judge if judge is not None else judge_runs)
