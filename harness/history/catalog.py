@@ -33,6 +33,7 @@ import math
 import os
 import sys
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -42,15 +43,17 @@ import pyarrow.parquet as pq
 
 from harness.errors import BadInput
 from harness.history.archive import CATALOG_DIR, run_dirs
+from harness.history.table_bounds import check_run_tables
 
-CATALOG_VERSION = 4  # 2: the wake model's regime bounds; 3: each idle run's warm / woken median;
-# 4: swap_failed_pct, and a storm's concurrency in its setting
+CATALOG_VERSION = 5  # 2: the wake model's regime bounds; 3: each idle run's warm / woken median;
+# 4: swap_failed_pct, and a storm's concurrency in its setting; 5: signer and cataloged_at
 RUN_COLUMNS = pa.schema([
     ("run_id", pa.string()), ("machine_id", pa.string()), ("machine_label", pa.string()), ("kind", pa.string()),
     ("status", pa.string()), ("engine", pa.string()), ("engine_build", pa.int64()), ("engine_version", pa.string()),
     ("engine_sha256", pa.string()), ("model", pa.string()), ("models", pa.list_(pa.string())),
     ("settings", pa.list_(pa.string())), ("started_at", pa.string()), ("lbench_version", pa.string()),
     ("n_samples", pa.int64()), ("dir", pa.string()), ("manifest_sha256", pa.string()),
+    ("signer", pa.string()), ("cataloged_at", pa.string()),
 ])
 METRIC_COLUMNS = pa.schema([
     ("run_id", pa.string()), ("model", pa.string()), ("setting", pa.string()), ("metric", pa.string()),
@@ -193,7 +196,8 @@ def _settings(record) -> list[str]:
     return kind.history_settings(record) if kind is not None else list(record.settings)
 
 
-def run_row(machine_id: str, rel_dir: str, record, manifest_bytes: bytes) -> dict:
+def run_row(machine_id: str, rel_dir: str, record, manifest_bytes: bytes, signer: str | None = None,
+            cataloged_at: str | None = None) -> dict:
     return {"run_id": record.run_id, "machine_id": machine_id, "machine_label": record.machine.label,
             "kind": record.kind, "status": record.status, "engine": record.engine.name,
             "engine_build": record.engine.build_number, "engine_version": record.engine.version,
@@ -202,7 +206,8 @@ def run_row(machine_id: str, rel_dir: str, record, manifest_bytes: bytes) -> dic
             "settings": _settings(record),
             "started_at": record.started_at, "lbench_version": record.lbench_version,
             "n_samples": record.n_samples, "dir": rel_dir,
-            "manifest_sha256": hashlib.sha256(manifest_bytes).hexdigest()}
+            "manifest_sha256": hashlib.sha256(manifest_bytes).hexdigest(), "signer": signer,
+            "cataloged_at": cataloged_at}
 
 
 def _read_table(path: Path, schema: pa.Schema) -> pd.DataFrame:
@@ -251,6 +256,25 @@ def _write_table(frame: pd.DataFrame, schema: pa.Schema, path: Path) -> None:
         raise
 
 
+def _signer(run_dir: Path, skipped: list[str], rel: str) -> str | None:
+    """The runner key whose signature covers the run's files exactly (None: unsigned, or a signature
+    that does not verify, or files it does not cover); trust in the key is decided when read."""
+    from harness.attest import verify_run
+
+    try:
+        verified = verify_run(run_dir)
+    except BadInput as exc:
+        skipped.append(f"signature of {rel}: {exc.what} (the run counts as unsigned)")
+        return None
+    if verified is None:
+        return None
+    if verified.left_out:
+        skipped.append(f"signature of {rel}: files it does not cover: {', '.join(verified.left_out[:5])} "
+                       "(the run counts as unsigned)")
+        return None
+    return verified.key
+
+
 def load(archive: Path, *, quiet: bool = True) -> Catalog:
     """The catalog, brought up to date with the archive's run directories first."""
     return refresh(archive, quiet=quiet)
@@ -268,12 +292,15 @@ def refresh(archive: Path, *, quiet: bool = True) -> Catalog:
     known = set(runs["dir"]) if not runs.empty else set()
     gone = known - set(present)
     new_runs, new_metrics, skipped = [], [], []
+    now = datetime.now(timezone.utc).isoformat(timespec="microseconds")
     for rel, (machine_id, d) in present.items():
         if rel in known:
             continue
         try:
             data, record = _read_source(d)
-            new_runs.append(run_row(machine_id, rel, record, data))
+            check_run_tables(d)  # a run put into the archive by other means than history add: checked here
+            signer = _signer(d, skipped, rel)
+            new_runs.append(run_row(machine_id, rel, record, data, signer, now))
             try:
                 new_metrics += run_metrics(Run(d, record))
             except BadInput as exc:
