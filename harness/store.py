@@ -179,19 +179,29 @@ class RunWriter:
             self.manifest["status"] = status
             FINISHED.append(self)
         if self.write_error is None:
-            frames = {table: apply_schema(read_journal(self.dir / f"{table}.jsonl"), table)
-                      for table in sorted(set(self.counts) | set(TABLES)) if (self.dir / f"{table}.jsonl").exists()}
-            for table, frame in frames.items():  # what was measured; derived columns live with the analysis
+            for table in sorted(set(self.counts) | set(TABLES)):  # what was measured; derived columns: the analysis
+                if not (self.dir / f"{table}.jsonl").exists():
+                    continue
                 out = self.dir / f"{table}.parquet"
-                fd, name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=self.dir)  # exclusive, unpredictable
-                tmp = Path(name)
+                tmp = None
                 try:
+                    frame = apply_schema(read_journal(self.dir / f"{table}.jsonl"), table)
+                    fd, name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=self.dir)  # exclusive
+                    tmp = Path(name)
                     with os.fdopen(fd, "wb") as fh:
                         frame.to_parquet(fh, index=False)
                     os.replace(tmp, out)
                 except OSError as exc:
-                    tmp.unlink(missing_ok=True)
+                    if tmp is not None:
+                        tmp.unlink(missing_ok=True)
                     self._failed(exc, out.name)
+                    break
+                except Exception as exc:  # a value the schema cannot hold: the run ends failed, never 'running'
+                    if tmp is not None:
+                        tmp.unlink(missing_ok=True)
+                    first = (str(exc).splitlines() or [""])[0][:200]
+                    self.write_error = (f"cannot write {out.name} ({type(exc).__name__}: {first}); the journal "
+                                        f"{table}.jsonl keeps every row")
                     break
         self._reserve.unlink(missing_ok=True)
         self.manifest["ended_at"] = utc_now()
