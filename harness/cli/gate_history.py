@@ -64,7 +64,8 @@ def history_sides(baseline: list[str], candidate: list[str] | None, results: str
                           exclude=[r.run_id for r in rb], candidate_build=first.engine.build_number,
                           since=last_gate(where, key))
     ra = open_runs(hb)
-    record_gate(where, key, hb.seen_until)
+    if build is None:  # a build named by a person is taken as asked, and moves no mark
+        record_gate(where, key, hb.seen_until)
     if model_defaulted and set(ra[0].record.model_labels) != set(labels):
         raise BadInput(f"the history runs are of {', '.join(ra[0].record.model_labels)}, the candidate of "
                        f"{', '.join(labels)}", where=str(where), hint="name the model with --model")
