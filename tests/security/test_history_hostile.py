@@ -9,6 +9,7 @@ with host facts kept and latencies scaled, as the issue's attacker made them."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -185,13 +186,14 @@ def test_a_wrong_typed_table_is_refused_and_queries_over_the_archive_still_work(
 
 @pytest.mark.parametrize("sql, said", [
     ("SELECT * FROM read_text('/etc/passwd')", "no other file, URL or extension"),
+    ("SELECT * FROM runs, read_text('../../../etc/passwd')", "no other file, URL or extension"),
     ("SELECT * FROM read_csv('/etc/passwd', sep=':')", "no other file, URL or extension"),
     ("SELECT * FROM read_blob('/etc/hostname')", "no other file, URL or extension"),
     ("SELECT * FROM glob('/home/**')", "no other file, URL or extension"),
     ("SELECT * FROM read_parquet('/tmp/*.parquet')", "no other file, URL or extension"),
     ("SELECT * FROM read_csv('https://example.com/x.csv')", "no other file, URL or extension"),
     ("SELECT length(repeat('x', 2000000000)) AS n", "memory"),
-    ("SELECT * FROM range(60000000) t(i) ORDER BY random()", "Out of Memory"),
+    ("SELECT * FROM range(60000000) t(i) ORDER BY random()", "Out of Memory|time bound"),  # whichever comes first
     ("WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t) SELECT count(*) FROM t", "time bound of 3 s"),
     ("DROP VIEW runs", "SELECT"),
 ])
@@ -204,7 +206,7 @@ def test_a_query_reaches_nothing_but_the_archive(lbench_env, tmp_path, sql, said
     had_home = home.exists()
     r = run_cli("history", "query", sql, "--archive", str(archive), "--timeout", "3", env=lbench_env, cwd=cwd)
     assert r.returncode == 2, r.stdout + r.stderr
-    assert said in " ".join(r.stderr.split()) and "Traceback" not in r.stderr, r.stderr
+    assert re.search(said, " ".join(r.stderr.split())) and "Traceback" not in r.stderr, r.stderr
     assert list(cwd.iterdir()) == []  # no spill, nothing written where it was called
     assert home.exists() == had_home  # no extension installed
 
