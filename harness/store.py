@@ -200,9 +200,11 @@ class RunWriter:
                     if tmp is not None:
                         tmp.unlink(missing_ok=True)
                     first = (str(exc).splitlines() or [""])[0][:200]
-                    self.write_error = (f"cannot write {out.name} ({type(exc).__name__}: {first}); the journal "
-                                        f"{table}.jsonl keeps every row")
-                    break
+                    converted = (f"cannot convert {table}.jsonl to Parquet ({type(exc).__name__}: {first}); the "
+                                 "journal keeps every row")
+                    self.manifest["status"] = "failed"
+                    error = converted if not error else f"{converted}; {error}"
+                    continue
         self._reserve.unlink(missing_ok=True)
         self.manifest["ended_at"] = utc_now()
         self.manifest["n_samples"] = self.counts.get("samples", 0)

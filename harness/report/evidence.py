@@ -226,7 +226,7 @@ def _synthetic_text(model: dict) -> str:
            "timing and memory follow the shape, outputs are meaningless)"
 
 
-BUNDLE_FILES = re.compile(r"evidence\.md|[^/]+\.png")
+BUNDLE_FILES = re.compile(r"evidence\.md|[^/]+\.png|[^/]+-report\.html|rerun-[^/]+\.sh")  # what a bundle holds
 
 
 def _check_out_dir(out_dir: Path) -> None:
