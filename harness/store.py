@@ -67,6 +67,7 @@ class RunWriter:
         self.run_id = new_run_id(kind)
         self.dir = results_root / self.run_id
         self.write_error: str | None = None  # the first failed write, as said in the manifest
+        self.signed = False  # set once the run's signature is written (harness/runs/session.py)
         self._told = False  # whether WriteFailed was raised for it
         self.dropped = 0  # rows not journaled after a failed write
         try:
@@ -119,6 +120,14 @@ class RunWriter:
             atomic_write_json(self.dir / "manifest.json", manifest_json(self.manifest))
         except OSError as exc:
             self._failed(exc, "manifest.json")
+        else:
+            if self.signed:  # a section added after the run was signed (a swap run's findings): signed again
+                from harness.attest import sign_run
+
+                try:
+                    sign_run(self.dir)
+                except Exception:  # noqa: BLE001 - the signature is stale then; history add says so
+                    pass
         self._raise_once()
 
     def log_path(self, name: str) -> Path:

@@ -88,6 +88,7 @@ class RunSession:
 
         try:
             sign_run(self.writer.dir)
+            self.writer.signed = True
         except Exception as exc:  # noqa: BLE001 - the run's data is what matters; signing never sinks it
             self.message(f"the run was not signed ({type(exc).__name__}: {exc}); a history archive refuses it "
                          "unless added with --allow-unsigned")
