@@ -291,7 +291,9 @@ def refresh(archive: Path, *, quiet: bool = True) -> Catalog:
     present = {f"{m}/{d.name}": (m, d) for m, d in run_dirs(archive)}
     known = set(runs["dir"]) if not runs.empty else set()
     gone = known - set(present)
-    new_runs, new_metrics, skipped = [], [], []
+    new_runs: list[dict] = []
+    new_metrics: list[dict] = []
+    skipped: list[str] = []
     now = datetime.now(timezone.utc).isoformat(timespec="microseconds")
     for rel, (machine_id, d) in present.items():
         if rel in known:
