@@ -122,6 +122,7 @@ def parse_sleep_idle(value: object, where: str = "--sleep-idle-seconds") -> int 
 
 
 OMP_WAIT_POLICIES = ("active", "passive")
+MAX_OMP_SPINCOUNT = 10**15  # libgomp spins this many times at most; fits the samples table's Int64
 MATCH_MODES = ("llama-idle",)
 
 
@@ -135,8 +136,10 @@ def parse_cpu_knob(key: str, value: object, where: str) -> object:
         return None
     text = str(value).strip().lower()
     if key == "omp_spincount":
-        if not text.isdigit():
-            raise BadInput(f"bad GOMP_SPINCOUNT {value!r}", where=where, hint="an integer >= 0, or default")
+        if not text.isdigit() or int(text) > MAX_OMP_SPINCOUNT:
+            raise BadInput(f"bad GOMP_SPINCOUNT {value!r}", where=where,
+                           hint=f"an integer 0..{MAX_OMP_SPINCOUNT:,} (the samples table holds it as a 64-bit "
+                                "integer), or default")
         return int(text)
     if key in ("threads", "poll", "prio"):
         try:

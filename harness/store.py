@@ -73,6 +73,7 @@ class RunWriter:
         self.run_id = new_run_id(kind)
         self.dir = results_root / self.run_id
         self.write_error: str | None = None  # the first failed write, as said in the manifest
+        self.signed = False  # set once the run's signature is written (harness/runs/session.py)
         self._told = False  # whether WriteFailed was raised for it
         self.dropped = 0  # rows not journaled after a failed write
         try:
@@ -125,6 +126,14 @@ class RunWriter:
             atomic_write_json(self.dir / "manifest.json", manifest_json(self.manifest))
         except OSError as exc:
             self._failed(exc, "manifest.json")
+        else:
+            if self.signed:  # a section added after the run was signed (a swap run's findings): signed again
+                from harness.attest import sign_run
+
+                try:
+                    sign_run(self.dir)
+                except Exception:  # noqa: BLE001 - the signature is stale then; history add says so
+                    pass
         self._raise_once()
 
     def log_path(self, name: str) -> Path:
@@ -185,20 +194,32 @@ class RunWriter:
             self.manifest["status"] = status
             FINISHED.append(self)
         if self.write_error is None:
-            frames = {table: apply_schema(read_journal(self.dir / f"{table}.jsonl"), table)
-                      for table in sorted(set(self.counts) | set(TABLES)) if (self.dir / f"{table}.jsonl").exists()}
-            for table, frame in frames.items():  # what was measured; derived columns live with the analysis
+            for table in sorted(set(self.counts) | set(TABLES)):  # what was measured; derived columns: the analysis
+                if not (self.dir / f"{table}.jsonl").exists():
+                    continue
                 out = self.dir / f"{table}.parquet"
-                fd, name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=self.dir)  # exclusive, unpredictable
-                tmp = Path(name)
+                tmp = None
                 try:
+                    frame = apply_schema(read_journal(self.dir / f"{table}.jsonl"), table)
+                    fd, name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=self.dir)  # exclusive
+                    tmp = Path(name)
                     with os.fdopen(fd, "wb") as fh:
                         frame.to_parquet(fh, index=False)
                     os.replace(tmp, out)
                 except OSError as exc:
-                    tmp.unlink(missing_ok=True)
+                    if tmp is not None:
+                        tmp.unlink(missing_ok=True)
                     self._failed(exc, out.name)
                     break
+                except Exception as exc:  # a value the schema cannot hold: the run ends failed, never 'running'
+                    if tmp is not None:
+                        tmp.unlink(missing_ok=True)
+                    first = (str(exc).splitlines() or [""])[0][:200]
+                    converted = (f"cannot convert {table}.jsonl to Parquet ({type(exc).__name__}: {first}); the "
+                                 "journal keeps every row")
+                    self.manifest["status"] = "failed"
+                    error = converted if not error else f"{converted}; {error}"
+                    continue
         self._reserve.unlink(missing_ok=True)
         self.manifest["ended_at"] = utc_now()
         self.manifest["n_samples"] = self.counts.get("samples", 0)

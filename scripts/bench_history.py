@@ -155,7 +155,9 @@ def run_step(step: str, archive: Path, extra: str) -> dict:
     elif step == "add":
         from harness.history.catalog import add_runs
 
-        added, refused = add_runs(archive, [Path(extra)])
+        # the generated runs carry no runner's signature (their manifests are rewritten here): added as
+        # unsigned runs, so this times the copy, the tables' bounds and the catalog, not the signature check
+        added, refused = add_runs(archive, [Path(extra)], allow_unsigned=True)
         if len(added) != 100 or refused:
             raise SystemExit(f"add: {len(added)} added, refused {refused[:3]}")
         info = f"{len(added)} added"

@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -33,6 +34,8 @@ REPO = Path(__file__).resolve().parents[1]
 # checkout's tests).  lbench passes its environment on to llama-server and router children.
 SESSION_TOKEN = f"{os.getpid()}-{time.time_ns()}"
 os.environ["LBENCH_TEST_SESSION"] = SESSION_TOKEN
+# the test session is one runner: its signing key (harness/attest.py) lives with the session, never in ~/.config
+os.environ["LBENCH_RUNNER_KEY"] = str(Path(tempfile.mkdtemp(prefix="lbench-test-key-")) / "runner-key.pem")
 
 
 @pytest.fixture(scope="session")
@@ -142,4 +145,16 @@ def make_history_run(root: Path, n: int, *, build: int = 11434, scale: float = 1
                       "pause_requested_s": pause, "pause_actual_s": pause, "latency_ms": v, "server_prompt_ms": v - 1,
                       "server_ms": v - 1, "overhead_ms": 1.0, "http_status": 200, "error": None})
     w.finish("complete")
+    from harness.attest import sign_run
+
+    sign_run(w.dir)  # the test session is the runner that made it (a forged-run test removes this)
     return w.dir
+
+
+def trusted(archive: Path) -> Path:
+    """The archive, with this test session's runner key on its allow-list (harness/history/trust.py)."""
+    from harness.attest import key_id, runner_key
+    from harness.history.trust import trust_key
+
+    trust_key(archive, key_id(runner_key()), "test session")
+    return archive

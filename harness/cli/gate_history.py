@@ -25,6 +25,7 @@ def history_sides(baseline: list[str], candidate: list[str] | None, results: str
     from harness.history.archive import archive_dir
     from harness.history.catalog import run_settings
     from harness.history.gate_hook import WINDOW, history_baseline, open_runs
+    from harness.history.gate_state import last_gate, record_gate, state_key
     from harness.history.series import SERIES
 
     if len(baseline) != 1:
@@ -54,12 +55,17 @@ def history_sides(baseline: list[str], candidate: list[str] | None, results: str
     settings = run_settings(first)
     model_defaulted = model is None
     where = archive_dir(archive, results)
-    hb = history_baseline(where, ref, machine=machine or first.machine.id,
-                          model=model or (labels[0] if len(labels) == 1 else None),
-                          setting=setting or (settings[0] if len(settings) == 1 else None),
+    machine = machine or first.machine.id
+    model = model or (labels[0] if len(labels) == 1 else None)
+    setting = setting or (settings[0] if len(settings) == 1 else None)
+    key = state_key(spec.name, machine, model, setting)
+    hb = history_baseline(where, ref, machine=machine, model=model, setting=setting,
                           window=window if window is not None else WINDOW, build=build,
-                          exclude=[r.run_id for r in rb], candidate_build=first.engine.build_number)
+                          exclude=[r.run_id for r in rb], candidate_build=first.engine.build_number,
+                          since=last_gate(where, key))
     ra = open_runs(hb)
+    if build is None:  # a build named by a person is taken as asked, and moves no mark
+        record_gate(where, key, hb.seen_until)
     if model_defaulted and set(ra[0].record.model_labels) != set(labels):
         raise BadInput(f"the history runs are of {', '.join(ra[0].record.model_labels)}, the candidate of "
                        f"{', '.join(labels)}", where=str(where), hint="name the model with --model")

@@ -34,13 +34,20 @@ def history_add(
                                                                   "directory, another archive)."),
     archive: Archive = None,
     results: ResultsDir = None,
+    allow_unsigned: bool = typer.Option(
+        False, "--allow-unsigned",
+        help="Add runs that no trusted runner signed too, marked untrusted: never a gate baseline "
+             "(e.g. lbench history add old-results/ --allow-unsigned)."),
 ) -> None:
     """Copy runs into the archive, <archive>/<machine id>/<run id>/ (append-only).
 
     Each run is read through the run record; a damaged or still-running run is refused with the
-    reason, the others are added. A run added twice is one run (its manifest's sha256 matches);
-    another run under an id the archive holds is refused. Only regular files are copied, into a
-    temporary folder renamed into place: nothing is half-copied. Exit 2 if any run was refused.
+    reason, the others are added. Each run must be signed by a runner the archive trusts (lbench
+    history trust add KEY); its tables must be within the archive's bounds (rows, decoded size,
+    column types), checked from their metadata before they are read. A run added twice is one run
+    (its manifest's sha256 matches); another run under an id the archive holds is refused. Only
+    regular files the signature covers are copied, into a hidden folder checked there and renamed
+    into place: nothing is half-copied. Exit 2 if any run was refused.
 
     \b
     Examples:
@@ -50,16 +57,125 @@ def history_add(
     from harness.history.catalog import add_runs
 
     where = _archive(archive, results)
-    added, refused = add_runs(where, dirs)
+    added, refused = add_runs(where, dirs, allow_unsigned=allow_unsigned)
     for a in added:
-        note = f" (left out, not regular files: {', '.join(a.skipped_files)})" if a.skipped_files else ""
-        print_wrapped(out, f"{a.outcome}: {a.run_id} -> {a.machine_id}/{a.run_id}{note}")
+        note = (f" (left out: not regular files, or not covered by its signature: {', '.join(a.skipped_files)})"
+                if a.skipped_files else "")
+        signed = "" if a.outcome != "added" else (f", signed by {a.signer[:16]}…" if a.signer
+                                                  else ", UNSIGNED: untrusted, never a gate baseline")
+        print_wrapped(out, f"{a.outcome}: {a.run_id} -> {a.machine_id}/{a.run_id}{signed}{note}")
     new = sum(a.outcome == "added" for a in added)
     print_wrapped(out, f"{new} added, {len(added) - new} already there, {len(refused)} refused; archive {where}")
     if refused:
         for r in refused:
             print(f"lbench: {r.line()}", file=sys.stderr)
         raise typer.Exit(2)
+
+
+trust_app = typer.Typer(help="The runner keys an archive trusts (whose signed runs it takes in).",
+                        no_args_is_help=True)
+app.add_typer(trust_app, name="trust")
+
+
+@app.command("key")
+def history_key() -> None:
+    """Print this runner's public key (made the first time): what an archive trusts.
+
+    The private key stays in $LBENCH_RUNNER_KEY, else ~/.config/lbench/runner-key.pem (mode 0600);
+    lbench signs every run it makes with it (signature.json in the run directory).
+
+    \b
+    Examples:
+      lbench history key
+      lbench history trust add "$(lbench history key)" --label m2-ultra --archive /srv/lbench-history
+    """
+    from harness.attest import key_id, runner_key
+
+    print(key_id(runner_key()))
+
+
+@app.command("sign")
+def history_sign(
+    dirs: list[Path] = typer.Argument(..., metavar="RUN_DIR...", help="Run directories this runner made."),
+) -> None:
+    """Sign runs this runner made before lbench signed runs (writes signature.json into each).
+
+    Sign only runs this machine made: a signature says "this runner vouches for these files".
+
+    \b
+    Examples:
+      lbench history sign results/20261201T061512Z-idle-a07e
+    """
+    from harness.attest import key_id, runner_key, sign_run
+    from harness.record import parse_record
+    from harness.untrusted import read_json
+
+    key = runner_key()
+    for d in dirs:
+        manifest = d / "manifest.json"
+        if d.is_symlink() or not d.is_dir():
+            raise BadInput("not a run directory", where=str(d), hint="give run directories (folders with manifest.json)")
+        record = parse_record(read_json(manifest, what="run's manifest"), str(manifest))
+        if record.status == "running":
+            raise BadInput("the run is still running (status 'running')", where=str(d),
+                           hint="sign it once it has ended")
+        sign_run(d, key)
+        print_wrapped(out, f"signed {record.run_id} with {key_id(key)[:16]}…")
+
+
+@trust_app.command("add")
+def trust_add(
+    key: str = typer.Argument(..., metavar="KEY", help="A runner's public key (lbench history key on that runner)."),
+    label: Optional[str] = typer.Option(None, "--label", help="Which runner it is (e.g. --label m2-ultra-ci). "
+                                                  f"{shown('none')}"),
+    archive: Archive = None,
+    results: ResultsDir = None,
+) -> None:
+    """Trust a runner: its signed runs may be added, and used as gate baselines.
+
+    \b
+    Examples:
+      lbench history trust add 3b6a27bcceb6a42d62a3a8d02a6f0d73653215771de243a63ac048a18b59da29 --label m2-ultra
+    """
+    from harness.history.trust import trust_key
+
+    entry = trust_key(_archive(archive, results), key, label or "")
+    print_wrapped(out, f"trusted {entry.key} ({entry.label or 'no label'})")
+
+
+@trust_app.command("remove")
+def trust_remove(
+    key: str = typer.Argument(..., metavar="KEY", help="A trusted runner key."),
+    archive: Archive = None,
+    results: ResultsDir = None,
+) -> None:
+    """Stop trusting a runner: the runs it signed stay, untrusted (never a gate baseline).
+
+    \b
+    Examples:
+      lbench history trust remove 3b6a27bcceb6a42d62a3a8d02a6f0d73653215771de243a63ac048a18b59da29
+    """
+    from harness.history.trust import untrust_key
+
+    entry = untrust_key(_archive(archive, results), key)
+    print_wrapped(out, f"no longer trusted: {entry.key} ({entry.label or 'no label'})")
+
+
+@trust_app.command("list")
+def trust_list(archive: Archive = None, results: ResultsDir = None) -> None:
+    """The runner keys the archive trusts.
+
+    \b
+    Examples:
+      lbench history trust list --archive /srv/lbench-history
+    """
+    from harness.history.trust import trust_path, trusted_keys
+
+    where = _archive(archive, results)
+    keys = trusted_keys(where)
+    for k in keys.values():
+        print_wrapped(out, f"{k.key}  {k.label or '-'}  trusted {k.added_at}")
+    print_wrapped(out, f"{len(keys)} trusted runner keys in {trust_path(where)}")
 
 
 @app.command("list")
@@ -102,9 +218,14 @@ def history_query(
     model: Optional[str] = typer.Option(None, "--model", "-m", help="With --series: model label."),
     setting: Optional[str] = typer.Option(None, "--setting", help="With --series: setting label."),
     results: ResultsDir = None,
+    timeout: float = typer.Option(60.0, "--timeout", metavar="SECONDS",
+                                  help="Stop the query after this long, exit 2 (e.g. --timeout 300)."),
 ) -> None:
     """Ad-hoc SQL over the archive (DuckDB, read-only): views runs, metrics, samples, requests,
     events, memory, median_k (docs/history.md); or a named series with --series.
+
+    The query reaches the archive's views only (no other file, URL or extension; nothing written),
+    in a child process bounded in memory and time; Ctrl-C or SIGTERM stops it.
 
     \b
     Examples:
@@ -122,9 +243,9 @@ def history_query(
         finally:
             con.close()
     else:
-        from harness.history.query import run_query
+        from harness.history.confined import run_confined
 
-        frame = run_query(where, sql)
+        frame = run_confined(where, sql, timeout_s=timeout)
     if csv:
         sys.stdout.write(frame.to_csv(index=False))
     elif json_out:

@@ -37,7 +37,8 @@ class Binary:
 
 def _probe_version(path: Path) -> tuple[str, int | None, str]:
     try:
-        proc = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=30)
+        proc = subprocess.run([str(path), "--version"], capture_output=True, text=True, errors="replace",
+                              timeout=30)  # bytes that are not UTF-8 are replaced, never a crash
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise EngineError(f"cannot run {path} --version: {exc}", hint="check the binary") from None
     text = proc.stderr + proc.stdout

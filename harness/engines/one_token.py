@@ -13,6 +13,12 @@ from harness.engines.timed_http import TimedConnection, build_request
 from harness.errors import EngineError
 
 
+def http_error(status: int | None, body: bytes | None) -> str:
+    """The error text of a non-200 answer: never empty, so that no reader takes it for a success."""
+    text = (body or b"")[:300].decode(errors="replace").strip()
+    return f"HTTP {status}" + (f": {text}" if text else " (no body)")
+
+
 class OneTokenClient:
     """Decode one token with the prompt cached, as lean as the server allows.
 
@@ -77,9 +83,8 @@ class OneTokenClient:
         x = self.connection.exchange(self.request)
         if x.error is not None or x.body is None:
             return Completion(x.t_send, x.t_done, x.status, x.error, client_ms=x.client_ms)
-        if x.status != 200:
-            return Completion(x.t_send, x.t_done, x.status, x.body[:500].decode(errors="replace"),
-                              client_ms=x.client_ms)
+        if x.status != 200:  # any other answer (a redirect, an empty 204) is an error, never a measurement
+            return Completion(x.t_send, x.t_done, x.status, http_error(x.status, x.body), client_ms=x.client_ms)
         try:
             timings = self.timings(json.loads(x.body))
         except (ValueError, AttributeError) as exc:
@@ -94,7 +99,7 @@ class OneTokenClient:
         x = self.connection.exchange(request)
         error = x.error
         if error is None and x.status != 200:
-            error = (x.body or b"")[:200].decode(errors="replace")
+            error = http_error(x.status, x.body)
         return Completion(x.t_send, x.t_done, x.status, error, client_ms=x.client_ms)
 
     def close(self) -> None:

@@ -197,7 +197,7 @@ def _unpacked_tree(log: Callable[[str], None], src_root: Path, version: str) -> 
         log(f"downloading the {PACKAGE}=={PACKAGE_VERSION} sdist with pip")
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", PACKAGE,
                f"{PACKAGE}=={PACKAGE_VERSION}", "-d", str(src_root)]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
         if proc.returncode != 0 or not archive.is_file():
             raise EngineError(
                 f"could not download the {PACKAGE} sdist",
@@ -223,7 +223,7 @@ def _run_logged(cmd: list[str], cwd: Path, logfile: Path, on_line: Callable[[str
     with logfile.open("a") as logfh:
         logfh.write(f"$ {shlex.join(cmd)}\n")
         logfh.flush()
-        proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
         assert proc.stdout is not None
         try:
             for line in proc.stdout:

@@ -60,16 +60,18 @@ class Added:
     source: Path
     dest: Path
     outcome: str  # added | already there
-    skipped_files: tuple[str, ...] = ()  # symlinks and special files left out
+    skipped_files: tuple[str, ...] = ()  # symlinks, special files and files the signature does not cover: left out
+    signer: str | None = None  # the runner key that signed the run (None: unsigned, added with --allow-unsigned)
 
 
 @dataclass(frozen=True)
 class Refused:
     source: Path
     reason: str
+    hint: str | None = None
 
     def line(self) -> str:
-        return f"refused {self.source}: {self.reason}"
+        return f"refused {self.source}: {self.reason}" + (f" (what to do: {self.hint})" if self.hint else "")
 
 
 def _sha256(data: bytes) -> str:
@@ -166,8 +168,35 @@ def _already_there(run_id: str, machine_id: str, run_dir: Path, existing: Path, 
                         "changed after it was archived: keep one, rename nothing")
 
 
-def add_run(archive: Path, run_dir: Path) -> Added:
-    """Copy one run directory into the archive (idempotent); ``BadInput`` when refused."""
+def _admit(tmp: Path, archive: Path, allow_unsigned: bool) -> tuple[str | None, list[str]]:
+    """The staged copy checked before it is renamed into place: its signature (the signer's key, or
+    None when unsigned and ``allow_unsigned``), the files it leaves out, and its tables' bounds."""
+    from harness.attest import verify_run
+    from harness.history.table_bounds import check_run_tables
+    from harness.history.trust import trust_path, trusted_keys
+
+    verified = verify_run(tmp)
+    trusted = trusted_keys(archive)
+    if verified is None and not allow_unsigned:
+        raise BadInput("the run is not signed by a runner (no signature.json)", where=str(tmp),
+                       hint="add runs as their runner wrote them (lbench signs each run it makes); an unsigned run "
+                            "goes in only with --allow-unsigned, marked untrusted and never a gate baseline")
+    if verified is not None and verified.key not in trusted and not allow_unsigned:
+        raise BadInput(f"the run is signed by runner key {verified.key[:16]}…, which the archive does not trust",
+                       where=str(trust_path(archive)),
+                       hint=f"if that runner is yours: lbench history trust add {verified.key} --label NAME; "
+                            "else --allow-unsigned adds it untrusted (never a gate baseline)")
+    left_out = list(verified.left_out) if verified is not None else []
+    for rel in left_out:  # not covered by the signature: never enters the archive
+        (tmp / rel).unlink(missing_ok=True)
+    check_run_tables(tmp)
+    return (verified.key if verified is not None else None), left_out
+
+
+def add_run(archive: Path, run_dir: Path, *, allow_unsigned: bool = False) -> Added:
+    """Copy one run directory into the archive (idempotent); ``BadInput`` when refused.  The copy is
+    staged in a hidden folder and checked there (signature, tables' declared bounds and types)
+    before it is renamed into place: a refused run never half-enters the archive."""
     run_dir = Path(run_dir)
     if run_dir.is_symlink() or not run_dir.is_dir():
         raise BadInput("not a run directory (a folder with manifest.json)", where=str(run_dir),
@@ -194,6 +223,11 @@ def add_run(archive: Path, run_dir: Path) -> Added:
             raise BadInput("the run's manifest changed while it was copied", where=str(run_dir),
                            hint="add it again once the run has ended")
         try:
+            signer, left_out = _admit(tmp, Path(archive), allow_unsigned)
+        except BadInput as exc:
+            raise BadInput(exc.what, where=(exc.where or "").replace(str(tmp), str(run_dir)), hint=exc.hint) from None
+        skipped += left_out
+        try:
             os.rename(tmp, mdir / record.run_id)
         except OSError:
             if not (mdir / record.run_id).is_dir():
@@ -203,7 +237,7 @@ def add_run(archive: Path, run_dir: Path) -> Added:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return Added(record.run_id, machine_id, run_dir, mdir / record.run_id, "added", tuple(skipped))
+    return Added(record.run_id, machine_id, run_dir, mdir / record.run_id, "added", tuple(skipped), signer)
 
 
 def _has_manifest(d: Path) -> bool:
@@ -239,7 +273,8 @@ def expand_sources(paths: Iterable[Path]) -> tuple[list[Path], list[Refused]]:
     return runs, refused
 
 
-def copy_runs(archive: Path, paths: Iterable[Path]) -> tuple[list[Added], list[Refused]]:
+def copy_runs(archive: Path, paths: Iterable[Path], *, allow_unsigned: bool = False
+               ) -> tuple[list[Added], list[Refused]]:
     """Every run under ``paths`` into the archive; each either copied whole, already there, or
     refused with its reason (the others go on).  ``harness.history.catalog.add_runs`` copies and
     then brings the catalog up to date."""
@@ -248,7 +283,7 @@ def copy_runs(archive: Path, paths: Iterable[Path]) -> tuple[list[Added], list[R
     added: list[Added] = []
     for run_dir in runs:
         try:
-            added.append(add_run(archive, run_dir))
+            added.append(add_run(archive, run_dir, allow_unsigned=allow_unsigned))
         except BadInput as exc:
-            refused.append(Refused(run_dir, exc.what))
+            refused.append(Refused(run_dir, exc.what, exc.hint))
     return added, refused

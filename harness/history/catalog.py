@@ -34,6 +34,7 @@ import os
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -43,15 +44,17 @@ import pyarrow.parquet as pq
 
 from harness.errors import BadInput
 from harness.history.archive import CATALOG_DIR, Added, Refused, _read_source, copy_runs, run_dirs
+from harness.history.table_bounds import check_run_tables
 
-CATALOG_VERSION = 4  # 2: the wake model's regime bounds; 3: each idle run's warm / woken median;
-# 4: swap_failed_pct, and a storm's concurrency in its setting
+CATALOG_VERSION = 5  # 2: the wake model's regime bounds; 3: each idle run's warm / woken median;
+# 4: swap_failed_pct, and a storm's concurrency in its setting; 5: signer and cataloged_at
 RUN_COLUMNS = pa.schema([
     ("run_id", pa.string()), ("machine_id", pa.string()), ("machine_label", pa.string()), ("kind", pa.string()),
     ("status", pa.string()), ("engine", pa.string()), ("engine_build", pa.int64()), ("engine_version", pa.string()),
     ("engine_sha256", pa.string()), ("model", pa.string()), ("models", pa.list_(pa.string())),
     ("settings", pa.list_(pa.string())), ("started_at", pa.string()), ("lbench_version", pa.string()),
     ("n_samples", pa.int64()), ("dir", pa.string()), ("manifest_sha256", pa.string()),
+    ("signer", pa.string()), ("cataloged_at", pa.string()),
 ])
 METRIC_COLUMNS = pa.schema([
     ("run_id", pa.string()), ("model", pa.string()), ("setting", pa.string()), ("metric", pa.string()),
@@ -197,7 +200,8 @@ def run_settings(record) -> list[str]:
     return SETTINGS_OF_KIND[record.kind](record)
 
 
-def run_row(machine_id: str, rel_dir: str, record, manifest_bytes: bytes) -> dict:
+def run_row(machine_id: str, rel_dir: str, record, manifest_bytes: bytes, signer: str | None = None,
+            cataloged_at: str | None = None) -> dict:
     return {"run_id": record.run_id, "machine_id": machine_id, "machine_label": record.machine.label,
             "kind": record.kind, "status": record.status, "engine": record.engine.name,
             "engine_build": record.engine.build_number, "engine_version": record.engine.version,
@@ -206,7 +210,8 @@ def run_row(machine_id: str, rel_dir: str, record, manifest_bytes: bytes) -> dic
             "settings": run_settings(record),
             "started_at": record.started_at, "lbench_version": record.lbench_version,
             "n_samples": record.n_samples, "dir": rel_dir,
-            "manifest_sha256": hashlib.sha256(manifest_bytes).hexdigest()}
+            "manifest_sha256": hashlib.sha256(manifest_bytes).hexdigest(), "signer": signer,
+            "cataloged_at": cataloged_at}
 
 
 def _read_table(path: Path, schema: pa.Schema) -> pd.DataFrame:
@@ -255,6 +260,25 @@ def _write_table(frame: pd.DataFrame, schema: pa.Schema, path: Path) -> None:
         raise
 
 
+def _signer(run_dir: Path, skipped: list[str], rel: str) -> str | None:
+    """The runner key whose signature covers the run's files exactly (None: unsigned, or a signature
+    that does not verify, or files it does not cover); trust in the key is decided when read."""
+    from harness.attest import verify_run
+
+    try:
+        verified = verify_run(run_dir)
+    except BadInput as exc:
+        skipped.append(f"signature of {rel}: {exc.what} (the run counts as unsigned)")
+        return None
+    if verified is None:
+        return None
+    if verified.left_out:
+        skipped.append(f"signature of {rel}: files it does not cover: {', '.join(verified.left_out[:5])} "
+                       "(the run counts as unsigned)")
+        return None
+    return verified.key
+
+
 def load(archive: Path, *, quiet: bool = True) -> Catalog:
     """The catalog, brought up to date with the archive's run directories first."""
     return refresh(archive, quiet=quiet)
@@ -270,13 +294,18 @@ def refresh(archive: Path, *, quiet: bool = True) -> Catalog:
     present = {f"{m}/{d.name}": (m, d) for m, d in run_dirs(archive)}
     known = set(runs["dir"]) if not runs.empty else set()
     gone = known - set(present)
-    new_runs, new_metrics, skipped = [], [], []
+    new_runs: list[dict] = []
+    new_metrics: list[dict] = []
+    skipped: list[str] = []
+    now = datetime.now(timezone.utc).isoformat(timespec="microseconds")
     for rel, (machine_id, d) in present.items():
         if rel in known:
             continue
         try:
             data, record = _read_source(d)
-            new_runs.append(run_row(machine_id, rel, record, data))
+            check_run_tables(d)  # a run put into the archive by other means than history add: checked here
+            signer = _signer(d, skipped, rel)
+            new_runs.append(run_row(machine_id, rel, record, data, signer, now))
             try:
                 new_metrics += run_metrics(Run(d, record))
             except BadInput as exc:
@@ -324,10 +353,11 @@ def _read_back(frame: pd.DataFrame, schema: pa.Schema) -> pd.DataFrame:
     return _arrow(frame, schema).to_pandas()
 
 
-def add_runs(archive: Path, paths: Iterable[Path]) -> tuple[list[Added], list[Refused]]:
+def add_runs(archive: Path, paths: Iterable[Path], *, allow_unsigned: bool = False
+             ) -> tuple[list[Added], list[Refused]]:
     """Every run under ``paths`` into the archive (``harness.history.archive.copy_runs``: each
     copied whole, already there, or refused with its reason), then the catalog brought up to date."""
-    added, refused = copy_runs(Path(archive), paths)
+    added, refused = copy_runs(Path(archive), paths, allow_unsigned=allow_unsigned)
     if any(a.outcome == "added" for a in added):
         refresh(archive)
     return added, refused

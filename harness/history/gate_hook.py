@@ -56,6 +56,8 @@ class HistoryBaseline:
     dropped: tuple[str, ...] = ()  # window runs before the newest change point: left out
     excluded: tuple[str, ...] = ()  # the candidate's own runs found in the archive: left out
     drift_checked: bool = True  # False when the window was too short for Otava (< MIN_POINTS)
+    untrusted: tuple[str, ...] = ()  # runs of the series left out: no signature of a trusted runner
+    seen_until: str | None = None  # the newest catalog time among the archive's runs when this baseline was chosen
 
     @property
     def drifting(self) -> bool:
@@ -78,6 +80,9 @@ class HistoryBaseline:
             out.append(f"drift not checked: {len(self.run_ids)} runs in the window, Otava needs {MIN_POINTS}")
         if self.excluded:
             out.append("left out of the window (the candidate's own runs): " + ", ".join(self.excluded))
+        if self.untrusted:
+            out.append(f"left out: {len(self.untrusted)} runs not signed by a runner the archive trusts ("
+                       + ", ".join(self.untrusted[:4]) + (", …" if len(self.untrusted) > 4 else "") + ")")
         return out
 
     def as_dict(self) -> dict:
@@ -88,7 +93,7 @@ class HistoryBaseline:
                 "drift": [{"run_before": c.run_before, "run_after": c.run_after, "ratio": c.ratio,
                            "ratio_ci": [c.ratio_lo, c.ratio_hi], "pvalue": c.pvalue} for c in self.drift],
                 "dropped_for_drift": list(self.dropped), "excluded_candidate_runs": list(self.excluded),
-                "drift_checked": self.drift_checked}
+                "drift_checked": self.drift_checked, "untrusted_left_out": list(self.untrusted)}
 
 
 def is_history_ref(ref: str) -> bool:
@@ -123,8 +128,12 @@ def _choose_build(rows, spec_name: str, archive: Path, build: int | None,
 
 def history_baseline(archive: Path, ref: str, *, machine: str | None = None, model: str | None = None,
                      setting: str | None = None, window: int = WINDOW, build: int | None = None,
-                     exclude: tuple[str, ...] | list[str] = (), candidate_build: int | None = None
-                     ) -> HistoryBaseline:
+                     exclude: tuple[str, ...] | list[str] = (), candidate_build: int | None = None,
+                     since: str | None = None) -> HistoryBaseline:
+    """The baseline window (module docstring).  Only runs signed by a runner the archive trusts
+    count.  ``since``: when this series was last gated, as the catalog's clock (``GateState``);
+    a window made only of runs cataloged after it (runs no earlier gate had) does not replace the
+    runs it had: refused unless the build was named with ``build``."""
     import numpy as np
 
     from harness.history.archive import MACHINE_ID, RUN_ID
@@ -154,13 +163,21 @@ def history_baseline(archive: Path, ref: str, *, machine: str | None = None, mod
     try:
         rows = spec.rows(con, machine=machine, model=model, setting=setting)
         dirs = dict(con.execute("SELECT run_id, dir FROM runs").fetchall())
+        trust = {r: (bool(t), c) for r, t, c in con.execute("SELECT run_id, trusted, cataloged_at FROM runs").fetchall()}
         machines = con.execute("SELECT DISTINCT machine_id, machine_label FROM runs ORDER BY machine_id").fetchall()
         anywhere = spec.rows(con, machine=machine) if rows.empty else None
     finally:
         con.close()
     rows = rows[rows["value"].notna()]
+    untrusted = tuple(sorted(r for r in rows["run_id"] if not trust.get(r, (False, None))[0]))
+    rows = rows[~rows["run_id"].isin(list(untrusted))]  # unsigned, or signed by a key the archive does not trust
     excluded = tuple(sorted(set(rows["run_id"]) & set(exclude)))
     rows = rows[~rows["run_id"].isin(list(exclude))]
+    if rows.empty and untrusted:
+        raise BadInput(f"the archive's {len(untrusted)} {spec.name} runs for this series are not signed by a runner "
+                       "it trusts (" + ", ".join(untrusted[:4]) + ")", where=str(archive),
+                       hint="trust the runner that made them (lbench history trust add KEY), if it is yours; "
+                            "lbench history trust list shows the keys trusted")
     if rows.empty:
         listed = "; ".join(f"{m} ({label})" for m, label in machines[:6]) or "none"
         if machine and not any(machine == m or machine in str(label) for m, label in machines):
@@ -187,6 +204,8 @@ def history_baseline(archive: Path, ref: str, *, machine: str | None = None, mod
     if drift:
         cut = max(c.index for c in drift)
         dropped, pick = tuple(pick["run_id"].iloc[:cut]), pick.iloc[cut:].reset_index(drop=True)
+    if since is not None and build is None:
+        _no_takeover(pick, dropped, trust, since, chosen, spec.name)
     if len(pick) < 2:
         after = " after the newest change point inside the window" if drift else ""
         raise BadInput(f"only {len(pick)} {spec.name} run of build {chosen} is left{after}; a history baseline "
@@ -212,7 +231,24 @@ def history_baseline(archive: Path, ref: str, *, machine: str | None = None, mod
         build=chosen, build_rule=rule, window=window, run_ids=tuple(pick["run_id"]), dirs=tuple(paths),
         values=tuple(float(v) for v in values),
         log_sd=float(np.std(logs, ddof=1)) if logs.size > 1 else math.nan, drift=drift, dropped=dropped,
-        excluded=excluded, drift_checked=len(pick) + len(dropped) >= MIN_POINTS)
+        excluded=excluded, drift_checked=len(pick) + len(dropped) >= MIN_POINTS, untrusted=untrusted,
+        seen_until=max((c for r, (_, c) in trust.items() if c), default=None))
+
+
+def _no_takeover(pick, dropped: tuple[str, ...], trust: dict, since: str, build, series: str) -> None:
+    """A window made only of runs cataloged after the last gate of this series never replaces the
+    runs that gate had: neither a new build that only new runs claim, nor a drift check that would
+    drop the established runs in favour of new ones."""
+    new = [r for r in pick["run_id"] if (trust.get(r, (False, None))[1] or "") > since]
+    if pick.empty or len(new) < len(pick):
+        return
+    why = (f"the drift check would drop {len(dropped)} runs the last gate had ({', '.join(dropped[:4])}) and keep"
+           if dropped else f"build {build} is held only by")
+    raise BadInput(f"{why} runs added since the last gate against history:{series} ({since}): "
+                   + ", ".join(new[:6]) + "; a baseline made only of newly added runs does not replace the runs "
+                   "it had", where="--baseline",
+                   hint="check who added those runs (lbench history query \"SELECT run_id, signer, cataloged_at FROM "
+                        "runs\"); if they are genuine, name the build with --build to take them (docs/history.md)")
 
 
 def open_runs(baseline: HistoryBaseline) -> list[Run]:

@@ -2,13 +2,15 @@
 
 ``connect(archive)`` opens an in-memory DuckDB database with these views:
 
-- ``runs``: one row per archived run, from the catalog (``harness/history/catalog.py``):
+- ``runs``: one row per archived run, from the catalog, with ``trusted`` (its ``signer`` is on the
+  archive's allow-list, ``harness/history/trust.py``) (``harness/history/catalog.py``):
   run_id, machine_id, machine_label, kind, status, engine, engine_build, engine_version,
   engine_sha256, model (the first model), models (a list), settings (a list), started_at, ...;
 - ``metrics``: one row per (run, model, setting, metric) the runs' analyses state, with value,
   lo, hi (the 95% interval) and n;
-- ``samples``, ``requests``, ``events``, ``memory``: ``read_parquet`` over every archived run's
-  table of that name (``<archive>/<machine id>/<run id>/<table>.parquet``), with ``run_id`` and
+- ``samples``, ``requests``, ``events``, ``memory``: ``read_parquet`` over every cataloged run's
+  table of that name (a run whose tables are past the archive's bounds is not cataloged,
+  ``harness/history/table_bounds.py``) (``<archive>/<machine id>/<run id>/<table>.parquet``), with ``run_id`` and
   ``machine_id`` taken from the file's path (a copied run's rows may carry another id);
 - ``median_k(n, k)``: for a sample of n values, the rank k (1-based) of the lower end of the
   distribution-free 95% interval of the median, [x_(k), x_(n-k+1)], as
@@ -47,21 +49,31 @@ def connect(archive: Path, *, refresh_catalog: bool = True, tables: bool = True)
         raise BadInput("no history archive there", where=str(archive),
                        hint="add runs first: lbench history add RESULTS_DIR (or give --archive)")
     catalog = refresh(archive) if refresh_catalog else None
-    con = duckdb.connect(":memory:", config={"memory_limit": MEMORY_LIMIT})  # spills to disk past it
+    from harness.history.trust import trusted_keys
+
+    keys = pd.DataFrame({"key": pd.Series(sorted(trusted_keys(archive)), dtype="string")})
+    con = duckdb.connect(":memory:", config={"memory_limit": MEMORY_LIMIT, "autoinstall_known_extensions": False,
+                                             "autoload_known_extensions": False, "temp_directory": ""})
+    con.register("_trusted_keys", keys)
+    con.execute("CREATE TABLE trusted_keys AS SELECT * FROM _trusted_keys")
+    con.unregister("_trusted_keys")
     cdir = catalog_dir(archive)
     for name, schema in (("runs", RUN_COLUMNS), ("metrics", METRIC_COLUMNS)):
         path = cdir / f"{name}.parquet"
         if path.is_file() and not path.is_symlink():
-            con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{_sql_path(path)}')")
+            con.execute(f"CREATE VIEW {name} AS SELECT *{_TRUSTED if name == 'runs' else ''} "
+                        f"FROM read_parquet('{_sql_path(path)}')")
         else:  # an empty archive, or a read-only one whose catalog could not be saved: held in memory
             from harness.history.catalog import _arrow
 
             catalog = catalog or refresh(archive)
             con.register(f"_{name}_catalog", _arrow(getattr(catalog, name), schema))
-            con.execute(f"CREATE VIEW {name} AS SELECT * FROM _{name}_catalog")
+            con.execute(f"CREATE VIEW {name} AS SELECT *{_TRUSTED if name == 'runs' else ''} FROM _{name}_catalog")
+    cataloged = _cataloged_dirs(archive, catalog) if tables else []
     for table in TABLES if tables else ():
-        files = sorted(archive.glob(f"[0-9a-f]*/*/{table}.parquet"))
-        files = [f for f in files if not f.is_symlink() and not f.parent.name.startswith(".")]
+        # the runs the catalog holds (their tables checked against the archive's bounds), nothing else
+        files = [d / f"{table}.parquet" for d in cataloged]
+        files = [f for f in files if f.is_file() and not f.is_symlink()]
         if files:
             listed = ", ".join(f"'{_sql_path(f)}'" for f in files)
             con.execute(
@@ -86,6 +98,21 @@ def connect(archive: Path, *, refresh_catalog: bool = True, tables: bool = True)
     return con
 
 
+def _cataloged_dirs(archive: Path, catalog) -> list[Path]:
+    """The run directories the catalog lists, each ``<machine id>/<run id>`` inside the archive."""
+    from harness.history.archive import MACHINE_ID, RUN_ID
+    from harness.history.catalog import _read_table
+
+    runs = catalog.runs if catalog is not None else _read_table(catalog_dir(archive) / "runs.parquet", RUN_COLUMNS)
+    out = []
+    for rel in sorted(str(r) for r in runs["dir"].dropna()):
+        parts = rel.split("/")
+        if len(parts) == 2 and MACHINE_ID.match(parts[0]) and RUN_ID.match(parts[1]):
+            out.append(archive / parts[0] / parts[1])
+    return out
+
+
+_TRUSTED = ", coalesce(signer IN (SELECT key FROM trusted_keys), false) AS trusted"
 _COMMENT = re.compile(r"--[^\n]*|/\*.*?\*/", re.S)
 
 

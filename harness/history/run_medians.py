@@ -79,7 +79,9 @@ def idle_medians(run_dirs: list[Path], bounds: pd.DataFrame) -> tuple[list[dict]
     else:
         bounds = bounds[bounds["metric"].isin(["wake_last_warm_s", "wake_first_woken_s"])][
             ["run_id", "model", "setting", "metric", "value"]]
-    con = duckdb.connect(":memory:", config={"memory_limit": MEMORY_LIMIT})
+    con = duckdb.connect(":memory:", config={"memory_limit": MEMORY_LIMIT, "temp_directory": "",
+                                             "autoinstall_known_extensions": False,
+                                             "autoload_known_extensions": False})
     try:
         con.register("bounds", bounds)
         con.register("median_k", median_ranks())

@@ -71,7 +71,7 @@ def parse_devices(text: str) -> list[str]:
 
 def list_devices(binary: Path) -> list[str]:
     try:
-        p = subprocess.run([str(binary), "--list-devices"], capture_output=True, text=True, timeout=60)
+        p = subprocess.run([str(binary), "--list-devices"], capture_output=True, text=True, errors="replace", timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return []
     return parse_devices(p.stdout + p.stderr)

@@ -106,7 +106,7 @@ SYSCTL_KEYS = ["machdep.cpu.brand_string", "hw.model", "hw.memsize", "hw.perflev
 
 def _run(argv: list[str]) -> str:
     try:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=10).stdout
+        return subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=10).stdout
     except (OSError, subprocess.TimeoutExpired):
         return ""
 

@@ -150,10 +150,13 @@ def repro_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[st
         parts.append(f"- engine: llama-server build {engine.get('build_number')} ({engine.get('backend')}), "
                      f"{engine.get('source_package', 'source: ' + str(engine.get('source')))}, "
                      f"sha256 `{md(engine.get('sha256'))}`")
-        claim_dir = run.dir / str(r.get("evidence_dir") or "")
-        inside = untrusted_inside(run.dir, claim_dir) and claim_dir.is_dir()  # a path from a table stays in the run
+        from harness.report.repro import evidence_links
+
+        links = evidence_links(run.dir, r.get("evidence_dir"))  # a path from a table: plain names inside the run
+        claim_dir = run.dir / str(r.get("evidence_dir") or "") if links else run.dir / ".none"
+        inside = bool(links) and untrusted_inside(run.dir, claim_dir) and claim_dir.is_dir()
         recipes = claim_recipes(run.dir, claim_dir) if inside else []
-        logs = sorted(p.relative_to(run.dir) for p in claim_dir.rglob("*.log")) if inside else []
+        logs = [f"{r.get('evidence_dir')}/{name}" for _, name in links if name.endswith(".log")]
         if logs:
             parts.append("- raw logs: " + ", ".join(f"`{md(x)}`" for x in logs))
         parts.append("")
@@ -223,7 +226,7 @@ def _synthetic_text(model: dict) -> str:
            "timing and memory follow the shape, outputs are meaningless)"
 
 
-BUNDLE_FILES = re.compile(r"evidence\.md|[^/]+\.png")
+BUNDLE_FILES = re.compile(r"evidence\.md|[^/]+\.png|[^/]+-report\.html|rerun-[^/]+\.sh")  # what a bundle holds
 
 
 def _check_out_dir(out_dir: Path) -> None:
@@ -302,7 +305,7 @@ def _write_bundle(runs: list[Run], out_dir: Path, *, redact: bool) -> Path:
     html_red = Redactor(redact, [h for h in hosts if h], runs=runs, xml=True)
     for run in runs:  # people attach the HTML report too: a redacted copy beside the Markdown
         try:
-            render_report(run, out_dir / f"{run.run_id}-report.html", post=html_red)
+            render_report(run, out_dir / f"{file_stem(run.run_id)}-report.html", post=html_red)
         except Exception as exc:  # noqa: BLE001 - the Markdown is the bundle; say why the copy is missing
             text += f"\n\n(no report copy for {run.run_id}: {type(exc).__name__})"
     path = out_dir / "evidence.md"

@@ -37,7 +37,7 @@ def engine_backend(binary: Binary) -> str:
     if stamp and binary.path == plan.binary("llama-server").resolve():
         return stamp["backend"]
     try:
-        out = subprocess.run([str(binary.path), "--list-devices"], capture_output=True, text=True, timeout=30)
+        out = subprocess.run([str(binary.path), "--list-devices"], capture_output=True, text=True, errors="replace", timeout=30)
         text = out.stdout + out.stderr
     except (OSError, subprocess.TimeoutExpired):
         text = ""

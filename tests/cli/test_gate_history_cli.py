@@ -9,7 +9,7 @@ import shutil
 import xml.etree.ElementTree as ET
 
 import pytest
-from conftest import make_history_run, run_cli
+from conftest import make_history_run, run_cli, trusted
 
 from harness.history.catalog import add_runs
 
@@ -26,7 +26,7 @@ def history(lbench_env, tmp_path):
     made = tmp_path / "made"
     dirs = [make_history_run(made, n, build=100 if n < 6 else 200, seed=1) for n in range(11)]
     archive = tmp_path / "archive"
-    assert add_runs(archive, dirs)[1] == []
+    assert add_runs(trusted(archive), dirs)[1] == []
     return archive, [d.name for d in dirs]
 
 
@@ -89,7 +89,7 @@ def test_the_window_shrinks_past_a_change_point(lbench_env, tmp_path):
     made = tmp_path / "made"
     dirs = [make_history_run(made, n, build=100, scale=1.0 if n < 8 else 1.5, seed=2) for n in range(13)]
     archive = tmp_path / "archive"
-    add_runs(archive, dirs)
+    add_runs(trusted(archive), dirs)
     at_new_level = candidates(lbench_env, 40, 2, build=200, scale=1.5)
     r = gate(lbench_env, archive, at_new_level, "--json", str(tmp_path / "g.json"))
     assert r.returncode in (0, 3), r.stdout + r.stderr  # pooled across the step it would be 'slower'

@@ -2,7 +2,9 @@
 models, made once per test session with the real llama-server, and copies of them made into a
 series across builds (``clone_run``: new id, engine build and start time written into the
 manifest, latencies scaled where a test wants a known step; the copies are test input, never a
-reported figure)."""
+reported figure).  The test session is the runner: its key (``$LBENCH_RUNNER_KEY``, set by
+tests/conftest.py) signs the real runs as lbench makes them and each copy once made; ``trusted``
+puts that key on an archive's allow-list, as a fleet does with its runners' keys."""
 
 from __future__ import annotations
 
@@ -13,7 +15,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import run_cli  # tests/conftest.py
+from conftest import run_cli, trusted  # tests/conftest.py
+
+from harness.attest import sign_run
+
+__all__ = ["clone_run", "real_runs", "trusted"]
 
 
 @pytest.fixture(scope="session")
@@ -38,7 +44,7 @@ def real_runs(tmp_path_factory, engine_binary) -> dict[str, Path]:
 
 
 def clone_run(src: Path, dest_root: Path, n: int, *, build: int, scale: float = 1.0,
-              when: datetime | None = None) -> Path:
+              when: datetime | None = None, sign: bool = True) -> Path:
     """A copy of a real run under a new id, as run on ``build``, its latencies times ``scale``."""
     manifest = json.loads((src / "manifest.json").read_text())
     when = when or datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(minutes=n)
@@ -58,4 +64,7 @@ def clone_run(src: Path, dest_root: Path, n: int, *, build: int, scale: float = 
                 frame["latency_ms"] = frame["latency_ms"] * scale
             frame.to_parquet(path, index=False)
         (dest / f"{table}.jsonl").unlink(missing_ok=True)
+    (dest / "signature.json").unlink(missing_ok=True)
+    if sign:
+        sign_run(dest)  # the runner vouches for its copy (the forged-run tests leave theirs unsigned)
     return dest

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 from conftest import run_cli
-from history_runs import clone_run, real_runs  # noqa: F401 (a fixture)
+from history_runs import clone_run, real_runs, trusted  # noqa: F401 (a fixture)
 
 from harness.history.catalog import add_runs
 
@@ -22,7 +22,7 @@ def test_the_gate_against_a_real_history(real_runs, tmp_path, lbench_env):
     made.mkdir()
     copies = [clone_run(real_runs["idle"], made, n, build=11434, scale=s) for n, s in enumerate(SCALES)]
     archive = tmp_path / "archive"
-    added, refused = add_runs(archive, copies)
+    added, refused = add_runs(trusted(archive), copies)
     assert refused == [] and len(added) == len(SCALES)
     ids = [c.name for c in copies]
     # known answer: the candidate is a copy of an archived run (left out of the window): not slower
@@ -49,7 +49,7 @@ def test_a_swap_history_names_its_model_and_gates(real_runs, tmp_path, lbench_en
     made.mkdir()
     copies = [clone_run(real_runs["swap"], made, n, build=11434, scale=s) for n, s in enumerate(SCALES[:4])]
     archive = tmp_path / "archive"
-    assert add_runs(archive, copies)[1] == []
+    assert add_runs(trusted(archive), copies)[1] == []
     cand = clone_run(real_runs["swap"], tmp_path / "cand", 50, build=11500, scale=1.0)
     base = ("gate", "--baseline", "history:swap_load_ms", "--candidate", str(cand), "--archive", str(archive))
     r = run_cli(*base, env=lbench_env)  # two models, each its own swap_load_ms series

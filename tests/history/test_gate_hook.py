@@ -7,7 +7,7 @@ import json
 import shutil
 
 import pytest
-from conftest import make_history_run
+from conftest import make_history_run, trusted
 
 from harness.errors import BadInput
 from harness.history.catalog import add_runs
@@ -21,7 +21,7 @@ def archive_of(tmp_path, plan, name="archive"):
     results = tmp_path / "results"
     dirs = [make_history_run(results, n, build=b, scale=s) for n, (b, s) in enumerate(plan)]
     archive = tmp_path / name
-    added, refused = add_runs(archive, dirs)
+    added, refused = add_runs(trusted(archive), dirs)
     assert refused == [] and len(added) == len(plan)
     return archive, dirs
 
@@ -101,7 +101,7 @@ def test_refusals_say_what_where_and_what_to_do(tmp_path):
 def test_several_matching_series_are_refused_by_name(tmp_path):
     archive, _ = archive_of(tmp_path, [(100, 1.0)] * 2)
     other = make_history_run(tmp_path / "results2", 50, build=100, cpu_model="OtherCPU")
-    add_runs(archive, [other])
+    add_runs(trusted(archive), [other])
     with pytest.raises(BadInput) as err:
         history_baseline(archive, REF)
     assert "matches 2 series" in err.value.what and "--machine" in err.value.hint

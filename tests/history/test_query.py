@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import run_cli
-from history_runs import clone_run, real_runs  # noqa: F401 (a fixture)
+from history_runs import clone_run, real_runs, trusted  # noqa: F401 (a fixture)
 
 from harness.analysis.persisted import load_analysis
 from harness.analysis.stats import measured
@@ -34,7 +34,7 @@ def archive(real_runs, tmp_path_factory):  # noqa: F811
     clone_run(real_runs["idle"], staged, 1, build=11000)
     clone_run(real_runs["idle"], staged, 2, build=11500, scale=2.0)
     archive = base / "archive"
-    added, refused = add_runs(archive, [real_runs["idle"], real_runs["swap"], staged])
+    added, refused = add_runs(trusted(archive), [real_runs["idle"], real_runs["swap"], staged])
     assert refused == [] and len(added) == 4
     return archive
 
@@ -168,7 +168,7 @@ def test_the_failure_series_counts_failed_storms_and_the_others_do_not(real_runs
     manifest["config"]["concurrency"] = 2
     (concurrent / "manifest.json").write_text(json.dumps(manifest, indent=1))
     archive = tmp_path / "archive"
-    added, refused = add_runs(archive, [staged])
+    added, refused = add_runs(trusted(archive), [staged])
     assert refused == [] and len(added) == 2
     con = connect(archive)
     rows = series_rows(con, "swap_failed_pct")

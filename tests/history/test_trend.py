@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
-from history_runs import clone_run, real_runs  # noqa: F401 (a fixture)
+from history_runs import clone_run, real_runs, trusted  # noqa: F401 (a fixture)
 from report.test_browser import LOCAL, PROBE, browse, chromium, external_references
 
 from harness.history.catalog import add_runs
@@ -33,7 +33,7 @@ def site(real_runs, tmp_path_factory):  # noqa: F811
             clone_run(real_runs["idle"], staged, n, build=build, scale=(1.5 if build >= STEP_AT else 1.0) * wobble)
         clone_run(real_runs["swap"], staged, 100 + i, build=build)
     archive = base / "archive"
-    added, refused = add_runs(archive, [staged])
+    added, refused = add_runs(trusted(archive), [staged])
     assert refused == [] and len(added) == 3 * len(BUILDS)
     out = base / "site"
     r = run_cli("trend", "--archive", str(archive), "--out", str(out))

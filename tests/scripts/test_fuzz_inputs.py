@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-CLASSES = ["idle-spec", "swap-spec", "claim", "bytes", "server-args", "shell"]
+CLASSES = ["idle-spec", "swap-spec", "claim", "bytes", "server-args", "shell", "archive", "query"]
 
 
 def test_fuzz_prints_a_row_per_class_and_nothing_crashes():

@@ -104,6 +104,8 @@ def test_evidence_png_names_from_a_manifest_stay_in_the_bundle(tmp_path, run_id)
     assert all(p.parent == out and not p.name.startswith(".") and len(p.name) < 200 for p in pngs)
     assert not list((tmp_path / "deep").glob("*escaped*")) and not Path("/tmp/escaped-abs-tiny-q8.png").exists()
     assert sorted(x.name for x in (tmp_path / "deep").iterdir()) == ["ev"]  # no temp folders left
+    assert all(p.parent == out for p in out.rglob("*")) and not Path("/tmp/escaped-abs-report.html").exists()
+    assert any(p.name.endswith("-report.html") for p in out.iterdir())  # the report copy too, inside -o
 
 
 def test_evidence_bundle_is_swapped_in_whole(tmp_path, monkeypatch):
