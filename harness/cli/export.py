@@ -18,7 +18,7 @@ def export(
     run: str = typer.Argument("latest", metavar="RUN", help="Idle run id (or unique prefix/suffix), run directory, "
                                                           "or 'latest'."),
     fmt: str = typer.Option("bmf", "--format", "-f", help="bmf (Bencher Metric Format) or github-action-benchmark "
-                                                         "(its customSmallerIsBetter JSON). " + shown("bmf")),
+                                                         "(its customSmallerIsBetter JSON)."),
     output: Path = typer.Option(None, "--out", "-o", help="Write the JSON to this file (whole or not at all). "
                                 + shown("standard output")),
     results: ResultsDir = None,

