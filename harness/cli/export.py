@@ -33,8 +33,8 @@ def export(
 
     \b
     Examples:
-      lbench export latest --format bmf -o bmf.json        # bencher run --file bmf.json --adapter json
-      lbench export latest --format github-action-benchmark -o bench.json   # tool: customSmallerIsBetter
+      lbench export latest -o bmf.json    # for: bencher run --adapter json
+      lbench export latest --format github-action-benchmark -o bench.json
     """
     from harness.atomic import atomic_write_text
     from harness.baselines import check_ref

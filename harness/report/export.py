@@ -48,7 +48,7 @@ def _bounds(ci: Any) -> tuple[float, float] | None:
 
 
 def benchmark_name(row: Mapping[str, Any]) -> str:
-    return f"lbench idle/{row.get('model', '?')}/{row.get('setting', '?')}"
+    return f"lbench-idle/{row.get('model', '?')}/{row.get('setting', '?')}"
 
 
 def wake_rows(run: Run, *, reanalyze: bool = False) -> list[dict[str, Any]]:

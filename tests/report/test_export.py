@@ -50,7 +50,7 @@ def test_bmf_and_gab_carry_the_wake_model_with_intervals(tmp_path):
     assert wake["has_step"]  # the figures below are this row's, whatever the model's internals
     bmf = export(run, "bmf")
     jsonschema.validate(bmf, BMF_SCHEMA)
-    bench = bmf["lbench idle/tiny-q8/default"]
+    bench = bmf["lbench-idle/tiny-q8/default"]
     assert bench["wake-penalty-ms"] == {"value": wake["penalty_ms"], "lower_value": wake["penalty_ci"][0],
                                         "upper_value": wake["penalty_ci"][1]}
     assert bench["warm-first-token-ms"]["value"] == wake["warm_median_ms"]
@@ -60,7 +60,7 @@ def test_bmf_and_gab_carry_the_wake_model_with_intervals(tmp_path):
     gab = export(run, "github-action-benchmark")
     jsonschema.validate(gab, GAB_SCHEMA)
     by_name = {e["name"]: e for e in gab}
-    penalty = by_name["lbench idle/tiny-q8/default/wake-penalty-ms"]
+    penalty = by_name["lbench-idle/tiny-q8/default/wake-penalty-ms"]
     assert penalty["unit"] == "ms" and penalty["value"] == wake["penalty_ms"]
     assert penalty["range"].startswith("95% CI [") and run.run_id in penalty["extra"]
 
@@ -71,10 +71,10 @@ def test_no_step_leaves_the_missing_figures_out(tmp_path):
     assert not wake["has_step"] and wake["penalty_ms"] is None
     bmf = export(run, "bmf")
     jsonschema.validate(bmf, BMF_SCHEMA)
-    assert set(bmf["lbench idle/tiny-q8/default"]) == {"warm-first-token-ms"}
+    assert set(bmf["lbench-idle/tiny-q8/default"]) == {"warm-first-token-ms"}
     gab = export(run, "github-action-benchmark")
     jsonschema.validate(gab, GAB_SCHEMA)
-    assert [e["name"] for e in gab] == ["lbench idle/tiny-q8/default/warm-first-token-ms"]
+    assert [e["name"] for e in gab] == ["lbench-idle/tiny-q8/default/warm-first-token-ms"]
 
 
 def test_cli_writes_the_file_whole_and_rejects_bad_input(tmp_path):
@@ -84,7 +84,7 @@ def test_cli_writes_the_file_whole_and_rejects_bad_input(tmp_path):
     assert r.returncode == 0, r.stderr
     jsonschema.validate(json.loads((tmp_path / "gab.json").read_text()), GAB_SCHEMA)
     r = run_cli("export", "latest", env=env)  # bmf on standard output
-    assert r.returncode == 0 and "lbench idle/tiny-q8/default" in json.loads(r.stdout)
+    assert r.returncode == 0 and "lbench-idle/tiny-q8/default" in json.loads(r.stdout)
     bad = run_cli("export", "latest", "--format", "csv", "-o", str(tmp_path / "x.json"), env=env)
     assert bad.returncode == 2 and "unknown --format 'csv'" in bad.stderr and not (tmp_path / "x.json").exists()
     nodir = run_cli("export", "latest", "-o", str(tmp_path / "missing" / "x.json"), env=env)
