@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -61,7 +60,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None, help="raw samples (JSON); default: print only")
     args = ap.parse_args()
     if args.reps < 1 or args.n_predict < 1:
-        sys.exit("--reps and --n-predict must be >= 1")
+        ap.error("--reps and --n-predict must be >= 1")  # exit 2
     results = []
     for ref in args.model:
         res = measure(ref, args.prompt, args.n_predict, args.reps, args.threads)
