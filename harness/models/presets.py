@@ -28,6 +28,9 @@ class Shape:
     rope_theta: float
     tied_embeddings: bool
     rms_eps: float = 1e-5
+    # the token embedding's quant in the family's published files when it is kept wider than the
+    # other weights (SmolLM2-135M-Instruct.Q4_1.gguf: Q8_0); used when the chosen quant is narrower
+    embd_quant: str | None = None
 
     @property
     def head_dim(self) -> int:
@@ -71,6 +74,9 @@ SHAPES: dict[str, Shape] = {
     for s in [
         Shape("tiny", "test-only toy", n_embd=64, n_layer=2, n_head=4, n_head_kv=2, n_ff=128,
               n_vocab=320, n_ctx_train=2048, rope_theta=10000.0, tied_embeddings=False),
+        # SmolLM2-135M-Instruct (llama architecture): the real model is `lbench model install smollm2-135m-instruct-q4_1`
+        Shape("smollm2-135m", "SmolLM2-135M", n_embd=576, n_layer=30, n_head=9, n_head_kv=3, n_ff=1536,
+              n_vocab=49152, n_ctx_train=8192, rope_theta=100000.0, tied_embeddings=True, embd_quant="q8"),
         Shape("llama3.2-1b", "Llama-3.2-1B", n_embd=2048, n_layer=16, n_head=32, n_head_kv=8,
               n_ff=8192, n_vocab=128256, n_ctx_train=131072, rope_theta=500000.0,
               tied_embeddings=True),
@@ -112,6 +118,7 @@ QUANTS: dict[str, Quant] = {
     "f16": Quant("f16", "F16", "MOSTLY_F16"),
     "q8": Quant("q8", "Q8_0", "MOSTLY_Q8_0"),
     "q4": Quant("q4", "Q4_0", "MOSTLY_Q4_0"),
+    "q4_1": Quant("q4_1", "Q4_1", "MOSTLY_Q4_1"),
 }
 QUANT_SYNONYMS = {"q8_0": "q8", "q4_0": "q4", "fp16": "f16"}
 
@@ -176,18 +183,31 @@ def parse_synthetic_alias(alias: str) -> tuple[Shape, Quant] | None:
     return None
 
 
+def tensor_quant(shape: Shape, quant: Quant, name: str) -> Quant:
+    """The quant of a 2-D tensor: the chosen one, except a token embedding the family keeps wider."""
+    import gguf
+
+    if name == "token_embd.weight" and shape.embd_quant is not None:
+        wide = QUANTS[shape.embd_quant]
+        bits = {q.name: gguf.GGML_QUANT_SIZES[q.ggml_type][1] / gguf.GGML_QUANT_SIZES[q.ggml_type][0]
+                for q in (quant, wide)}
+        if bits[wide.name] > bits[quant.name]:
+            return wide
+    return quant
+
+
 def expected_bytes(shape: Shape, quant: Quant) -> int:
     """Bytes of tensor data (not counting header and padding)."""
     import gguf
 
-    block, type_size = gguf.GGML_QUANT_SIZES[quant.ggml_type]
     total = 0
-    for _, dims in shape.tensor_shapes():
+    for name, dims in shape.tensor_shapes():
         n = 1
         for d in dims:
             n *= d
         if len(dims) == 1:
             total += 4 * n
         else:
+            block, type_size = gguf.GGML_QUANT_SIZES[tensor_quant(shape, quant, name).ggml_type]
             total += n // block * type_size
     return total

@@ -23,7 +23,7 @@ from pathlib import Path
 from harness import paths
 from harness.engines import registry
 from harness.errors import BadInput
-from harness.models import presets
+from harness.models import packaged, presets
 from harness.models.gguf_info import ModelInfo, read_model_info, remember_sha256
 from harness.models.synth import synthesize
 
@@ -35,8 +35,9 @@ class ResolvedModel:
     ref: str  # what the user typed
     label: str  # short name used in tables and plots
     path: Path
-    source: str  # "file", "catalog", "synthetic"
+    source: str  # "file", "catalog", "synthetic", "packaged"
     info: ModelInfo
+    origin: dict | None = None  # a packaged model's package(s), version(s) and sha256 (for the manifest)
 
     @property
     def synthetic(self) -> bool:
@@ -67,7 +68,7 @@ def load_catalog(path: Path | None = None) -> dict[str, Path]:
 
 
 def known_aliases() -> list[str]:
-    return sorted(load_catalog()) + presets.synthetic_aliases()
+    return sorted(load_catalog()) + list(packaged.PACKAGED) + presets.synthetic_aliases()
 
 
 def synthetic_path(shape: presets.Shape, quant: presets.Quant, seed: int = 0) -> Path:
@@ -115,6 +116,8 @@ def resolve(ref: str, *, progress: Callable[[int, int], None] | None = None,
             raise BadInput(f"catalog alias {ref!r} points at a missing file: {path}",
                            where=str(paths.catalog_path()), hint="fix the path in the catalog")
         return ResolvedModel(ref, ref, path, "catalog", read_model_info(path))
+    if ref in packaged.PACKAGED:
+        return resolve_packaged(packaged.PACKAGED[ref])
     if not _looks_like_path(ref):
         from harness.models import discover
 
@@ -144,6 +147,17 @@ def resolve(ref: str, *, progress: Callable[[int, int], None] | None = None,
         hint=(f"no such file here; the shape-faithful synthetic stand-in is {suggestion!r}. " if suggestion else "")
         + "known aliases: " + ", ".join(known_aliases()) + "; or pass a path to a .gguf file",
     )
+
+
+def resolve_packaged(model: packaged.PackagedModel) -> ResolvedModel:
+    """A real model from a package: installed by ``lbench model install`` (never downloaded
+    during a run)."""
+    have = packaged.installed(model)
+    if have is None:
+        raise BadInput(f"model {model.name!r} is not installed", where=str(packaged.install_dir(model)),
+                       hint=f"run: lbench model install {model.name}  (downloads {model.packages} from the "
+                            f"package index, {model.bytes / 1e6:.0f} MB, once)")
+    return ResolvedModel(model.name, model.name, have.path, "packaged", read_model_info(have.path), have.origin)
 
 
 def suggest_synthetic(ref: str) -> str | None:

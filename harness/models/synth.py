@@ -20,7 +20,7 @@ from pathlib import Path
 import gguf
 import numpy as np
 
-from harness.models.presets import Quant, Shape
+from harness.models.presets import Quant, Shape, tensor_quant
 
 POOL_BYTES = 4 << 20  # per tensor kind; cut into slices at name-dependent offsets
 CHUNK_BYTES = 16 << 20
@@ -67,6 +67,9 @@ def _pool(rng: np.random.Generator, ggml_type: gguf.GGMLQuantizationType) -> byt
     scales = rng.uniform(0.0005, 0.004, n_blocks).astype(np.float16)
     blocks[:, :2] = scales.view(np.uint8).reshape(n_blocks, 2)
     blocks[:, 2:] = rng.integers(0, 256, (n_blocks, type_size - 2), dtype=np.uint8)
+    if ggml_type == gguf.GGMLQuantizationType.Q4_1:  # a second F16 per block (the minimum): finite too
+        mins = -rng.uniform(0.004, 0.03, n_blocks).astype(np.float16)
+        blocks[:, 2:4] = mins.view(np.uint8).reshape(n_blocks, 2)
     return blocks.tobytes()
 
 
@@ -84,10 +87,9 @@ def synthesize(
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(out.name + ".partial")
     rng = np.random.default_rng(seed)
-    pools = {
-        t: _pool(rng, t)
-        for t in (gguf.GGMLQuantizationType.F32, quant.ggml_type)
-    }
+    used_types = {gguf.GGMLQuantizationType.F32: None} | {
+        tensor_quant(shape, quant, name).ggml_type: None for name, dims in shape.tensor_shapes() if len(dims) > 1}
+    pools = {t: _pool(rng, t) for t in used_types}
 
     writer = gguf.GGUFWriter(partial, "llama")
     writer.add_name(f"lbench synthetic {shape.name} {quant.name}")
@@ -126,7 +128,7 @@ def synthesize(
 
     plan: list[tuple[str, gguf.GGMLQuantizationType, int]] = []
     for name, dims in shape.tensor_shapes():
-        ggml_type = gguf.GGMLQuantizationType.F32 if len(dims) == 1 else quant.ggml_type
+        ggml_type = gguf.GGMLQuantizationType.F32 if len(dims) == 1 else tensor_quant(shape, quant, name).ggml_type
         block, type_size = gguf.GGML_QUANT_SIZES[ggml_type]
         n = int(np.prod(dims))
         nbytes = n // block * type_size

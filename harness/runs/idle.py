@@ -128,7 +128,7 @@ def prepare_idle(spec: IdleSpec, *, llama_server: str | None = None, results: st
 def _model_entry(m: ResolvedModel) -> dict:
     f = local_file(m)
     return {"label": m.label, "ref": m.ref, "source": m.source, "sha256": file_sha256(f) if f else None,
-            **m.info.as_dict()}
+            **m.info.as_dict(), **({"origin": m.origin} if m.origin else {})}
 
 
 def place_client(spec: IdleSpec) -> tuple[dict, Callable[[], None]]:

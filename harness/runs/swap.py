@@ -129,7 +129,8 @@ def execute_swap(prep: PreparedSwap, reporter: Reporter = QuietReporter()) -> Ru
                    **(prep.binary.as_dict() if prep.binary else {})},
         "models": [{"label": name, "ref": m.ref, "source": m.source,
                     "sha256": file_sha256(m.path) if m.path.is_file() else None,
-                    **m.info.as_dict()} for name, m in zip(prep.names, prep.models)],
+                    **m.info.as_dict(), **({"origin": m.origin} if m.origin else {})}
+                   for name, m in zip(prep.names, prep.models)],
         "plan_waves": len(prep.plan),
         "deadlines": prep.deadline,
     }, reporter)
