@@ -191,3 +191,23 @@ def thermal_warnings(before: dict | None, after: dict | None) -> list[str]:
         warnings.append(f"power source changed during the run: {before.get('power_source')} -> "
                         f"{after.get('power_source')}")
     return warnings
+
+
+def blind_spots(snapshot: dict) -> list[str]:
+    """What run quality cannot see on this Mac, said once (from a quality snapshot):
+    - on Apple Silicon ``pmset -g therm`` prints only its "No ... has been recorded" notes, even while
+      throttling (exelban/stats#749; macmade/Hot#80), so no thermal warning means "not known", not "cool";
+    - psutil reads other users' processes only as root (psutil/_psosx.py: task info "should work for PIDs
+      owned by user only"), so busy root processes (backupd, mds, WindowServer) are not seen."""
+    thermal = snapshot.get("thermal")
+    if thermal is None:  # not a Mac
+        return []
+    out = []
+    if not any(k in thermal for k in ("cpu_speed_limit", "thermal_warning_level", "performance_warning_level")):
+        out.append("thermal state unknown: pmset -g therm reports nothing on Apple Silicon, even while throttling "
+                   "(ProcessInfo.thermalState or sudo powermetrics -s thermal would tell)")
+    denied = snapshot.get("unreadable_processes")
+    if denied:
+        out.append(f"{denied} processes of other users (root) could not be read: a busy system process "
+                   "(backupd, mds, WindowServer) would not be named here")
+    return out

@@ -9,7 +9,6 @@ store's schema, see harness/repro/base.py) and one row in ``verdicts`` (journale
 from __future__ import annotations
 
 import json
-import platform
 import subprocess
 import time
 import traceback
@@ -34,15 +33,15 @@ def engine_backend(binary: Binary) -> str:
     stamp = provision.read_stamp(plan)
     if stamp and binary.path == plan.binary("llama-server").resolve():
         return stamp["backend"]
+    from harness.probes.engine_log import backend_of_devices, parse_devices
+
     try:
         out = subprocess.run([str(binary.path), "--list-devices"], capture_output=True, text=True, timeout=30)
-        text = out.stdout + out.stderr
     except (OSError, subprocess.TimeoutExpired):
-        text = ""
-    for name in ("CUDA", "Metal", "Vulkan"):
-        if name in text:
-            return name.lower()
-    return "metal" if platform.system() == "Darwin" and platform.machine() == "arm64" else "cpu"
+        return "cpu"
+    # device names, not the word "Metal" (never printed: Metal devices are MTL0, ...): a CPU build on a
+    # Mac lists only "BLAS: Accelerate" and is cpu, not metal
+    return backend_of_devices(parse_devices(out.stdout))
 
 
 def engine_source(binary: Binary) -> str:

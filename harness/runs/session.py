@@ -16,11 +16,13 @@ the manifest is final, so nothing measured is lost and the caller's cleanup (ser
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from harness.probes.host import host_facts
+from harness.probes.sleepwatch import PowerAssertion
 
 if TYPE_CHECKING:
     from harness.runs.idle import Reporter
@@ -50,9 +52,11 @@ class RunSession:
         from harness.store import RunWriter
 
         self._quality_before = quality.snapshot()
+        self._power = PowerAssertion(os.getpid()).acquire()  # macOS: no idle sleep while the run lasts
         self.writer = RunWriter(self.results_root, self.kind, {
             "host": host_facts(), **self.sections,
-            "quality": {"before": self._quality_before, "after": None, "warnings": []}})
+            "quality": {"before": self._quality_before, "after": None, "warnings": []},
+            "power_assertion": self._power.as_dict()})
         self.message(f"run {self.writer.run_id} -> {self.writer.dir}{self.announce}")
         return self
 
@@ -68,6 +72,7 @@ class RunSession:
     def _finish(self, status: str, reason: str | None) -> None:
         from harness.runs import quality
 
+        self._power.release()
         try:
             after = quality.snapshot() if status != "interrupted" else None
             samples = self.quality_samples(self.writer) if self.quality_samples and after is not None else None
