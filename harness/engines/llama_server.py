@@ -187,7 +187,7 @@ class LlamaServerEngine(EngineDefaults):
             taskset = shutil.which("taskset")
             if taskset is None:
                 raise BadInput("CPU placement (--cpus) needs taskset (util-linux)", where="--cpus",
-                               hint="install util-linux, or use --cpu-mask (compute threads only)")
+                               hint=cpu_placement_hint())
             argv = [taskset, "-c", setting.cpus, *argv]
         return argv + self.extra_args
 
@@ -240,6 +240,28 @@ def apple_cpu_notes(setting: Setting) -> list[str]:
         notes.append(f"--prio {setting.prio}: ggml cannot lower a thread's priority on Apple platforms "
                      "(it runs at the normal priority)")
     return notes
+
+
+def apple_design_notes(setting: Setting, client_cpus: str | None = None, openmp: bool | None = False) -> list[str]:
+    """Why a CPU-placement design does not carry over to a Mac: every knob of ``setting`` (and lbench's own
+    ``--client-cpus``) that macOS or ggml's Apple code path does not honour.  lbench's Mac build has no
+    OpenMP (Apple clang without libomp), hence ``openmp=False`` by default."""
+    notes = apple_cpu_notes(setting)
+    if setting.cpus is not None:
+        notes.append("--cpus needs taskset, which macOS does not have (Homebrew's util-linux leaves it out)")
+    if client_cpus is not None:
+        notes.append("--client-cpus: macOS has no sched_setaffinity, so lbench cannot pin itself")
+    if (setting.omp_wait is not None or setting.omp_spincount is not None) and openmp is False:
+        notes.append("OMP_WAIT_POLICY/GOMP_SPINCOUNT: the Mac build has no OpenMP (use --poll 0 for sleeping threads)")
+    return notes
+
+
+def cpu_placement_hint() -> str:
+    """What to do when --cpus cannot run (no taskset), per platform."""
+    if platform.system() == "Darwin":
+        return ("macOS has no taskset and ggml ignores CPU affinity on Apple platforms (--cpu-mask too): "
+                "use --spec ci-gate-mac (threads and polling only; docs/ci/)")
+    return "install util-linux, or use --cpu-mask (compute threads only)"
 
 
 def parse_openmp_cache(text: str) -> bool | None:
