@@ -31,3 +31,13 @@ def test_mypy_finds_nothing():
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "lbench" / "mypy"
     out = subprocess.run([*_tool("mypy"), "--cache-dir", str(cache)], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr
+
+
+@pytest.mark.parametrize("platform", ["darwin", "win32"])
+def test_mypy_finds_nothing_on_the_other_platforms(platform):
+    """The platform layer type-checked as macOS and Windows see it (signals, process groups, clocks,
+    locks they do not have): mypy follows ``sys.platform`` checks, so a Linux-only call outside one fails."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "lbench" / f"mypy-{platform}"
+    out = subprocess.run([*_tool("mypy"), "--cache-dir", str(cache), "--platform", platform], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout[-6000:] + out.stderr

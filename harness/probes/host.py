@@ -58,7 +58,8 @@ def host_facts() -> dict:
     if facts["os"] == "Linux":
         facts["kernel"] = platform.release()
         facts["cgroup_memory_limit_bytes"] = cgroup_memory_limit()
-        facts["load_avg_1m"] = os.getloadavg()[0]
+        if sys.platform != "win32":  # (Linux only; the check tells mypy)
+            facts["load_avg_1m"] = os.getloadavg()[0]
         facts["virtual"] = _linux_virtual()
     if facts["os"] == "Darwin":
         mac = macos.read_macos_facts() or {}

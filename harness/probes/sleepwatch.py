@@ -26,22 +26,27 @@ from dataclasses import dataclass
 SLEEP_FLAG_S = 0.5  # far above clock-read jitter (microseconds), far below any real sleep (seconds)
 
 
-def _linux_boottime() -> float:
-    return time.clock_gettime(time.CLOCK_BOOTTIME)
+def _clock(name: str) -> Callable[[], float] | None:
+    """``clock_gettime`` of the named clock id, when this platform has both (None otherwise)."""
+    clock_id = getattr(time, name, None)
+    gettime = getattr(time, "clock_gettime", None)
+    if clock_id is None or gettime is None:
+        return None
+    return lambda: float(gettime(clock_id))
 
 
-def _mac_monotonic() -> float:
-    return time.clock_gettime(time.CLOCK_MONOTONIC)
+WALL = "time.time (wall clock: a clock step can read as a sleep)"
 
 
 def sleep_clock(platform: str | None = None) -> tuple[str, Callable[[], float]]:
-    """(name, function) of the clock that keeps counting while the machine sleeps."""
+    """(name, function) of the clock that keeps counting while the machine sleeps.  Only the
+    running platform's clock can be read; asked about another platform, the name is said and
+    the function falls back to time.time."""
     platform = platform or sys.platform
-    if platform.startswith("linux") and hasattr(time, "CLOCK_BOOTTIME"):
-        return "CLOCK_BOOTTIME", _linux_boottime
-    if platform == "darwin" and hasattr(time, "clock_gettime"):
-        return "CLOCK_MONOTONIC", _mac_monotonic
-    return "time.time (wall clock: a clock step can read as a sleep)", time.time
+    name = "CLOCK_BOOTTIME" if platform.startswith("linux") else "CLOCK_MONOTONIC" if platform == "darwin" else None
+    if name is None:
+        return WALL, time.time
+    return name, _clock(name) or time.time
 
 
 @dataclass(frozen=True)
@@ -75,7 +80,7 @@ def is_sleep(slept: float | None, threshold_s: float = SLEEP_FLAG_S) -> bool:
 
 def sleep_warning(slept: list[float | None], clock_name: str, threshold_s: float = SLEEP_FLAG_S) -> str | None:
     """One run-quality sentence when any pause contained a sleep (None otherwise)."""
-    hits = [s for s in slept if is_sleep(s, threshold_s)]
+    hits = [s for s in slept if s is not None and is_sleep(s, threshold_s)]
     if not hits:
         return None
     return (f"the machine slept during {len(hits)} pause(s) (up to {max(hits):.1f} s, by {clock_name} against "

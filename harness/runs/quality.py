@@ -33,10 +33,12 @@ def snapshot(interval_s: float = 0.2, top: int = 3) -> dict:
     import psutil
 
     facts: dict = {"cpus": os.cpu_count()}
-    try:
-        facts["loadavg_1m"] = round(os.getloadavg()[0], 2) if sys.platform != "win32" else None  # no load average
-    except OSError:
-        facts["loadavg_1m"] = None
+    facts["loadavg_1m"] = None  # Windows has no load average
+    if sys.platform != "win32":
+        try:
+            facts["loadavg_1m"] = round(os.getloadavg()[0], 2)
+        except OSError:
+            pass
     me = os.getpid()
     procs = []
     unreadable_first = 0
