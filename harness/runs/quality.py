@@ -72,6 +72,11 @@ def snapshot(interval_s: float = 0.2, top: int = 3) -> dict:
     from harness.probes.macos import read_thermal_state
 
     facts["thermal"] = read_thermal_state()  # macOS: throttling, warning levels, power source; None elsewhere
+    from harness.probes.windows import read_gpu_memory
+
+    windows_gpu = read_gpu_memory()  # Windows: the PDH adapter counters (typeperf); None elsewhere
+    if windows_gpu is not None:
+        facts["windows_gpu_memory"] = windows_gpu
     return facts
 
 
