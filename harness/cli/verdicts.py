@@ -56,6 +56,11 @@ def warn_fingerprints(a: list[Run], b: list[Run]) -> None:
     if result.flags:
         print_wrapped(console, "warning: baseline and candidate come from different machines or engines: "
                       + "; ".join(result.flags), style="yellow")
+    from harness.probes.host import virtual_status
+
+    virtual = virtual_status([r.record.host.facts for r in a + b])
+    if virtual["note"]:
+        print_wrapped(console, f"warning: {virtual['note']}", style="yellow")
 
 
 def quality_lines(runs: list[Run], side: str) -> list[str]:

@@ -77,9 +77,13 @@ def parse_top_physmem(text: str) -> dict | None:
             "wired_bytes": int(float(m.group(3)) * UNITS[m.group(4)])}
 
 
-def is_virtual(chip: str | None, gpu_model: str | None) -> bool:
+def is_virtual(chip: str | None, gpu_model: str | None, hw_model: str | None = None,
+               hv_vmm_present: int | None = None) -> bool:
+    """A virtual Mac: "Apple M1 (Virtual)" / "Apple Paravirtual device" (hosted runners), hw.model
+    VirtualMac2,1 (Apple's Virtualization framework: Tart, Anka, UTM), or kern.hv_vmm_present = 1."""
     text = f"{chip or ''} {gpu_model or ''}".lower()
-    return "virtual" in text or "paravirtual" in text
+    return ("virtual" in text or "paravirtual" in text or (hw_model or "").startswith("VirtualMac")
+            or hv_vmm_present == 1)
 
 
 def macos_facts(sysctl: dict[str, str], sw_vers: dict[str, str], gpu: dict) -> dict:
@@ -96,12 +100,14 @@ def macos_facts(sysctl: dict[str, str], sw_vers: dict[str, str], gpu: dict) -> d
         "iogpu_disable_wired_collector": num("iogpu.disable_wired_collector"),
         "macos": sw_vers.get("ProductVersion"), "macos_build": sw_vers.get("BuildVersion"),
         "gpu_model": gpu.get("gpu_model"), "gpu_cores": gpu.get("gpu_cores"),
-        "virtual": is_virtual(chip, gpu.get("gpu_model")),
+        "virtual": is_virtual(chip, gpu.get("gpu_model"), sysctl.get("hw.model"), num("kern.hv_vmm_present")),
+        "rosetta": num("sysctl.proc_translated") == 1,  # an x86_64 Python on Apple Silicon: machine() lies
     }
 
 
 SYSCTL_KEYS = ["machdep.cpu.brand_string", "hw.model", "hw.memsize", "hw.perflevel0.physicalcpu",
-               "hw.perflevel1.physicalcpu", "vm.pagesize", "iogpu.wired_limit_mb", "iogpu.disable_wired_collector"]
+               "hw.perflevel1.physicalcpu", "vm.pagesize", "iogpu.wired_limit_mb", "iogpu.disable_wired_collector",
+               "kern.hv_vmm_present", "sysctl.proc_translated"]
 
 
 def _run(argv: list[str]) -> str:
@@ -211,3 +217,17 @@ def blind_spots(snapshot: dict) -> list[str]:
         out.append(f"{denied} processes of other users (root) could not be read: a busy system process "
                    "(backupd, mds, WindowServer) would not be named here")
     return out
+
+
+def paravirtual_reason(facts: dict | None) -> str | None:
+    """Why Metal and MLX claims are not checkable on this Mac (``macos_facts``): a virtual Mac's GPU is
+    "Apple Paravirtual device" (hosted runners; llama.cpp's own CI: "Metal Paravirtual devices are difficult
+    to support -> disable"); None on a real Mac or off macOS."""
+    if not facts or not facts.get("virtual"):
+        return None
+    return (f"not checkable here: a virtual Mac ({facts.get('chip')}, {facts.get('hw_model')}, GPU "
+            f"{facts.get('gpu_model')}) has a paravirtual GPU, not Apple Silicon's Metal")
+
+
+def read_paravirtual_reason() -> str | None:
+    return paravirtual_reason(read_macos_facts()) if on_macos() else None

@@ -100,3 +100,21 @@ def test_pmset_thermal_state_and_power_source():
     assert "thermal state unknown" in blind and "41 processes" in blind
     assert blind_spots({"thermal": {**intel}, "unreadable_processes": 0}) == []
     assert blind_spots({"thermal": None}) == []  # not a Mac
+
+
+def test_virtual_flag_on_every_verdict_and_metal_claims_not_checkable():
+    from harness.probes.host import virtual_status
+
+    # the hosted runner's brand string (audit row 12) and hw.model VirtualMac2,1 (hosted-runner logs)
+    assert macos.is_virtual("Apple M1", None, "VirtualMac2,1") and macos.is_virtual("Apple M1", None, None, 1)
+    assert not macos.is_virtual("Apple M4", "Apple M4", "Mac16,10", 0)
+    real = {"os": "Darwin", "cpu_model": "Apple M4", "virtual": False}
+    hosted = {"os": "Darwin", "cpu_model": "Apple M1 (Virtual)", "virtual": True}
+    assert virtual_status([real, real]) == {"virtual": False, "note": None}
+    both = virtual_status([real, hosted])
+    assert both["virtual"] is True and "paravirtual" in both["note"] and "Apple M1 (Virtual)" in both["note"]
+    assert virtual_status([real, {"os": "Linux"}])["virtual"] is None  # one run did not say: not known
+    facts = macos.macos_facts({"machdep.cpu.brand_string": "Apple M1 (Virtual)", "hw.model": "VirtualMac2,1"}, {},
+                              {"gpu_model": "Apple Paravirtual device"})
+    assert macos.paravirtual_reason(facts).startswith("not checkable here")
+    assert macos.paravirtual_reason({**facts, "virtual": False}) is None and macos.paravirtual_reason(None) is None
