@@ -10,9 +10,9 @@ FIX = Path(__file__).resolve().parents[1] / "fixtures" / "macos"
 
 
 def test_build_version_from_real_otool_output():
-    # otool -l on Xcode's XCTest.framework, as quoted in a public test of tuist/tuist
-    # (SwiftPackageManagerGraphGenerator tests): the arm64 slice has LC_VERSION_MIN_IPHONEOS,
-    # the arm64e slice LC_BUILD_VERSION with platform, minos and sdk
+    # `otool -l` on Xcode's XCTest.framework, quoted as a command's stdout in a public Swift test
+    # (SwiftPackageManagerGraphGenerator tests, found by code search; which repository holds it was not
+    # confirmed): the arm64 slice has LC_VERSION_MIN_IPHONEOS, the arm64e slice LC_BUILD_VERSION
     text = (FIX / "otool_l_build_version_xctest.txt").read_text()
     assert parse_build_version(text) == {"platform": "IOS", "minos": "14.0", "sdk": "15.0"}
     assert parse_build_version("Load command 8\n      cmd LC_VERSION_MIN_IPHONEOS\n") == {}
