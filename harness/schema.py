@@ -30,6 +30,8 @@ SAMPLE_COLUMNS: dict[str, tuple[str, str]] = {
     "seq": ("Int64", "request number within the cell, from 0"),
     "pause_requested_s": ("float64", "pause asked for before this request"),
     "pause_actual_s": ("float64", "previous response end -> this request's send, measured"),
+    "slept_s": ("float64", "seconds the machine slept inside this pause: the sleep-counting clock (CLOCK_BOOTTIME on "
+                           "Linux, CLOCK_MONOTONIC on macOS) minus perf_counter; > 0.5 flags a sleep (null: not read)"),
     "latency_ms": ("float64", "client wall time of the request (send -> full response)"),
     "server_prompt_ms": ("float64", "server timings.prompt_ms: time to evaluate the uncached prompt tokens"),
     "server_prompt_n": ("Int64", "server timings.prompt_n: prompt tokens evaluated (1 when cached)"),

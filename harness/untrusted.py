@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,8 @@ def open_regular(path: Path, *, max_bytes: int, what: str = "file") -> tuple[int
         if st.st_size > max_bytes:
             raise BadInput(f"the {what} is {st.st_size:,} bytes, over lbench's limit of {max_bytes:,}",
                            where=str(path), hint="this is not a file lbench wrote; copy the run again")
-        os.set_blocking(fd, True)
+        if sys.platform != "win32":  # a FIFO opened non-blocking; Windows has none
+            os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
         raise

@@ -67,3 +67,11 @@ def test_vulture_finds_no_dead_code():
                           "--min-confidence", "60"], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, "dead code (remove it, or list it with its reason in tests/vulture_whitelist.py):\n" + \
         out.stdout + out.stderr
+@pytest.mark.parametrize("platform", ["darwin", "win32"])
+def test_mypy_finds_nothing_on_the_other_platforms(platform):
+    """The platform layer type-checked as macOS and Windows see it (signals, process groups, clocks,
+    locks they do not have): mypy follows ``sys.platform`` checks, so a Linux-only call outside one fails."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "lbench" / f"mypy-{platform}"
+    out = subprocess.run([*_tool("mypy"), "--cache-dir", str(cache), "--platform", platform], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout[-6000:] + out.stderr

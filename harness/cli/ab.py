@@ -121,15 +121,19 @@ def _write_artefacts(res, outcome, junit_path: Path | None, json_path: Path | No
     runs = res.a_runs + res.b_runs
     red, red_xml = Redactor(True, runs=runs), Redactor(True, runs=runs, xml=True)
     names_a, names_b = [r.run_id for r in res.a_runs], [r.run_id for r in res.b_runs]
-    md = red(markdown(outcome, ", ".join(names_a), ", ".join(names_b)))
+    from harness.probes.host import virtual_status
+
+    virtual = virtual_status([r.record.host.facts for r in runs])  # on every verdict, virtual or not
+    context = [virtual["note"]] if virtual["note"] else []
+    md = red(markdown(outcome, ", ".join(names_a), ", ".join(names_b), context=context))
     if md_path:
         md_path.write_text(md)
     if os.environ.get("GITHUB_STEP_SUMMARY"):
         with open(os.environ["GITHUB_STEP_SUMMARY"], "a") as fh:
             fh.write(md)
     if junit_path:
-        junit_path.write_text(red_xml(junit(outcome)))
+        junit_path.write_text(red_xml(junit(outcome, context=context)))
     if json_path:
         data = json.loads(verdict_json(outcome, names_a, names_b, res.info))
-        data.update({"rounds": len(res.a_runs), "looks": res.looks})
+        data.update({"rounds": len(res.a_runs), "looks": res.looks, "virtual": virtual})
         json_path.write_text(red(json.dumps(data, indent=2, default=str)))

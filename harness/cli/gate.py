@@ -111,6 +111,11 @@ def gate(
 
         context = hb.lines() + pooled_lines(res)
         info["history_baseline"] = hb.as_dict()
+    from harness.probes.host import virtual_status
+
+    info["virtual"] = virtual_status([r.record.host.facts for r in ra + rb])  # on every verdict, virtual or not
+    if info["virtual"]["note"]:
+        context = [info["virtual"]["note"], *context]
     from harness.report.redact import Redactor
 
     red, red_xml = Redactor(redact, runs=ra + rb), Redactor(redact, runs=ra + rb, xml=True)

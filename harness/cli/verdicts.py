@@ -56,6 +56,16 @@ def warn_fingerprints(a: list[Run], b: list[Run]) -> None:
     if result.flags:
         print_wrapped(console, "warning: baseline and candidate come from different machines or engines: "
                       + "; ".join(result.flags), style="yellow")
+    for side, runs in (("baseline", a), ("candidate", b)):  # e.g. keep-alive=none where no residency sets exist
+        cells = {(c.model, c.setting): c.notes[0] for r in runs for c in r.record.cells if not c.applicable and c.notes}
+        for (model, setting), why in cells.items():
+            print_wrapped(console, f"warning: {model} / {setting} did not apply on the {side} side ({why}): its "
+                          "verdict compares what ran, not what the setting names", style="yellow")
+    from harness.probes.host import virtual_status
+
+    virtual = virtual_status([r.record.host.facts for r in a + b])
+    if virtual["note"]:
+        print_wrapped(console, f"warning: {virtual['note']}", style="yellow")
 
 
 def quality_lines(runs: list[Run], side: str) -> list[str]:

@@ -129,7 +129,7 @@ class MlxServerEngine(EngineDefaults):
                  "timing": "client-side only (mlx_lm.server has no timing fields)"}
         if platform.system() == "Darwin":
             try:
-                info = mx.metal.device_info()  # the wired limit mlx_lm.server sets at start
+                info = mx.device_info() if hasattr(mx, "device_info") else mx.metal.device_info()  # (deprecated)
                 facts["wired_limit_bytes"] = info.get("max_recommended_working_set_size")
             except Exception as exc:  # no Metal (virtual Mac): record why
                 facts["wired_limit_bytes"] = f"not available: {exc}"
@@ -160,7 +160,15 @@ class MlxServerEngine(EngineDefaults):
             processes.stop(proc)  # SIGTERM, then SIGKILL: SIGINT sometimes aborts mlx_lm.server
             raise
         client = OneTokenClient(base, PROMPT, path="/v1/completions", timings=openai_timings,
-                                body={"model": str(model_path), "prompt": PROMPT, "max_tokens": 1, "temperature": 0})
+                                body={"model": str(model_path), "prompt": PROMPT, "max_tokens": 1, "temperature": 0},
+                                timeout_s=self.startup_timeout_s)
+        # from mlx-lm 0.31.3 the model loads in the generation thread on the first request, and /v1/models
+        # answers before that: ready means one completion answered (a model that cannot load fails the start)
+        first = client.complete_one_token()
+        if first.error is not None:
+            processes.stop(proc)
+            raise EngineError(f"mlx_lm.server answered /v1/models but not a first completion (the model did not "
+                              f"load?): {first.error}; log: {log_path}")
         return _Handle(base, client, argv, proc, log_path)
 
 

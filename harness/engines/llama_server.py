@@ -108,14 +108,36 @@ class LlamaServerEngine(EngineDefaults):
     def metal_available() -> bool:
         return platform.system() == "Darwin" and platform.machine() == "arm64"
 
+    def residency(self, setting: Setting) -> dict | None:
+        """Whether Metal residency sets are in effect for this cell, decided from the macOS version,
+        the SDK the binary was linked against and its architecture (probes/residency.py), never from
+        the log line; None off Metal."""
+        if not self.metal_available():
+            return None
+        from harness.probes import residency
+
+        if not hasattr(self, "_build_version"):
+            self._build_version = residency.sdk_of(self.binary.path)
+        build = self._build_version
+        decision = residency.decide(setting.keep_alive, macos=platform.mac_ver()[0] or None,
+                                    sdk=build.get("sdk"), arch=build.get("arch"))
+        return {**decision.as_dict(), "engine_sdk": build.get("sdk"), "engine_minos": build.get("minos"),
+                "engine_arch": build.get("arch"), "macos": platform.mac_ver()[0] or None,
+                "note": residency.note(decision)}
+
     def setting_notes(self, setting: Setting) -> list[str]:
         notes = []
         if setting.keep_alive != "default" and not self.metal_available():
             notes.append(f"keep-alive={setting.keep_alive} sets a Metal residency variable; "
                          f"this host ({platform.system()} {platform.machine()}) has no Metal, so it has no effect")
+        state = self.residency(setting)
+        if state is not None and state["note"]:
+            notes.append(state["note"])
+        platform_notes = apple_cpu_notes(setting) if platform.system() == "Darwin" else []
+        notes += platform_notes
         openmp = openmp_build(self.binary.path)
         if setting.poll is not None and openmp is True:
-            notes.append("--poll sets ggml's own threadpool polling; this build uses OpenMP (GGML_OPENMP=ON), whose "
+            notes.append("--poll sets ggml's own threadpool polling; this build uses OpenMP (GGML_OPENMP_ENABLED), whose "
                          "threads wait per OMP_WAIT_POLICY/GOMP_SPINCOUNT instead, so --poll has no effect")
         if (setting.omp_wait is not None or setting.omp_spincount is not None) and openmp is False:
             notes.append("OMP_WAIT_POLICY/GOMP_SPINCOUNT only affect OpenMP builds; this build does not use OpenMP")
@@ -165,7 +187,7 @@ class LlamaServerEngine(EngineDefaults):
             taskset = shutil.which("taskset")
             if taskset is None:
                 raise BadInput("CPU placement (--cpus) needs taskset (util-linux)", where="--cpus",
-                               hint="install util-linux, or use --cpu-mask (compute threads only)")
+                               hint=cpu_placement_hint())
             argv = [taskset, "-c", setting.cpus, *argv]
         return argv + self.extra_args
 
@@ -206,16 +228,67 @@ def cpu_args(setting: Setting) -> list[str]:
     return args
 
 
+def apple_cpu_notes(setting: Setting) -> list[str]:
+    """CPU knobs ggml ignores on Apple platforms (pinned source, ggml-cpu.c: ``ggml_thread_apply_affinity``
+    "Not supported on Apple platforms"; ``--prio`` below 0 maps to no change, "no way to set lower prio
+    on Apple platforms")."""
+    notes = []
+    if setting.cpu_mask is not None or setting.cpu_strict:
+        notes.append("--cpu-mask/--cpu-strict: ggml ignores CPU affinity on Apple platforms, so this setting "
+                     "has no effect on a Mac")
+    if setting.prio is not None and setting.prio < 0:
+        notes.append(f"--prio {setting.prio}: ggml cannot lower a thread's priority on Apple platforms "
+                     "(it runs at the normal priority)")
+    return notes
+
+
+def apple_design_notes(setting: Setting, client_cpus: str | None = None, openmp: bool | None = False) -> list[str]:
+    """Why a CPU-placement design does not carry over to a Mac: every knob of ``setting`` (and lbench's own
+    ``--client-cpus``) that macOS or ggml's Apple code path does not honour.  lbench's Mac build has no
+    OpenMP (Apple clang without libomp), hence ``openmp=False`` by default."""
+    notes = apple_cpu_notes(setting)
+    if setting.cpus is not None:
+        notes.append("--cpus needs taskset, which macOS does not have (Homebrew's util-linux leaves it out)")
+    if client_cpus is not None:
+        notes.append("--client-cpus: macOS has no sched_setaffinity, so lbench cannot pin itself")
+    if (setting.omp_wait is not None or setting.omp_spincount is not None) and openmp is False:
+        notes.append("OMP_WAIT_POLICY/GOMP_SPINCOUNT: the Mac build has no OpenMP (use --poll 0 for sleeping threads)")
+    return notes
+
+
+def cpu_placement_hint() -> str:
+    """What to do when --cpus cannot run (no taskset), per platform."""
+    if platform.system() == "Darwin":
+        return ("macOS has no taskset and ggml ignores CPU affinity on Apple platforms (--cpu-mask too): "
+                "use --spec ci-gate-mac (threads and polling only; docs/ci/)")
+    return "install util-linux, or use --cpu-mask (compute threads only)"
+
+
+def parse_openmp_cache(text: str) -> bool | None:
+    """A CMakeCache.txt -> whether ggml was built with OpenMP.  ``GGML_OPENMP`` is only the request;
+    ``GGML_OPENMP_ENABLED`` records whether ``find_package(OpenMP)`` found it (pinned source,
+    ggml/src/CMakeLists.txt: Apple clang without libomp requests ON and gets OFF).  An old cache with
+    the request only reads as unknown (None)."""
+    requested = enabled = None
+    for line in text.splitlines():
+        if line.startswith(("GGML_OPENMP_ENABLED:", "GGML_OPENMP:")):
+            value = line.split("=", 1)[1].strip().upper() in ("ON", "1", "TRUE", "YES")
+            if line.startswith("GGML_OPENMP_ENABLED:"):
+                enabled = value
+            else:
+                requested = value
+    if enabled is not None:
+        return enabled
+    return False if requested is False else None
+
+
 def openmp_build(binary: Path) -> bool | None:
-    """Whether the engine was built with GGML_OPENMP=ON (from the CMakeCache.txt of a cached build:
-    in a parent folder or its build/); None when unknown."""
+    """Whether the engine was built with OpenMP (from the CMakeCache.txt of a cached build: in a parent
+    folder or its build/; ``parse_openmp_cache``); None when unknown."""
     for cache in [c for parent in list(binary.parents)[:4]
                   for c in (parent / "CMakeCache.txt", parent / "build" / "CMakeCache.txt")]:
         if cache.is_file():
-            for line in cache.read_text(errors="replace").splitlines():
-                if line.startswith("GGML_OPENMP:"):
-                    return line.split("=", 1)[1].strip().upper() in ("ON", "1", "TRUE", "YES")
-            return None
+            return parse_openmp_cache(cache.read_text(errors="replace"))
     return None
 
 

@@ -13,6 +13,11 @@ Three layers, so no llama-server is left behind whatever happens to the harness:
    one (and its watchdog) left behind (see ``reaper``).
 Children must be spawned from the main thread (PDEATHSIG fires when the spawning
 *thread* exits).
+
+On Windows (never run here; docs/windows.md) there are no process groups, signals or preexec_fn:
+a child gets ``CREATE_NEW_PROCESS_GROUP`` and ``stop_windows`` ends its tree (CTRL_BREAK_EVENT,
+TerminateProcess, then psutil for what is left); the watchdog and the ledger follow descendants
+by parent instead of by group.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any
 
 from harness.engines import reaper
@@ -83,16 +88,21 @@ def spawn(
 ) -> subprocess.Popen:
     _first_spawn()
     parent = os.getpid()
-    proc = subprocess.Popen(
-        list(argv),
-        env=dict(env) if env is not None else None,
-        stdout=stdout,
-        stderr=stderr,
-        stdin=stdin,
-        cwd=cwd,
-        start_new_session=True,  # own process group: we can signal the whole tree
-        preexec_fn=lambda: _die_with_parent(parent),
-    )
+    if sys.platform == "win32":  # no sessions, groups or preexec_fn: a console process group of its own
+        proc = subprocess.Popen(list(argv), env=dict(env) if env is not None else None, stdout=stdout,
+                                stderr=stderr, stdin=stdin, cwd=cwd,
+                                creationflags=subprocess.CREATE_NEW_PROCESS_GROUP)
+    else:
+        proc = subprocess.Popen(
+            list(argv),
+            env=dict(env) if env is not None else None,
+            stdout=stdout,
+            stderr=stderr,
+            stdin=stdin,
+            cwd=cwd,
+            start_new_session=True,  # own process group: we can signal the whole tree
+            preexec_fn=lambda: _die_with_parent(parent),
+        )
     with _LOCK:
         _LIVE.add(proc)
     _register(proc, shutil.which(argv[0]) or str(argv[0]))
@@ -100,15 +110,57 @@ def spawn(
 
 
 def _signal_group(proc: subprocess.Popen, sig: int) -> None:
+    if sys.platform == "win32":
+        return  # no process groups to signal (stop_windows ends the tree)
     try:
         os.killpg(proc.pid, sig)
     except (ProcessLookupError, PermissionError):
         pass
 
 
-def stop(proc: subprocess.Popen, timeout_s: float = 10.0) -> int | None:
-    """SIGTERM the child's process group, SIGKILL it after ``timeout_s``; reap it."""
+def descendants(pid: int) -> list[Any]:
+    """The live descendants of ``pid`` (psutil processes; [] when it is gone or unreadable)."""
+    import psutil
+
     try:
+        return list(psutil.Process(pid).children(recursive=True))
+    except (psutil.Error, OSError):
+        return []
+
+
+def stop_windows(proc: subprocess.Popen, timeout_s: float, *, interrupt: Callable[[], None] | None = None) -> None:
+    """Windows has no process groups to SIGTERM/SIGKILL.  The tree is read first (a router's children
+    lose their parent once it exits), then CTRL_BREAK_EVENT goes to the child's console group
+    (``CREATE_NEW_PROCESS_GROUP``; llama-server handles only CTRL_C_EVENT, which Windows disables for a
+    new group, so the default handler ends it), ``terminate()`` (TerminateProcess) after ``timeout_s``,
+    and every descendant still alive is killed (psutil).  Never run here: docs/windows.md."""
+    import psutil
+
+    tree = descendants(proc.pid)
+    if proc.poll() is None:
+        try:
+            (interrupt or (lambda: proc.send_signal(getattr(signal, "CTRL_BREAK_EVENT", signal.SIGTERM))))()
+        except OSError:
+            pass
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.terminate()
+            proc.wait()
+    for child in tree:
+        try:
+            child.kill()
+        except (psutil.Error, OSError):
+            pass
+    psutil.wait_procs(tree, timeout=timeout_s)
+
+
+def stop(proc: subprocess.Popen, timeout_s: float = 10.0) -> int | None:
+    """SIGTERM the child's process group, SIGKILL it after ``timeout_s``; reap it (Windows: ``stop_windows``)."""
+    try:
+        if sys.platform == "win32":
+            stop_windows(proc, timeout_s)
+            return proc.returncode
         if proc.poll() is None:
             _signal_group(proc, signal.SIGTERM)
             _signal_group(proc, signal.SIGCONT)  # a stopped child handles SIGTERM only once continued

@@ -59,7 +59,9 @@ def alive(pid: int, started: float) -> bool:
 def group_members(pgid: int, started: float, exe: str) -> list[int]:
     """Live processes provably from the group lbench recorded: same group, same executable,
     started no earlier than its leader."""
-    out = []
+    out: list[int] = []
+    if sys.platform == "win32":
+        return _windows_members(pgid, started, exe)
     for p in psutil.process_iter(["pid", "create_time", "exe"]):
         try:
             if p.pid == os.getpid() or os.getpgid(p.pid) != pgid:
@@ -76,10 +78,30 @@ def group_members(pgid: int, started: float, exe: str) -> list[int]:
     return out
 
 
+def _windows_members(leader: int, started: float, exe: str) -> list[int]:
+    """Windows has no process groups: the recorded leader (same start time and executable) and its
+    live descendants.  Children whose leader is gone cannot be proved ours (no group): left alone."""
+    try:
+        p = psutil.Process(leader)
+        if abs(p.create_time() - started) > START_SLACK_S:
+            return []
+        if exe and os.path.realpath(p.exe()) != os.path.realpath(exe):
+            return []
+        return [leader] + [c.pid for c in p.children(recursive=True)]
+    except (psutil.Error, OSError):
+        return []
+
+
 def kill_group(pgid: int, started: float, exe: str) -> list[int]:
     """SIGKILL (then SIGCONT, harmless) every provable member; return the pids signalled."""
     victims = group_members(pgid, started, exe)
     for pid in victims:
+        if sys.platform == "win32":
+            try:
+                psutil.Process(pid).kill()  # TerminateProcess
+            except (psutil.Error, OSError):
+                pass
+            continue
         for sig in (signal.SIGKILL, signal.SIGCONT):
             try:
                 os.kill(pid, sig)
@@ -184,7 +206,9 @@ class Watchdog:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "harness.engines.reaper", "watch", str(os.getpid())],
                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                start_new_session=True, close_fds=True, cwd="/",
+                start_new_session=True, close_fds=True, cwd=os.path.abspath(os.sep),
+                # Windows: outside lbench's console group, so a Ctrl-C/Ctrl-Break to lbench does not end it
+                creationflags=getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0),
                 env={**os.environ, "PYTHONPATH": os.pathsep.join(
                     [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")])})
         except OSError:
@@ -214,8 +238,9 @@ class Watchdog:
 
 def watch(owner: int, stream=None) -> None:
     """The watchdog process: follow lbench's messages; at end of file, kill what is left."""
-    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGPIPE):
-        signal.signal(sig, signal.SIG_IGN)
+    for name in ("SIGINT", "SIGHUP", "SIGTERM", "SIGPIPE", "SIGBREAK"):  # those this platform has
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_IGN)
     stream = stream or sys.stdin.buffer
     groups: dict[int, tuple[float, str]] = {}
     for raw in iter(stream.readline, b""):

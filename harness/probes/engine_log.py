@@ -56,8 +56,13 @@ def parse_startup(text: str) -> dict:
     return facts
 
 
+DEVICE_LINE = re.compile(r"^\s+(\S+): (.+\(\d+ MiB, \d+ MiB free\))\s*$")  # common/arg.cpp: "  %s: %s (%zu MiB, %zu MiB free)"
+BACKENDS = {"MTL": "metal", "CUDA": "cuda", "Vulkan": "vulkan", "ROCm": "rocm", "SYCL": "sycl"}
+
+
 def parse_devices(text: str) -> list[str]:
-    """``--list-devices`` output -> device lines such as 'Metal: Apple M3 Pro (...)'."""
+    """``--list-devices`` output -> device lines such as 'MTL0: Apple M1 Max (25559 MiB, 25558 MiB free)'.
+    Only lines of the device format count: a warning printed after the list is not a device."""
     out = []
     take = False
     for line in text.splitlines():
@@ -65,8 +70,23 @@ def parse_devices(text: str) -> list[str]:
             take = True
             continue
         if take and line.strip():
-            out.append(line.strip())
+            m = DEVICE_LINE.match(line)
+            if m:
+                out.append(f"{m.group(1)}: {m.group(2)}")
+            elif line.strip() == "(none)":
+                out.append("(none)")
     return out
+
+
+def backend_of_devices(devices: list[str]) -> str:
+    """The GPU backend a device list shows, from the device names (Metal's are 'MTL0', never
+    'Metal': ggml-metal.cpp names them "MTL%d"); 'cpu' when only CPU/BLAS devices are listed."""
+    for device in devices:
+        name = device.split(":", 1)[0]
+        for prefix, backend in BACKENDS.items():
+            if name.startswith(prefix) and name[len(prefix):].isdigit():
+                return backend
+    return "cpu"
 
 
 def list_devices(binary: Path) -> list[str]:
@@ -74,4 +94,4 @@ def list_devices(binary: Path) -> list[str]:
         p = subprocess.run([str(binary), "--list-devices"], capture_output=True, text=True, errors="replace", timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return []
-    return parse_devices(p.stdout + p.stderr)
+    return parse_devices(p.stdout)

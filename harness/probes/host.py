@@ -60,7 +60,8 @@ def host_facts() -> dict:
     if facts["os"] == "Linux":
         facts["kernel"] = platform.release()
         facts["cgroup_memory_limit_bytes"] = cgroup_memory_limit()
-        facts["load_avg_1m"] = os.getloadavg()[0]
+        if sys.platform != "win32":  # (Linux only; the check tells mypy)
+            facts["load_avg_1m"] = os.getloadavg()[0]
         facts["virtual"] = _linux_virtual()
     if facts["os"] == "Darwin":
         mac = macos.read_macos_facts() or {}
@@ -94,3 +95,20 @@ def virtual_mac_warning(host: Mapping[str, Any]) -> str | None:
         return (f"this Mac is virtual ({host.get('cpu_model')}, GPU {host.get('mac_gpu_model')}): a paravirtual GPU "
                 "has no usable Metal, so these numbers say nothing about idle wake on real Apple Silicon")
     return None
+
+
+def virtual_status(hosts: list[dict]) -> dict:
+    """The virtual flag every verdict and report carries: ``virtual`` True when any run behind it was
+    measured on a virtual machine, False when every host said it was not, None when one did not say;
+    ``note`` the sentence to show (None when no run was virtual)."""
+    flags = [h.get("virtual") for h in hosts]
+    virtual = True if any(f is True for f in flags) else (False if flags and all(f is False for f in flags)
+                                                            else None)
+    note = None
+    if virtual:
+        which = sorted({f"{h.get('os')} {h.get('cpu_model')}" for h in hosts if h.get("virtual") is True})
+        mac = any(h.get("os") == "Darwin" and h.get("virtual") for h in hosts)
+        note = (f"measured on a virtual machine ({'; '.join(which)}): timings include the hypervisor's "
+                "scheduling" + ("; a virtual Mac's GPU is paravirtual, so nothing here says how Metal wakes on "
+                                "real Apple Silicon" if mac else "") + " (virtual: true)")
+    return {"virtual": virtual, "note": note}

@@ -77,9 +77,13 @@ def parse_top_physmem(text: str) -> dict | None:
             "wired_bytes": int(float(m.group(3)) * UNITS[m.group(4)])}
 
 
-def is_virtual(chip: str | None, gpu_model: str | None) -> bool:
+def is_virtual(chip: str | None, gpu_model: str | None, hw_model: str | None = None,
+               hv_vmm_present: int | None = None) -> bool:
+    """A virtual Mac: "Apple M1 (Virtual)" / "Apple Paravirtual device" (hosted runners), hw.model
+    VirtualMac2,1 (Apple's Virtualization framework: Tart, Anka, UTM), or kern.hv_vmm_present = 1."""
     text = f"{chip or ''} {gpu_model or ''}".lower()
-    return "virtual" in text or "paravirtual" in text
+    return ("virtual" in text or "paravirtual" in text or (hw_model or "").startswith("VirtualMac")
+            or hv_vmm_present == 1)
 
 
 def macos_facts(sysctl: dict[str, str], sw_vers: dict[str, str], gpu: dict) -> dict:
@@ -96,12 +100,14 @@ def macos_facts(sysctl: dict[str, str], sw_vers: dict[str, str], gpu: dict) -> d
         "iogpu_disable_wired_collector": num("iogpu.disable_wired_collector"),
         "macos": sw_vers.get("ProductVersion"), "macos_build": sw_vers.get("BuildVersion"),
         "gpu_model": gpu.get("gpu_model"), "gpu_cores": gpu.get("gpu_cores"),
-        "virtual": is_virtual(chip, gpu.get("gpu_model")),
+        "virtual": is_virtual(chip, gpu.get("gpu_model"), sysctl.get("hw.model"), num("kern.hv_vmm_present")),
+        "rosetta": num("sysctl.proc_translated") == 1,  # an x86_64 Python on Apple Silicon: machine() lies
     }
 
 
 SYSCTL_KEYS = ["machdep.cpu.brand_string", "hw.model", "hw.memsize", "hw.perflevel0.physicalcpu",
-               "hw.perflevel1.physicalcpu", "vm.pagesize", "iogpu.wired_limit_mb", "iogpu.disable_wired_collector"]
+               "hw.perflevel1.physicalcpu", "vm.pagesize", "iogpu.wired_limit_mb", "iogpu.disable_wired_collector",
+               "kern.hv_vmm_present", "sysctl.proc_translated"]
 
 
 def _run(argv: list[str]) -> str:
@@ -191,3 +197,37 @@ def thermal_warnings(before: dict | None, after: dict | None) -> list[str]:
         warnings.append(f"power source changed during the run: {before.get('power_source')} -> "
                         f"{after.get('power_source')}")
     return warnings
+
+
+def blind_spots(snapshot: dict) -> list[str]:
+    """What run quality cannot see on this Mac, said once (from a quality snapshot):
+    - on Apple Silicon ``pmset -g therm`` prints only its "No ... has been recorded" notes, even while
+      throttling (exelban/stats#749; macmade/Hot#80), so no thermal warning means "not known", not "cool";
+    - psutil reads other users' processes only as root (psutil/_psosx.py: task info "should work for PIDs
+      owned by user only"), so busy root processes (backupd, mds, WindowServer) are not seen."""
+    thermal = snapshot.get("thermal")
+    if thermal is None:  # not a Mac
+        return []
+    out = []
+    if not any(k in thermal for k in ("cpu_speed_limit", "thermal_warning_level", "performance_warning_level")):
+        out.append("thermal state unknown: pmset -g therm reports nothing on Apple Silicon, even while throttling "
+                   "(ProcessInfo.thermalState or sudo powermetrics -s thermal would tell)")
+    denied = snapshot.get("unreadable_processes")
+    if denied:
+        out.append(f"{denied} processes of other users (root) could not be read: a busy system process "
+                   "(backupd, mds, WindowServer) would not be named here")
+    return out
+
+
+def paravirtual_reason(facts: dict | None) -> str | None:
+    """Why Metal and MLX claims are not checkable on this Mac (``macos_facts``): a virtual Mac's GPU is
+    "Apple Paravirtual device" (hosted runners; llama.cpp's own CI: "Metal Paravirtual devices are difficult
+    to support -> disable"); None on a real Mac or off macOS."""
+    if not facts or not facts.get("virtual"):
+        return None
+    return (f"not checkable here: a virtual Mac ({facts.get('chip')}, {facts.get('hw_model')}, GPU "
+            f"{facts.get('gpu_model')}) has a paravirtual GPU, not Apple Silicon's Metal")
+
+
+def read_paravirtual_reason() -> str | None:
+    return paravirtual_reason(read_macos_facts()) if on_macos() else None

@@ -64,6 +64,8 @@ def _control(op: int) -> bytes:
 
 
 def _open() -> socket.socket:
+    if sys.platform != "linux":
+        raise OSError("the proc connector is Linux's (netlink)")
     s = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_CONNECTOR)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
     s.bind((0, CN_IDX_PROC))

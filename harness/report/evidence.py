@@ -279,6 +279,11 @@ def _write_bundle(runs: list[Run], out_dir: Path, *, redact: bool) -> Path:
         parts += [_summary_line(run), ""]
         if synthetic:
             parts += ["> **Synthetic model(s)**, random weights: " + "; ".join(md(_synthetic_text(m)) for m in synthetic), ""]
+        from harness.probes.host import virtual_status
+
+        virtual = virtual_status([run.record.host.facts])
+        said = {True: "yes", False: "no"}.get(virtual["virtual"], "not known")
+        parts += [f"> **Virtual machine: {said}**" + (f": {md(virtual['note'])}" if virtual["note"] else ""), ""]
         not_applicable = [f"{c.model} / {c.setting}: {n}" for c in run.record.cells for n in c.notes]
         if not_applicable:
             parts += ["> **Not applicable on this host** (measured anyway, as run):"] + \

@@ -282,8 +282,10 @@ def availability(backend: str) -> dict[str, tuple[bool, str]]:
     touch the host (Ollama's port, the kernel's process events) run on first access only."""
     metal = platform.system() == "Darwin" and platform.machine() == "arm64" and backend == "metal"
     where = f"{platform.system()} {platform.machine()}, engine backend {backend}"
+    paravirtual = _paravirtual() if metal else None
     eager = {
-        "metal": (metal, f"needs macOS on Apple Silicon with a Metal build; this host: {where}"),
+        "metal": (metal and paravirtual is None,
+                  paravirtual or f"needs macOS on Apple Silicon with a Metal build; this host: {where}"),
         "not-metal": (not metal, f"needs a non-Metal backend; this host: {where}"),
         "cuda": (backend == "cuda", f"needs a CUDA build of llama-server; this host: {where}"),
         "cpu": (backend == "cpu", f"needs a CPU-only build of llama-server; this host: {where}"),
@@ -296,8 +298,16 @@ def availability(backend: str) -> dict[str, tuple[bool, str]]:
         "ollama": lambda: (_ollama_reachable(),
                            "needs Ollama: no `ollama` on PATH and nothing answers on 127.0.0.1:11434"),
         "proc-events": lambda: (_proc_events()[0], f"needs the kernel's process events: {_proc_events()[1]}"),
-        "mlx": _mlx_metal,
+        "mlx": lambda: (False, _paravirtual()) if _paravirtual() else _mlx_metal(),
     })
+
+
+@lru_cache(maxsize=1)
+def _paravirtual() -> str | None:
+    """Why Metal/MLX claims are not checkable on a virtual Mac (None on a real one, or off macOS)."""
+    from harness.probes.macos import read_paravirtual_reason
+
+    return read_paravirtual_reason()
 
 
 def gate_cause(spec: ClaimSpec, backend: str) -> tuple[str, str] | None:

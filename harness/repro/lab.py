@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -428,7 +429,7 @@ class Lab:
         """``freeze`` for a child lbench stopped within a millisecond of its spawn: the recipe stops
         the first child not in ``$KNOWN`` (``children_now`` recorded before the spawn)."""
         self.act('kill -STOP $(new_child "$KNOWN")')
-        os.kill(pid, signal.SIGSTOP)
+        self.freeze_pid(pid)
 
     def retry_when(self, test: str, why: str, attempts: int) -> None:
         """When shell ``test`` succeeds after the steps, the recipe's attempt could not create the
@@ -437,10 +438,18 @@ class Lab:
 
     def freeze(self, pid: int) -> None:
         self.act(f"kill -STOP {self._pid_sh(pid)}")
+        self.freeze_pid(pid)
+
+    @staticmethod
+    def freeze_pid(pid: int) -> None:
+        if sys.platform == "win32":  # no SIGSTOP: the freezing claims cannot run there (docs/windows.md)
+            raise OSError("freezing a process (SIGSTOP) is not possible on Windows")
         os.kill(pid, signal.SIGSTOP)
 
     def thaw(self, pid: int) -> None:
         self.act(f"kill -CONT {self._pid_sh(pid)}")
+        if sys.platform == "win32":
+            return
         try:
             os.kill(pid, signal.SIGCONT)
         except ProcessLookupError:

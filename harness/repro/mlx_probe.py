@@ -25,6 +25,11 @@ def _emit(**record) -> None:
     print(json.dumps(record), flush=True)
 
 
+def _device_info(mx) -> dict:
+    """``mx.device_info()`` (newer mlx); ``mx.metal.device_info`` is deprecated and warns on stderr."""
+    return dict(mx.device_info()) if hasattr(mx, "device_info") else dict(mx.metal.device_info())
+
+
 def _wired() -> int | None:
     from harness.probes.macos import read_wired_bytes
 
@@ -35,7 +40,7 @@ def warning_mode() -> None:
     import mlx.core as mx
     from mlx_lm.generate import wired_limit
 
-    rec = int(mx.metal.device_info()["max_recommended_working_set_size"])
+    rec = int(_device_info(mx)["max_recommended_working_set_size"])
     _emit(event="device", recommended_bytes=rec)
     for case, ratio in (("above", 0.95), ("below", 0.85)):
         stand_in = {"w": mx.zeros((int(ratio * rec),), dtype=mx.uint8)}  # lazy: nbytes without allocation
@@ -52,16 +57,15 @@ def generate_mode(model_ref: str) -> None:
     import mlx.core as mx
     from mlx_lm import generate, load
 
-    rec = int(mx.metal.device_info()["max_recommended_working_set_size"])
+    rec = int(_device_info(mx)["max_recommended_working_set_size"])
     model, tokenizer = load(model_ref)
     _emit(event="loaded", recommended_bytes=rec, wired_bytes=_wired())
     generate(model, tokenizer, prompt="Hello", max_tokens=1)
     _emit(event="after_generate", wired_bytes=_wired(), prev_limit=int(mx.set_wired_limit(0)))
-    try:
-        from mlx_lm.utils import maybe_set_recommended_wired_limit
-    except ImportError:
-        from mlx_lm.generate import maybe_set_recommended_wired_limit  # re-exported there in some versions
-    maybe_set_recommended_wired_limit()
+    # what mlx_lm.server does at start (mlx_lm/server.py, inline since v0.30.1; no mlx-lm release has a
+    # maybe_set_recommended_wired_limit function): the wired limit to the recommended working set
+    if mx.metal.is_available():
+        mx.set_wired_limit(_device_info(mx)["max_recommended_working_set_size"])
     mx.eval(model.parameters())
     _emit(event="after_server_call", wired_bytes=_wired(), prev_limit=int(mx.set_wired_limit(0)))
 

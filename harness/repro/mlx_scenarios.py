@@ -128,7 +128,7 @@ def _probe(ctx: Context, *args: str, timeout: float = 600) -> list[dict]:
 
 @dataclass(frozen=True)
 class MlxParams(Params):
-    model: str = ""  # a local MLX model directory (or cached HF id); default $LBENCH_MLX_MODEL
+    model: str = ""  # a local MLX model directory; default $LBENCH_MLX_MODEL
     idle_s: float = 30.0  # mlx-server-wiring: the idle pause after the request
 
 
@@ -145,8 +145,23 @@ def generate_wiring(ctx: Context, p: MlxParams) -> Evidence:
 
 
 def _model_bytes(model: str) -> int:
+    """The weights' size; a model that is not a local directory cannot be measured, so the wiring checks
+    (rise >= half the model) would pass vacuously on 0: refused as Inconclusive instead."""
     path = Path(model)
-    return sum(f.stat().st_size for f in path.glob("*.safetensors")) if path.is_dir() else 0
+    size = sum(f.stat().st_size for f in path.glob("*.safetensors")) if path.is_dir() else 0
+    if size <= 0:
+        raise Inconclusive(f"{model}: not a local MLX model directory with .safetensors weights (mlx_lm.server "
+                           "runs offline here): give the downloaded folder")
+    return size
+
+
+RESIDENCY_LINES_FROM = (0, 32, 1)  # mlx prints "[residency] created residency set" from v0.32.1 on
+
+
+def residency_lines_possible(mlx_version: str) -> bool:
+    """Whether this mlx can print the ``[residency]`` lines at all (absent in v0.31.0-v0.32.0)."""
+    parts = tuple(int(x) for x in re.findall(r"\d+", mlx_version)[:3])
+    return parts >= RESIDENCY_LINES_FROM
 
 
 def server_wiring(ctx: Context, p: MlxParams) -> Evidence:
@@ -155,6 +170,12 @@ def server_wiring(ctx: Context, p: MlxParams) -> Evidence:
     from harness.probes.macos import read_wired_bytes
 
     model = _mlx_model(p)
+    model_bytes = _model_bytes(model)
+    import mlx.core as mx
+
+    if not residency_lines_possible(mx.__version__):
+        raise Inconclusive(f"mlx {mx.__version__} prints no [residency] lines (they first ship in mlx 0.32.1): "
+                           "pip install -U 'mlx>=0.32.1'")
     log = ctx.claim_dir / "logs" / "mlx_server.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     wired: dict[str, int | None] = {"before": read_wired_bytes()}
@@ -175,13 +196,14 @@ def server_wiring(ctx: Context, p: MlxParams) -> Evidence:
     wired["exited"] = read_wired_bytes()
     text = log.read_text(errors="replace")
     sets = residency_sets(text)
-    figures = server_wiring_figures(wired, _model_bytes(model))
+    figures = server_wiring_figures(wired, model_bytes)
     figures.update(idle_s=p.idle_s, residency_lines=len(sets), first_set=sets[0][0] if sets else None,
                    max_bytes_per_set_mb=sets[0][1] if sets else None)
     try:
         import mlx.core as mx
 
-        figures["expected_set_mb"] = expected_set_mb(int(mx.metal.device_info()["max_recommended_working_set_size"]),
+        info = mx.device_info() if hasattr(mx, "device_info") else mx.metal.device_info()  # the latter deprecated
+        figures["expected_set_mb"] = expected_set_mb(int(info["max_recommended_working_set_size"]),
                                                      int(os.environ.get("MLX_RESIDENCY_SET_MAX_PCT", DEFAULT_SET_PCT)))
     except Exception as exc:  # no Metal: the figure stays missing and the check says so
         figures["expected_set_mb_error"] = str(exc)

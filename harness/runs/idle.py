@@ -8,6 +8,7 @@ and appends each observation to the run as it is measured.
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -144,6 +145,8 @@ def place_client(spec: IdleSpec) -> tuple[dict, Callable[[], None]]:
         os.sched_setaffinity(0, cpu_list(spec.client_cpus))
         applied["cpus"] = sorted(os.sched_getaffinity(0))
         undo.append(lambda: os.sched_setaffinity(0, before))
+    elif spec.client_cpus is not None:  # macOS, Windows: no sched_setaffinity; said, not implied
+        applied["cpus"] = f"not applied (no CPU affinity for a process on {sys.platform})"
     if spec.client_nice is not None:
         before_nice = os.getpriority(os.PRIO_PROCESS, 0)
         try:
@@ -328,6 +331,11 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
                                                     writer.log_path(log_name.replace(".log", "-lv4.log")))
             if verbose is not None:
                 cell.startup_metal = engine_log.parse_startup(verbose)
+                residency = getattr(prep.engine, "residency", None)  # in effect or not: from the machine, not the log
+                if residency is not None:
+                    cell.startup_metal["residency"] = residency(setting)
+                if cell.cache is not None and weights is not None:  # that start read the model: purge again
+                    cell.cache = prepare_cache(weights, setting.cache_state)
             t_start = time.perf_counter()
             with prep.engine.start(model.path, setting, writer.log_path(log_name)) as server:
                 cell.ready_s = round(time.perf_counter() - t_start, 4)

@@ -62,8 +62,9 @@ def check_idle(prep) -> None:
     for value in spec.cpus:
         check_cpus(value, "--cpus")
     if any(v is not None for v in spec.cpus) and shutil.which("taskset") is None:
-        raise BadInput("CPU placement (--cpus) needs taskset (util-linux)", where="--cpus",
-                       hint="install util-linux, or use --cpu-mask (compute threads only)")
+        from harness.engines.llama_server import cpu_placement_hint
+
+        raise BadInput("CPU placement (--cpus) needs taskset (util-linux)", where="--cpus", hint=cpu_placement_hint())
     check_cpus(spec.client_cpus, "--client-cpus")
     if hasattr(prep.engine, "preflight"):  # the engine's own checks (e.g. something answers at --url)
         prep.engine.preflight()

@@ -10,6 +10,7 @@ macOS the thermal state (``pmset -g therm``: speed limit, warning levels) and po
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -33,20 +34,26 @@ def snapshot(interval_s: float = 0.2, top: int = 3) -> dict:
     import psutil
 
     facts: dict = {"cpus": os.cpu_count()}
-    try:
-        facts["loadavg_1m"] = round(os.getloadavg()[0], 2)
-    except OSError:
-        facts["loadavg_1m"] = None
+    facts["loadavg_1m"] = None  # Windows has no load average
+    if sys.platform != "win32":
+        try:
+            facts["loadavg_1m"] = round(os.getloadavg()[0], 2)
+        except OSError:
+            pass
     me = os.getpid()
     procs = []
+    unreadable_first = 0
     for p in psutil.process_iter(["pid", "name"]):
         try:
             p.cpu_percent(None)
             procs.append(p)
+        except psutil.AccessDenied:
+            unreadable_first += 1
         except (psutil.Error, OSError):
             pass
     psutil.cpu_percent(interval_s)
     busy = []
+    denied = 0
     for p in procs:
         try:
             if p.pid in (me, os.getppid()):
@@ -54,14 +61,22 @@ def snapshot(interval_s: float = 0.2, top: int = 3) -> dict:
             pct = p.cpu_percent(None)
             if pct > 0:
                 busy.append({"pid": p.pid, "name": p.info.get("name"), "cpu_pct": round(pct, 1)})
+        except psutil.AccessDenied:
+            denied += 1
         except (psutil.Error, OSError):
             pass
     facts["busy_processes"] = sorted(busy, key=lambda b: -b["cpu_pct"])[:top]
+    facts["unreadable_processes"] = denied + unreadable_first  # psutil on macOS cannot read other users' (root) processes
     facts["governor"] = _read(CPUFREQ / "scaling_governor")
     freq = _read(CPUFREQ / "scaling_cur_freq")
     facts["cpu0_mhz"] = round(int(freq) / 1000) if freq and freq.isdigit() else None
 
     facts["thermal"] = read_thermal_state()  # macOS: throttling, warning levels, power source; None elsewhere
+    from harness.probes.windows import read_gpu_memory
+
+    windows_gpu = read_gpu_memory()  # Windows: the PDH adapter counters (typeperf); None elsewhere
+    if windows_gpu is not None:
+        facts["windows_gpu_memory"] = windows_gpu
     return facts
 
 
@@ -85,8 +100,17 @@ def assess(before: dict, after: dict, samples: pd.DataFrame, value: str = "laten
                         "during the run")
 
     warnings += thermal_warnings(before.get("thermal"), after.get("thermal"))
+    from harness.probes.macos import blind_spots
+
+    warnings += blind_spots(before)
     if before.get("governor") != after.get("governor") and after.get("governor"):
         warnings.append(f"CPU governor changed during the run: {before.get('governor')} -> {after.get('governor')}")
+    if samples is not None and not samples.empty and "slept_s" in samples:
+        from harness.probes.sleepwatch import SLEEP_FLAG_S, sleep_warning
+
+        slept = sleep_warning(samples["slept_s"].tolist(), "the sleep-counting clock")
+        if slept:
+            warnings.append(slept.replace("see the slept_s column", f"see the slept_s column (> {SLEEP_FLAG_S:g} s)"))
     if samples is not None and not samples.empty and value in samples:
         for (model, setting), cell in samples.groupby(["model", "setting"], sort=False):
             few: dict[int, list[float]] = {}  # reps -> pauses: one sentence per cell, not one per pause

@@ -9,7 +9,6 @@ store's schema, see harness/repro/base.py) and one row in ``verdicts`` (journale
 from __future__ import annotations
 
 import json
-import platform
 import subprocess
 import time
 import traceback
@@ -23,6 +22,7 @@ from harness.models.gguf_info import file_sha256
 from harness.repro.claims import (ERROR, NOT_CHECKABLE, SETUP_FAILED, ClaimSpec, evaluate, gate_cause, judge_repeats,
                                   summarize_repeats)
 from harness.repro.registry import SCENARIOS, Context, Inconclusive
+from harness.probes.engine_log import backend_of_devices, parse_devices
 from harness.runs.idle import QuietReporter, Reporter
 from harness.runs.session import RunSession
 from harness.store import Run, RunWriter
@@ -38,13 +38,11 @@ def engine_backend(binary: Binary) -> str:
         return stamp["backend"]
     try:
         out = subprocess.run([str(binary.path), "--list-devices"], capture_output=True, text=True, errors="replace", timeout=30)
-        text = out.stdout + out.stderr
     except (OSError, subprocess.TimeoutExpired):
-        text = ""
-    for name in ("CUDA", "Metal", "Vulkan"):
-        if name in text:
-            return name.lower()
-    return "metal" if platform.system() == "Darwin" and platform.machine() == "arm64" else "cpu"
+        return "cpu"
+    # device names, not the word "Metal" (never printed: Metal devices are MTL0, ...): a CPU build on a
+    # Mac lists only "BLAS: Accelerate" and is cpu, not metal
+    return backend_of_devices(parse_devices(out.stdout))
 
 
 def engine_source(binary: Binary) -> str:

@@ -16,6 +16,7 @@ the manifest is final, so nothing measured is lost and the caller's cleanup (ser
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -25,6 +26,7 @@ from harness.record import fingerprint_of
 from harness.runs import quality
 from harness.store import open_run, RunWriter
 from harness.analysis.persisted import analyze_finished
+from harness.probes.sleepwatch import PowerAssertion
 
 if TYPE_CHECKING:
     from harness.store import Run
@@ -63,9 +65,11 @@ class RunSession:
     # ---- the lifecycle -------------------------------------------------------------------------
     def __enter__(self) -> RunSession:
         self._quality_before = quality.snapshot()
+        self._power = PowerAssertion(os.getpid()).acquire()  # macOS: no idle sleep while the run lasts
         self.writer = RunWriter(self.results_root, self.kind, {
             "host": _host(), **self.sections,
-            "quality": {"before": self._quality_before, "after": None, "warnings": []}})
+            "quality": {"before": self._quality_before, "after": None, "warnings": []},
+            "power_assertion": self._power.as_dict()})
         self.message(f"run {self.writer.run_id} -> {self.writer.dir}{self.announce}")
         return self
 
@@ -79,6 +83,7 @@ class RunSession:
         return False
 
     def _finish(self, status: str, reason: str | None) -> None:
+        self._power.release()
         try:
             after = quality.snapshot() if status != "interrupted" else None
             samples = self.quality_samples(self.writer) if self.quality_samples and after is not None else None

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness.engines.base import Completion, Server
+from harness.probes.sleepwatch import SleepWatch, slept_s
 
 SPIN_S = 0.002  # sleep coarsely, then spin the last 2 ms for sub-ms pause accuracy
 PROBE_MIN_PAUSE_S = 0.05  # a memory reading needs a pause to hide in
@@ -207,6 +208,8 @@ def run_idle_sweep(
 
     totals = SweepTotals()
     start = time.perf_counter() if last_done is None else last_done
+    watch = SleepWatch()  # a sleep inside a pause: perf_counter stops, the sleep-counting clock does not
+    done_stamp = watch.stamp()
     for i, (rep, pause) in enumerate(schedule):
         if time.perf_counter() + pause > cell_end:
             raise DeadlineExceeded(f"the sweep passed its cell deadline of {deadlines.cell_s:g} s "
@@ -224,10 +227,12 @@ def run_idle_sweep(
             before = probe()
             probe_cost = max(probe_cost * 0.8, time.perf_counter() - t_probe)
         sleep_until(base + pause)
+        send_stamp = watch.stamp()
         c = server.complete_one_token()
         after = probe() if probe is not None and next_pause >= PROBE_MIN_PAUSE_S else {}
         actual = c.t_send - base
         row = sample_row(c, phase="measure", rep=rep, seq=seq, pause_requested_s=pause, pause_actual_s=actual)
+        row["slept_s"] = round(slept_s(done_stamp, send_stamp), 6)
         row.update({f"{k}_before": v for k, v in before.items()})
         row.update({f"{k}_after": v for k, v in after.items()})
         late = _past_deadline(c, this_deadline)
@@ -235,6 +240,7 @@ def run_idle_sweep(
             row["error"] = f"answered after the request deadline of {this_deadline:g} s"
         emit(row)
         last_done = c.t_done
+        done_stamp = watch.stamp()
         seq += 1
         totals.n += 1
         totals.sum_pause_requested_s += pause

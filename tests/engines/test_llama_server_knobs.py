@@ -13,7 +13,9 @@ def engine(tmp_path: Path, openmp: str | None = "ON", **kw) -> LlamaServerEngine
     build = tmp_path / "build"
     (build / "bin").mkdir(parents=True)
     if openmp is not None:
-        (build / "CMakeCache.txt").write_text(f"GGML_NATIVE:BOOL=ON\nGGML_OPENMP:BOOL={openmp}\n")
+        # a cache as CMake writes it: the request, and what ggml found (GGML_OPENMP_ENABLED, INTERNAL)
+        (build / "CMakeCache.txt").write_text(f"GGML_NATIVE:BOOL=ON\nGGML_OPENMP:BOOL={openmp}\n"
+                                              f"GGML_OPENMP_ENABLED:INTERNAL={openmp}\n")
     binary = build / "bin" / "llama-server"
     binary.write_text("")
     return LlamaServerEngine(Binary(binary, "test", "b1", 1, "abc", "0" * 64), **kw)
@@ -46,6 +48,36 @@ def test_openmp_read_from_a_sibling_build_folder(tmp_path):
     (tmp_path / "build").mkdir()
     (tmp_path / "build" / "CMakeCache.txt").write_text("GGML_OPENMP:BOOL=OFF\n")
     assert openmp_build(tmp_path / "bin" / "llama-server") is False
+
+
+def test_openmp_is_what_ggml_found_not_what_was_asked(tmp_path):
+    """On a Mac, Apple clang without libomp: GGML_OPENMP:BOOL=ON is asked, find_package(OpenMP) fails and
+    ggml records GGML_OPENMP_ENABLED OFF (ggml/src/CMakeLists.txt of the pinned sdist; the configure log
+    "Could NOT find OpenMP ... OpenMP not found" of ggml-org/llama.cpp#10647)."""
+    from harness.engines.llama_server import parse_openmp_cache
+
+    mac = "GGML_OPENMP:BOOL=ON\nGGML_OPENMP_ENABLED:INTERNAL=OFF\n"
+    linux = "GGML_OPENMP:BOOL=ON\nGGML_OPENMP_ENABLED:INTERNAL=ON\n"  # both keys agree on Linux
+    assert parse_openmp_cache(mac) is False and parse_openmp_cache(linux) is True
+    assert parse_openmp_cache("GGML_OPENMP:BOOL=ON\n") is None  # asked, result not recorded: unknown
+    assert parse_openmp_cache("GGML_OPENMP:BOOL=OFF\n") is False
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "CMakeCache.txt").write_text(mac)
+    e = LlamaServerEngine(Binary(tmp_path / "bin" / "llama-server", "test", "b1", 1, "abc", "0" * 64))
+    assert e.setting_notes(Setting(poll=100)) == []  # --poll applies: no OpenMP in this build
+    assert any("only affect OpenMP builds" in n for n in e.setting_notes(Setting(omp_wait="passive")))
+
+
+def test_apple_cpu_knobs_ggml_ignores():
+    """ggml-cpu.c (pinned): ggml_thread_apply_affinity is "Not supported on Apple platforms"; a priority
+    below normal is "no way to set lower prio on Apple platforms"."""
+    from harness.engines.llama_server import apple_cpu_notes
+
+    assert apple_cpu_notes(Setting(threads=1, poll=0)) == []
+    assert any("CPU affinity" in n for n in apple_cpu_notes(Setting(cpu_mask="0x2")))
+    assert any("CPU affinity" in n for n in apple_cpu_notes(Setting(cpu_strict=True)))
+    assert any("lower a thread's priority" in n for n in apple_cpu_notes(Setting(prio=-1)))
+    assert apple_cpu_notes(Setting(prio=2)) == []
 
 
 def test_user_omp_environment_does_not_leak(tmp_path, monkeypatch):
@@ -136,3 +168,18 @@ def test_oversubscription_is_named_as_the_cause_of_a_noisy_self_check(monkeypatc
     assert "2 compute threads on 1 CPUs" in oversubscribed(Setting(threads=2, cpus="1"), 2)
     assert oversubscribed(Setting(), None) is None  # the server's default: its physical cores
     assert parse_cpu_list("0,2-3") == {0, 2, 3} and parse_cpu_list("0+1") == {0, 1}
+
+
+def test_the_mac_ci_design_uses_only_what_ggml_honours_there():
+    """ci-gate's placement (taskset, client pinning, OMP passive) does nothing or fails on a Mac;
+    ci-gate-mac keeps only threads and polling, which the Mac build honours."""
+    from harness.cli.idle import build_spec
+    from harness.engines.llama_server import apple_design_notes
+
+    linux = build_spec(Path("ci-gate"))
+    problems = [n for s in linux.settings() for n in apple_design_notes(s, linux.client_cpus)]
+    assert any("taskset" in n for n in problems) and any("client-cpus" in n for n in problems)
+    assert any("OpenMP" in n for n in problems)
+    mac = build_spec(Path("ci-gate-mac"))
+    assert [n for s in mac.settings() for n in apple_design_notes(s, mac.client_cpus)] == []
+    assert (mac.threads, mac.poll, mac.pauses_s, mac.reps) == ([1], [0], linux.pauses_s, linux.reps)

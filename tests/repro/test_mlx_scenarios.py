@@ -86,3 +86,29 @@ def test_mlx_claims_are_not_checkable_without_mlx_on_metal(claim_id, monkeypatch
                                                                   "Linux x86_64"))
     cause, sentence = gate_cause(SPECS[claim_id], "cpu")
     assert cause == "platform" and sentence.startswith("platform lacks mlx: needs mlx with Metal")
+
+
+def test_the_real_wired_limit_warning_line_parses():
+    # mlx-lm's warning as printed on a Mac, quoted in a public notes file (found by code search):
+    real = ("[WARNING] Generating with a model that requires 134570 MB which is close to the maximum recommended "
+            "size of 98304 MB. This can be slow. See the documentation for possible work-arounds: "
+            "https://github.com/ml-explore/mlx-examples/tree/main/llms#large-models")
+    assert wired_limit_warnings(real) == [(134570, 98304)]
+
+
+def test_residency_lines_need_mlx_0_32_1():
+    # mlx/backend/metal/resident.cpp prints "[residency] created residency set" from v0.32.1 (audit row 10c)
+    from harness.repro.mlx_scenarios import residency_lines_possible
+
+    assert not residency_lines_possible("0.31.0") and not residency_lines_possible("0.32.0")
+    assert residency_lines_possible("0.32.1") and residency_lines_possible("0.33.0.dev20261201")
+
+
+def test_a_model_that_is_not_a_local_directory_is_inconclusive(tmp_path):
+    from harness.repro.base import Inconclusive
+    from harness.repro.mlx_scenarios import _model_bytes
+
+    with pytest.raises(Inconclusive, match="not a local MLX model directory"):
+        _model_bytes("mlx-community/Llama-3.2-1B-Instruct-4bit")
+    with pytest.raises(Inconclusive):
+        _model_bytes(str(tmp_path))  # a folder without weights
