@@ -43,8 +43,8 @@ import pyarrow.parquet as pq
 from harness.errors import BadInput
 from harness.history.archive import CATALOG_DIR, run_dirs
 
-CATALOG_VERSION = 4  # 2: the wake model's regime bounds; 3: each idle run's warm / woken median;
-# 4: swap_failed_pct, and a storm's concurrency in its setting
+CATALOG_VERSION = 5  # 2: the wake model's regime bounds; 3: each idle run's warm / woken median;
+# 4: swap_failed_pct, and a storm's concurrency in its setting; 5: the robust wake model (stalls out of the fit)
 RUN_COLUMNS = pa.schema([
     ("run_id", pa.string()), ("machine_id", pa.string()), ("machine_label", pa.string()), ("kind", pa.string()),
     ("status", pa.string()), ("engine", pa.string()), ("engine_build", pa.int64()), ("engine_version", pa.string()),
