@@ -24,7 +24,8 @@ from harness.atomic import atomic_write_text
 from harness.store import Run, utc_now
 
 ANALYSIS_FILE = "analysis.json"
-ANALYSIS_VERSION = 5  # 4: a storm's n_failed_requests; 5: the robust wake model (stalls, refit bootstrap); bump when the content changes: older files are recomputed on read
+ANALYSIS_VERSION = 5  # 4: a storm's n_failed_requests; 5: the robust wake model (stalls out of the fit)
+# bump ANALYSIS_VERSION when the content changes: older files are recomputed on read
 
 
 def jsonable(value):

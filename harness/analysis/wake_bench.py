@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
-from harness.analysis.regimes import fit_shape
+from harness.analysis.regimes import ShapeFit, fit_shape
 
 STEPS = (0.0, 0.10, 0.25, 1.00)  # flat, +10%, +25%, +100%
 
@@ -81,7 +81,7 @@ def calibrate(samples: pd.DataFrame, source: str, *, value: str = "latency_ms") 
                        int(y.size), int(stall.sum()))
 
 
-def _shape_means(levels: np.ndarray, means: np.ndarray, fit) -> np.ndarray:
+def _shape_means(levels: np.ndarray, means: np.ndarray, fit: ShapeFit) -> np.ndarray:
     """Each pause's mean log latency as the fitted shape's level puts it (segment means)."""
     if fit.shape == "ramp":
         return _ramp_means(levels, means, fit)
@@ -92,8 +92,9 @@ def _shape_means(levels: np.ndarray, means: np.ndarray, fit) -> np.ndarray:
     return np.array([means[seg == s].mean() for s in seg])
 
 
-def _ramp_means(levels: np.ndarray, means: np.ndarray, fit) -> np.ndarray:
-    w = np.clip((levels - fit.last_warm_s) / (fit.first_woken_s - fit.last_warm_s), 0, 1)
+def _ramp_means(levels: np.ndarray, means: np.ndarray, fit: ShapeFit) -> np.ndarray:
+    start, end = float(fit.last_warm_s or 0.0), float(fit.first_woken_s or 0.0)
+    w = np.clip((levels - start) / (end - start), 0, 1)
     design = np.column_stack([1 - w, w])
     coef, *_ = np.linalg.lstsq(design, means, rcond=None)
     return design @ coef
@@ -107,7 +108,7 @@ def _curve(cal: Calibration, rng: np.random.Generator, step: float, place_s: flo
     effect = np.exp(rng.normal(0.0, cal.pause_sd, levels.size)) * np.where(levels >= place_s, 1.0 + step, 1.0)
     p = np.repeat(levels, cal.reps)
     y = cal.level_ms * np.repeat(effect, cal.reps) * rng.lognormal(0.0, cal.within_sd, p.size)
-    stalled = np.zeros(p.size, dtype=bool)
+    stalled: np.ndarray = np.zeros(p.size, dtype=bool)
     if stalls and cal.stall_p > 0 and cal.stall_sizes:
         stalled = rng.random(p.size) < cal.stall_p
         y[stalled] *= rng.choice(np.asarray(cal.stall_sizes), int(stalled.sum()))

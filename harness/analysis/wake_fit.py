@@ -107,11 +107,11 @@ def fit_batch(logy: np.ndarray, level_idx: np.ndarray, levels: np.ndarray, *, mi
         seg_sse = np.where(dn > 0, dq - ds * ds / dn, 0.0)
         seg_mean = np.where(dn > 0, ds / dn, np.nan)
 
-    def sse(a, b):
+    def sse(a: np.ndarray | int, b: np.ndarray | int) -> np.ndarray:
         ia, ib = np.broadcast_arrays(np.atleast_1d(a), np.atleast_1d(b))
         return seg_sse[:, ia, ib]
 
-    def mean(a, b):
+    def mean(a: np.ndarray | int, b: np.ndarray | int) -> np.ndarray:
         ia, ib = np.broadcast_arrays(np.atleast_1d(a), np.atleast_1d(b))
         return seg_mean[:, ia, ib]
 
