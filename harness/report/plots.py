@@ -89,9 +89,12 @@ def latency_vs_pause(samples: pd.DataFrame, summary: pd.DataFrame, model: str, r
         ax.scatter(x[inside], raw.loc[inside, value], s=22, facecolors="none", edgecolors=colour, linewidths=0.9,
                    label="stall (left out of the fit)" if inside.any() and not clipped_any else None)
         over = raw[value] > yhi
-        for xi, vi in zip(x[over], raw.loc[over, value]):
-            ax.annotate(f"{vi:.3g}", (xi, 1.0), xycoords=("data", "axes fraction"), xytext=(0, -9),
-                        textcoords="offset points", ha="center", va="top", fontsize=6, color=colour)
+        stacked: dict[float, int] = {}  # several at one pause: their values one under another
+        for pause, xi, vi in zip(raw.loc[over, "pause_requested_s"], x[over], raw.loc[over, value]):
+            k = stacked[pause] = stacked.get(pause, -1) + 1
+            ax.annotate(f"{vi:.0f}" if vi >= 100 else f"{vi:.3g}", (xi, 1.0), xycoords=("data", "axes fraction"),
+                        xytext=(0, -9 - 8 * k), textcoords="offset points", ha="center", va="top", fontsize=6,
+                        color=colour)
         if over.any():
             ax.scatter(x[over], np.full(int(over.sum()), 0.985), transform=ax.get_xaxis_transform(), marker="^",
                        s=22, color=colour, clip_on=False, zorder=3,
