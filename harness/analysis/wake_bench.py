@@ -48,6 +48,7 @@ class Calibration:
     stall_sizes: tuple[float, ...] = field(default_factory=tuple)  # stall / its pause's median (x)
     n_samples: int = 0
     n_stalls: int = 0
+    given: tuple[str, ...] = ()  # the fields set by hand (wake-bench options) instead of measured
 
 
 def calibrate(samples: pd.DataFrame, source: str, *, value: str = "latency_ms") -> Calibration:

@@ -3,6 +3,7 @@ and on that run with its pause labels permuted (harness/analysis/wake_bench.py).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -31,6 +32,13 @@ def wake_bench(
     place: float = typer.Option(None, "--place", help="Simulated step's first woken pause in seconds (e.g. --place "
                                                       "1.1). " + shown("the grid's middle pause")),
     seed: int = typer.Option(0, "--seed", help="Seed of the simulation and the permutations (e.g. --seed 1)."),
+    within_sd: float = typer.Option(None, "--within-sd", help="Simulate this within-pause log sd instead of the "
+                                    "run's (e.g. --within-sd 0.05). " + shown("measured on the first run")),
+    stall_p: float = typer.Option(None, "--stall-p", help="Simulate this stall rate instead of the run's (e.g. "
+                                  "--stall-p 0.028). " + shown("measured on the first run")),
+    stall_sizes: str = typer.Option(None, "--stall-sizes", help="Simulated stall sizes, x the pause's median, "
+                                    "drawn at random (e.g. --stall-sizes 3.6,11.4). "
+                                    + shown("those measured on the first run")),
     results: ResultsDir = None,
 ) -> None:
     """Measure the wake model's error rates (a benchmark that prints figures, not a test):
@@ -72,14 +80,37 @@ def wake_bench(
                                hint="the wake model needs a grid of pauses: give a default idle run")
             cells.append((f"{run.run_id} {model} · {setting}", g))
     cal = calibrate(cells[0][1], cells[0][0])
+    given: dict[str, Any] = {}
+    if within_sd is not None:
+        if not 0 < within_sd <= 3:
+            raise BadInput(f"--within-sd must be in (0, 3], got {within_sd}", where="--within-sd")
+        given["within_sd"] = within_sd
+    if stall_p is not None:
+        if not 0 <= stall_p < 0.5:
+            raise BadInput(f"--stall-p must be in [0, 0.5) (stalls are the sparse mode), got {stall_p}",
+                           where="--stall-p")
+        given["stall_p"] = stall_p
+    if stall_sizes is not None:
+        try:
+            sizes = tuple(float(s) for s in stall_sizes.split(",") if s.strip())
+        except ValueError:
+            sizes = ()
+        if not sizes or not all(1 < s <= 1000 for s in sizes):
+            raise BadInput(f"--stall-sizes must be numbers in (1, 1000], comma-separated, got {stall_sizes!r}",
+                           where="--stall-sizes", hint="e.g. --stall-sizes 3.6,11.4")
+        given["stall_sizes"] = sizes
+    if given:
+        cal = dataclasses.replace(cal, given=tuple(sorted(given)), **given)
     if place is not None and not (min(cal.pauses_s) < place <= max(cal.pauses_s) and place in cal.pauses_s):
         raise BadInput(f"--place {place:g} is not a pause of the grid after its first",
                        where="--place", hint="one of " + ", ".join(f"{p:g}" for p in cal.pauses_s[1:]))
     bench_id = new_run_id("wake-bench")
     out.print(f"wake-bench {bench_id}: calibrated on {cal.source}: {len(cal.pauses_s)} pauses x {cal.reps} reps, "
               f"bulk median {cal.level_ms:.3g} ms, within-pause log sd {cal.within_sd:.3f}, pause-to-pause log sd "
-              f"{cal.pause_sd:.3f}, stalls {cal.n_stalls} of {cal.n_samples} "
-              f"({', '.join(f'{s:.3g}x' for s in cal.stall_sizes) or 'none'}); {trials} simulated cells per "
+              f"{cal.pause_sd:.3f}, stalls {cal.n_stalls} of {cal.n_samples} measured, simulated at rate "
+              f"{cal.stall_p:.3g} "
+              f"({', '.join(f'{s:.3g}x' for s in cal.stall_sizes) or 'none'}); given instead of measured: "
+              f"{', '.join(cal.given) or 'nothing'}; {trials} simulated cells per "
               f"condition, seed {seed} (simulated cells, not timings).", markup=False, soft_wrap=True)
     rows = simulate(cal, trials=trials, seed=seed, place_s=place)
     out.print(f"{'step':>6} {'stalls':>6} {'no clear step':>28} {'step at its place':>28} "
