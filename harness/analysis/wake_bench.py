@@ -25,6 +25,7 @@ Every figure is a count over seeded trials with an exact (Clopper-Pearson) 95% i
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -139,8 +140,10 @@ def _cp(k: int, n: int) -> dict:
 
 
 def simulate(cal: Calibration, *, trials: int = 200, seed: int = 0, place_s: float | None = None,
-             steps: tuple[float, ...] = STEPS, n_boot: int = 300) -> list[dict]:
-    """One row per (step, stalls or not): the figures of the module doc."""
+             steps: tuple[float, ...] = STEPS, n_boot: int = 300,
+             on_row: Callable[[dict], None] | None = None) -> list[dict]:
+    """One row per (step, stalls or not): the figures of the module doc (each passed to ``on_row``
+    as soon as it is counted)."""
     levels = np.asarray(cal.pauses_s)
     place = float(levels[levels.size // 2]) if place_s is None else float(place_s)
     last_warm = float(levels[levels < place].max())
@@ -176,6 +179,8 @@ def simulate(cal: Calibration, *, trials: int = 200, seed: int = 0, place_s: flo
                          "coverage_nominal_when_reported": _cp(covered_nominal, reported),
                          "false_flag_per_sample": _cp(flagged, n_samples),
                          "stalls_flagged": _cp(caught, injected)})
+            if on_row is not None:
+                on_row(rows[-1])
     return rows
 
 

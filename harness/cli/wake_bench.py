@@ -112,14 +112,17 @@ def wake_bench(
               f"({', '.join(f'{s:.3g}x' for s in cal.stall_sizes) or 'none'}); given instead of measured: "
               f"{', '.join(cal.given) or 'nothing'}; {trials} simulated cells per "
               f"condition, seed {seed} (simulated cells, not timings).", markup=False, soft_wrap=True)
-    rows = simulate(cal, trials=trials, seed=seed, place_s=place)
     out.print(f"{'step':>6} {'stalls':>6} {'no clear step':>28} {'step at its place':>28} "
-              f"{'coverage (reported)':>28} {'false stall flags/sample':>28} shapes", markup=False, soft_wrap=True)
-    for r in rows:
+              f"{'coverage (reported)':>28} {'false stall flags/sample':>28} {'stalls caught':>28} shapes",
+              markup=False, soft_wrap=True)
+
+    def show(r: dict[str, Any]) -> None:
         out.print(f"{'+' + format(r['step'], '.0%') if r['step'] else 'flat':>6} {'yes' if r['stalls'] else 'no':>6} "
                   f"{_pct(r['no_clear_step']):>28} {_pct(r['step_at_place']):>28} "
                   f"{_pct(r['coverage_when_reported']):>28} {_pct(r['false_flag_per_sample']):>28} "
-                  f"{r['shapes']}", markup=False, soft_wrap=True)
+                  f"{_pct(r['stalls_flagged']):>28} {r['shapes']}", markup=False, soft_wrap=True)
+
+    rows = simulate(cal, trials=trials, seed=seed, place_s=place, on_row=show)
     perm_rows = []
     for source, g in cells if permutations else []:
         res = permuted(g, source, permutations=permutations, seed=seed)
