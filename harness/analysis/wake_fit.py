@@ -124,21 +124,33 @@ def fit_batch(logy: np.ndarray, level_idx: np.ndarray, levels: np.ndarray, *, mi
         return total_n * np.log(np.maximum(err, floor[:, None] if err.ndim == 2 else floor) / total_n) \
             + k * math.log(total_n)
 
+    rows = np.arange(n_rows)
     inf = np.full(n_rows, np.inf)
-    bics = np.column_stack([bic(sst, N_PARAMS[0]), inf, inf, inf])
+    # per shape: the best candidate by BIC among those that rise (raw), whether it rises by min_step,
+    # and the best candidate that does (valid)
+    raw_best = np.column_stack([bic(sst, N_PARAMS[0]), inf, inf, inf])
+    valid_best = raw_best.copy()
+    raw_ok = np.ones((n_rows, 4), dtype=bool)
+    raw_arg = np.zeros((n_rows, 4), dtype=int)
+    valid_arg = np.zeros((n_rows, 4), dtype=int)
+
+    def pick(code: int, b: np.ndarray, up: np.ndarray, ok: np.ndarray) -> None:
+        raw = np.where(up, b, np.inf)
+        raw_arg[:, code] = np.argmin(raw, axis=1)
+        raw_best[:, code] = raw[rows, raw_arg[:, code]]
+        raw_ok[:, code] = ok[rows, raw_arg[:, code]]
+        valid = np.where(ok, b, np.inf)
+        valid_arg[:, code] = np.argmin(valid, axis=1)
+        valid_best[:, code] = valid[rows, valid_arg[:, code]]
+
     # step: warm = [0, c), woken = [c, L)
     cuts = np.arange(1, n_levels)
-    step_arg = np.zeros(n_rows, dtype=int)
     if cuts.size:
-        err = sse(0, cuts) + sse(cuts, n_levels)
-        ok = (mean(cuts, n_levels) - mean(0, cuts)) >= rise
-        b = np.where(ok, bic(err, N_PARAMS[1]), np.inf)
-        step_arg = np.argmin(b, axis=1)
-        bics[:, 1] = b[np.arange(n_rows), step_arg]
+        d = mean(cuts, n_levels) - mean(0, cuts)
+        pick(1, bic(sse(0, cuts) + sse(cuts, n_levels), N_PARAMS[1]), d > 0, d >= rise)
     # ramp: flat to levels[i], linear to levels[k] (k >= i + 2), flat after
     ii, kk = (np.array(x, dtype=int) for x in zip(*[(i, k) for i in range(n_levels) for k in range(i + 2, n_levels)])) \
         if n_levels >= 3 else (np.zeros(0, dtype=int), np.zeros(0, dtype=int))
-    ramp_arg = np.zeros(n_rows, dtype=int)
     if ii.size:
         w = np.clip((levels[None, :] - levels[ii, None]) / (levels[kk, None] - levels[ii, None]), 0.0, 1.0)
         a_, b_, c_ = cnt @ ((1 - w) ** 2).T, cnt @ ((1 - w) * w).T, cnt @ (w ** 2).T
@@ -147,28 +159,29 @@ def fit_batch(logy: np.ndarray, level_idx: np.ndarray, levels: np.ndarray, *, mi
         good = det > 1e-12
         det = np.where(good, det, 1.0)
         beta1, beta2 = (c_ * u - b_ * v) / det, (a_ * v - b_ * u) / det
-        err = cq[:, -1:] - (beta1 * u + beta2 * v)
-        ok = good & ((beta2 - beta1) >= rise)
-        b = np.where(ok, bic(err, N_PARAMS[2]), np.inf)
-        ramp_arg = np.argmin(b, axis=1)
-        bics[:, 2] = b[np.arange(n_rows), ramp_arg]
+        d = beta2 - beta1
+        pick(2, bic(cq[:, -1:] - (beta1 * u + beta2 * v), N_PARAMS[2]), good & (d > 0), good & (d >= rise))
     # two steps: warm = [0, c1), woken = [c1, c2), second = [c2, L)
     pairs = [(c1, c2) for c1 in range(1, n_levels) for c2 in range(c1 + 1, n_levels)]
     c1s, c2s = (np.array(x, dtype=int) for x in zip(*pairs)) if pairs else (np.zeros(0, int), np.zeros(0, int))
-    two_arg = np.zeros(n_rows, dtype=int)
     if c1s.size:
-        err = sse(0, c1s) + sse(c1s, c2s) + sse(c2s, n_levels)
         m0, m1, m2 = mean(0, c1s), mean(c1s, c2s), mean(c2s, n_levels)
-        ok = ((m1 - m0) >= rise) & ((m2 - m1) >= rise)
-        b = np.where(ok, bic(err, N_PARAMS[3]), np.inf)
-        two_arg = np.argmin(b, axis=1)
-        bics[:, 3] = b[np.arange(n_rows), two_arg]
-    shape = np.zeros(n_rows, dtype=int)
-    best = bics[:, 0].copy()
-    for code in (1, 2, 3):  # simplest first: a richer shape must beat the current choice by min_gain
-        better = bics[:, code] <= best - min_gain
-        shape = np.where(better, code, shape)
-        best = np.where(better, bics[:, code], best)
+        pick(3, bic(sse(0, c1s) + sse(c1s, c2s) + sse(c2s, n_levels), N_PARAMS[3]), (m1 > m0) & (m2 > m1),
+             ((m1 - m0) >= rise) & ((m2 - m1) >= rise))
+    # the shape is chosen by BIC among curves that rise; if the chosen one rises by less than min_step, the
+    # answer falls back to the simpler shapes that do (so a rise under min_step never makes a richer shape)
+    chosen = _sequential(raw_best, min_gain, 4)
+    fallback = ~raw_ok[rows, chosen]
+    shape = chosen.copy()
+    for code in (1, 2, 3):
+        limited = np.where(np.arange(4)[None, :] < code, valid_best, np.inf)
+        sel = fallback & (chosen == code)
+        shape[sel] = _sequential(limited[sel], min_gain, code)
+    use_raw = ~fallback
+    step_arg = np.where(use_raw, raw_arg[:, 1], valid_arg[:, 1])
+    ramp_arg = np.where(use_raw, raw_arg[:, 2], valid_arg[:, 2])
+    two_arg = np.where(use_raw, raw_arg[:, 3], valid_arg[:, 3])
+    bics = raw_best
     warm_hi = np.full(n_rows, n_levels)
     woken_lo = np.full(n_rows, n_levels)
     woken_hi = np.full(n_rows, n_levels)
@@ -189,6 +202,17 @@ def fit_batch(logy: np.ndarray, level_idx: np.ndarray, levels: np.ndarray, *, mi
     has = shape > 0
     return BatchFit(shape, warm_hi, woken_lo, woken_hi, second_lo, bics,
                     np.where(has, warm_med, np.nan), np.where(has, woken_med, np.nan))
+
+
+def _sequential(bics: np.ndarray, min_gain: float, n_shapes: int) -> np.ndarray:
+    """Per row, the simplest shape (code) no richer one among the first ``n_shapes`` beats by ``min_gain``."""
+    shape = np.zeros(bics.shape[0], dtype=int)
+    best = bics[:, 0].copy()
+    for code in range(1, n_shapes):  # simplest first: a richer shape must beat the current choice by min_gain
+        better = bics[:, code] <= best - min_gain
+        shape = np.where(better, code, shape)
+        best = np.where(better, bics[:, code], best)
+    return shape
 
 
 def _masked_median_ms(logy: np.ndarray, mask: np.ndarray) -> np.ndarray:
