@@ -41,8 +41,12 @@ def _analysis_section() -> list[str]:
             "`wake` holds one row per model and setting from the one model of the wake curve "
             "(`harness.analysis.regimes.wake_model`): `shape` (none, step, two steps, ramp), `last_warm_s` and "
             "`first_woken_s` (where the grid puts the threshold), `warm_median_ms`, `woken_median_ms` and "
-            "`penalty_ms` with their 95% intervals (`warm_ci`, `woken_ci`, `penalty_ci`), `n_warm`, `n_woken` "
-            "and the BIC of each candidate shape; `headline` the sentences every surface shows (report, "
+            "`penalty_ms` with their 95% intervals (`warm_ci`, `woken_ci`, `penalty_ci`; the penalty's from refits "
+            "that repeat the step search on each resample), `threshold_ci`, `place_support`, `n_boot`, `n_warm`, "
+            "`n_woken`, the BIC of each candidate shape, and the stalls the fit leaves out: `n_stalls` of "
+            "`n_samples`, `stall_rate_ci`, `stall_size` (x the pause's median) with `stall_size_ci` and "
+            "`stall_size_range`, `stall_text`, and per pause `stalls` (`n`, `n_stalls`, `rate_ci`, `median_ms`, "
+            "`stall_above_ms`, `stall_ms`); `headline` the sentences every surface shows (report, "
             "terminal, evidence), `findings` how each shape was chosen.", ""]
 
 

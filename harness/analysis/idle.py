@@ -45,7 +45,7 @@ def headline(wake: list[dict], summary: pd.DataFrame) -> list[str]:
                          f"{_after(last['pause_requested_s'])}, against "
                          f"{ms_ci(first['median'], (first['ci_low'], first['ci_high']))} "
                          f"{_after(first['pause_requested_s'])}")
-            lines.append(text + ".")
+            lines.append(text + _stalls(w) + ".")
             continue
         warm_upto = w["last_warm_s"]
         warm_where = "back to back" if warm_upto == 0 else f"after pauses up to {warm_upto:g} s"
@@ -57,8 +57,13 @@ def headline(wake: list[dict], summary: pd.DataFrame) -> list[str]:
         text = (f"{cell}: {woken_where} the first token takes {ms_ci(w['woken_median_ms'], w['woken_ci'])}, "
                 f"against {ms_ci(w['warm_median_ms'], w['warm_ci'])} {warm_where}: {w['text']}, "
                 f"penalty {ms_ci(w['penalty_ms'], w['penalty_ci'])}")
-        lines.append(text + ".")
+        lines.append(text + _stalls(w) + ".")
     return lines
+
+
+def _stalls(w: dict) -> str:
+    """The stalls as their own figure (the wake model leaves them out of the fit), or ""."""
+    return f"; {w['stall_text']}" if w.get("stall_text") else ""
 
 
 def findings(wake: list[dict], good: pd.DataFrame) -> list[str]:
@@ -68,8 +73,12 @@ def findings(wake: list[dict], good: pd.DataFrame) -> list[str]:
         cell = good[(good["model"] == w["model"]) & (good["setting"] == w["setting"])]
         n_reps = cell.groupby("pause_requested_s").size()
         reps = int(n_reps.min()) if len(n_reps) else 0
-        text = (f"{w['model']} · {w['setting']}: shape by BIC among {', '.join(w['bic']) or 'none'}"
+        text = (f"{w['model']} · {w['setting']}: shape by BIC on the bulk (stalls left out) among {', '.join(w['bic']) or 'none'}"
                 f" (chosen: {w['shape']}); {reps} reps per pause")
+        if w.get("has_step") and w.get("place_support") is not None:
+            text += (f"; the step's place held in {100 * w['place_support']:.0f}% of {w['n_boot']} refits on "
+                     f"resampled data (the penalty's interval comes from the same refits, so it counts the "
+                     f"step's place having been chosen from the data)")
         if w.get("note"):
             text += f"; {w['note']}"
         text += "."

@@ -25,7 +25,8 @@ from harness.store import Run, utc_now
 from harness.untrusted import read_json
 
 ANALYSIS_FILE = "analysis.json"
-ANALYSIS_VERSION = 4  # 4: a storm's n_failed_requests; bump when the content changes: older files are recomputed on read
+ANALYSIS_VERSION = 5  # 4: a storm's n_failed_requests; 5: the robust wake model (stalls out of the fit)
+# bump ANALYSIS_VERSION when the content changes: older files are recomputed on read
 
 
 def analyze(run: Run) -> dict:

@@ -14,12 +14,15 @@ reloads the model.
 
 from __future__ import annotations
 
+import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 from scipy import stats
+
+from harness.analysis import wake_fit
 
 MIN_STEP = 0.10  # a step smaller than 10% is not called a regime change
 MIN_BIC_GAIN = 6.0  # a richer shape must lower BIC by this much (Kass & Raftery: "strong")
@@ -75,15 +78,17 @@ _PARAMS = {"none": 2, "step": 4, "two steps": 6, "ramp": 5}  # levels + change p
 
 @dataclass
 class ShapeFit:
-    """The latency-vs-pause curve's shape, chosen among none / step / two steps / ramp by BIC.
+    """The latency-vs-pause curve's shape, chosen among none / step / two steps / ramp by BIC on the
+    bulk (stalls left out: ``harness.analysis.wake_fit``).
 
-    BIC = n log(SSE / n) + k log n on log latency, one row per sample; k counts levels,
-    change points and sigma.  A richer shape replaces a simpler one only when its BIC is lower
-    by at least ``MIN_BIC_GAIN`` (6: "strong" evidence on Kass and Raftery's scale).  A step (or ramp) counts only if
-    each rise is at least
-    ``min_step`` (10%) in median terms; otherwise the next best shape is taken.
-    ``last_warm_s`` / ``first_woken_s``: the wake threshold lies in (last_warm_s, first_woken_s],
+    BIC = n log(SSE / n) + k log n on the bulk's log latency, one row per sample; k counts levels,
+    change points and sigma.  A richer shape replaces a simpler one only when its BIC is lower by
+    at least ``MIN_BIC_GAIN`` (6: "strong" evidence on Kass and Raftery's scale).  A step (or ramp)
+    counts only if each rise is at least ``min_step`` (10%) in the bulk's geometric mean, and only
+    if the penalty's bootstrap interval, with the whole search repeated on every resample, excludes
+    0.  ``last_warm_s`` / ``first_woken_s``: the wake threshold lies in (last_warm_s, first_woken_s],
     the only interval a grid can support.  For a ramp they are the ramp's start and end.
+    ``stalls``: per pause, the samples of the slow mode that the fit leaves out (rate, size).
     """
     shape: str
     bic: dict[str, float]
@@ -100,17 +105,34 @@ class ShapeFit:
     note: str = ""
     warm_ci: tuple[float, float] = (math.nan, math.nan)  # 95% bootstrap intervals of the two medians
     woken_ci: tuple[float, float] = (math.nan, math.nan)
+    place_support: float | None = None  # share of bootstrap refits that put the step where this fit does
+    threshold_ci: tuple[float, float] = (math.nan, math.nan)  # first woken pause, 2.5-97.5% of refits with a step
+    n_boot: int = 0
+    n_samples: int = 0
+    n_stalls: int = 0
+    stall_rate_ci: tuple[float, float] = (math.nan, math.nan)  # exact (Clopper-Pearson) 95%
+    stall_size: float | None = None  # median of stall / its pause's median (x)
+    stall_size_ci: tuple[float, float] = (math.nan, math.nan)  # order-statistic 95% interval (>= 6 stalls)
+    stall_size_range: tuple[float, float] = (math.nan, math.nan)
+    stalls: list[dict] = field(default_factory=list)  # per pause: n, n_stalls, rate, rate_ci, bounds, values
 
     def as_row(self) -> dict:
         """The fit as analysis.json keeps it (``wake`` rows): one dict every surface reads."""
         return {"shape": self.shape, "text": self.threshold_text(), "has_step": self.has_step,
                 "last_warm_s": self.last_warm_s, "first_woken_s": self.first_woken_s,
                 "threshold_s": self.first_woken_s if self.has_step else None,
+                "threshold_ci": self.threshold_ci if self.has_step else (math.nan, math.nan),
                 "second_last_s": self.second_last_s, "second_first_s": self.second_first_s,
                 "warm_median_ms": self.warm_median_ms, "warm_ci": self.warm_ci,
                 "woken_median_ms": self.woken_median_ms, "woken_ci": self.woken_ci,
                 "penalty_ms": self.penalty_ms, "penalty_ci": self.penalty_ci,
-                "n_warm": self.n_warm, "n_woken": self.n_woken, "bic": self.bic, "note": self.note}
+                "place_support": self.place_support, "n_boot": self.n_boot,
+                "n_warm": self.n_warm, "n_woken": self.n_woken, "bic": self.bic, "note": self.note,
+                "n_samples": self.n_samples, "n_stalls": self.n_stalls,
+                "stall_rate": self.n_stalls / self.n_samples if self.n_samples else math.nan,
+                "stall_rate_ci": self.stall_rate_ci, "stall_size": self.stall_size,
+                "stall_size_ci": self.stall_size_ci, "stall_size_range": self.stall_size_range,
+                "stall_text": self.stall_text(), "stalls": self.stalls}
 
     @property
     def has_step(self) -> bool:
@@ -126,21 +148,20 @@ class ShapeFit:
             text += f", and a second between {self.second_last_s:g} s and {self.second_first_s:g} s"
         return text
 
-
-def _sse_levels(logy: np.ndarray, codes: np.ndarray) -> float:
-    sse = 0.0
-    for c in np.unique(codes):
-        seg = logy[codes == c]
-        sse += float(((seg - seg.mean()) ** 2).sum())
-    return sse
-
-
-def _ramp_sse(p: np.ndarray, logy: np.ndarray, p1: float, p2: float) -> tuple[float, tuple[float, float]]:
-    w = np.clip((p - p1) / (p2 - p1), 0, 1)
-    design = np.column_stack([1 - w, w])
-    coef, *_ = np.linalg.lstsq(design, logy, rcond=None)
-    resid = logy - design @ coef
-    return float((resid ** 2).sum()), (float(coef[0]), float(coef[1]))
+    def stall_text(self) -> str:
+        """The stalls as their own figure: "" without any."""
+        if not self.n_stalls:
+            return ""
+        lo, hi = self.stall_rate_ci
+        at = [s for s in self.stalls if s["n_stalls"]]
+        where = ", ".join(f"{s['pause_s']:g} s ({s['n_stalls']} of {s['n']})" for s in at)
+        size_lo, size_hi = self.stall_size_ci
+        size = (f"{self.stall_size:.3g}x [{size_lo:.3g}, {size_hi:.3g}]" if size_lo == size_lo
+                else f"{self.stall_size:.3g}x (range {self.stall_size_range[0]:.3g}-{self.stall_size_range[1]:.3g}x; "
+                     f"too few for an interval)")
+        return (f"stalls (left out of the fit): {self.n_stalls} of {self.n_samples} requests, "
+                f"{100 * self.n_stalls / self.n_samples:.2g}% [{100 * lo:.2g}, {100 * hi:.2g}], at {where}; "
+                f"each took {size} its pause's median")
 
 
 def _choose(candidates: dict[str, tuple[float, tuple]], min_gain: float) -> str:
@@ -153,8 +174,34 @@ def _choose(candidates: dict[str, tuple[float, tuple]], min_gain: float) -> str:
     return best
 
 
+@functools.lru_cache(maxsize=4096)
+def _clopper_pearson(k: int, n: int) -> tuple[float, float]:
+    if n == 0:
+        return math.nan, math.nan
+    lo = float(stats.beta.ppf(0.025, k, n - k + 1)) if k > 0 else 0.0
+    hi = float(stats.beta.ppf(0.975, k + 1, n - k)) if k < n else 1.0
+    return lo, hi
+
+
+def _stall_rows(levels: np.ndarray, idx: np.ndarray, y: np.ndarray, fl: wake_fit.Stalls) -> list[dict]:
+    rows = []
+    for j, pause in enumerate(levels):
+        at = idx == j
+        k, n = int(fl.mask[at].sum()), int(at.sum())
+        bound = float(np.exp(fl.above_log[j])) if np.isfinite(fl.above_log[j]) else None
+        rows.append({"pause_s": float(pause), "n": n, "n_stalls": k, "rate": k / n if n else math.nan,
+                     "rate_ci": _clopper_pearson(k, n), "median_ms": float(np.exp(fl.median_log[j])),
+                     "stall_above_ms": bound, "stall_ms": [float(v) for v in np.sort(y[at & fl.mask])]})
+    return rows
+
+
 def fit_shape(pauses, latency_ms, *, min_step: float = MIN_STEP, seed: int = 0, n_boot: int = 300,
               min_gain: float | None = None) -> ShapeFit:
+    """The one wake model on one cell's samples (see ``ShapeFit`` and ``harness.analysis.wake_fit``).
+    ``n_boot=0``: no bootstrap, so no intervals and no clarity check (the BIC choice as it stands).
+    """
+    from harness.analysis.verdicts import median_interval
+
     p = np.asarray(pauses, dtype=float)
     y = np.asarray(latency_ms, dtype=float)
     ok = np.isfinite(p) & np.isfinite(y) & (y > 0)
@@ -163,92 +210,72 @@ def fit_shape(pauses, latency_ms, *, min_step: float = MIN_STEP, seed: int = 0, 
     if n == 0:
         return ShapeFit("none", {})
     min_gain = MIN_BIC_GAIN if min_gain is None else min_gain
+    order = np.argsort(p, kind="stable")
+    p, y = p[order], y[order]
+    levels, idx = np.unique(p, return_inverse=True)
     logy = np.log(y)
-    levels = np.unique(p)
-    rise = math.log1p(min_step)
-    sst = float(((logy - logy.mean()) ** 2).sum())
-    floor = 1e-12 * max(sst, 1e-12) + 1e-300
-
-    def bic(sse: float, shape: str) -> float:
-        return n * math.log(max(sse, floor) / n) + _PARAMS[shape] * math.log(n)
-
-    candidates: dict[str, tuple[float, tuple]] = {"none": (bic(sst, "none"), ())}
-    best_step = None
-    for cut in levels[1:]:
-        hi = p >= cut
-        if np.median(logy[hi]) - np.median(logy[~hi]) < rise:
-            continue
-        b = bic(_sse_levels(logy, hi.astype(int)), "step")
-        if best_step is None or b < best_step[0]:
-            best_step = (b, (float(cut),))
-    if best_step:
-        candidates["step"] = best_step
-    best_two = None
-    for i, c1 in enumerate(levels[1:], start=1):
-        for c2 in levels[i + 1:]:
-            codes = (p >= c1).astype(int) + (p >= c2).astype(int)
-            meds = [np.median(logy[codes == c]) for c in (0, 1, 2)]
-            if meds[1] - meds[0] < rise or meds[2] - meds[1] < rise:
-                continue
-            b = bic(_sse_levels(logy, codes), "two steps")
-            if best_two is None or b < best_two[0]:
-                best_two = (b, (float(c1), float(c2)))
-    if best_two:
-        candidates["two steps"] = best_two
-    best_ramp = None
-    for i, p1 in enumerate(levels):
-        for p2 in levels[i + 2:]:  # at least one grid level strictly inside the ramp
-            sse, (a, b_) = _ramp_sse(p, logy, p1, p2)
-            if b_ - a < rise:
-                continue
-            b = bic(sse, "ramp")
-            if best_ramp is None or b < best_ramp[0]:
-                best_ramp = (b, (float(p1), float(p2)))
-    if best_ramp:
-        candidates["ramp"] = best_ramp
-    shape = _choose(candidates, min_gain)
-    bics = {s: round(v[0], 3) for s, v in candidates.items()}
+    fl = wake_fit.flag_stalls(idx, logy, levels)
+    bulk = ~fl.mask
+    b_idx, b_logy = idx[bulk], logy[bulk]
     rng = np.random.default_rng(seed)
+    reps = wake_fit.resample_within_pauses(b_logy, b_idx, n_boot, rng)
+    batch = wake_fit.fit_batch(np.vstack([b_logy[None, :], reps]), b_idx, levels, min_step=min_step,
+                               min_gain=min_gain)
+    code = int(batch.shape[0])
+    names = wake_fit.SHAPES
+    bics = {names[c]: round(float(batch.bic[0, c]), 3) for c in range(4) if np.isfinite(batch.bic[0, c])}
+    n_stalls = int(fl.mask.sum())
+    ratios = np.sort(y[fl.mask] / np.exp(fl.median_log[idx[fl.mask]]))
+    size_ci = median_interval(ratios)[:2] if n_stalls else (math.nan, math.nan)
+    common = {"n_boot": int(n_boot), "n_samples": int(n), "n_stalls": n_stalls,
+              "stall_rate_ci": _clopper_pearson(n_stalls, int(n)),
+              "stall_size": float(np.median(ratios)) if n_stalls else None,
+              "stall_size_ci": (float(size_ci[0]), float(size_ci[1])),
+              "stall_size_range": (float(ratios[0]), float(ratios[-1])) if n_stalls else (math.nan, math.nan),
+              "stalls": _stall_rows(levels, idx, y, fl)}
+    boot_all = np.exp(reps)
 
     def flat(note: str = "") -> ShapeFit:
-        return ShapeFit("none", bics, warm_median_ms=float(np.median(y)), n_warm=int(n), note=note,
-                        warm_ci=_median_ci(y, rng, n_boot))
+        meds = np.median(boot_all, axis=1) if n_boot else np.array([math.nan])
+        return ShapeFit("none", bics, warm_median_ms=float(np.median(y[bulk])), n_warm=int(bulk.sum()),
+                        note=note, warm_ci=_interval(meds), **common)
 
-    if shape == "none":
+    if code == 0:
         return flat()
-    params = candidates[shape][1]
-    prev = lambda c: float(levels[levels < c].max())  # noqa: E731
+    shape = names[code]
+    wh, wl, wu, s2 = (int(a[0]) for a in (batch.warm_hi, batch.woken_lo, batch.woken_hi, batch.second_lo))
     if shape == "ramp":
-        warm_sel, woken_sel = p <= params[0], p >= params[1]
-        fit = ShapeFit(shape, bics, last_warm_s=params[0], first_woken_s=params[1])
+        fit = ShapeFit(shape, bics, last_warm_s=float(levels[wh - 1]), first_woken_s=float(levels[wl]), **common)
     else:
-        warm_sel, woken_sel = p < params[0], (p >= params[0]) & (p < (params[1] if len(params) > 1 else math.inf))
-        fit = ShapeFit(shape, bics, last_warm_s=prev(params[0]), first_woken_s=params[0])
+        fit = ShapeFit(shape, bics, last_warm_s=float(levels[wl - 1]), first_woken_s=float(levels[wl]), **common)
         if shape == "two steps":
-            fit.second_last_s, fit.second_first_s = prev(params[1]), params[1]
-    warm, woken = y[warm_sel], y[woken_sel]
-    fit.warm_median_ms, fit.woken_median_ms = float(np.median(warm)), float(np.median(woken))
+            fit.second_last_s, fit.second_first_s = float(levels[s2 - 1]), float(levels[s2])
+    fit.warm_median_ms, fit.woken_median_ms = float(batch.warm_median_ms[0]), float(batch.woken_median_ms[0])
     fit.penalty_ms = fit.woken_median_ms - fit.warm_median_ms
-    fit.n_warm, fit.n_woken = int(warm.size), int(woken.size)
-    woken_boot = np.median(woken[rng.integers(0, woken.size, (n_boot, woken.size))], axis=1)
-    warm_boot = np.median(warm[rng.integers(0, warm.size, (n_boot, warm.size))], axis=1)
-    pens = woken_boot - warm_boot
-    fit.penalty_ci = _interval(pens)
-    fit.warm_ci, fit.woken_ci = _interval(warm_boot), _interval(woken_boot)
-    if fit.penalty_ci[0] <= 0:  # BIC liked a step, but its penalty's interval includes 0: not clear
+    fit.n_warm, fit.n_woken = int((b_idx < wh).sum()), int(((b_idx >= wl) & (b_idx < wu)).sum())
+    if n_boot:
+        fit.penalty_ci = _interval(batch.penalty_ms[1:])
+        warm_m = np.median(boot_all[:, b_idx < wh], axis=1)
+        woken_m = np.median(boot_all[:, (b_idx >= wl) & (b_idx < wu)], axis=1)
+        fit.warm_ci, fit.woken_ci = _interval(warm_m), _interval(woken_m)
+        stepped = batch.shape[1:] > 0
+        fit.place_support = float(np.mean(stepped & (batch.woken_lo[1:] == wl) & (batch.warm_hi[1:] == wh)))
+        if stepped.any():
+            fit.threshold_ci = _interval(levels[batch.woken_lo[1:][stepped]])
+    if n_boot and not fit.penalty_ci[0] > 0:  # BIC liked a step, but the refits' penalty interval includes 0: not clear
+        none_share = float(np.mean(batch.shape[1:] == 0)) if n_boot else math.nan
         return flat(f"BIC chose {shape} ({fit.threshold_text()}), but its penalty's 95% interval "
-                    f"[{fit.penalty_ci[0]:.1f}, {fit.penalty_ci[1]:.1f}] ms includes 0")
+                    f"[{fit.penalty_ci[0]:.3g}, {fit.penalty_ci[1]:.3g}] ms, with the step searched again on each "
+                    f"of {n_boot} resamples, includes 0 ({100 * none_share:.0f}% of them found no step)")
     return fit
 
 
 def _interval(draws: np.ndarray) -> tuple[float, float]:
-    return float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))
-
-
-def _median_ci(y: np.ndarray, rng: np.random.Generator, n_boot: int) -> tuple[float, float]:
-    if y.size < 2:
+    draws = np.asarray(draws, dtype=float)
+    draws = draws[np.isfinite(draws)]
+    if draws.size == 0:
         return math.nan, math.nan
-    return _interval(np.median(y[rng.integers(0, y.size, (n_boot, y.size))], axis=1))
+    return float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))
 
 
 def wake_model(samples: pd.DataFrame, value: str = "latency_ms") -> dict[tuple[str, str], ShapeFit]:

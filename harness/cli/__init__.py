@@ -14,7 +14,7 @@ import sys
 import typer
 
 from harness.cli import (ab, baseline, bisect, compare, engine, evidence, export, gate, gate_bench, gate_plan, history,
-                         idle, model, repro, runs, swap)
+                         idle, model, repro, runs, swap, wake_bench)
 from harness.cli.ui import print_error
 from harness.cli.version import version_callback
 from harness.errors import LbenchError
@@ -54,6 +54,7 @@ app.add_typer(baseline.app, name="baseline")
 app.command("evidence")(evidence.evidence)
 app.command("gate-bench")(gate_bench.gate_bench)
 app.command("gate-plan")(gate_plan.gate_plan)
+app.command("wake-bench")(wake_bench.wake_bench)
 app.command("ab")(ab.ab)
 app.command("runs")(runs.runs)
 app.command("export")(export.export)

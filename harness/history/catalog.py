@@ -46,8 +46,9 @@ from harness.errors import BadInput
 from harness.history.archive import CATALOG_DIR, Added, Refused, _read_source, copy_runs, run_dirs
 from harness.history.table_bounds import check_run_tables
 
-CATALOG_VERSION = 5  # 2: the wake model's regime bounds; 3: each idle run's warm / woken median;
-# 4: swap_failed_pct, and a storm's concurrency in its setting; 5: signer and cataloged_at
+CATALOG_VERSION = 6  # 2: the wake model's regime bounds; 3: each idle run's warm / woken median;
+# 4: swap_failed_pct, and a storm's concurrency in its setting; 5: signer and cataloged_at;
+# 6: the robust wake model (stalls out of the fit)
 RUN_COLUMNS = pa.schema([
     ("run_id", pa.string()), ("machine_id", pa.string()), ("machine_label", pa.string()), ("kind", pa.string()),
     ("status", pa.string()), ("engine", pa.string()), ("engine_build", pa.int64()), ("engine_version", pa.string()),

@@ -1,0 +1,62 @@
+"""The wake model's core (stall rule, batched shape search) on known answers."""
+
+import math
+
+import numpy as np
+
+from harness.analysis import wake_fit
+
+
+def _grid(levels, reps):
+    levels = np.asarray(levels, dtype=float)
+    return levels, np.repeat(np.arange(levels.size), reps)
+
+
+def test_the_stall_rule_flags_the_slow_mode_and_not_the_bulk():
+    levels, idx = _grid([0.0, 1.0, 2.0], 6)
+    y = np.log(np.array([10, 10.5, 9.8, 10.2, 9.9, 31.0,   # 3.1x its pause's median: a stall
+                         10, 10.5, 9.8, 10.2, 9.9, 25.0,   # 2.5x: under the 3x floor, bulk
+                         10, 10.5, 9.8, 10.2, 9.9, 10.1]))
+    fl = wake_fit.flag_stalls(idx, y, levels)
+    assert np.flatnonzero(fl.mask).tolist() == [5]
+    assert math.isclose(math.exp(fl.above_log[0]), 3 * math.exp(fl.median_log[0]))
+
+
+def test_a_wide_pause_needs_more_than_3x():
+    """Where a pause's bulk is wide (log sd ~0.5), 4 robust sd above its median is more than 3x."""
+    rng = np.random.default_rng(0)
+    levels, idx = _grid([0.0, 1.0], 40)
+    y = rng.normal(0, 0.5, idx.size)
+    y[0] = math.log(3.5)  # 3.5x: within 4 sd of a wide pause
+    fl = wake_fit.flag_stalls(idx, y, levels)
+    assert not fl.mask[0] and np.exp(fl.above_log).min() > 4
+
+
+def test_pauses_with_too_few_samples_flag_nothing():
+    levels, idx = _grid([0.0, 1.0], 2)
+    fl = wake_fit.flag_stalls(idx, np.log(np.array([1.0, 100.0, 1.0, 1.0])), levels)
+    assert not fl.mask.any() and np.isinf(fl.above_log).all()
+
+
+def test_fit_batch_finds_each_shape_and_its_place():
+    levels, idx = _grid(np.arange(9) * 0.5, 8)
+    rng = np.random.default_rng(1)
+    noise = rng.normal(0, 0.02, (1, idx.size))
+    p = levels[idx]
+    curves = {"none": np.zeros(idx.size), "step": np.where(p >= 2.0, 0.7, 0.0),
+              "two steps": np.where(p >= 1.0, 0.5, 0.0) + np.where(p >= 3.0, 0.5, 0.0),
+              "ramp": np.clip((p - 1.0) / 2.0, 0, 1) * 0.7}
+    logy = np.vstack([math.log(50) + c + noise[0] for c in curves.values()])
+    fit = wake_fit.fit_batch(logy, idx, levels, min_step=0.1, min_gain=6.0)
+    assert [wake_fit.SHAPES[c] for c in fit.shape] == list(curves)
+    assert fit.woken_lo[1] == 4 and fit.warm_hi[1] == 4  # step: first woken pause 2.0 s
+    assert (fit.warm_hi[2], fit.woken_lo[2], fit.second_lo[2]) == (2, 2, 6)
+    assert (fit.warm_hi[3], fit.woken_lo[3]) == (3, 6)  # ramp: warm up to 1.0 s, woken from 3.0 s
+    assert fit.penalty_ms[0] == 0 and math.isclose(fit.penalty_ms[1], 50 * (math.exp(0.7) - 1), rel_tol=0.05)
+
+
+def test_resampling_stays_within_each_pause():
+    levels, idx = _grid([0.0, 1.0, 2.0], 5)
+    logy = idx.astype(float) * 10 + np.tile(np.arange(5) * 0.1, 3)
+    boot = wake_fit.resample_within_pauses(logy, idx, 50, np.random.default_rng(0))
+    assert boot.shape == (50, 15) and (np.floor(boot / 10) == idx).all()
