@@ -144,7 +144,7 @@ def _llama_router(o: EngineOptions, *, binary, models, spec, run_dir, on_event):
 
     return RouterProcess(binary, models, models_max=spec.models_max, run_dir=run_dir,
                          sleep_idle_seconds=spec.sleep_idle_seconds, ctx_size=spec.ctx_size, parallel=spec.parallel,
-                         extra_args=o.server_args, on_event=on_event)
+                         extra_args=o.server_args, on_event=on_event, env_axis=spec.env_pairs())
 
 
 def _mlx_server(o: EngineOptions):
