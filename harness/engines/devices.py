@@ -110,6 +110,23 @@ def vulkan_drivers() -> list[dict[str, str]]:
     return parse_vulkaninfo_summary(p.stdout)
 
 
+# the driver libraries a GPU backend loads into the server (Mesa's lavapipe is libvulkan_lvp.so)
+DRIVER_LIB = re.compile(r"/(libvulkan_\w+\.so[\w.]*|libnvidia-\w+\.so[\w.]*|libcuda\.so[\w.]*|"
+                        r"libamdhip64\.so[\w.]*|libze_\w+\.so[\w.]*)\s*$")
+
+
+def driver_libs(pid: int | None) -> list[str] | None:
+    """The device driver libraries mapped into process ``pid`` (Linux ``/proc/<pid>/maps``): the
+    evidence that a running server loaded its device's driver; None where it cannot be read."""
+    if pid is None:
+        return None
+    try:
+        text = Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return None
+    return sorted({m.group(1) for m in map(DRIVER_LIB.search, text.splitlines()) if m})
+
+
 @dataclass(frozen=True)
 class DeviceChoice:
     """The devices a run's servers see, how they were chosen, and the driver behind them."""
@@ -179,9 +196,13 @@ def choose(binary: Path, backend: str, device: int | None = None, where: str = "
                 hint = (f"pass --device {raw_devs[0][0]} to use {raw_devs[0][1].description} (ggml skips CPU-type "
                         "Vulkan devices such as Mesa's lavapipe unless GGML_VK_VISIBLE_DEVICES names them; "
                         "lbench never falls back to the CPU silently)")
-        what = f"device index {device} names no {backend} device" if device is not None \
-            else f"the {backend} build sees no {backend} device"
-        raise BadInput(what + available, where=where if device is not None else str(binary),
+        chosen = env.get(var) if var else None
+        if chosen is not None:  # --device N, or the user's own variable
+            what = f"device index {chosen} ({var}={chosen}) names no {backend} device"
+            hint = f"use an index that exists (--device N){available and ': ' + available.split(': ', 1)[1]}"
+        else:
+            what = f"the {backend} build sees no {backend} device"
+        raise BadInput(what + available, where=f"--device / {var}" if chosen is not None else str(binary),
                        hint=hint + "\n" + raw.strip()[-600:])
     drivers = tuple(vulkan_drivers()) if backend == "vulkan" else ()
     if backend == "vulkan" and var in env:  # the driver of the device chosen by raw index

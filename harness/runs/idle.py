@@ -16,7 +16,7 @@ from typing import Protocol
 
 from harness import paths
 from harness.kinds import get_kind
-from harness.engines import llama_idle
+from harness.engines import devices, llama_idle
 from harness.engines import registry
 from harness.engines.base import Engine, Setting
 from harness.engines.registry import EngineOptions
@@ -348,6 +348,9 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
                     after = pagecache.resident_fraction(weights)
                     cell.cache["resident_pct_when_ready"] = None if after is None else round(100 * after, 2)
                 cell.startup = engine_log.parse_startup(server.log_tail(400))
+                libs = devices.driver_libs(getattr(server, "pid", None))
+                if libs:  # the device driver the server loaded (lavapipe: libvulkan_lvp.so)
+                    cell.startup["driver_libs"] = libs
                 client = getattr(server, "client", None)
                 if client is not None and getattr(client, "body", None):
                     cell.request_body = client.body.decode(errors="replace")

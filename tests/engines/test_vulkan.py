@@ -63,7 +63,7 @@ def test_a_cpu_type_device_is_never_used_silently(vk_env, vulkan_binary):
     assert "sees no vulkan device" in text and "0 = llvmpipe" in text and "--device 0" in text
     assert _nothing_written(vk_env)
     r = run_cli("idle", "-m", "tiny-q8", "--backend", "vulkan", "--device", "7", "--pauses", "0", env=vk_env)
-    assert r.returncode == 2 and "device index 7 names no vulkan device" in " ".join(r.stderr.split())
+    assert r.returncode == 2 and "device index 7 (GGML_VK_VISIBLE_DEVICES=7) names no vulkan device" in " ".join(r.stderr.split())
     assert _nothing_written(vk_env)
 
 
@@ -90,8 +90,8 @@ def test_idle_sweep_with_prompt_evaluation_on_the_vulkan_device(vk_env):
     assert set(decode["server_prompt_n"]) == {1}  # the cached one-token decode
     assert set(prompt["server_prompt_n"]) == {32} and (prompt["server_cache_n"] == 0).all()  # no cache reuse
     assert (prompt["server_prompt_per_second"] > 0).all()
-    log = (run_dir / m["cells"][0]["log"]).read_text(errors="replace")
-    assert "Vulkan0" in log or "ggml_vulkan" in log  # the server itself ran on the Vulkan backend
+    for cell in m["cells"]:  # the server itself loaded the Vulkan driver of that device
+        assert any(lib.startswith("libvulkan_") for lib in cell["startup"]["driver_libs"]), cell["startup"]
 
 
 def test_swap_storm_on_the_vulkan_device(vk_env):
