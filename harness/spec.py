@@ -360,10 +360,10 @@ class IdleSpec:
             raise BadInput(f"a prompt of {too_long[0]} tokens does not fit the context of {self.ctx_size}",
                            where=f"{where}: --prompt-tokens", hint=f"raise --ctx-size above {too_long[0] + 1}, "
                                                                    "or ask for fewer tokens")
-        knobs = bool(self.env_axis or self.server_args_axis or self.prompt_tokens != [0])
-        if knobs and self.server_engine != "llama-server":
-            raise BadInput(f"--env-axis, --server-args-axis and --prompt-tokens drive llama-server, not "
-                           f"{self.server_engine}", where=f"{where}: --engine", hint="drop them, or use llama-server")
+        if self.env_axis or self.server_args_axis or self.prompt_tokens != [0]:
+            registry.require(self.server_engine, "knob_axes", f"{where}: --engine",
+                             why="take --env-axis, --server-args-axis or --prompt-tokens",
+                             hint="drop them, or use --engine " + " / ".join(registry.names("knob_axes")))
 
     def check_size(self, where: str) -> None:
         """The run's size from its axes' lengths, before any list of cells is built."""

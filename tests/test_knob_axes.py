@@ -75,7 +75,7 @@ def test_spec_refusals_before_any_run():
         IdleSpec(models=["tiny-q8"], prompt_tokens=["-1"]).validate()  # type: ignore[list-item]
     with pytest.raises(BadInput, match="given twice"):
         IdleSpec(models=["tiny-q8"], env_axis=["A=1", "A=2"]).validate()
-    with pytest.raises(BadInput, match="drive llama-server"):
+    with pytest.raises(BadInput, match="cannot take --env-axis"):
         IdleSpec(models=["m"], engines=["ollama"], prompt_tokens=[0, 16]).validate()
     with pytest.raises(BadInput, match="cells"):
         IdleSpec(models=["tiny-q8"], env_axis=[f"V{i}=" + ",".join(str(j) for j in range(10)) for i in range(5)]
