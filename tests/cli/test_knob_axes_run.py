@@ -64,3 +64,14 @@ def test_device_on_the_cpu_backend_is_refused(engine_env):
     r = run_cli("idle", "-m", "tiny-q8", "--device", "0", "--pauses", "0", env=engine_env)
     assert r.returncode == 2 and "cannot select a cpu device" in " ".join(r.stderr.split())
     assert _nothing_written(engine_env)
+
+
+@pytest.mark.engine
+def test_swap_runs_one_storm_per_env_value(engine_env):
+    r = run_cli("swap", "-m", "tiny-q8", "-m", "tiny-q4", "-n", "4", "--env-axis", "GGML_VK_KEEPALIVE_MS=unset,30000",
+                "--no-report", env=engine_env)
+    assert r.returncode == 0, r.stderr[-3000:] + r.stdout[-3000:]
+    runs = sorted(Path(engine_env["LBENCH_RESULTS_DIR"]).iterdir())
+    configs = [json.loads((d / "manifest.json").read_text())["config"] for d in runs]
+    assert sorted(c["env"][0] for c in configs) == ["GGML_VK_KEEPALIVE_MS=30000", "GGML_VK_KEEPALIVE_MS=unset"]
+    assert all(c["name"].startswith("swap GGML_VK_KEEPALIVE_MS=") for c in configs)
