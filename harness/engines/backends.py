@@ -107,6 +107,7 @@ def _download_trixie_headers(target: Path, log: Callable[[str], None]) -> None:
                                        ">= 1.3.261 yourself")
         staging = target.with_name(target.name + ".tmp")
         shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
         for deb in sorted((t / "debs").glob("*.deb")):
             subprocess.run(["dpkg-deb", "-x", str(deb), str(staging)], check=True)
         shutil.rmtree(target, ignore_errors=True)

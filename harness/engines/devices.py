@@ -140,14 +140,15 @@ class DeviceChoice:
     def facts(self) -> dict:
         return {"backend": self.backend, "device_select": {self.select_var: self.select_value}
                 if self.select_var else {}, "backend_devices": [d.as_dict() for d in self.devices],
-                "device_used": [d.name for d in self.devices][:1], "drivers": list(self.drivers)}
+                "device_used": [d.name for d in self.devices], "drivers": list(self.drivers)}
 
     @property
     def summary(self) -> str:
         if not self.devices:
             return f"backend {self.backend}: no device (CPU)"
         sel = f" ({self.select_var}={self.select_value})" if self.select_var else ""
-        return f"backend {self.backend}: {self.devices[0].name} {self.devices[0].description}{sel}"
+        # llama-server splits the model over every device it sees (--device or *_VISIBLE_DEVICES narrow it)
+        return f"backend {self.backend}: " + ", ".join(f"{d.name} {d.description}" for d in self.devices) + sel
 
 
 def _raw_vulkan_devices(binary: Path, env: Mapping[str, str]) -> list[tuple[int, Device]]:
