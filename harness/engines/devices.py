@@ -208,8 +208,8 @@ def choose(binary: Path, backend: str, device: int | None = None, where: str = "
     drivers = tuple(vulkan_drivers()) if backend == "vulkan" else ()
     if backend == "vulkan" and var in env:  # the driver of the device chosen by raw index
         try:
-            chosen = {int(x) for x in str(env[var]).split(",") if x.strip()}
-            drivers = tuple(d for d in drivers if int(d.get("index", -1)) in chosen) or drivers
+            indexes = {int(x) for x in str(env[var]).split(",") if x.strip()}
+            drivers = tuple(d for d in drivers if int(d.get("index", -1)) in indexes) or drivers
         except ValueError:
             pass
     choice = DeviceChoice(backend, var if var in env else None, env.get(var) if var else None, tuple(devs), drivers)
