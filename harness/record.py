@@ -455,14 +455,23 @@ class Comparability:
 
 def _identity(r: RunRecord) -> dict[str, object]:
     return {"machine": r.machine.id, "engine": (r.engine.name, r.engine.build_number, (r.engine.sha256 or "")[:16]),
+            "backend": backend_of(r),
             "models": tuple(sorted((m.label, m.sha256 or "") for m in r.models))}
+
+
+def backend_of(r: RunRecord) -> str:
+    """The ggml backend a run's engine used; runs written before backends were recorded ran the
+    CPU build on Linux or Metal on macOS (what lbench built then)."""
+    if r.engine.backend:
+        return r.engine.backend
+    return "metal" if r.machine.os == "Darwin" else "cpu"
 
 
 def check_comparable(side_a: Iterable[RunRecord], side_b: Iterable[RunRecord] = ()) -> Comparability:
     """The rule, stated once:
 
     - runs pooled on one side are repetitions: they must share the machine fingerprint, the
-      engine (name, build, binary hash) and the model files (label and sha256); otherwise the
+      engine (name, build, binary hash, backend) and the model files (label and sha256); otherwise the
       side is **refused** (a pooled interval over different things is no interval);
     - between the two sides a difference is what the comparison is about (a new engine build,
       another machine, another model file): each one is **flagged**, by name, in the verdict
@@ -484,7 +493,8 @@ def check_comparable(side_a: Iterable[RunRecord], side_b: Iterable[RunRecord] = 
         flags += ra.machine.differences(rb.machine)
         for key, va, vb in (("engine", ra.engine.name, rb.engine.name),
                             ("engine_build", ra.engine.build_number, rb.engine.build_number),
-                            ("engine_sha256", (ra.engine.sha256 or "")[:16], (rb.engine.sha256 or "")[:16])):
+                            ("engine_sha256", (ra.engine.sha256 or "")[:16], (rb.engine.sha256 or "")[:16]),
+                            ("backend", backend_of(ra), backend_of(rb))):
             if va != vb:
                 flags.append(f"{key}: {va} vs {vb}")
         hashes_a = {m.label: m.sha256 for m in ra.models}

@@ -68,6 +68,15 @@ SAMPLE_COLUMNS: dict[str, tuple[str, str]] = {
     "knob_cpus": ("string", "CPU list the whole server ran on (taskset -c)"),
     "knob_omp_wait": ("string", "OMP_WAIT_POLICY of the server (active/passive)"),
     "knob_omp_spincount": ("Int64", "GOMP_SPINCOUNT of the server"),
+    "knob_env": ("string", "env axis of the cell: NAME=value pairs joined by ';' (unset: removed from the "
+                           "server's environment); null without --env-axis"),
+    "knob_server_args": ("string", "server-args axis of the cell (none: no extra argument); null without "
+                                   "--server-args-axis"),
+    "prompt_tokens": ("Int64", "new prompt tokens each request of the cell carried (0: one-token cached decode; "
+                               "N: N tokens evaluated, cache_prompt false); latency_ms is then the time to first "
+                               "token"),
+    "server_prompt_per_second": ("float64", "server timings.prompt_per_second: prompt evaluation rate the server "
+                                            "reported for the request"),
 }
 
 

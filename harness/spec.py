@@ -8,6 +8,7 @@ validated here, before a run directory exists, so bad input leaves nothing behin
 from __future__ import annotations
 
 import math
+import shlex
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
@@ -246,7 +247,8 @@ def check_types(spec: object, where: str) -> None:
 
 
 # fields whose values go through their own parser (which accepts strings such as "off" or "0:4:0.8")
-PARSED_FIELDS = frozenset({"pauses_s", "keep_alive", "sleep_idle_seconds", "cache_state", "engines", *CPU_KNOBS})
+PARSED_FIELDS = frozenset({"pauses_s", "keep_alive", "sleep_idle_seconds", "cache_state", "engines", "prompt_tokens",
+                           *CPU_KNOBS})
 
 
 @dataclass
@@ -283,13 +285,23 @@ class IdleSpec:
     request_timeout_s: float | None = None  # one request; past it the cell fails (a frozen server)
     cell_timeout_s: float | None = None  # one cell's whole sweep, warm-up included
     ctx_size_given: bool = False  # ctx_size came from the user (option or spec file): checked, never lowered
+    # knob axes (harness/knob_axes.py): "NAME=v1,v2" per variable, argument sets, new prompt tokens per request
+    env_axis: list[str] = field(default_factory=list)
+    server_args_axis: list[str] = field(default_factory=list)
+    prompt_tokens: list[int] = field(default_factory=lambda: [0])
 
     def settings(self) -> list[Setting]:
         import itertools
 
+        from harness import knob_axes
+
         axes = [getattr(self, k) for k in CPU_KNOBS]
-        return [Setting(k, s, c, *knobs) for k in self.keep_alive for s in self.sleep_idle_seconds
-                for c in self.cache_state for knobs in itertools.product(*axes)]
+        envs = knob_axes.env_settings(self.env_axis)
+        arg_sets = [knob_axes.parse_server_args_value(a) for a in self.server_args_axis] or [()]
+        return [Setting(k, s, c, *knobs, env=env, server_args=args, prompt_tokens=n)
+                for k in self.keep_alive for s in self.sleep_idle_seconds
+                for c in self.cache_state for knobs in itertools.product(*axes)
+                for env in envs for args in arg_sets for n in self.prompt_tokens]
 
     def validate(self, where: str = "spec") -> "IdleSpec":
         check_types(self, where)
@@ -327,6 +339,7 @@ class IdleSpec:
         if self.client_nice is not None and not (-20 <= int(self.client_nice) <= 19):
             raise BadInput(f"client nice must be -20..19, got {self.client_nice}", where=f"{where}: --client-nice")
         check_idle_engines(self.engines, self.cache_state, f"{where}: --engine")
+        self.check_knob_axes(where)
         self.check_size(where)
         if self.match is not None:  # the match mode names the cross-check engine whose work the server does
             pairs = registry.get(self.match, f"{where}: --match").pairs_with
@@ -335,9 +348,32 @@ class IdleSpec:
                                hint=f"drop --match, or use --engine {pairs}")
         return self
 
+    def check_knob_axes(self, where: str) -> None:
+        """The env, server-args and prompt-length axes (harness/knob_axes.py), parsed and checked."""
+        from harness import knob_axes
+
+        check_axes(self, ("prompt_tokens",), where)
+        knob_axes.env_axes(self.env_axis)  # names, values, the loopback rule, duplicates
+        sets = [knob_axes.parse_server_args_value(a, f"{where}: --server-args-axis") for a in self.server_args_axis]
+        self.server_args_axis = [shlex.join(s) for s in dict.fromkeys(sets)]
+        self.prompt_tokens = list(dict.fromkeys(knob_axes.parse_prompt_tokens(n, f"{where}: --prompt-tokens")
+                                                for n in (self.prompt_tokens or [0]))) or [0]
+        too_long = [n for n in self.prompt_tokens if n + 2 > self.ctx_size]
+        if too_long:
+            raise BadInput(f"a prompt of {too_long[0]} tokens does not fit the context of {self.ctx_size}",
+                           where=f"{where}: --prompt-tokens", hint=f"raise --ctx-size above {too_long[0] + 1}, "
+                                                                   "or ask for fewer tokens")
+        if self.env_axis or self.server_args_axis or self.prompt_tokens != [0]:
+            registry.require(self.server_engine, "knob_axes", f"{where}: --engine",
+                             why="take --env-axis, --server-args-axis or --prompt-tokens",
+                             hint="drop them, or use --engine " + " / ".join(registry.names("knob_axes")))
+
     def check_size(self, where: str) -> None:
         """The run's size from its axes' lengths, before any list of cells is built."""
-        n_settings = 1
+        from harness import knob_axes
+
+        n_settings = knob_axes.n_env_settings(self.env_axis) * max(len(self.server_args_axis), 1) \
+            * max(len(self.prompt_tokens), 1)
         for axis in (self.keep_alive, self.sleep_idle_seconds, self.cache_state,
                      *(getattr(self, k) for k in CPU_KNOBS)):
             n_settings *= max(len(axis), 1)
@@ -396,7 +432,7 @@ def load_spec(path: Path) -> IdleSpec:
     if "pauses_s" in kwargs and isinstance(kwargs["pauses_s"], str):
         kwargs["pauses_s"] = parse_pauses(kwargs["pauses_s"], where)
     for key in ("models", "keep_alive", "sleep_idle_seconds", "server_args", "pauses_s", "cache_state", "engines",
-                *CPU_KNOBS):
+                "env_axis", "server_args_axis", "prompt_tokens", *CPU_KNOBS):
         if key in kwargs and not isinstance(kwargs[key], list):
             kwargs[key] = [kwargs[key]]
     if "ctx_size" in kwargs:
@@ -459,9 +495,24 @@ class SwapSpec:
     engine: str = "llama-server"  # or "mlx" (mlx_lm.server reloads when a request names another model)
     # one request's deadline (docs/reliability.md); None = derived from the model sizes and the concurrency
     request_timeout_s: float | None = None
+    # the router's environment, "NAME=value" ("NAME=unset": removed); one value of each --env-axis
+    env: list[str] = field(default_factory=list)
+
+    def env_pairs(self) -> tuple[tuple[str, str | None], ...]:
+        from harness import knob_axes
+
+        pairs = []
+        for item in self.env:
+            name, values = knob_axes.parse_env_axis(item, "swap: env")
+            if len(values) != 1:
+                raise BadInput(f"swap env {item!r} holds {len(values)} values", where="swap: env",
+                               hint="one value per storm (--env-axis NAME=a,b runs one storm per value)")
+            pairs.append((name, values[0]))
+        return tuple(pairs)
 
     def validate(self, where: str = "swap options") -> "SwapSpec":
         check_types(self, where)
+        self.env_pairs()  # names, one value each, the loopback rule
         reserved.check_args(self.server_args, f"{where}: server_args / --server-arg")
         check_timeout(self, "request_timeout_s", where, "derived from the models and the concurrency")
         if len(self.models) < 2:

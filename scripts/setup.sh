@@ -16,8 +16,9 @@ fi
 .venv/bin/python -m pip install --quiet -e '.[test]'
 # System packages lbench can use, each installed only when its command is missing and apt-get can
 # run without a password (root, or sudo -n); setup never fails over them.
-apt_install_if_missing() {  # apt_install_if_missing COMMAND PACKAGE
+apt_install_if_missing() {  # apt_install_if_missing COMMAND PACKAGE...
   command -v "$1" >/dev/null 2>&1 && return 0
+  shift
   command -v apt-get >/dev/null 2>&1 || return 0
   local as=()
   if [ "$(id -u)" != 0 ]; then
@@ -25,9 +26,9 @@ apt_install_if_missing() {  # apt_install_if_missing COMMAND PACKAGE
     as=(sudo -n)
   fi
   # stale package lists: update once and try again
-  ("${as[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null 2>&1 \
+  ("${as[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null 2>&1 \
     || { "${as[@]}" apt-get update -qq >/dev/null 2>&1 \
-         && "${as[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null 2>&1; } \
+         && "${as[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null 2>&1; } \
     || true)
   return 0
 }
@@ -35,4 +36,9 @@ apt_install_if_missing() {  # apt_install_if_missing COMMAND PACKAGE
 apt_install_if_missing ccache ccache
 # Chromium (headless) lets tests/report/test_browser.py open every report in a real browser.
 apt_install_if_missing chromium chromium
+# Vulkan: the loader, Mesa's lavapipe (a software Vulkan device), glslc and the headers, so that
+# `lbench engine install --backend vulkan` can build (on Debian 12 it also fetches Debian 13's headers
+# into lbench's cache; docs/builds.md). Only packages here: the Vulkan engine itself is built by
+# scripts/test.sh for the engine tests, or by you; `lbench idle` never waits for it.
+apt_install_if_missing glslc glslc mesa-vulkan-drivers libvulkan-dev spirv-headers vulkan-tools
 .venv/bin/lbench engine install

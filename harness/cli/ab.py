@@ -12,7 +12,8 @@ import typer
 
 from harness.analysis.gate_config import GateConfig
 from harness.cli.idle import build_spec
-from harness.cli.options import GateOn, InconclusiveOk, Margin, ResultsDir, SlowerRule, default, shown
+from harness.cli.options import (BackendOpt, DeviceOpt, GateOn, InconclusiveOk, Margin, ResultsDir, SlowerRule, default,
+                                  select_device, shown)
 from harness.cli.ui import RichReporter, console, out, print_wrapped
 from harness.errors import BadInput
 from harness.spec import IdleSpec, parse_pauses
@@ -28,6 +29,21 @@ def ab(
                                  + shown("$LBENCH_LLAMA_SERVER, then PATH, then lbench's cached build")),
     a_arg: list[str] = typer.Option(None, "--a-arg", metavar="ARG", help="Extra llama-server argument for A; repeat."),
     b_arg: list[str] = typer.Option(None, "--b-arg", metavar="ARG", help="Extra llama-server argument for B; repeat."),
+    backend: BackendOpt = None,
+    a_backend: str = typer.Option(None, "--a-backend", metavar="NAME", help="Side A's cached build of this backend "
+                                  "(beats --backend), e.g. --a-backend cpu. " + shown("--backend")),
+    b_backend: str = typer.Option(None, "--b-backend", metavar="NAME", help="Side B's cached build of this backend, "
+                                  "e.g. --b-backend vulkan. " + shown("--backend")),
+    device: DeviceOpt = None,
+    env_axis: list[str] = typer.Option(None, "--env-axis", metavar="NAME=V1,V2",
+                                       help="Env axis of both sides' cells, as for lbench idle, e.g. "
+                                            "--env-axis GGML_VK_KEEPALIVE_MS=unset,30000. " + shown("none")),
+    server_args_axis: list[str] = typer.Option(None, "--server-args-axis", metavar="ARGS",
+                                               help="Server-args axis of both sides' cells, as for lbench idle, "
+                                                    "e.g. --server-args-axis='--no-sleep 30'. " + shown("none")),
+    prompt_tokens: str = typer.Option(None, "--prompt-tokens", metavar="N",
+                                      help="New prompt tokens per request, as for lbench idle, e.g. 0,512. "
+                                           + shown("0")),
     min_rounds: int = typer.Option(3, "--min-rounds", help="Rounds before the first look (>= 2: the run-level t "
                                                            "statistic needs two runs per side)."),
     max_rounds: int = typer.Option(10, "--max-rounds", help="Round budget (the information fraction of a look "
@@ -75,7 +91,14 @@ def ab(
         raise BadInput(f"--spending must be one of {', '.join(SPENDING)}, got {spending!r}", where="--spending")
     cfg = load_config(None, alpha=alpha, threshold=margin, slower_rule=slower_rule)
     groups_on = parse_gate_on(gate_on)
-    spec = build_spec(None, models=model or None, pauses_s=parse_pauses(pauses) if pauses else None, reps=reps)
+    spec = build_spec(None, models=model or None, pauses_s=parse_pauses(pauses) if pauses else None, reps=reps,
+                      env_axis=env_axis or None, server_args_axis=server_args_axis or None,
+                      prompt_tokens=[p for p in prompt_tokens.split(",") if p.strip()] if prompt_tokens else None)
+    from harness.engines.builds import server_path
+
+    a_server = server_path(a_backend or backend, a_server)
+    b_server = server_path(b_backend or backend, b_server)
+    select_device(a_backend or backend, device, a_server)
     spec_a, spec_b = copy.deepcopy(spec), copy.deepcopy(spec)
     spec_a.server_args = list(spec.server_args) + list(a_arg or [])
     spec_b.server_args = list(spec.server_args) + list(b_arg or [])

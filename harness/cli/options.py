@@ -32,6 +32,39 @@ LlamaServer = Annotated[Optional[str], typer.Option(
     help="llama-server binary to use (see lbench engine info). "
          + shown("$LBENCH_LLAMA_SERVER, then PATH, then lbench's cached build"))]
 
+BackendOpt = Annotated[Optional[str], typer.Option(
+    "--backend", metavar="NAME",
+    help="Use lbench's cached build for this backend: cpu, vulkan, cuda, hip, sycl or metal (lbench engine "
+         "install --backend NAME first), e.g. --backend vulkan. " + shown("the usual lookup (lbench engine info)"))]
+
+DeviceOpt = Annotated[Optional[int], typer.Option(
+    "--device", metavar="N",
+    help="Raw device index for the backend's selection variable (Vulkan: GGML_VK_VISIBLE_DEVICES=N, which also "
+         "admits CPU-type devices such as lavapipe; CUDA/HIP: *_VISIBLE_DEVICES), e.g. --device 0. "
+         + shown("the backend's own choice; a GPU build that sees no device is refused"))]
+
+
+def select_device(backend: str | None, device: int | None, llama_server: str | None) -> None:
+    """``--device N``: set the backend's selection variable in lbench's environment, which every
+    server it starts inherits (recorded in the manifest as device_select)."""
+    if device is None:
+        return
+    import os
+
+    from harness.engines import devices
+    from harness.engines.binary import locate
+    from harness.errors import BadInput
+
+    name = backend or locate(llama_server).backend
+    var = devices.SELECT_ENV.get(name)
+    if var is None or device < 0:
+        raise BadInput(f"--device {device} cannot select a {name} device" if var is None
+                       else f"--device must be >= 0, got {device}", where="--device",
+                       hint="drop --device (the cpu and metal backends have one device)" if var is None
+                       else "a raw index, e.g. --device 0")
+    os.environ[var] = str(device)
+
+
 Report = Annotated[bool, typer.Option(
     "--report/--no-report", help="Render the HTML report at the end.")]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from harness.cli.options import Builds, LlamaServer, Report, ResultsDir, shown
+from harness.cli.options import BackendOpt, Builds, DeviceOpt, LlamaServer, Report, ResultsDir, select_device, shown
 from harness.cli.ui import RichReporter, out, print_wrapped
 from harness.spec import SWAP_PATTERNS, SwapSpec
 
@@ -60,6 +60,16 @@ def swap(
     llama_server: LlamaServer = None,
     report: Report = True,
     build: Builds = None,
+    backend: BackendOpt = None,
+    device: DeviceOpt = None,
+    env_axis: list[str] = typer.Option(None, "--env-axis", metavar="NAME=V1,V2",
+                                       help="An environment variable of the router as an axis: one storm per "
+                                            "value (unset: not set), e.g. --env-axis GGML_VK_KEEPALIVE_MS=unset,"
+                                            "30000. " + shown("none")),
+    server_args_axis: list[str] = typer.Option(None, "--server-args-axis", metavar="ARGS",
+                                               help="Extra router arguments as an axis: one storm per value (none: "
+                                                    "no argument), e.g. --server-args-axis none "
+                                                    "--server-args-axis='--no-sleep 30'. " + shown("none")),
 ) -> None:
     """Swap storm: drive llama-server's router over several models and time every swap.
 
@@ -78,6 +88,9 @@ def swap(
       lbench swap --engine mlx -m tiny-f16 -m tiny-f16 -n 20
       # a spec, one option overridden:
       lbench swap --spec experiments/swap/default.toml --pattern zipf
+      # on the Vulkan build, one storm per knob value:
+      lbench swap --backend vulkan --device 0 \\
+          --env-axis GGML_VK_KEEPALIVE_MS=unset,30000
     """
     from harness.engines import registry
     from harness.resources import find_spec
@@ -97,12 +110,30 @@ def swap(
         if value is not None:
             setattr(spec, key, value)
     spec.validate(f"{spec_file} + command line" if spec_file else "command line")
+    from harness import knob_axes
     from harness.engines.builds import binaries
 
-    servers = [str(b.path) for b in binaries(build, llama_server)] if build else [llama_server]
+    storms = [spec]
+    if env_axis or server_args_axis:  # one storm per combination, each checked before any runs
+        import copy
+        import shlex
+
+        arg_sets = [knob_axes.parse_server_args_value(a) for a in server_args_axis or []] or [()]
+        storms = []
+        for env in knob_axes.env_settings(env_axis or []):
+            for args in arg_sets:
+                s = copy.deepcopy(spec)
+                s.env = [*spec.env, *(f"{k}={'unset' if v is None else v}" for k, v in env)]
+                s.server_args = [*spec.server_args, *(a for a in args if a != "none")]
+                label = ",".join([*s.env, *(["args=" + shlex.join(args)] if args else [])])
+                s.name = f"{spec.name} {label}"[:100]
+                storms.append(s.validate("command line"))
+    servers = [str(b.path) for b in binaries(build, llama_server, backend)] if build or backend else [llama_server]
+    select_device(backend, device, servers[0])
     failed = False
     for server in servers:
-        failed |= _one_storm(spec, server, results, report)
+        for storm in storms:
+            failed |= _one_storm(storm, server, results, report)
     if failed:
         raise typer.Exit(1)
 

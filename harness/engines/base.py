@@ -14,6 +14,10 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from harness.engines.binary import Binary
+    from harness.engines.devices import DeviceChoice
+
+
+NO_ARGS = "none"  # the server-args axis value that adds nothing (kept in Setting.server_args to be labelled)
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,26 @@ class Setting:
     cpus: str | None = None
     omp_wait: str | None = None
     omp_spincount: int | None = None
+    # knob axes (docs/workloads.md): environment variables of the server (value None: removed from its
+    # environment, "unset"), extra server arguments, and new prompt tokens each request carries
+    env: tuple[tuple[str, str | None], ...] = ()
+    server_args: tuple[str, ...] = ()
+    prompt_tokens: int = 0
+
+    def axis_knobs(self) -> dict:
+        """The knob axes that are set (for manifests and samples)."""
+        out: dict = {}
+        if self.env:
+            out["env"] = dict(self.env)
+        if self.server_args:
+            out["server_args"] = self.extra_args()
+        if self.prompt_tokens:
+            out["prompt_tokens"] = self.prompt_tokens
+        return out
+
+    def extra_args(self) -> list[str]:
+        """The server-args axis value as arguments (``none``: nothing)."""
+        return [a for a in self.server_args if a != NO_ARGS]
 
     def cpu_knobs(self) -> dict:
         """The CPU wake knobs that are set (for samples, manifests and labels)."""
@@ -61,6 +85,12 @@ class Setting:
         for key, value in self.cpu_knobs().items():
             name = key.replace("_", "-")
             parts.append(name if value is True else f"{name}={int(value) if isinstance(value, bool) else value}")
+        for key, value in self.env:
+            parts.append(f"{key}={'unset' if value is None else value}")
+        if self.server_args:
+            parts.append("args=" + " ".join(self.server_args))
+        if self.prompt_tokens:
+            parts.append(f"prompt={self.prompt_tokens}")
         return ",".join(parts)
 
 
@@ -125,6 +155,10 @@ class Engine(Protocol):
         """The context size its servers start with (the run's default fitted to the model)."""
         ...
 
+    def device_choice(self) -> "DeviceChoice | None":
+        """The accelerator devices its servers use, checked (None: not an engine lbench builds)."""
+        ...
+
 
 class EngineDefaults:
     """What an engine does when it declares nothing else: no binary of lbench's, the setting's
@@ -143,6 +177,10 @@ class EngineDefaults:
 
     def set_context_size(self, n_ctx: int) -> None:
         """The context every server of the run gets (engines that take none ignore it)."""
+
+    def device_choice(self) -> "DeviceChoice | None":
+        """The accelerator devices its servers use (None: an engine lbench does not build)."""
+        return None
 
 
 class RunningServer(Server, Protocol):

@@ -8,6 +8,7 @@ the sha256 its ``engine.json`` recorded).
 from __future__ import annotations
 
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -29,10 +30,34 @@ class Binary:
     build_number: int | None
     commit: str
     sha256: str
+    backend: str = "cpu"  # the ggml backend it was built for (engines/backends.py)
 
     def as_dict(self) -> dict:
         return {"path": str(self.path), "source": self.source, "version": self.version,
-                "build_number": self.build_number, "commit": self.commit, "sha256": self.sha256}
+                "build_number": self.build_number, "commit": self.commit, "sha256": self.sha256,
+                "backend": self.backend}
+
+
+LINKED_BACKENDS = (("libvulkan", "vulkan"), ("libcudart", "cuda"), ("libcublas", "cuda"), ("libamdhip", "hip"),
+                   ("libhipblas", "hip"), ("libsycl", "sycl"))
+
+
+def backend_of(path: Path) -> str:
+    """The backend a llama-server was built for: its engine.json in lbench's cache, else the shared
+    libraries it links (a static GPU build still links the driver's loader), else cpu (Metal on macOS
+    is built in: the device list says so)."""
+    from harness.engines import provision
+
+    stamp = provision.cached_stamp(path)
+    if stamp and isinstance(stamp.get("backend"), str):
+        return str(stamp["backend"])
+    if platform.system() == "Darwin":
+        return "metal"
+    try:
+        text = subprocess.run(["ldd", str(path)], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return "cpu"
+    return next((b for lib, b in LINKED_BACKENDS if lib in text), "cpu")
 
 
 def _probe_version(path: Path) -> tuple[str, int | None, str]:
@@ -76,7 +101,7 @@ def locate(explicit: str | None = None) -> Binary:
                            hint="fix the path, or drop it to use lbench's own build (lbench engine install)")
         provision.verify_cached(path)  # a binary in lbench's cache is the one its engine.json recorded
         version, build, commit = _probe_version(path)
-        return Binary(path.resolve(), source, version, build, commit, _sha256(path))
+        return Binary(path.resolve(), source, version, build, commit, _sha256(path), backend_of(path))
     raise EngineError(
         "no llama-server available",
         hint="run `lbench engine install` (builds the pinned llama.cpp once; see docs/builds.md), "

@@ -13,11 +13,13 @@ import subprocess
 from pathlib import Path
 
 
-from harness.engines import processes, reserved
+from harness.engines import devices, processes, reserved
 from harness.engines.base import Completion, EngineDefaults, Setting
 from harness.engines.binary import Binary, locate  # noqa: F401  (where engines and commands found them before)
 from harness.engines.loopback import HOST, free_port
+from harness.engines.devices import DeviceChoice
 from harness.engines.one_token import OneTokenClient
+from harness.engines.prompt_eval import PromptEvalClient
 from harness.engines.prompts import IDLE_PROMPT
 from harness.engines.readiness import wait_until_ready
 from harness.errors import BadInput, EngineError
@@ -80,7 +82,11 @@ class LlamaServerEngine(EngineDefaults):
         return {"engine": self.name, **self.binary.as_dict(), "ctx_size": self.ctx_size,
                 "extra_args": self.extra_args, "stray_configs": stray_configs(),
                 "devices": list_devices(self.binary.path), "openmp": openmp_build(self.binary.path),
-                "match": self.match}
+                "match": self.match, **self.device_choice().facts()}
+
+    def device_choice(self) -> DeviceChoice:
+        """The devices its servers use (refused, exit 2, when a GPU build would see none)."""
+        return devices.choose(self.binary.path, self.binary.backend, where=str(self.binary.path))
 
     def compute_threads(self, setting: Setting) -> int | None:
         """The compute threads a cell's server runs, when lbench sets them (None: the server's default)."""
@@ -172,6 +178,11 @@ class LlamaServerEngine(EngineDefaults):
             overrides["OMP_WAIT_POLICY"] = setting.omp_wait.upper()
         if setting.omp_spincount is not None:
             overrides["GOMP_SPINCOUNT"] = str(setting.omp_spincount)
+        for key, value in setting.env:  # the env axis (--env-axis NAME=unset,30000); unset: removed
+            if value is None:
+                env.pop(key, None)
+            else:
+                overrides[key] = value
         env.update(overrides)
         return env, overrides
 
@@ -183,6 +194,7 @@ class LlamaServerEngine(EngineDefaults):
         if setting.sleep_idle_seconds is not None:
             argv += ["--sleep-idle-seconds", str(setting.sleep_idle_seconds)]
         argv += cpu_args(setting)
+        argv += setting.extra_args()  # the server-args axis (checked like --server-arg)
         if setting.cpus is not None:
             taskset = shutil.which("taskset")
             if taskset is None:
@@ -202,6 +214,8 @@ class LlamaServerEngine(EngineDefaults):
                 server.wait_ready(self.startup_timeout_s)
                 if self.match == "llama-idle":
                     server.client.set_body(llama_idle_body(server.client.bos_token()))
+                if setting.prompt_tokens:  # N new prompt tokens per request (engines/prompt_eval.py)
+                    server.prompt_eval = PromptEvalClient(server.client, setting.prompt_tokens)
                 return server
             except EngineError as exc:
                 server.close()
@@ -311,6 +325,7 @@ class LlamaServerProcess:
         self.proc = processes.spawn(argv, env=env, stdout=self._log, stderr=subprocess.STDOUT)
         self.pid = self.proc.pid
         self.client = OneTokenClient(self.base_url, prompt)
+        self.prompt_eval: PromptEvalClient | None = None
 
     def log_tail(self, n: int = 40) -> str:
         try:
@@ -324,6 +339,8 @@ class LlamaServerProcess:
                          log_path=self.log_path)
 
     def complete_one_token(self) -> Completion:
+        if self.prompt_eval is not None:
+            self.prompt_eval.next_body()  # a new prompt each request, built before the clock starts
         return self.client.complete_one_token()
 
     def floor(self, path: str = "/health") -> Completion:

@@ -122,10 +122,17 @@ def detect_backend(extra_cmake_args: list[str], system: str | None = None) -> st
     return "cpu"
 
 
-def plan_build(cmake_args_env: str | None = None, build: int | None = None) -> BuildPlan:
-    """The cache entry for llama.cpp build ``build`` (default: the pinned one); builds sit side by side."""
+def plan_build(cmake_args_env: str | None = None, build: int | None = None, backend: str | None = None) -> BuildPlan:
+    """The cache entry for llama.cpp build ``build`` (default: the pinned one) and ``backend`` (default:
+    what CMAKE_ARGS and the platform say, cpu on Linux); builds sit side by side.  A backend's own
+    cmake flags (engines/backends.py) are part of its recipe, not of the key's hash: ``--backend cpu``
+    is the same entry as no backend on Linux."""
     extra = shlex.split(cmake_args_env if cmake_args_env is not None else os.environ.get("CMAKE_ARGS", ""))
-    backend = detect_backend(extra)
+    if backend is not None:
+        from harness.engines import backends
+
+        backends.get(backend)
+    backend = backend or detect_backend(extra)
     version = package_version(build)
     key = f"{PACKAGE}-{version}-{platform.system().lower()}-{platform.machine().lower()}-{backend}-{RECIPE}"
     if extra:
@@ -262,7 +269,12 @@ def install(
         tree = _source_tree(log, plan.version)
         build_dir = plan.root / "build"
         logfile = plan.root / "build.log"
-        cmake_args = build_cmake_args(plan.version) + plan.extra_cmake_args
+        from harness.engines import backends
+
+        backend_args, backend_facts = backends.prepare(plan.backend, log) if plan.backend in backends.BACKENDS \
+            else ([], {})
+        cmake_args = build_cmake_args(plan.version) + [a for a in backend_args if a not in plan.extra_cmake_args] \
+            + plan.extra_cmake_args
         jobs = jobs or os.cpu_count() or 2
 
         def on_line(line: str) -> None:
@@ -273,6 +285,7 @@ def install(
         started = time.time()
         log(f"configuring llama.cpp ({plan.backend}) in {build_dir}")
         _run_logged(["cmake", "-S", str(tree), "-B", str(build_dir), *cmake_args], plan.root, logfile, on_line)
+        configure_log = logfile.read_text(errors="replace") if logfile.is_file() else ""
         log(f"building {', '.join(TARGETS)} with {jobs} jobs (several minutes the first time; cached after)")
         _run_logged(["cmake", "--build", str(build_dir), "--config", "Release", f"-j{jobs}",
                      "--target", *TARGETS], plan.root, logfile, on_line)
@@ -301,7 +314,10 @@ def install(
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "build_seconds": round(time.time() - started, 1),
             "platform": platform.platform(),
+            **backend_facts,
         }
+        if plan.backend == "vulkan":  # glslc's missing extensions turn shader paths off: recorded
+            stamp["shader_extensions_off"] = backends.shader_extensions_off(configure_log)
         atomic_write_json(plan.stamp, stamp)
         return plan
 
@@ -330,6 +346,8 @@ def rebuild_command(plan: BuildPlan) -> str:
     from harness import shell
 
     words = ["lbench", "engine", "install", "--force"]
+    if plan.backend != detect_backend(plan.extra_cmake_args):
+        words += ["--backend", plan.backend]
     if plan.version != PACKAGE_VERSION:
         words += ["--build", str(plan.build_number)]
     # CMAKE_ARGS is split with shlex (plan_build), so its value is the args shlex-joined, then quoted
@@ -344,8 +362,12 @@ def _plan_of(root: Path, stamp: dict | None) -> BuildPlan:
     base = set(build_cmake_args(version)) | set(BASE_CMAKE_ARGS) | set(LEGACY_CMAKE_ARGS) | {
         "-DCMAKE_C_COMPILER_LAUNCHER=ccache", "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"}
     args = stamp.get("cmake_args") if isinstance(stamp.get("cmake_args"), list) else []
-    extra = [str(a) for a in args if str(a) not in base and not str(a).startswith(("-DLLAMA_BUILD_NUMBER",
-                                                                                     "-DLLAMA_BUILD_COMMIT"))]
+    from harness.engines import backends
+
+    recipe = backends.BACKENDS.get(str(stamp.get("backend") or "cpu"))
+    base |= set(recipe.cmake_args if recipe else ())
+    extra = [str(a) for a in args if str(a) not in base and not str(a).startswith(
+        ("-DLLAMA_BUILD_NUMBER", "-DLLAMA_BUILD_COMMIT", *backends.PREPARED_ARG_PREFIXES))]
     return BuildPlan(key=root.name, backend=str(stamp.get("backend") or "cpu"), extra_cmake_args=extra,
                      version=version)
 
@@ -379,6 +401,15 @@ def _read_json(path: Path) -> dict | None:
     except (OSError, ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def cached_stamp(path: Path) -> dict | None:
+    """The engine.json of the cache entry holding binary ``path`` (None: not in lbench's cache)."""
+    try:
+        rel = Path(path).resolve().relative_to(paths.engines_dir().resolve())
+    except (ValueError, OSError):
+        return None
+    return _read_json(paths.engines_dir() / rel.parts[0] / "engine.json") if len(rel.parts) == 3 else None
 
 
 def read_stamp(plan: BuildPlan) -> dict | None:

@@ -37,6 +37,7 @@ CAPABILITIES: dict[str, str] = {
     "sleep_idle": "has llama-server's --sleep-idle-seconds",
     "router_events": "reports model loads and unloads (router log and /models/sse) for swap phases",
     "models_max": "caps the number of models loaded at once (--models-max)",
+    "knob_axes": "takes --env-axis, --server-args-axis and --prompt-tokens (its environment, flags and prompts)",
 }
 
 # how --model is turned into something the engine loads
@@ -144,7 +145,7 @@ def _llama_router(o: EngineOptions, *, binary, models, spec, run_dir, on_event):
 
     return RouterProcess(binary, models, models_max=spec.models_max, run_dir=run_dir,
                          sleep_idle_seconds=spec.sleep_idle_seconds, ctx_size=spec.ctx_size, parallel=spec.parallel,
-                         extra_args=o.server_args, on_event=on_event)
+                         extra_args=o.server_args, on_event=on_event, env_axis=spec.env_pairs())
 
 
 def _mlx_server(o: EngineOptions):
@@ -176,7 +177,7 @@ def _ollama(o: EngineOptions):
 register(EngineKind(
     "llama-server", "llama.cpp's HTTP server, built by lbench (router mode for swap storms)",
     frozenset({"idle", "swap", "managed", "server_timings", "local_model", "metal_knobs", "sleep_idle",
-               "router_events", "models_max"}),
+               "router_events", "models_max", "knob_axes"}),
     "gguf", make_server=_llama_server, make_swap=_llama_router, binary="llama-server"))
 register(EngineKind(
     "llama-idle", "llama.cpp's in-process idle benchmark (a reference beside llama-server)",

@@ -166,7 +166,8 @@ class RouterProcess:
                  sleep_idle_seconds: int | None = None, ctx_size: int = 512, parallel: int = 1,
                  extra_args: list[str] | None = None, on_event: Callable[[TimelineEvent], None] = lambda e: None,
                  startup_timeout_s: float = 60.0, extra_env: dict[str, str] | None = None,
-                 preset_global: dict[str, str] | None = None):
+                 preset_global: dict[str, str] | None = None,
+                 env_axis: tuple[tuple[str, str | None], ...] = ()):
         reserved.check_args(extra_args or [], "extra router arguments")  # the loopback rule, where it starts
         reserved.check_env(extra_env, "router environment")
         for key in extra_env or {}:
@@ -180,7 +181,7 @@ class RouterProcess:
                                                global_extra=preset_global))
         cache = run_dir / "llama-cache"
         cache.mkdir(exist_ok=True)
-        env, _ = LlamaServerEngine(binary).environment(Setting())
+        env, _ = LlamaServerEngine(binary).environment(Setting(env=env_axis))  # the swap's env axis value
         env["LLAMA_CACHE"] = str(cache)
         env.update(extra_env or {})
         self.log_paths = {"router": run_dir / "logs" / "router.stderr.log",

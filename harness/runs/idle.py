@@ -17,7 +17,7 @@ from typing import Protocol
 
 from harness import paths
 from harness.kinds import KINDS
-from harness.engines import llama_idle
+from harness.engines import devices, llama_idle
 from harness.engines import registry
 from harness.engines.base import Engine, Setting
 from harness.engines.registry import EngineOptions
@@ -111,6 +111,9 @@ def prepare_idle(spec: IdleSpec, *, llama_server: str | None = None, results: st
     if engine.binary is not None:
         reporter.message(f"engine: {engine.binary.path} (build {engine.binary.build_number}, "
                          f"chosen from {engine.binary.source})")
+        choice = engine.device_choice()  # a GPU build that sees no device: refused here, exit 2
+        if choice is not None:
+            reporter.message(f"device: {choice.summary}")
     else:
         reporter.message(f"engine: {engine.name}")
     prepared = PreparedIdle(spec, models, engine, paths.results_dir(results), kind)
@@ -286,7 +289,8 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
     label = f"{setting.label} ({engine_name})" if cross else setting.label
     cell = IdleCell(index=index, model=model.label, setting=label, engine=engine_name, keep_alive=setting.keep_alive,
                     sleep_idle_seconds=setting.sleep_idle_seconds, notes=notes, cpu_knobs=setting.cpu_knobs(),
-                    applicable=not notes, env_overrides=overrides, log=f"logs/{log_name}")
+                    applicable=not notes, env_overrides=overrides, log=f"logs/{log_name}",
+                    axis_knobs=setting.axis_knobs())
     writer.manifest["cells"].append(cell)
     writer.save_manifest()
     for note in notes:
@@ -297,7 +301,9 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
     common = {"cell": index, "model": model.label, "model_quant": model.info.quant, "setting": label,
               "keep_alive": setting.keep_alive, "sleep_idle_s": setting.sleep_idle_seconds,
               "setting_applicable": not notes, "engine": engine_name, "cache_state": setting.cache_state,
-              **{f"knob_{k}": v for k, v in setting.cpu_knobs().items()}}
+              **{f"knob_{k}": v for k, v in setting.cpu_knobs().items()}, "prompt_tokens": setting.prompt_tokens,
+              "knob_env": ";".join(f"{k}={'unset' if v is None else v}" for k, v in setting.env) or None,
+              "knob_server_args": " ".join(setting.server_args) or None}
 
     def emit(row: dict) -> None:
         writer.append({**common, **row})
@@ -347,6 +353,9 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
                     after = pagecache.resident_fraction(weights)
                     cell.cache["resident_pct_when_ready"] = None if after is None else round(100 * after, 2)
                 cell.startup = engine_log.parse_startup(server.log_tail(400))
+                libs = devices.driver_libs(getattr(server, "pid", None))
+                if libs:  # the device driver the server loaded (lavapipe: libvulkan_lvp.so)
+                    cell.startup["driver_libs"] = libs
                 client = getattr(server, "client", None)
                 if client is not None and getattr(client, "body", None):
                     cell.request_body = client.body.decode(errors="replace")
@@ -425,6 +434,7 @@ class IdleCell:
     request_body: str | None = None
     startup_metal: dict | None = None
     llama_idle_summaries: list | None = None
+    axis_knobs: dict = field(default_factory=dict)  # env / server-args / prompt-tokens axes of the cell
     n_errors: int | None = None
 
     OPTIONAL = ("ready_s", "deadlines", "port", "request_body", "startup_metal", "llama_idle_summaries", "n_errors")

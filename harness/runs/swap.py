@@ -11,13 +11,14 @@ the run ``failed`` (reason in the manifest, the faults first among the findings)
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
 from harness import paths
 from harness.analysis.persisted import load_analysis
+from harness.engines import devices
 from harness.engines.binary import Binary, locate
 from harness.engines import registry
 from harness.engines.registry import EngineKind, EngineOptions
@@ -51,6 +52,7 @@ class PreparedSwap:
     engine: EngineKind | None = None
     options: EngineOptions | None = None
     deadline: dict | None = None  # {"request_s": seconds, "derived_from": how}, see request_deadline
+    device_facts: dict = field(default_factory=dict)  # backend, devices used, driver (engines/devices.py)
 
 
 PER_LOAD_S = 60.0  # one model load, before its size: spawn, mmap, warm-up, first decode
@@ -106,13 +108,18 @@ def prepare_swap(spec: SwapSpec, *, llama_server: str | None = None, results: st
         if m.source == "synthetic":
             reporter.message(f"{m.ref}: SYNTHETIC model (random weights, shape of preset {m.info.preset})")
     binary = locate(llama_server) if engine.binary is not None else None  # a llama.cpp program lbench provides
+    device_facts: dict = {}
     if binary is not None:
         reporter.message(f"engine: {binary.path} (build {binary.build_number}, chosen from {binary.source})")
+        choice = devices.choose(binary.path, binary.backend, where=str(binary.path))  # refused: exit 2, here
+        reporter.message(f"device: {choice.summary}")
+        device_facts = choice.facts()
     else:
         reporter.message(f"engine: {engine.name} ({engine.summary})")
     plan = waves(pattern, names, spec.requests, spec.seed)
     prepared = PreparedSwap(spec, models, names, binary, paths.results_dir(results), plan, engine, options,
                             request_deadline(spec, [m.info.bytes for m in models]))
+    prepared.device_facts = device_facts
 
     preflight.check_swap(prepared)  # names and paths the router preset cannot hold: before any run directory
     return prepared
@@ -126,7 +133,7 @@ def execute_swap(prep: PreparedSwap, reporter: Reporter = QuietReporter()) -> Ru
         "config": spec.as_dict(),
         "t0_unix": t0_unix,
         "engine": {"engine": prep.engine.name, "summary": prep.engine.summary,
-                   **(prep.binary.as_dict() if prep.binary else {})},
+                   **(prep.binary.as_dict() if prep.binary else {}), **prep.device_facts},
         "models": [{"label": name, "ref": m.ref, "source": m.source,
                     "sha256": file_sha256(m.path) if m.path.is_file() else None,
                     **m.info.as_dict(), **({"origin": m.origin} if m.origin else {})}

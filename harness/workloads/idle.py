@@ -66,6 +66,7 @@ def sample_row(c: Completion, *, phase: str, rep: int | None, seq: int, pause_re
         "latency_ms": c.latency_ms,
         "server_prompt_ms": prompt_ms,
         "server_prompt_n": t.get("prompt_n"),
+        "server_prompt_per_second": t.get("prompt_per_second"),
         "server_cache_n": t.get("cache_n"),
         "server_predicted_ms": predicted_ms,
         "server_predicted_n": t.get("predicted_n"),

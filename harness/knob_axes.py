@@ -1,0 +1,111 @@
+"""Any knob as an axis: environment variables, sets of server arguments, prompt lengths.
+
+``--env-axis GGML_VK_KEEPALIVE_MS=unset,30000`` makes one cell per value (``unset``: the variable
+is removed from the server's environment, whatever lbench's own environment holds);
+``--server-args-axis none --server-args-axis "--no-sleep 30"`` one cell per set of arguments
+(``none``: no extra argument); ``--prompt-tokens 0,512`` one cell per prompt length (0: the
+one-token cached decode; N: N new tokens evaluated after the pause, engines/prompt_eval.py).
+Each is subject to the loopback rule (engines/reserved.py): a variable or argument that sets the
+address, port or model, or fetches from the network, is refused before a run directory exists.
+
+The Metal ``--keep-alive`` axis is one instance: ``none`` is ``GGML_METAL_NO_RESIDENCY=1`` and N is
+``GGML_METAL_RESIDENCY_KEEP_ALIVE_S=N``; it keeps its own option and manifest field (``keep_alive``)
+so older runs read as before.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import shlex
+
+from harness.engines import reserved
+from harness.engines.base import NO_ARGS
+from harness.errors import BadInput
+
+UNSET = "unset"
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MAX_AXIS_VALUES = 100
+MAX_PROMPT_TOKENS = 1 << 16
+# set by other axes of lbench (each has its own option); an env axis naming one would fight it
+OWNED_ENV = {"GGML_METAL_NO_RESIDENCY": "--keep-alive", "GGML_METAL_RESIDENCY_KEEP_ALIVE_S": "--keep-alive",
+             "OMP_WAIT_POLICY": "--omp-wait-policy", "GOMP_SPINCOUNT": "--omp-spincount"}
+
+
+def parse_env_axis(item: object, where: str = "--env-axis") -> tuple[str, list[str | None]]:
+    """``"NAME=v1,v2"`` -> (NAME, [v1, v2]); the value ``unset`` becomes None."""
+    text = str(item).strip()
+    name, sep, values = text.partition("=")
+    name = name.strip()
+    if not sep or not ENV_NAME.match(name):
+        raise BadInput(f"bad env axis {text!r}"[:300], where=where,
+                       hint="NAME=value1,value2 (unset: not in the server's environment), "
+                            "e.g. --env-axis GGML_VK_KEEPALIVE_MS=unset,30000")
+    reserved.check_env({name: None}, where)
+    if name.upper().startswith(("LLAMA_ARG_HF", "LLAMA_ARG_MODEL", "LLAMA_ARG_HOST", "LLAMA_ARG_PORT")):
+        raise BadInput(f"environment variable {name} is reserved: lbench sets the address, port and model itself",
+                       where=where, hint=f"drop {name}")
+    if name in OWNED_ENV:
+        raise BadInput(f"{name} is set by lbench's {OWNED_ENV[name]} axis", where=where,
+                       hint=f"use {OWNED_ENV[name]} instead")
+    out: list[str | None] = []
+    for v in (v.strip() for v in values.split(",")):
+        if not v:
+            raise BadInput(f"empty value in env axis {text!r}"[:300], where=where,
+                           hint="write 'unset' for a variable that is not set")
+        if not v.isprintable() or len(v) > 4096:
+            raise BadInput(f"bad value {v[:50]!r} in env axis {name}", where=where)
+        out.append(None if v.lower() == UNSET else v)
+    if len(out) > MAX_AXIS_VALUES:
+        raise BadInput(f"{len(out)} values in env axis {name}, more than {MAX_AXIS_VALUES}", where=where)
+    return name, list(dict.fromkeys(out))
+
+
+def parse_server_args_value(item: object, where: str = "--server-args-axis") -> tuple[str, ...]:
+    """One value of the server-args axis: ``none`` or a shell-quoted argument list."""
+    text = str(item).strip()
+    if text.lower() in ("", NO_ARGS):
+        return (NO_ARGS,)
+    try:
+        args = tuple(shlex.split(text))
+    except ValueError as exc:
+        raise BadInput(f"bad server arguments {text!r}: {exc}"[:300], where=where,
+                       hint="quote them as in a shell, e.g. --server-args-axis='--no-sleep 30'") from None
+    reserved.check_args(args, where)
+    return args
+
+
+def parse_prompt_tokens(value: object, where: str = "--prompt-tokens") -> int:
+    if isinstance(value, bool):
+        raise BadInput(f"bad prompt length {value!r}", where=where)
+    try:
+        n = int(str(value).strip())
+    except ValueError:
+        raise BadInput(f"bad prompt length {value!r}", where=where,
+                       hint="new tokens per request: 0 (one-token cached decode) or N, e.g. --prompt-tokens 0,512") \
+            from None
+    if not 0 <= n <= MAX_PROMPT_TOKENS:
+        raise BadInput(f"prompt length must be 0..{MAX_PROMPT_TOKENS}, got {n}", where=where)
+    return n
+
+
+def env_axes(items: list) -> list[tuple[str, list[str | None]]]:
+    axes = [parse_env_axis(i) for i in items]
+    names = [n for n, _ in axes]
+    dup = next((n for n in names if names.count(n) > 1), None)
+    if dup:
+        raise BadInput(f"env axis {dup} given twice", where="--env-axis", hint=f"one --env-axis {dup}=a,b,c")
+    return axes
+
+
+def env_settings(items: list) -> list[tuple[tuple[str, str | None], ...]]:
+    """Every combination of the env axes (one tuple of (NAME, value) per cell; [()] when none)."""
+    axes = env_axes(items)
+    return [tuple(zip([n for n, _ in axes], combo)) for combo in itertools.product(*(v for _, v in axes))] or [()]
+
+
+def n_env_settings(items: list) -> int:
+    n = 1
+    for _, values in env_axes(items):
+        n *= len(values)
+    return n
