@@ -280,6 +280,10 @@ class IdleSpec:
     request_timeout_s: float | None = None  # one request; past it the cell fails (a frozen server)
     cell_timeout_s: float | None = None  # one cell's whole sweep, warm-up included
     ctx_size_given: bool = False  # ctx_size came from the user (option or spec file): checked, never lowered
+    # device probes sampled through each pause (harness/probes/devices; docs/probes.md)
+    device_probes: str = "auto"  # auto (every available source), off, or a comma list (nvml,drm,fdinfo,...)
+    device_interval_s: float = 0.5  # one reading per this many seconds at most (bounded below by 0.1 s)
+    device_interleave: bool = False  # sampling on in half the repetitions, off in the other (perturbation)
 
     def settings(self) -> list[Setting]:
         import itertools
@@ -324,6 +328,7 @@ class IdleSpec:
         if self.client_nice is not None and not (-20 <= int(self.client_nice) <= 19):
             raise BadInput(f"client nice must be -20..19, got {self.client_nice}", where=f"{where}: --client-nice")
         check_idle_engines(self.engines, self.cache_state, f"{where}: --engine")
+        check_device_sampling(self, where)
         self.check_size(where)
         if self.match is not None:  # the match mode names the cross-check engine whose work the server does
             pairs = registry.get(self.match, f"{where}: --match").pairs_with
@@ -402,6 +407,24 @@ def load_spec(path: Path) -> IdleSpec:
 
 
 SWAP_PATTERNS = ("round-robin", "uniform", "zipf", "ping-pong", "burst")
+
+
+def check_device_sampling(spec: IdleSpec, where: str) -> None:
+    """The device-probe fields' forms (which probes exist is checked when the run is prepared)."""
+    from harness.probes.devices.sampler import MIN_INTERVAL_S
+
+    if not isinstance(spec.device_probes, str) or not spec.device_probes.strip():
+        raise BadInput(f"bad device probes {spec.device_probes!r}", where=f"{where}: --device-probes",
+                       hint="auto, off, or a comma list such as nvml,fdinfo (lbench probes lists them)")
+    interval = spec.device_interval_s
+    if isinstance(interval, bool) or not isinstance(interval, (int, float)) or not MIN_INTERVAL_S <= interval <= 60:
+        raise BadInput(f"device sampling interval {interval!r} s is outside {MIN_INTERVAL_S:g}..60 s",
+                       where=f"{where}: --device-interval",
+                       hint=f"at least {MIN_INTERVAL_S:g} s (the bounded rate), e.g. --device-interval 0.5")
+    spec.device_interval_s = float(interval)
+    if spec.device_interleave and spec.device_probes.strip().lower() in ("off", "none"):
+        raise BadInput("--device-interleave needs device probes", where=f"{where}: --device-probes",
+                       hint="drop --device-probes off, or drop --device-interleave")
 
 
 def check_int(spec: object, key: str, minimum: int, maximum: int, where: str) -> None:

@@ -14,7 +14,7 @@ import sys
 import typer
 
 from harness.cli import (ab, baseline, bisect, compare, engine, evidence, gate, gate_bench, gate_plan, history, idle,
-                         model, repro, runs, swap)
+                         model, probes, repro, runs, swap)
 from harness.cli.ui import print_error
 from harness.cli.version import version_callback
 from harness.errors import LbenchError
@@ -56,6 +56,7 @@ app.command("gate-bench")(gate_bench.gate_bench)
 app.command("gate-plan")(gate_plan.gate_plan)
 app.command("ab")(ab.ab)
 app.command("runs")(runs.runs)
+app.command("probes")(probes.probes)
 app.add_typer(history.app, name="history")
 app.command("trend")(history.trend)
 
