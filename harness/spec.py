@@ -281,7 +281,8 @@ class IdleSpec:
     cell_timeout_s: float | None = None  # one cell's whole sweep, warm-up included
     ctx_size_given: bool = False  # ctx_size came from the user (option or spec file): checked, never lowered
     # device probes sampled through each pause (harness/probes/devices; docs/probes.md)
-    device_probes: str = "auto"  # auto (every available source), off, or a comma list (nvml,drm,fdinfo,...)
+    # off until a run shows sampling within 2% of off (docs/probes.md: the one measurement here was inconclusive)
+    device_probes: str = "off"  # auto (every available source), off, or a comma list (nvml,drm,fdinfo,...)
     device_interval_s: float = 0.5  # one reading per this many seconds at most (bounded below by 0.1 s)
     device_interleave: bool = False  # sampling on in half the repetitions, off in the other (perturbation)
 

@@ -247,7 +247,8 @@ def idle(
         omp_spincount=_split(omp_spincount), match=match,
         self_check=self_check, client_cpus=client_cpus, client_nice=client_nice, client_spin=client_spin,
         request_timeout_s=request_timeout, cell_timeout_s=cell_timeout,
-        device_probes=device_probes, device_interval_s=device_interval, device_interleave=device_interleave,
+        device_probes=device_probes or ("auto" if device_interleave else None), device_interval_s=device_interval,
+        device_interleave=device_interleave,
     )
     from harness.engines.builds import binaries
 
@@ -298,8 +299,8 @@ def calibrate(
                                      help="Opt-in: busy-poll the socket for each response."),
     cpus: str = typer.Option(None, "--cpus", help="Run the server under taskset -c (e.g. 1)."),
     threads: str = typer.Option(None, "--threads", help="llama-server -t/-tb."),
-    device_probes: str = typer.Option("auto", "--device-probes",
-                                      help="Device probes sampled through the pauses, e.g. --device-probes off "
+    device_probes: str = typer.Option("off", "--device-probes",
+                                      help="Device probes sampled through the pauses, e.g. --device-probes auto "
                                            "(auto, off or a list; lbench probes lists them)."),
 ) -> None:
     """Measure the harness itself against the real server (a benchmark, not a test).

@@ -12,7 +12,8 @@ def probes(
                               help="Exit 2 unless these probes are available, e.g. --check nvml,fdinfo."),
 ) -> None:
     """List the device probes (NVML, DRM sysfs, DRM fdinfo, Vulkan budget, Apple, the server process)
-    that idle runs sample through each pause, each as available or not available with the reason.
+    that idle runs sample through each pause with --device-probes, each as available or not
+    available with the reason.
 
     \b
     Examples:
@@ -25,4 +26,5 @@ def probes(
     for name in registry.SOURCES:
         print_wrapped(out, f"{name:8} {status[name]}", rest="         ")
     chosen = registry.select(check or "auto", status, where="--check")
-    print_wrapped(out, f"sampled by default (--device-probes auto): {', '.join(chosen) or 'none'}", rest="  ")
+    print_wrapped(out, f"sampled with --device-probes auto: {', '.join(chosen) or 'none'} (the default is off: "
+                       "docs/probes.md, Perturbation)", rest="  ")
