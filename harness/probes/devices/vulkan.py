@@ -4,8 +4,9 @@
 ``usage`` (bytes).  The budget is the driver's device-wide view (it allows for other
 processes); ``usage`` is vulkaninfo's *own* process, so it says nothing about the server.
 Each reading starts a process that creates a Vulkan instance (tens of milliseconds of CPU
-and, on a real GPU, a device open that can wake it), so this probe is read at most every
-``MIN_INTERVAL_S`` and never on a suspended device; llama.cpp's own ``--list-devices``
+and, on a real GPU, a device open that can wake it), and it has no PCI address to check the
+runtime PM state against first, so this probe is read at most every ``MIN_INTERVAL_S`` and
+only where nothing else reads the device (``auto``); llama.cpp's own ``--list-devices``
 ("N MiB free" = budget - usage) is recorded at server start instead.  Mesa's software
 device (lavapipe, this machine) does not expose the extension: the probe then says so.
 """
@@ -59,6 +60,7 @@ class VulkanProbe:
     exe: str
     name: str = "vulkan"
     device: str = "vulkan:0"
+    min_interval_s: float = MIN_INTERVAL_S  # the sampler reads it no more often than this
 
     def power_state(self) -> str | None:
         return None  # no PCI device known to vulkaninfo's output here; only used where nothing else exists

@@ -86,3 +86,23 @@ def test_a_failing_probe_is_recorded_not_raised():
     sampler = DeviceSampler([Broken()], rows.append, interval_s=0.1, guard_s=0.05)
     run_window(sampler, 0.2)
     assert rows and rows[0]["error"] == "OSError: gone"
+
+
+def test_a_probe_with_a_longer_minimum_interval_is_read_less_often():
+    class Slow:
+        name, device, min_interval_s = "slow", "s", 10.0
+
+        def power_state(self) -> str | None:
+            return None
+
+        def read(self) -> dict:
+            return {"budget_bytes": 1}
+
+    class Fast(Slow):
+        name, device, min_interval_s = "fast", "f", 0.0
+
+    rows: list[dict] = []
+    sampler = DeviceSampler([Slow(), Fast()], rows.append, interval_s=0.1, guard_s=0.05)
+    run_window(sampler, 0.5)
+    assert [r["probe"] for r in rows].count("slow") == 1
+    assert [r["probe"] for r in rows].count("fast") > 1
