@@ -37,7 +37,7 @@ def test_absent_probe_exits_2_naming_what_is_available(lbench_env):
 def test_interleaved_run_samples_the_server_process_in_on_repetitions_only(engine_env):
     r = run_cli("idle", "-m", "tiny-q8", "--pauses", "0,0.8", "--reps", "4", "--warmup", "1",
                 "--device-probes", "process", "--device-interval", "0.1", "--device-interleave",
-                "--self-check", "0", "--no-report", env=engine_env, timeout=600)
+                "--self-check", "0", env=engine_env, timeout=600)
     assert r.returncode == 0, r.stderr + r.stdout
     (run_dir,) = list(Path(engine_env["LBENCH_RESULTS_DIR"]).iterdir())
     manifest = json.loads((run_dir / "manifest.json").read_text())
@@ -56,3 +56,6 @@ def test_interleaved_run_samples_the_server_process_in_on_repetitions_only(engin
     assert set(d["pause_requested_s"]) == {0.8}  # a zero pause has no room before the guard
     assert (d["t_before_send_s"] >= 0.25).all() and (d["process_mem_bytes"] > 0).all()
     assert (d["device"] == "cpu").all() and (d["probe"] == "process").all()
+    html = (run_dir / "report.html").read_text()
+    assert "device memory and clock through the pause" in html  # the figure beside latency
+    assert "device sampling on - off: wake penalty" in r.stdout  # the perturbation sentence
