@@ -77,6 +77,9 @@ SAMPLE_COLUMNS: dict[str, tuple[str, str]] = {
                                "token"),
     "server_prompt_per_second": ("float64", "server timings.prompt_per_second: prompt evaluation rate the server "
                                             "reported for the request"),
+    "device_sampling": ("string", "on: device probes sampled through this repetition's pauses (device_samples); "
+                                  "off: not (--device-interleave alternates the two per repetition); null: no "
+                                  "device probes in the run"),
 }
 
 
@@ -129,6 +132,43 @@ MEMORY_COLUMNS: dict[str, tuple[str, str]] = {
     "rss_children_bytes": ("Int64", "rss_total_bytes - rss_router_bytes"),
     "mem_available_bytes": ("Int64", "host memory available (MemAvailable), null where not read"),
     "children": ("str", "pid:rss_bytes of each child, ';'-separated"),
+}
+
+DEVICE_SAMPLE_COLUMNS: dict[str, tuple[str, str]] = {
+    "run_id": ("str", "run the row belongs to"),
+    "cell": ("Int64", "index of the cell in manifest.cells"),
+    "model": ("str", "model label of the cell"),
+    "setting": ("str", "setting label of the cell"),
+    "rep": ("Int64", "repetition of the pause grid"),
+    "seq": ("Int64", "the request (samples.seq) whose pause this reading was taken in"),
+    "pause_requested_s": ("float64", "that request's pause"),
+    "probe": ("str", "source: nvml, drm, fdinfo, vulkan, apple, process (docs/probes.md)"),
+    "device": ("str", "the device read: PCI address, nvml:N, vulkan:N, apple-gpu or cpu (the server process)"),
+    "t_since_pause_start_s": ("float64", "when the reading started, seconds after the previous response ended"),
+    "t_before_send_s": ("float64", "when the reading started, seconds before the request was due (>= the guard)"),
+    "sampled_at_unix_s": ("float64", "wall-clock time of the reading, Unix seconds"),
+    "read_ms": ("float64", "how long the reading took (runtime status included)"),
+    "ended_after_send": ("boolean", "the reading ended after the request was due (it overlapped the request)"),
+    "runtime_status": ("str", "power/runtime_status read first (active, suspended, ...); null: the source has "
+                              "none or it is unreadable (treated as active)"),
+    "left_alone": ("boolean", "the device was not active, so nothing else was read (reading it could wake it)"),
+    "error": ("str", "why the reading failed, null when it did not"),
+    "mem_used_bytes": ("Int64", "device memory used, whole device (NVML used, amdgpu mem_info_vram_used, Apple "
+                                "ioreg In use system memory)"),
+    "mem_total_bytes": ("Int64", "device memory size (NVML total, mem_info_vram_total, Vulkan device-local heaps)"),
+    "gtt_used_bytes": ("Int64", "amdgpu mem_info_gtt_used: host memory mapped for the GPU (may miss hipMalloc)"),
+    "budget_bytes": ("Int64", "Vulkan VK_EXT_memory_budget heap budget, device-local heaps summed"),
+    "wired_bytes": ("Int64", "macOS wired memory (vm_stat)"),
+    "process_mem_bytes": ("Int64", "the server process's device memory (NVML per process, fdinfo VRAM); probe "
+                                   "process: its resident host memory (VmRSS)"),
+    "process_anon_bytes": ("Int64", "probe process: the server's anonymous resident memory (RssAnon)"),
+    "process_gtt_bytes": ("Int64", "fdinfo: the server's GTT memory"),
+    "process_evicted_bytes": ("Int64", "fdinfo amd-evicted-vram: the server's VRAM evicted to system memory"),
+    "process_engine_ns": ("Int64", "fdinfo: the server's engine time so far, all engines, ns"),
+    "sm_clock_mhz": ("Int64", "core clock: NVML SM clock, amdgpu pp_dpm_sclk current level, Intel act_freq"),
+    "mem_clock_mhz": ("Int64", "memory clock: NVML memory clock, amdgpu pp_dpm_mclk current level"),
+    "pstate": ("str", "NVIDIA performance state (P0 .. P15)"),
+    "power_w": ("float64", "board power, W (NVML; hwmon power1_input/power1_average)"),
 }
 
 VERDICT_COLUMNS: dict[str, tuple[str, str]] = {
@@ -185,6 +225,8 @@ TABLES: dict[str, TableSchema] = {t.name: t for t in (
     TableSchema("requests", "swap runs: one row per request", REQUEST_COLUMNS),
     TableSchema("events", "swap runs: router log lines, child lines and /models/sse events", EVENT_COLUMNS),
     TableSchema("memory", "swap runs: process-tree memory samples", MEMORY_COLUMNS),
+    TableSchema("device_samples", "idle runs: one row per device-probe reading taken during a pause",
+                DEVICE_SAMPLE_COLUMNS),
     TableSchema("verdicts", "repro runs: one row per claim checked", VERDICT_COLUMNS),
 )}
 

@@ -289,6 +289,11 @@ class IdleSpec:
     env_axis: list[str] = field(default_factory=list)
     server_args_axis: list[str] = field(default_factory=list)
     prompt_tokens: list[int] = field(default_factory=lambda: [0])
+    # device probes sampled through each pause (harness/probes/devices; docs/probes.md)
+    # off until a run shows sampling within 2% of off (docs/probes.md: the one measurement here was inconclusive)
+    device_probes: str = "off"  # auto (every available source), off, or a comma list (nvml,drm,fdinfo,...)
+    device_interval_s: float = 0.5  # one reading per this many seconds at most (bounded below by 0.1 s)
+    device_interleave: bool = False  # sampling on in half the repetitions, off in the other (perturbation)
 
     def settings(self) -> list[Setting]:
         import itertools
@@ -340,6 +345,7 @@ class IdleSpec:
             raise BadInput(f"client nice must be -20..19, got {self.client_nice}", where=f"{where}: --client-nice")
         check_idle_engines(self.engines, self.cache_state, f"{where}: --engine")
         self.check_knob_axes(where)
+        check_device_sampling(self, where)
         self.check_size(where)
         if self.match is not None:  # the match mode names the cross-check engine whose work the server does
             pairs = registry.get(self.match, f"{where}: --match").pairs_with
@@ -441,6 +447,24 @@ def load_spec(path: Path) -> IdleSpec:
 
 
 SWAP_PATTERNS = ("round-robin", "uniform", "zipf", "ping-pong", "burst")
+
+
+def check_device_sampling(spec: IdleSpec, where: str) -> None:
+    """The device-probe fields' forms (which probes exist is checked when the run is prepared)."""
+    from harness.probes.devices.sampler import MIN_INTERVAL_S
+
+    if not isinstance(spec.device_probes, str) or not spec.device_probes.strip():
+        raise BadInput(f"bad device probes {spec.device_probes!r}", where=f"{where}: --device-probes",
+                       hint="auto, off, or a comma list such as nvml,fdinfo (lbench probes lists them)")
+    interval = spec.device_interval_s
+    if isinstance(interval, bool) or not isinstance(interval, (int, float)) or not MIN_INTERVAL_S <= interval <= 60:
+        raise BadInput(f"device sampling interval {interval!r} s is outside {MIN_INTERVAL_S:g}..60 s",
+                       where=f"{where}: --device-interval",
+                       hint=f"at least {MIN_INTERVAL_S:g} s (the bounded rate), e.g. --device-interval 0.5")
+    spec.device_interval_s = float(interval)
+    if spec.device_interleave and spec.device_probes.strip().lower() in ("off", "none"):
+        raise BadInput("--device-interleave needs device probes", where=f"{where}: --device-probes",
+                       hint="drop --device-probes off, or drop --device-interleave")
 
 
 def check_int(spec: object, key: str, minimum: int, maximum: int, where: str) -> None:

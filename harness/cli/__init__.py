@@ -14,7 +14,7 @@ import sys
 import typer
 
 from harness.cli import (ab, baseline, bisect, compare, engine, evidence, export, gate, gate_bench, gate_plan, history,
-                         idle, model, repro, runs, swap, wake_bench)
+                         idle, model, probes, repro, runs, swap, wake_bench)
 from harness.cli.ui import print_error
 from harness.cli.version import version_callback
 from harness.errors import LbenchError
@@ -58,6 +58,7 @@ app.command("wake-bench")(wake_bench.wake_bench)
 app.command("ab")(ab.ab)
 app.command("runs")(runs.runs)
 app.command("export")(export.export)
+app.command("probes")(probes.probes)
 app.add_typer(history.app, name="history")
 app.command("trend")(history.trend)
 

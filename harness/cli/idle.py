@@ -211,6 +211,17 @@ def idle(
     cell_timeout: float = typer.Option(None, "--cell-timeout",
                                        help="Seconds one cell's sweep may take. "
                                             f"{shown('derived from the grid and the warm-up')}"),
+    device_probes: str = typer.Option(None, "--device-probes",
+                                      help="Device probes sampled through each pause: auto (every one available "
+                                           "here), off, or a list, e.g. --device-probes nvml,fdinfo (lbench probes "
+                                           f"lists them). {shown(default(IdleSpec, 'device_probes'))}"),
+    device_interval: float = typer.Option(None, "--device-interval",
+                                          help="Seconds between device readings (>= 0.1), e.g. --device-interval 1. "
+                                               f"{shown(default(IdleSpec, 'device_interval_s'))}"),
+    device_interleave: bool = typer.Option(None, "--device-interleave/--no-device-interleave",
+                                           help="Sample devices in half the repetitions only (shuffled), to measure "
+                                                "what sampling does to the wake penalty, e.g. --device-interleave. "
+                                                f"{shown('off')}"),
 ) -> None:
     """Idle-wake sweep: pause, then decode one token with the prompt cached; repeat over a grid.
 
@@ -238,6 +249,8 @@ def idle(
       # a backend, a knob as an axis, prompt evaluation after idle:
       lbench idle -m tiny-q8 --backend vulkan --device 0 \\
           --env-axis GGML_VK_KEEPALIVE_MS=unset,30000 --prompt-tokens 0,512
+      # device memory and clocks through the pause, sampling on/off interleaved:
+      lbench idle -m tiny-q8 --device-probes auto --device-interleave
     """
     spec = build_spec(
         spec_file,
@@ -254,6 +267,8 @@ def idle(
         self_check=self_check, client_cpus=client_cpus, client_nice=client_nice, client_spin=client_spin,
         request_timeout_s=request_timeout, cell_timeout_s=cell_timeout,
         env_axis=env_axis or None, server_args_axis=server_args_axis or None, prompt_tokens=_split(prompt_tokens),
+        device_probes=device_probes or ("auto" if device_interleave else None), device_interval_s=device_interval,
+        device_interleave=device_interleave,
     )
     from harness.engines.builds import binaries
 
@@ -265,10 +280,21 @@ def idle(
                                 {"url": url, "ollama_url": ollama_url, "prompt_cache_size": prompt_cache_size})
         out.print(_summary_table(run))
         _print_self_checks(run)
+        _print_perturbation(run)
         print_outcome(run, report_path, findings(run))
         failed |= run.record.status != "complete"
     if failed:
         raise typer.Exit(1)
+
+
+def _print_perturbation(run: Run) -> None:
+    """After a run with --device-interleave: what device sampling did to the wake penalty."""
+    if run.record.config.get("device_interleave") is not True:
+        return
+    from harness.analysis.device import perturbation, perturbation_sentence
+
+    for p in perturbation(run.table("samples")):
+        print_wrapped(out, perturbation_sentence(p), rest="  ")
 
 
 def _print_self_checks(run: Run) -> None:
@@ -294,6 +320,9 @@ def calibrate(
                                      help="Opt-in: busy-poll the socket for each response."),
     cpus: str = typer.Option(None, "--cpus", help="Run the server under taskset -c (e.g. 1)."),
     threads: str = typer.Option(None, "--threads", help="llama-server -t/-tb."),
+    device_probes: str = typer.Option("off", "--device-probes",
+                                      help="Device probes sampled through the pauses, e.g. --device-probes auto "
+                                           "(auto, off or a list; lbench probes lists them)."),
 ) -> None:
     """Measure the harness itself against the real server (a benchmark, not a test).
 
@@ -319,7 +348,8 @@ def calibrate(
 
     spec = build_spec(None, models=[model], pauses_s=list(CALIBRATION_PAUSES), reps=reps, warmup=5, shuffle=False,
                       client_cpus=client_cpus, client_nice=client_nice, client_spin=client_spin,
-                      cpus=[cpus] if cpus else None, threads=[threads] if threads else None)
+                      cpus=[cpus] if cpus else None, threads=[threads] if threads else None,
+                      device_probes=device_probes)
     run, report_path = _run(spec, llama_server, results, "calibrate", report=True)
     figures = {k: float("nan") if v is None else v  # analysis.json writes a figure not measured as null
                for k, v in load_analysis(run)["calibration"].items()}

@@ -73,11 +73,27 @@ def build_probes(model_path: Path | None) -> tuple[list[Probe], dict[str, str]]:
     nv, why = _nvml_handle()
     if nv is not None:
         pynvml, handle = nv
-        probes.append(lambda: {"gpu_used_bytes": int(pynvml.nvmlDeviceGetMemoryInfo(handle).used)})
-        status["nvidia"] = "available (NVML)"
+        awake = _runtime_active(pynvml, handle)
+        probes.append(lambda: {"gpu_used_bytes": int(pynvml.nvmlDeviceGetMemoryInfo(handle).used)
+                               if awake() else None})
+        status["nvidia"] = "available (NVML; not read while the GPU is runtime-suspended)"
     else:
         status["nvidia"] = why or "not available"
     return probes, status
+
+
+def _runtime_active(pynvml, handle) -> Callable[[], bool]:
+    """Whether the GPU may be read now: its PCI ``power/runtime_status`` is active or unknown
+    (an NVML call wakes a suspended GPU; docs/probes.md)."""
+    from harness.probes.devices.base import may_read, read_text, runtime_status
+    from harness.probes.devices.nvml import sysfs_address
+
+    try:
+        bdf = sysfs_address(pynvml.nvmlDeviceGetPciInfo(handle).busId)
+    except Exception:  # no PCI id: nothing to check
+        return lambda: True
+    path = Path("/sys/bus/pci/devices") / bdf / "power" / "runtime_status"
+    return lambda: may_read(runtime_status(read_text(path)))
 
 
 def _pct(fraction: float | None) -> float | None:

@@ -88,6 +88,9 @@ def idle_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[str
         name = f"{file_stem(run.run_id)}-{file_stem(model)}.png"
         (out_dir / name).write_bytes(latency_vs_pause(good, summary, model, run.run_id, wake=wake))
         files.append(name)
+    device_lines, device_files = device_section(run, samples, out_dir)
+    lines += device_lines
+    files += device_files
     lines.append("")
     by_cell = {(w["model"], w["setting"]): (w, h) for w, h in zip(wake, headline)}
     for cell in run.record.cells:
@@ -99,6 +102,26 @@ def idle_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[str
         (out_dir / name).write_text(text)
         lines += _script_block(f"Rerun {md(cell.get('model'))} / {md(cell.get('setting'))} without lbench", name, text)
     return "\n".join(lines), files
+
+
+def device_section(run: Run, samples, out_dir: Path) -> tuple[list[str], list[str]]:
+    """Device sampling: the perturbation check (interleaved runs), the per-setting before/after table
+    (device memory during the longest pause, the request after it) and memory across the pause."""
+    from harness.analysis.device import perturbation, perturbation_sentence, setting_table
+    from harness.report.device import device_vs_pause_png, setting_markdown
+
+    dev = run.table("device_samples")
+    lines = [""] + [f"- {md(perturbation_sentence(p))}" for p in perturbation(samples)]
+    lines += [""] + setting_markdown(setting_table(samples, dev), run.run_id, md)
+    files = []
+    good = stats.measured(samples)
+    for model in dict.fromkeys(good["model"]) if not good.empty else []:
+        png = device_vs_pause_png(good, dev, model, run.run_id)
+        if png is not None:
+            name = f"{file_stem(run.run_id)}-{file_stem(model)}-device.png"
+            (out_dir / name).write_bytes(png)
+            files.append(name)
+    return lines, files
 
 
 def swap_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[str]]:

@@ -17,8 +17,13 @@ def idle_context(run: Run, analysis: dict) -> dict:
     good = stats.measured(samples)
     wake = analysis["wake"]  # the one wake model: headline, table and plot all read it
     figures = []
+    dev = run.table("device_samples")
+    from harness.report.device import device_vs_pause_png
+
     for model in dict.fromkeys(good["model"]) if not good.empty else []:
+        device_png = device_vs_pause_png(good, dev, model, run.run_id)
         figures.append({
+            "device": data_uri(device_png) if device_png is not None else None,
             "model": model,
             "latency": data_uri(plots.latency_vs_pause(good, summary, model, run.run_id, wake=wake)),
             "server": data_uri(plots.latency_vs_pause(good, server_summary, model, run.run_id,

@@ -25,6 +25,7 @@ from harness.errors import EngineError
 from harness.models.gguf_info import file_sha256
 from harness.models.resolve import ResolvedModel, local_file, resolve_for_engine
 from harness.probes import engine_log, pagecache
+from harness.runs import device_sampling
 from harness.probes.memory import build_probes, combine
 from harness.spec import IdleSpec
 from harness.runs.session import RunSession
@@ -67,6 +68,8 @@ class PreparedIdle:
     kind: str = "idle"
     cells: list[tuple[ResolvedModel, Setting, str]] = field(default_factory=list)
     llama_idle: Path | None = None
+    device_probes: list[str] = field(default_factory=list)  # sources sampled through the pauses
+    device_status: dict[str, str] = field(default_factory=dict)  # every source: available (...) / not available: why
 
 
 def fit_default_ctx(spec: IdleSpec, engine, models, reporter) -> None:
@@ -94,6 +97,7 @@ def prepare_idle(spec: IdleSpec, *, llama_server: str | None = None, results: st
                  reporter: Reporter = QuietReporter(), kind: str = "idle",
                  llama_idle_path: str | None = None, engine_options: dict | None = None) -> PreparedIdle:
     spec.validate()
+    device_status, device_names = device_sampling.choose(spec)  # a probe asked for must exist here (exit 2)
     cross_check = spec.cross_check_engine  # an in-process reference joining the server engine (llama-idle)
     if cross_check is not None and spec.server_engine_named:
         merged = sorted(set(spec.pauses_s) | set(llama_idle.PAUSES_S))
@@ -124,6 +128,7 @@ def prepare_idle(spec: IdleSpec, *, llama_server: str | None = None, results: st
         prepared.llama_idle = llama_idle.locate(llama_idle_path, engine.binary.path if engine.binary else None)
         reporter.message(f"llama-idle: {prepared.llama_idle}")
     prepared.cells = [(m, s, e) for m in models for s in spec.settings() for e in spec.engines]
+    prepared.device_status, prepared.device_probes = device_status, device_names
 
     preflight.check_idle(prepared)  # the last bad-input checks, still before any run directory
     return prepared
@@ -186,6 +191,8 @@ def execute_idle(prep: PreparedIdle, reporter: Reporter = QuietReporter(), *, ex
         "cells": [],
         "client": client,
         "like_for_like": like,
+        "device_probes": {"sampled": prep.device_probes, "status": prep.device_status,
+                          "interval_s": spec.device_interval_s, "interleave": spec.device_interleave},
         **(extra_manifest or {}),
     }, reporter, quality_samples=writer_samples)
     try:
@@ -373,16 +380,19 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
                                             "(a busy host, or the server's own threads taking the CPUs? "
                                             "see docs/instrument.md)"))
                     writer.save_manifest()
+                sampler, sampling_on = device_sampling.for_cell(prep, server, writer, common, cell)
                 try:
                     totals = run_idle_sweep(server, spec.pauses_s, reps=spec.reps, seed=spec.seed,
                                             warmup=spec.warmup, shuffle=spec.shuffle, emit=emit,
                                             on_progress=reporter.advance, probe=combine(probes),
-                                            alive=_death_of(server), deadlines=deadlines)
+                                            alive=_death_of(server), deadlines=deadlines,
+                                            device_sampler=sampler, sampling_on=sampling_on)
                 except DeadlineExceeded as exc:  # say what the server was doing, while it still exists
                     state = _process_state(server)
                     raise DeadlineExceeded(f"{exc}; server process state: {state}" if state else str(exc)) from None
                 finally:
                     cell.deadlines = deadlines.as_dict()
+                    device_sampling.finish(sampler, cell)
                 if "http_floor" in KINDS[prep.kind].features:  # the floor after the same pauses (calibrate)
                     run_floor_block(server, sorted(set(spec.pauses_s)), spec.reps, emit)
             cell.sweep_wall_s = totals.wall_s
@@ -436,8 +446,10 @@ class IdleCell:
     llama_idle_summaries: list | None = None
     axis_knobs: dict = field(default_factory=dict)  # env / server-args / prompt-tokens axes of the cell
     n_errors: int | None = None
+    device_sampling: dict | None = None  # the device probes of the cell, their devices and what sampling cost
 
-    OPTIONAL = ("ready_s", "deadlines", "port", "request_body", "startup_metal", "llama_idle_summaries", "n_errors")
+    OPTIONAL = ("ready_s", "deadlines", "port", "request_body", "startup_metal", "llama_idle_summaries", "n_errors",
+                "device_sampling")
 
     def as_manifest(self) -> dict:
         out = asdict(self)

@@ -13,6 +13,11 @@ reading is taken only when a pause can absorb it (>= 50 ms: the "before" reading
 this request's pause, the "after" one in the next request's): readings squeezed between
 back-to-back requests made one-tick (~4 ms) stalls of the measured requests several
 times more frequent on a 2-core machine.  Rows without room carry nulls.
+
+An optional ``device_sampler`` (``PauseSampler``: device probes on a thread) is given each
+pause as a window that ends a guard interval before the request; ``sampling_on(rep)`` says
+whether a repetition samples (the on/off interleaving that measures the sampler's own
+effect); each measured row says so in ``device_sampling``.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from harness.engines.base import Completion, Server
 from harness.probes.sleepwatch import SleepWatch, slept_s
@@ -77,6 +83,14 @@ def sample_row(c: Completion, *, phase: str, rep: int | None, seq: int, pause_re
         "error": c.error,
         "sent_at_unix_s": time.time() - (time.perf_counter() - c.t_send),
     }
+
+
+class PauseSampler(Protocol):
+    """Samples something on its own thread while a pause is waited out (harness/probes/devices/sampler.py)."""
+
+    def window(self, meta: dict, start: float, send_at: float) -> bool: ...
+
+    def stop(self) -> None: ...
 
 
 class CellFailed(Exception):
@@ -177,6 +191,8 @@ def run_idle_sweep(
     probe: Callable[[], dict] | None = None,
     alive: Callable[[], str | None] | None = None,
     deadlines: Deadlines | None = None,
+    device_sampler: PauseSampler | None = None,
+    sampling_on: Callable[[int], bool] | None = None,
 ) -> SweepTotals:
     """Measure; every observation goes to ``emit`` the moment it is taken.
 
@@ -220,6 +236,11 @@ def run_idle_sweep(
         this_deadline = max(0.001, min(deadlines.request_s, cell_end - time.perf_counter() - pause))
         set_request_timeout(server, this_deadline)
         base = last_done if last_done is not None else time.perf_counter()
+        arm = None
+        if device_sampler is not None:  # the window ends a guard interval before the request
+            arm = "on" if sampling_on is None or sampling_on(rep) else "off"
+            if arm == "on":
+                device_sampler.window({"rep": rep, "seq": seq, "pause_requested_s": pause}, base, base + pause)
         before: dict = {}
         next_pause = schedule[i + 1][1] if i + 1 < len(schedule) else math.inf
         if probe is not None and pause >= PROBE_MIN_PAUSE_S:
@@ -228,12 +249,16 @@ def run_idle_sweep(
             before = probe()
             probe_cost = max(probe_cost * 0.8, time.perf_counter() - t_probe)
         sleep_until(base + pause)
+        if device_sampler is not None:
+            device_sampler.stop()
         send_stamp = watch.stamp()
         c = server.complete_one_token()
         after = probe() if probe is not None and next_pause >= PROBE_MIN_PAUSE_S else {}
         actual = c.t_send - base
         row = sample_row(c, phase="measure", rep=rep, seq=seq, pause_requested_s=pause, pause_actual_s=actual)
         row["slept_s"] = round(slept_s(done_stamp, send_stamp), 6)
+        if arm is not None:
+            row["device_sampling"] = arm
         row.update({f"{k}_before": v for k, v in before.items()})
         row.update({f"{k}_after": v for k, v in after.items()})
         late = _past_deadline(c, this_deadline)
