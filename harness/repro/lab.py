@@ -22,7 +22,9 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 from pathlib import Path
 
 import httpx
@@ -75,13 +77,18 @@ class Lab:
     start_may_fail: bool = False  # the claim is about whether the router starts: the recipe goes on when it does not
     start_failed: bool = False  # the router never came up (EngineError at the start)
 
+    @property
+    def names(self) -> list[str]:
+        """The models' names in the router, in the spec's order."""
+        return [m.name for m in self.models]
+
     def __post_init__(self) -> None:
         self.t0 = time.perf_counter()
         (self.run_dir / "logs").mkdir(parents=True, exist_ok=True)
         self.session = RouterSession(self._start_router, [m.name for m in self.models], sample_hz=self.sample_hz,
                                      t0=self.t0)
 
-    def _start_router(self, on_event) -> RouterProcess:
+    def _start_router(self, on_event: Callable[[TimelineEvent], None]) -> RouterProcess:
         return RouterProcess(self.binary, self.models, models_max=self.models_max, run_dir=self.run_dir,
                              sleep_idle_seconds=self.sleep_idle_seconds, ctx_size=self.ctx_size,
                              on_event=on_event, extra_env=self.extra_env, preset_global=self.preset_global)
@@ -368,7 +375,7 @@ class Lab:
             self.__dict__["_n_replies"] = n
         return n
 
-    def request_in_background(self, model: str, n_predict: int = 1, **kw) -> threading.Thread:
+    def request_in_background(self, model: str, n_predict: int = 1, **kw: Any) -> threading.Thread:
         t = threading.Thread(target=self.request, args=(model, n_predict), kwargs=kw, daemon=True)
         t.start()
         return t
@@ -520,11 +527,3 @@ def _curl(path: str, body: dict, timeout: float, headers: dict[str, str] | None 
     return (f"curl -sS -m {float(timeout):g} -H 'Content-Type: application/json' {extra}"
             f"-d {shell.quote(json.dumps(body))} {_capture(n) + ' ' if n is not None else ''}"
             f"\"http://127.0.0.1:$PORT\"{shell.quote(path)}")
-
-
-def __getattr__(name: str):  # ``write_recipe`` lives in harness/repro/recipe.py; older imports find it here
-    if name == "write_recipe":
-        from harness.repro.recipe import write_recipe
-
-        return write_recipe
-    raise AttributeError(name)

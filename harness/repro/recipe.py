@@ -18,9 +18,11 @@ claim text and model names are printed from quoted words, never expanded; commen
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness import shell
+from harness.repro.figures import PEAK_CHILDREN
 
 if TYPE_CHECKING:
     from harness.repro.claims import ClaimSpec, Requirement
@@ -244,8 +246,6 @@ def _header(spec: ClaimSpec | None, lab: Lab) -> list[str]:
                     "SAMPLER_PID=; SSE_PID=; ROUTER_PID="]
 
 
-PEAK_CHILDREN = ("awk 'NR == 1 || $1 > m {m = $1} END {if (NR) print m}' \"$WORK/children.txt\" 2>/dev/null",
-                 "the most children of the router alive at once, sampled every 20 ms")
 
 
 def _router_lines(lab: Lab, by_path: dict[str, str], names: dict[str, str], extra: dict | None = None) -> list[str]:
@@ -294,7 +294,7 @@ def write_recipe(lab: Lab, spec: ClaimSpec | None = None, lbench_verdict: str | 
     write_recipes([lab], lab.run_dir / "recipe.sh", spec, lbench_verdict)
 
 
-def write_recipes(labs: list[Lab], path, spec: ClaimSpec | None = None, lbench_verdict: str | None = None) -> None:
+def write_recipes(labs: list[Lab], path: Path, spec: ClaimSpec | None = None, lbench_verdict: str | None = None) -> None:
     """One ``recipe.sh`` at ``path`` that runs the routers of ``labs`` one after the other (each in
     its own folder of the work folder, on the same port), then judges the claim on the figures
     all of them observed."""
@@ -304,7 +304,9 @@ def write_recipes(labs: list[Lab], path, spec: ClaimSpec | None = None, lbench_v
     names: dict[str, str] = {}
     unmeasured: dict[str, str] = {}
     if len(labs) == 1:
-        lines += _router_lines(labs[0], by_path, names, {"peak_children": PEAK_CHILDREN})
+        lines += _router_lines(labs[0], by_path, names, {"peak_children": (PEAK_CHILDREN.shell(labs[0]),
+                                                                      f"{PEAK_CHILDREN.how} (differs from lbench: "
+                                                                      f"{PEAK_CHILDREN.differs})")})
     else:
         lines += ['TOP=$WORK']
         for i, lab in enumerate(labs, start=1):

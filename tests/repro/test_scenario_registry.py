@@ -30,5 +30,5 @@ def test_scenario_modules_import_the_base_not_the_registry():
 
 
 def test_calling_a_scenario_validates_its_params_first():
-    with pytest.raises(BadInput, match="params.k must be an integer"):
+    with pytest.raises(BadInput, match="params.k has the wrong type: it must be an integer"):
         SCENARIOS["same-model-burst"](None, {"models": ["a", "b"], "k": "many"})

@@ -24,7 +24,8 @@ from harness import shell
 from harness.engines.binary import Binary
 from harness.engines.router import RouterProcess
 from harness.repro import lab as lab_mod
-from harness.repro.lab import Lab, write_recipe
+from harness.repro.lab import Lab
+from harness.repro.recipe import write_recipe
 
 HOSTILE = [
     "a'$(touch pwned)'.gguf",
