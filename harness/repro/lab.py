@@ -9,9 +9,10 @@ and waits for timeline events.  Every time is seconds since the lab's t0.
 Every step is also recorded as shell text for ``recipe.sh`` (harness/repro/recipe.py), and
 the recorded steps capture what a scenario decides on: each request's reply into
 ``$WORK/reply-N.status`` / ``reply-N.body``, the router log, time marks, the children count.
-A scenario states, next to the figure it computes in Python, how the recipe computes the same
-figure from those captures (``figure(name, shell_command)``; the ``sh_*`` helpers build the
-commands) and which figures are settings rather than observations (``given``); the claim's
+A scenario declares each figure once (harness/repro/figures.py, ``base.measure``): one object
+gives the value lbench computes and the command the recipe computes the same figure with from
+those captures (recorded here by ``figure(name, shell_command)``; the ``sh_*`` helpers build the
+commands), or marks it a setting rather than an observation (``given``); the claim's
 ``[[check]]`` requirements are then evaluated once in Python (the verdict) and once by the
 recipe in shell on what it observed.
 """
