@@ -6,7 +6,9 @@ A scenario declares its figures with ``harness.repro.base.measure(ev, lab, name=
 after its steps.  The kinds:
 
 - ``LogCount`` / ``LogHas``: router log lines of a kind (for a model): lbench counts them on its
-  timeline (the same log, read as it is written), the script greps the log file.
+  timeline (the same log, read as it is written), the script greps the log file; ``LogBetween``
+  between two log marks, ``LogBefore`` the order of two lines.
+- ``SseBefore``: the order of two statuses on /models/sse after a time mark.
 - ``Answered`` / ``OkCount``: replies with HTTP 200 (for a model, or any of several).
 - ``GaveUp`` / ``ReplyHas``: one reply's status ``000`` (the client gave up) / its body text.
 - ``Given``: a setting of the experiment (``models_max``), printed by the script, not measured.
@@ -75,6 +77,75 @@ class LogHas(LogCount):
 
     def shell(self, lab: Lab) -> str:
         return lab.sh_log_has(self.kind, self.model)
+
+
+def _stop(lab: Lab) -> float:
+    """When the router was told to stop (what the recipe sees ends there), seconds since t0."""
+    return float("inf") if lab.t_stop is None else lab.t_stop
+
+
+@dataclass(frozen=True)
+class LogBetween:
+    """Whether the router logged a ``kind`` line for ``model`` between log marks ``start`` and
+    ``end`` (``Lab.log_mark``; None: until the router was told to stop): lbench by when it received
+    the line, the script by the log's line count at each mark."""
+    kind: str | tuple[str, ...]
+    model: str
+    start: str
+    end: str | None = None
+    how: str = ""
+
+    def value(self, lab: Lab) -> object:
+        since, until = lab.log_marks[self.start], lab.log_marks[self.end] if self.end else _stop(lab)
+        return any(_matches(self.kind, self.model, e.kind, e.model) and since <= lab.rel(e.t) < until
+                   for e in lab.events if e.source == "router")
+
+    def shell(self, lab: Lab) -> str:
+        count = lab.sh_log_count_between(self.start, self.end, self.kind, self.model)
+        return lab.sh_flag(f'[ "$({count})" -gt 0 ]')
+
+
+@dataclass(frozen=True)
+class LogBefore:
+    """Whether the first ``kind`` line for ``model`` of ``first`` comes no later than the first of
+    ``then`` in the router log (both present)."""
+    first: tuple[str | tuple[str, ...], str]
+    then: tuple[str | tuple[str, ...], str]
+    how: str = ""
+
+    def value(self, lab: Lab) -> object:
+        a = next((e for e in lab.events if _matches(*self.first, e.kind, e.model)), None)
+        b = next((e for e in lab.events if _matches(*self.then, e.kind, e.model)), None)
+        return bool(a and b and b.t >= a.t)
+
+    def shell(self, lab: Lab) -> str:
+        return lab.sh_log_before(self.first, self.then)
+
+
+@dataclass(frozen=True)
+class SseBefore:
+    """Whether /models/sse sent ``first`` (model, status) no later than ``then``, both after time
+    mark ``after`` (``Lab.mark``) and before the router was told to stop: one stream, in the
+    router's order."""
+    first: tuple[str, str]
+    then: tuple[str, str]
+    after: str
+    how: str = ""
+
+    def value(self, lab: Lab) -> object:
+        since, until = lab.marks[self.after], _stop(lab)
+
+        def first_of(model: str, status: str) -> float | None:
+            return next((e.t for e in lab.events if e.kind == f"status:{status}" and e.model == model
+                         and since <= lab.rel(e.t) < until), None)
+        u, t = first_of(*self.first), first_of(*self.then)
+        return u is not None and t is not None and t >= u
+
+    def shell(self, lab: Lab) -> str:
+        u = lab.sh_sse_first(self.first[0], self.first[1], self.after)
+        t = lab.sh_sse_first(self.then[0], self.then[1], self.after)
+        return lab.sh_flag(f'u=$({u}); l=$({t}); [ -n "$u" ] && [ -n "$l" ] && '
+                           'awk -v u="$u" -v l="$l" \'BEGIN {exit !(u <= l)}\'')
 
 
 @dataclass(frozen=True)

@@ -75,6 +75,9 @@ class Lab:
     shell_figures: dict[str, tuple[str, str]] = field(default_factory=dict)  # figure -> (shell command, how)
     given: dict[str, object] = field(default_factory=dict)  # figures that are settings of the experiment
     unmeasured: dict[str, str] = field(default_factory=dict)  # figures no shell tool can measure -> why
+    marks: dict[str, float] = field(default_factory=dict)  # time marks (``mark``), seconds since t0
+    log_marks: dict[str, float] = field(default_factory=dict)  # router log marks (``log_mark``), seconds since t0
+    t_stop: float | None = None  # when the steps ended and the router was told to stop (seconds since t0)
     start_may_fail: bool = False  # the claim is about whether the router starts: the recipe goes on when it does not
     start_failed: bool = False  # the router never came up (EngineError at the start)
 
@@ -128,6 +131,7 @@ class Lab:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.t_stop = self.now()  # the recipe computes its figures here, before the router stops
         self.http.close()
         self.session.close()
         self._write_recipe()
@@ -163,7 +167,8 @@ class Lab:
         self.unmeasured[name] = why
 
     def mark(self, name: str) -> None:
-        """A time mark in the recipe (``T_<name>``, seconds from ``now``)."""
+        """A time mark in the recipe (``T_<name>``, seconds from ``now``) and here (``marks``)."""
+        self.marks[name] = self.now()
         self.act(f"T_{shell.env_name(name)}=$(now)")
 
     def watch(self, name: str, kind: str | tuple[str, ...], model: str | None, timeout: float) -> None:
@@ -191,7 +196,9 @@ class Lab:
                 "2>/dev/null)\" 'BEGIN {if (b != \"\") printf \"%.3f\\n\", b - a}'")
 
     def log_mark(self, name: str) -> None:
-        """A mark in the router log (``L_<name>``: the lines it holds now), for ``sh_log_count_between``."""
+        """A mark in the router log (``L_<name>``: the lines it holds now), for ``sh_log_count_between``;
+        here, the time (``log_marks``): the router lines lbench received after it."""
+        self.log_marks[name] = self.now()
         self.act(f"L_{shell.env_name(name)}=$(wc -l < \"$WORK/router.stderr.log\" | tr -d ' ')")
 
     @staticmethod

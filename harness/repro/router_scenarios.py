@@ -24,8 +24,8 @@ from harness.errors import EngineError
 from harness.repro.base import (Context, Evidence, Inconclusive, Params, RouterParams, children_from_log,
                                 loaded_and_busy, long_request_busy, measure, router_scenario, save_evidence,
                                 scenario, scheduler_evictions, spawns_over_cap, write_evidence_table)
-from harness.repro.figures import (PS_VS_PROC, GaveUp, Given, LogCount, LogHas, Measured, OkCount,
-                                   ReplyHas, answered)
+from harness.repro.figures import (PS_VS_PROC, GaveUp, Given, LogBefore, LogBetween, LogCount, LogHas, Measured,
+                                   OkCount, ReplyHas, SseBefore, answered)
 from harness.repro.lab import Lab
 from harness.workloads.swap import Pattern, waves
 
@@ -132,17 +132,6 @@ class HoldParams(Params):
 
 def _ctx_size(p: RouterParams) -> int:
     return p.ctx_size
-
-
-def _sse_before(first: tuple[str, str], then: tuple[str, str], mark: str) -> str:
-    """The recipe's test: /models/sse sent ``first`` (model, status) no later than ``then``, after ``mark``."""
-    return Lab.sh_flag(f'u=$({Lab.sh_sse_first(first[0], first[1], mark)}); l=$({Lab.sh_sse_first(then[0], then[1], mark)}); '
-                       '[ -n "$u" ] && [ -n "$l" ] && awk -v u="$u" -v l="$l" \'BEGIN {exit !(u <= l)}\'')
-
-
-def _between_has(lab: Lab, start: str, end: str | None, kind: str | tuple[str, ...], model: str) -> str:
-    """The recipe's test: a ``kind`` line for ``model`` in the router log between marks."""
-    return lab.sh_flag(f'[ "$({lab.sh_log_count_between(start, end, kind, model)})" -gt 0 ]')
 
 
 def _reply_200(reply_n: int | None) -> str:
@@ -433,24 +422,17 @@ def sleeping_slot(lab: Lab, p: SleepParams, ev: Evidence) -> Iterator[None]:
     lab.request(a)
     if lab.wait_for("status:sleeping", a, timeout=sleep_s + 10) is None:
         raise Inconclusive(f"{a} never reported sleeping within {sleep_s + 10} s")
-    t_b = lab.now()
     lab.mark("b")
     lab.log_mark("b")
     lab.request(b)
     lab.sleep(0.2)
-    after = [e for e in lab.events if lab.rel(e.t) >= t_b]
     yield
     # both from /models/sse, one stream in the router's order: A's "unloaded" against B's "loading"
     # (B's spawn line against A's event compared two streams: the event can arrive after the line)
-    loading_b = next((e for e in after if e.kind == "status:loading" and e.model == b), None)
-    exit_a = next((e for e in after if e.kind == "status:unloaded" and e.model == a), None)
-    measure(ev, lab, a_evicted_for_b=Measured(any(e.kind in ("evict", "stop_sent") and e.model == a for e in after),
-                                              _between_has(lab, "b", None, ("evict", "stop_sent"), a),
-                                              f"an eviction or stop line for {a} after the request for {b}"),
-            b_spawned_after_a_exited=Measured(bool(loading_b and exit_a and loading_b.t >= exit_a.t),
-                                              _sse_before((a, "unloaded"), (b, "loading"), "b"),
-                                              f"/models/sse sent {a} unloaded before {b} loading (after the request "
-                                              f"for {b}), as lbench judges it"))
+    measure(ev, lab, a_evicted_for_b=LogBetween(("evict", "stop_sent"), a, "b", None,
+                                                f"an eviction or stop line for {a} after the request for {b}"),
+            b_spawned_after_a_exited=SseBefore((a, "unloaded"), (b, "loading"), "b", f"/models/sse sent {a} "
+                                               f"unloaded before {b} loading (after the request for {b})"))
     ev.figures.update(a_slept=True, models_max=1)
     ev.lines = lab.lines("status:sleeping", "evict", "stop_sent", "status:unloaded", "spawn")[:10]
 
@@ -542,12 +524,9 @@ def cancel_waiting(lab: Lab, p: CancelParams, ev: Evidence) -> Iterator[None]:
     yield
     if not busy:
         raise Inconclusive("A finished before B gave up; raise n_predict")
-    evict_a = next((e for e in lab.events if e.kind in ("evict", "stop_sent") and e.model == a), None)
-    spawn_c = next((e for e in lab.events if e.kind == "spawn" and e.model == c), None)
     cancel = next((e for e in lab.events if f"cancelled while waiting for model name={b}" in e.text), None)
-    measure(ev, lab, c_took_a_slot=Measured(bool(evict_a and spawn_c and spawn_c.t >= evict_a.t),
-                                            lab.sh_log_before((("evict", "stop_sent"), a), ("spawn", c)),
-                                            f"{a}'s stop line comes before {c}'s spawn line in the router log"),
+    measure(ev, lab, c_took_a_slot=LogBefore((("evict", "stop_sent"), a), ("spawn", c),
+                                             f"{a}'s stop line comes before {c}'s spawn line in the router log"),
             b_client_gave_up=GaveUp(b_reply, "curl got no answer for B in time (status 000)"),
             b_spawned=LogHas("spawn", b, f"the router log has a spawn line for {b}"),
             c_spawned=LogHas("spawn", c, f"the router log has a spawn line for {c}"), c_ok=answered(c),
@@ -685,17 +664,11 @@ def stopping_counts(lab: Lab, p: StoppingParams, ev: Evidence) -> Iterator[None]
         raise Inconclusive("A never exited or B never spawned")
     # A's exit against B's load on the one /models/sse stream, in the router's order: the log's "exited" line
     # comes from the child's monitor thread and can follow B's spawn line (seen 1 in 3 on build 11434)
-    unloaded_a = next((e for e in lab.events if e.kind == "status:unloaded" and e.model == a and lab.rel(e.t) >= t_b),
-                      None)
-    loading_b = next((e for e in lab.events if e.kind == "status:loading" and e.model == b and lab.rel(e.t) >= t_b),
-                     None)
     measure(ev, lab, b_wait_s=Measured(round(lab.rel(spawn_b.t) - t_b, 3), lab.sh_seconds_between("b", "spawn_b"),
                                        f"seconds from the request for {b} to its spawn line (the log polled every 20 ms)"),
             b_ok=Measured(reply.status == 200, _reply_200(reply.sh_n), f"the request for {b} got HTTP 200"),
-            b_spawn_after_a_exit=Measured(bool(unloaded_a and loading_b and loading_b.t >= unloaded_a.t),
-                                          _sse_before((a, "unloaded"), (b, "loading"), "b"),
-                                          f"/models/sse sent {a} unloaded (its process exited) before {b} loading, "
-                                          f"after the request for {b}"),
+            b_spawn_after_a_exit=SseBefore((a, "unloaded"), (b, "loading"), "b", f"/models/sse sent {a} unloaded (its "
+                                           f"process exited) before {b} loading, after the request for {b}"),
             kill_timeout_logged=LogHas("kill_timeout", a, "the router logged the force-kill after timeout"))
     ev.figures.update(stop_timeout_s=st, b_spawn_line_after_a_exit_line=spawn_b.t >= exit_a.t,
                       peak_children_log=children_from_log(lab.events)["peak_children_log"])
@@ -718,27 +691,21 @@ def loading_counts(lab: Lab, p: HoldParams, ev: Evidence) -> Iterator[None]:
     if any(e.kind == "status:loaded" and e.model == a for e in lab.events):
         lab.thaw(pid)
         raise Inconclusive(f"{a} finished loading before it could be frozen; use a bigger model")
-    t_b = lab.now()
     lab.log_mark("b")
     b_thread = lab.request_in_background(b, timeout=hold_s + 120)
     lab.sleep(hold_s)
-    during = [e for e in lab.events if lab.rel(e.t) >= t_b and e.model in (a, b)
-              and e.kind in ("spawn", "evict", "stop_sent", "kill_loading")]
-    t_thaw = lab.now()
     lab.log_mark("thaw")
     lab.thaw(pid)
     b_thread.join(hold_s + 120)
     yield
-    spawn_b = next((e for e in lab.events if e.kind == "spawn" and e.model == b), None)
+    acts = ("spawn", "evict", "stop_sent", "kill_loading")
     measure(ev, lab, b_ok=answered(b),
-            b_spawned_while_a_loading=Measured(any(e.kind == "spawn" and e.model == b for e in during),
-                                               _between_has(lab, "b", "thaw", "spawn", b),
-                                               f"a spawn line for {b} between the request for {b} and the thaw of {a}"),
-            a_evicted_while_loading=Measured(any(e.model == a for e in during),
-                                             _between_has(lab, "b", "thaw", ("spawn", "evict", "stop_sent",
-                                                                             "kill_loading"), a),
-                                             f"a spawn, eviction, stop or force-kill line for {a} in that time"),
-            b_spawned_after_thaw=Measured(bool(spawn_b and lab.rel(spawn_b.t) >= t_thaw),
-                                          _between_has(lab, "thaw", None, "spawn", b), f"a spawn line for {b} after the thaw"))
+            b_spawned_while_a_loading=LogBetween("spawn", b, "b", "thaw", f"a spawn line for {b} between the request "
+                                                 f"for {b} and the thaw of {a}"),
+            a_evicted_while_loading=LogBetween(acts, a, "b", "thaw", f"a spawn, eviction, stop or force-kill line for "
+                                               f"{a} in that time"),
+            b_spawned_after_thaw=LogBetween("spawn", b, "thaw", None, f"a spawn line for {b} after the thaw"))
+    during = [e for e in lab.events if e.source == "router" and e.model in (a, b) and e.kind in acts
+              and lab.log_marks["b"] <= lab.rel(e.t) < lab.log_marks["thaw"]]
     ev.figures.update(hold_s=hold_s, actions_while_a_loading=len(during))
     ev.lines = lab.lines("queued", "evict", "stop_sent", "kill_loading", "status:loaded", "exited", "spawn")[:14]

@@ -14,7 +14,8 @@ import pytest
 
 from harness.engines.router import TimelineEvent, parse_router_line
 from harness.repro.base import Evidence, measure
-from harness.repro.figures import DIFFERS, PEAK_CHILDREN, Answered, Given, LogCount, LogHas, Measured, OkCount, Unmeasured
+from harness.repro.figures import (DIFFERS, PEAK_CHILDREN, Answered, Given, LogBefore, LogBetween, LogCount, LogHas,
+                                   Measured, OkCount, SseBefore, Unmeasured)
 from harness.repro.lab import Lab, Reply
 
 BASH = shutil.which("bash")
@@ -45,6 +46,7 @@ def _lab(tmp_path: Path, replies: list[Reply]) -> Lab:
         events.append(TimelineEvent(float(i), "router", kind, detail.get("model"), detail, line))
     lab = object.__new__(Lab)
     lab.replies, lab.shell_figures, lab.given, lab.unmeasured = replies, {}, {}, {}
+    lab.t0, lab.marks, lab.log_marks, lab.t_stop = 0.0, {}, {}, None
     lab.session = SimpleNamespace(events=events)
     (tmp_path / "router.stderr.log").write_text("\n".join(LOG) + "\n")
     for r in replies:
@@ -70,6 +72,45 @@ def test_log_figures_count_the_same_lines_in_python_and_in_shell(tmp_path, kind,
     lab = _lab(tmp_path, [])
     for figure in (LogCount(kind, model), LogHas(kind, model)):
         assert _shell(figure.shell(lab), tmp_path) == _word(figure.value(lab)), (figure, kind, model)
+
+
+@pytest.mark.parametrize(("start", "end"), [(0, None), (0, 3), (2, 6), (3, 9), (6, None), (9, None)])
+@pytest.mark.parametrize(("kind", "model"), [("spawn", "b"), (("evict", "stop_sent"), "tiny-f16"), ("kill_loading", "m"),
+                                             ("proxy", "a"), ("exited", "m"), ("queued", "b")])
+def test_lines_between_log_marks_are_the_same_lines_in_python_and_in_shell(tmp_path, start, end, kind, model):
+    """A log mark after line k: the script's L_ holds k (lines so far), lbench's time lies between
+    the receipt of line k and line k + 1 (the lines arrive at t = their index here)."""
+    lab = _lab(tmp_path, [])
+    lab.log_marks = {"s": start - 0.5, **({"e": end - 0.5} if end is not None else {})}
+    figure = LogBetween(kind, model, "s", "e" if end is not None else None)
+    marks = f"L_s={start}; " + (f"L_e={end}; " if end is not None else "")
+    assert _shell(marks + figure.shell(lab), tmp_path) == _word(figure.value(lab)), (kind, model, start, end)
+
+
+@pytest.mark.parametrize(("first", "then"), [((("evict", "stop_sent"), "tiny-f16"), ("proxy", "a")),
+                                             (("proxy", "a"), ("spawn", "b")), (("queued", "a"), ("spawn", "b")),
+                                             (("exited", "m"), ("kill_timeout", "m")), (("spawn", "nobody"), ("proxy", "a"))])
+def test_line_order_is_the_same_in_python_and_in_shell(tmp_path, first, then):
+    lab = _lab(tmp_path, [])
+    figure = LogBefore(first, then)
+    functions = 'log_first() { grep -nE -- "$1" "$WORK/router.stderr.log" 2>/dev/null | head -n 1 | cut -d: -f1; }\n'
+    assert _shell(functions + figure.shell(lab), tmp_path) == _word(figure.value(lab)), (first, then)
+
+
+@pytest.mark.parametrize(("sse", "after", "expected"), [
+    ([(1.0, "a", "unloaded"), (2.0, "b", "loading")], 0.5, True),
+    ([(1.0, "b", "loading"), (2.0, "a", "unloaded")], 0.5, False),
+    ([(1.0, "a", "unloaded"), (2.0, "b", "loading"), (3.0, "a", "unloaded")], 1.5, False),  # A's unload before the mark
+    ([(2.0, "b", "loading")], 0.5, False)])
+def test_status_order_on_models_sse_is_the_same_in_python_and_in_shell(tmp_path, sse, after, expected):
+    """The script keeps /models/sse as time<TAB>model<TAB>status with its clock; lbench as timeline events."""
+    lab = _lab(tmp_path, [])
+    lab.session.events = [TimelineEvent(t, "sse", f"status:{status}", model, {}, "") for t, model, status in sse]
+    lab.marks = {"b": after}
+    (tmp_path / "sse.txt").write_text("".join(f"{t:.3f}\t{m}\t{s}\n" for t, m, s in sse))
+    figure = SseBefore(("a", "unloaded"), ("b", "loading"), "b")
+    assert figure.value(lab) is expected
+    assert _shell(f"T_b={after}; " + figure.shell(lab), tmp_path) == _word(expected)
 
 
 def test_reply_figures_read_the_same_replies_in_python_and_in_shell(tmp_path):
