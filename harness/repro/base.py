@@ -35,6 +35,7 @@ from harness import typed_toml
 from harness.models.resolve import ResolvedModel
 from harness.repro.figures import PEAK_CHILDREN, Figure, Given, Unmeasured
 from harness.repro.lab import Lab
+from harness.repro.recipe import write_lab_recipe
 from harness.schema import apply_schema
 
 
@@ -81,10 +82,13 @@ class Context:
         starts, so one that never came up still gets its recipe."""
         lab = Lab(self.binary, models, run_dir or self.claim_dir, **kw)
         self.labs.append(lab)
-        with lab:
-            yield lab
-            if evidence is not None:
-                save_evidence(lab, evidence)
+        try:
+            with lab:
+                yield lab
+                if evidence is not None:
+                    save_evidence(lab, evidence)
+        finally:
+            write_lab_recipe(lab)
 
 
 # ---- typed parameters -----------------------------------------------------------------------

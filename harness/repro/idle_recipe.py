@@ -23,11 +23,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import shell
-from harness.repro.recipe import verdict_lines
+from harness.repro.recipe import ClaimSpec, verdict_lines
 
 if TYPE_CHECKING:
     from harness.engines.binary import Binary
-    from harness.repro.claims import ClaimSpec
 
 # the t distribution in awk: lgamma (Lanczos, g = 7), the regularized incomplete beta function
 # (Numerical Recipes' continued fraction), P(T > t), and the quantile by bisection

@@ -26,7 +26,7 @@ from harness.workloads.idle import run_idle_sweep
 
 if TYPE_CHECKING:
     from harness.models.resolve import ResolvedModel
-    from harness.repro.claims import ClaimSpec
+    from harness.repro.recipe import ClaimSpec
 
 
 @dataclass(frozen=True)

@@ -124,7 +124,6 @@ class Lab:
             self.session.__enter__()
         except EngineError:
             self.start_failed = True
-            self._write_recipe()
             raise
         self.http = httpx.Client(base_url=self.router.base_url, timeout=120, trust_env=False,
                                  limits=httpx.Limits(max_keepalive_connections=0))
@@ -134,15 +133,6 @@ class Lab:
         self.t_stop = self.now()  # the recipe computes its figures here, before the router stops
         self.http.close()
         self.session.close()
-        self._write_recipe()
-
-    def _write_recipe(self) -> None:
-        from harness.repro.recipe import write_recipe
-
-        try:
-            write_recipe(self)
-        except Exception as exc:  # the recipe must never hide the scenario's own outcome
-            (self.run_dir / "recipe.sh").write_text(shell.comment(f"recipe could not be written: {exc}") + "\n")
 
     def act(self, line: str) -> None:
         """Record a step the harness took, as a shell line for the recipe (with its lab time)."""

@@ -18,15 +18,44 @@ claim text and model names are printed from quoted words, never expanded; commen
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from harness import shell
 from harness.repro.figures import PEAK_CHILDREN
 
 if TYPE_CHECKING:
-    from harness.repro.claims import ClaimSpec, Requirement
     from harness.repro.lab import Lab
+
+
+class Requirement(Protocol):
+    """What a recipe reads of one ``[[check]]`` (harness.repro.claims.Requirement)."""
+
+    @property
+    def figure(self) -> str: ...
+    @property
+    def op(self) -> str: ...
+    @property
+    def value(self) -> object: ...
+    @property
+    def ref(self) -> str | None: ...
+    @property
+    def says(self) -> str | None: ...
+    @property
+    def undecided(self) -> bool: ...
+
+
+class ClaimSpec(Protocol):
+    """What a recipe reads of a claim spec (harness.repro.claims.ClaimSpec); a protocol, so the
+    recipe writers below the claims never import them."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def claim(self) -> str: ...
+    @property
+    def check(self) -> Sequence[Requirement]: ...
 
 # lbench's verdict -> the words the script prints for its own
 SCRIPT_WORDS = {"holds": "holds", "contradicted": "does not hold", "inconclusive": "inconclusive"}
@@ -174,7 +203,7 @@ def figure_lines(lab: Lab, names: dict[str, str], extra: dict[str, tuple[str, st
     return lines
 
 
-def check_section(lab: Lab, checks: list[Requirement] | None, lbench_verdict: str | None) -> list[str]:
+def check_section(lab: Lab, checks: Sequence[Requirement] | None, lbench_verdict: str | None) -> list[str]:
     """The figures, the claim's checks in shell, and the final verdict lines (always printed)."""
     names: dict[str, str] = {}
     lines = ["# ---- what this script observed (computed before the router stops)", 'echo "figures observed:"',
@@ -182,7 +211,7 @@ def check_section(lab: Lab, checks: list[Requirement] | None, lbench_verdict: st
     return lines + verdict_lines(names, dict(getattr(lab, "unmeasured", {}) or {}), checks, lbench_verdict)
 
 
-def verdict_lines(names: dict[str, str], unmeasured: dict[str, str], checks: list[Requirement] | None,
+def verdict_lines(names: dict[str, str], unmeasured: dict[str, str], checks: Sequence[Requirement] | None,
                   lbench_verdict: str | None) -> list[str]:
     """The claim's checks on the figures named ``names`` (figure -> shell variable), then the verdict."""
     if checks is None:
@@ -286,6 +315,16 @@ def _router_lines(lab: Lab, by_path: dict[str, str], names: dict[str, str], extr
     lines += ["# ---- what this script observed from this router (computed before it stops)",
               'echo "figures observed:"', *figure_lines(lab, names, extra), *_STOP]
     return lines
+
+
+def write_lab_recipe(lab: Lab) -> None:
+    """The lab's ``recipe.sh`` as its router stops (or fails to start), without the claim's checks;
+    a recipe that cannot be written says why in one comment line, never hiding the scenario's own
+    outcome."""
+    try:
+        write_recipe(lab)
+    except Exception as exc:
+        (lab.run_dir / "recipe.sh").write_text(shell.comment(f"recipe could not be written: {exc}") + "\n")
 
 
 def write_recipe(lab: Lab, spec: ClaimSpec | None = None, lbench_verdict: str | None = None) -> None:
