@@ -14,6 +14,7 @@ from pathlib import Path
 
 from harness.engines import registry, reserved
 from harness.engines.base import Setting
+from harness import typed_toml
 from harness.errors import BadInput
 from harness.toml_input import read_toml
 
@@ -212,38 +213,11 @@ def check_axes(spec: object, keys: tuple[str, ...], where: str) -> None:
 
 def check_types(spec: object, where: str) -> None:
     """Refuse a value of the wrong type (a spec file can hold anything) before the checks that
-    compare or convert it: scalars against their annotation (an int is a float, a bool is not a
-    number), lists as lists, and lists of strings (``list[str]``) item by item.  Lists whose items
-    have their own parsers (pauses, keep-alive, CPU axes) are left to those."""
-    import typing
-
-    for f in fields(spec):  # type: ignore[arg-type]
-        if f.name in PARSED_FIELDS:
-            continue
-        hint = typing.get_type_hints(type(spec))[f.name]
-        value = getattr(spec, f.name)
-        args = typing.get_args(hint)
-        allowed = tuple(a for a in args if a is not type(None)) if args and typing.get_origin(hint) is not list \
-            else (hint,)
-        if value is None and type(None) in args:
-            continue
-        kind = allowed[0] if len(allowed) == 1 else None
-        origin = typing.get_origin(kind) or kind
-        ok = True
-        if origin is list or kind is list:
-            ok = isinstance(value, list) and (typing.get_args(kind) != (str,) or all(isinstance(v, str) for v in value))
-        elif kind is bool:
-            ok = isinstance(value, bool)
-        elif kind is int:
-            ok = isinstance(value, int) and not isinstance(value, bool)
-        elif kind is float:
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        elif kind is str:
-            ok = isinstance(value, str)
-        if not ok:
-            expected = str(hint) if typing.get_args(hint) else getattr(hint, "__name__", str(hint))
-            raise BadInput(f"{f.name} has the wrong type: {value!r} ({type(value).__name__}), expected {expected}",
-                           where=where, hint="fix the value in the spec (TOML) or on the command line")
+    compare or convert it: every field against its annotation (harness/typed_toml.py: an int is a
+    float, a bool is not a number, lists item by item).  Lists whose items have their own parsers
+    (pauses, keep-alive, CPU axes) are left to those."""
+    typed_toml.check_fields(spec, where, skip=PARSED_FIELDS,
+                            fix="fix the value in the spec (TOML) or on the command line")
 
 
 # fields whose values go through their own parser (which accepts strings such as "off" or "0:4:0.8")

@@ -9,8 +9,8 @@ scenario names to (function, parameter class).
 
 Parameters: each scenario declares a frozen dataclass derived from ``Params`` whose fields
 and defaults are the spec's ``[params]`` table; ``Params.from_toml`` checks names and types
-(``BadInput``, exit 2, before anything runs).  ``get``/``[]``/``in`` read fields by name, so
-older scenario bodies written against the dict read the same values.
+(``BadInput``, exit 2, before anything runs) with harness/typed_toml.py, the reader specs and
+claims go through too.
 
 Evidence tables (``events``, ``memory``, ``requests``, ``samples``) are written in the store's
 schema (harness/schema.py, docs/schema.md) as ``<table>.parquet`` in the claim's directory;
@@ -19,11 +19,10 @@ schema (harness/schema.py, docs/schema.md) as ``<table>.parquet`` in the claim's
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import types
-import typing
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,9 +31,11 @@ import pandas as pd
 
 from harness.engines.binary import Binary
 from harness.engines.router import RouterModel
-from harness.errors import BadInput
+from harness import typed_toml
 from harness.models.resolve import ResolvedModel
+from harness.repro.figures import PEAK_CHILDREN, Figure, Given, Unmeasured
 from harness.repro.lab import Lab
+from harness.repro.recipe import write_lab_recipe
 from harness.schema import apply_schema
 
 
@@ -58,7 +59,7 @@ class Context:
     # scenarios without a router lab: each writes its recipe.sh given (spec, lbench's verdict for the repetition)
     recipe_writers: list[Callable[..., None]] = field(default_factory=list)
 
-    def router_models(self, refs: list[str], **per_model) -> list[RouterModel]:
+    def router_models(self, refs: list[str], **per_model: dict[str, Any]) -> list[RouterModel]:
         names: dict[str, int] = {}
         out = []
         for i, ref in enumerate(refs):
@@ -72,7 +73,7 @@ class Context:
 
     @contextmanager
     def lab(self, models: list[RouterModel], evidence: "Evidence | None" = None, run_dir: Path | None = None,
-            **kw) -> Iterator[Lab]:
+            **kw: Any) -> Iterator[Lab]:
         """The router scenarios' skeleton: a ``Lab`` (the router, its timeline and sampler) over
         ``models``; with ``evidence``, the lab's events and memory samples are saved as evidence
         tables when the block ends normally, before the router stops (``save_evidence``).  A
@@ -81,10 +82,13 @@ class Context:
         starts, so one that never came up still gets its recipe."""
         lab = Lab(self.binary, models, run_dir or self.claim_dir, **kw)
         self.labs.append(lab)
-        with lab:
-            yield lab
-            if evidence is not None:
-                save_evidence(lab, evidence)
+        try:
+            with lab:
+                yield lab
+                if evidence is not None:
+                    save_evidence(lab, evidence)
+        finally:
+            write_lab_recipe(lab)
 
 
 # ---- typed parameters -----------------------------------------------------------------------
@@ -94,78 +98,9 @@ class Params:
     """Base of every scenario's parameters (a frozen dataclass of the spec's ``[params]``)."""
 
     @classmethod
-    def from_toml(cls, raw: dict, where: str = "params") -> "Params":
-        hints = typing.get_type_hints(cls)
-        names = [f.name for f in dataclasses.fields(cls)]
-        unknown = sorted(set(raw) - set(names))
-        if unknown:
-            raise BadInput(f"unknown parameter(s) {', '.join(unknown)} for this scenario", where=where,
-                           hint=f"known: {', '.join(names) or '(none)'}")
-        values = {}
-        for name, value in raw.items():
-            values[name] = _checked(value, hints[name], f"params.{name}", where)
-        missing = [f.name for f in dataclasses.fields(cls)
-                   if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-                   and f.name not in values]
-        if missing:
-            raise BadInput(f"missing parameter(s) {', '.join(missing)}", where=where)
-        return cls(**values)
-
-    # dict-style reads, for scenario bodies written against the old dict
-    def get(self, name: str, default=None):
-        value = getattr(self, name, None)
-        return default if value is None else value
-
-    def __getitem__(self, name: str):
-        if getattr(self, name, None) is None:
-            raise KeyError(name)
-        return getattr(self, name)
-
-    def __contains__(self, name: str) -> bool:
-        return getattr(self, name, None) is not None
-
-    def as_dict(self) -> dict:
-        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
-
-
-def _checked(value, hint, name: str, where: str):
-    """``value`` converted to ``hint`` (int -> float allowed), or BadInput."""
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
-    if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        errors = []
-        for a in args:
-            if a is type(None):
-                continue
-            try:
-                return _checked(value, a, name, where)
-            except BadInput as exc:
-                errors.append(str(exc).splitlines()[0])
-        raise BadInput(f"{name} has the wrong type: {value!r}", where=where,
-                       hint=" or ".join(_type_word(a) for a in args if a is not type(None)))
-    if origin in (list, tuple):
-        if not isinstance(value, list):
-            raise BadInput(f"{name} must be a list, not {value!r}", where=where)
-        return (tuple if origin is tuple else list)(_checked(v, args[0], f"{name}[{i}]", where)
-                                                     for i, v in enumerate(value))
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise BadInput(f"{name} must be a table, not {value!r}", where=where)
-        return {str(k): _checked(v, args[1], f"{name}.{k}", where) for k, v in value.items()}
-    if hint is typing.Any:
-        return value
-    if hint is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if hint is int and isinstance(value, bool) or not isinstance(value, hint):
-        raise BadInput(f"{name} must be {_type_word(hint)}, not {value!r}", where=where)
-    return value
-
-
-def _type_word(hint) -> str:
-    return {int: "an integer", float: "a number", str: "a string", bool: "true or false"}.get(
-        hint, getattr(hint, "__name__", str(hint)))
+    def from_toml(cls, raw: Mapping[str, object], where: str = "params") -> "Params":
+        return typed_toml.load(cls, raw, where, prefix="params.", noun="parameter",
+                               fix="fix the claim spec's [params] (TOML)")
 
 
 @dataclass(frozen=True)
@@ -221,7 +156,69 @@ def save_evidence(lab: Lab, ev: Evidence) -> None:
     """The lab's events and memory samples as evidence tables; ``peak_children`` into the figures."""
     write_evidence_table(lab.event_frame(), lab.run_dir, "events")
     write_evidence_table(lab.memory_frame(), lab.run_dir, "memory")
-    ev.figures.setdefault("peak_children", lab.peak_children())
+    ev.figures.setdefault("peak_children", PEAK_CHILDREN.value(lab))
+
+
+# ---- figures, each declared once (harness/repro/figures.py) ------------------------------------
+
+def measure(ev: Evidence, lab: Lab, **figures: Figure) -> None:
+    """Each figure's value into ``ev.figures`` (what lbench judges) and its shell command into the
+    lab's recipe (what the script judges), from the one object that declares both."""
+    for name, fig in figures.items():
+        ev.figures[name] = fig.value(lab)
+        if isinstance(fig, Given):
+            lab.given_figure(name, fig.setting)
+        elif isinstance(fig, Unmeasured):
+            lab.unmeasurable(name, fig.how)
+        else:
+            differs = getattr(fig, "differs", "")
+            lab.figure(name, fig.shell(lab), f"{fig.how} (differs from lbench: {differs})" if differs else fig.how)
+
+
+# ---- scenarios: registration and the router scenarios' skeleton ---------------------------------
+
+P = TypeVar("P", bound=Params)
+Run = Callable[[Context, Any], Evidence]
+DECLARED: dict[str, tuple[Run, type[Params], str]] = {}  # scenario name -> (function, parameters, module)
+
+
+def scenario(name: str, params: type[P]) -> Callable[[Callable[[Context, P], Evidence]],
+                                                      Callable[[Context, P], Evidence]]:
+    """Declare ``(Context, params) -> Evidence`` as scenario ``name`` (harness.repro.registry)."""
+    def declare(fn: Callable[[Context, P], Evidence]) -> Callable[[Context, P], Evidence]:
+        if name in DECLARED:
+            raise RuntimeError(f"scenario {name!r} is declared by {DECLARED[name][2]} and {fn.__module__}")
+        DECLARED[name] = (fn, params, fn.__module__)
+        return fn
+    return declare
+
+
+Steps = Callable[[Lab, P, Evidence], Iterator[None]]
+
+
+def router_scenario(name: str, params: type[P], *, per_model: Callable[[P], dict[str, dict[str, Any]]] | None = None,
+                    **lab_settings: object) -> Callable[[Steps[P]], Callable[[Context, P], Evidence]]:
+    """The router scenarios' skeleton, owned here: resolve ``p.models`` (``per_model(p)``: their
+    preset keys), open a lab over them with ``lab_settings`` (a value may be a function of the
+    parameters: ``ctx_size=lambda p: p.ctx_size``), run the body's steps up to its ``yield``
+    with the router up, save the evidence tables, stop the router, run the rest of the body
+    (the figures, from the finished timeline), return the evidence.  The body is a generator
+    ``(lab, p, ev)``; declared as scenario ``name``."""
+    def wrap(steps: Steps[P]) -> Callable[[Context, P], Evidence]:
+        def run(ctx: Context, p: P) -> Evidence:
+            models = ctx.router_models(list(vars(p)["models"]), **(per_model(p) if per_model else {}))
+            ev = Evidence()
+            settings: dict[str, Any] = {k: v(p) if callable(v) else v for k, v in lab_settings.items()}
+            with ctx.lab(models, evidence=ev, **settings) as lab:
+                body = steps(lab, p, ev)
+                next(body, None)
+            for _ in body:
+                pass
+            return ev
+        run.__name__, run.__doc__, run.__qualname__ = steps.__name__, steps.__doc__, steps.__qualname__
+        run.__module__ = steps.__module__
+        return scenario(name, params)(run)
+    return wrap
 
 
 # ---- steps the router scenarios share --------------------------------------------------------
@@ -245,7 +242,7 @@ def spawns_over_cap(order: list[tuple[str, str, int]], models_max: int) -> int:
     return sum(1 for kind, _, alive in order if kind == "spawn" and models_max > 0 and alive > models_max)
 
 
-def long_request_busy(lab: Lab, model: str, n_predict: int):
+def long_request_busy(lab: Lab, model: str, n_predict: int) -> threading.Thread:
     """Start a long generation on ``model``; return its thread once the router has proxied it."""
     after = lab.now()
     thread = lab.request_in_background(model, n_predict, ignore_eos=True)
@@ -254,10 +251,11 @@ def long_request_busy(lab: Lab, model: str, n_predict: int):
     return thread
 
 
-def loaded_and_busy(lab: Lab, model: str, p, default_n: int = 4000):
-    """Load ``model`` with one request, then keep it busy with a long generation."""
+def loaded_and_busy(lab: Lab, model: str, n_predict: int | None, default_n: int = 4000) -> threading.Thread:
+    """Load ``model`` with one request, then keep it busy with a long generation (``n_predict``
+    tokens, ``default_n`` when None)."""
     lab.request(model)
-    return long_request_busy(lab, model, int(p.get("n_predict", default_n)))
+    return long_request_busy(lab, model, default_n if n_predict is None else n_predict)
 
 
 def scheduler_evictions(events: pd.DataFrame) -> int:

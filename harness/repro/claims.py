@@ -44,8 +44,9 @@ import socket
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
-from harness import resources
+from harness import resources, typed_toml
 from harness.engines import registry
 from harness.errors import BadInput
 from harness.toml_input import read_toml
@@ -118,99 +119,103 @@ class ClaimSpec:
 MAX_REPEAT = 1000
 
 
-def _want(value: object, kind: type | tuple, key: str, where: str, expected: str) -> object:
-    ok = isinstance(value, kind) and not (isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple)
-                                                                                  else (kind,)))
-    if not ok:
-        raise BadInput(f"{key} must be {expected}, got {value!r}"[:300], where=where,
-                       hint="fix the value in the claim spec (TOML)")
-    return value
+@dataclass(frozen=True)
+class _ClaimFile:
+    """A claim spec file's keys and their types (read by harness/typed_toml.py)."""
+    id: str
+    claim: str
+    source: dict[str, str]
+    scenario: str
+    engine: str = "llama-server"
+    requires: list[str] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)
+    check: list[dict[str, Any]] = field(default_factory=list)
+    timing: bool = False
+    repeat: int | None = None  # default: 3 with timing, else 1
+    tested: str | None = None
+    not_tested: str | None = None
 
 
-def _str_list(value: object, key: str, where: str) -> list[str]:
-    _want(value, list, key, where, "a list of strings")
-    for v in value:  # type: ignore[union-attr]
-        _want(v, str, key, where, "a list of strings")
-    return list(value)  # type: ignore[arg-type]
+@dataclass(frozen=True)
+class _CheckTable:
+    """One ``[[check]]`` table."""
+    figure: str
+    op: str
+    value: Any = None
+    ref: str | None = None
+    says: str | None = None
+    undecided: bool = False
 
 
-def check_params(params: dict, where: str) -> None:
+_FIX = "fix the value in the claim spec (TOML)"
+
+
+def check_params(params: dict[str, Any], where: str) -> None:
     """The parameters a scenario receives, as far as lbench can judge them without running it:
     environment variables (``reserved``) are variable names and never ones lbench reserves;
     extra server arguments never choose the address, port or model (engines/reserved.py)."""
     from harness import shell
     from harness.engines import reserved
 
-    env = params.get("reserved", {})
-    _want(env, dict, "params.reserved", where, "a table of environment variables")
-    for k, v in env.items():
+    env = typed_toml.value(params.get("reserved", {}), dict[str, str | int | float], "params.reserved", where, _FIX)
+    for k in env:
         try:
             shell.env_name(k)
         except ValueError:
             raise BadInput(f"params.reserved: not an environment variable name: {k!r}", where=where) from None
-        _want(v, (str, int, float), f"params.reserved.{k}", where, "a string or number")
     reserved.check_env(env, f"{where}: params.reserved")
     for key in ("server_args", "extra_args"):
         if key in params:
-            reserved.check_args(_str_list(params[key], f"params.{key}", where), f"{where}: params.{key}")
+            reserved.check_args(typed_toml.value(params[key], list[str], f"params.{key}", where, _FIX),
+                                f"{where}: params.{key}")
     if "models" in params:
-        _str_list(params["models"], "params.models", where)
+        typed_toml.value(params["models"], list[str], "params.models", where, _FIX)
+
+
+def _requirement(table: object, where: str) -> Requirement:
+    bad = BadInput(f"bad check {table!r}"[:300], where=where,
+                   hint="figure (a string), op (<= < >= > == !=), and value or ref (a figure's name)")
+    if not isinstance(table, dict) or ("value" not in table and "ref" not in table):
+        raise bad
+    try:
+        c = typed_toml.load(_CheckTable, table, where, prefix="check.", fix=_FIX)
+    except BadInput as exc:
+        raise bad from exc
+    if c.op not in OPS:
+        raise bad
+    return Requirement(c.figure, c.op, c.value, c.ref, c.says, c.undecided)
 
 
 def load_claim(path: Path) -> ClaimSpec:
     from harness.repro.registry import SCENARIOS
 
     where = str(path)
-    data = read_toml(path, "claim spec")
-    known = {"id", "claim", "source", "scenario", "engine", "requires", "params", "check", "timing", "repeat",
-             "tested", "not_tested"}
-    missing = {"id", "claim", "source", "scenario"} - set(data)
-    if missing:
-        raise BadInput(f"claim spec lacks {', '.join(sorted(missing))}", where=where)
-    for key in ("id", "claim", "scenario", "engine", "tested", "not_tested"):
-        if key in data:
-            _want(data[key], str, key, where, "a string")
-    src = data["source"]
-    if not isinstance(src, dict) or "statement" not in src or not ({"seed", "document"} & set(src)):
+    spec = typed_toml.load(_ClaimFile, read_toml(path, "claim spec"), where, fix=_FIX)
+    src = spec.source
+    if "statement" not in src or not ({"seed", "document"} & set(src)):
         raise BadInput("claim source needs a statement and a seed (shared/seeds/) or a document (shared/...)",
                        where=where)
-    for key, value in src.items():
-        _want(value, str, f"source.{key}", where, "a string")
-    unknown = set(data) - known
-    if unknown:
-        raise BadInput(f"unknown keys in claim spec: {', '.join(sorted(unknown))}", where=where)
-    if data["scenario"] not in SCENARIOS and data["scenario"] != "none":
-        raise BadInput(f"unknown scenario {data['scenario']!r}", where=where,
+    if spec.scenario not in SCENARIOS and spec.scenario != "none":
+        raise BadInput(f"unknown scenario {spec.scenario!r}", where=where,
                        hint=f"known: {', '.join(SCENARIOS)}, or 'none' for claims with no experiment here")
-    for r in _str_list(data.get("requires", []), "requires", where):
+    for r in spec.requires:
         if r not in REQUIREMENTS:
             raise BadInput(f"unknown requirement {r!r}", where=where, hint=f"known: {', '.join(REQUIREMENTS)}")
-    params = _want(data.get("params", {}), dict, "params", where, "a table")
-    check_params(params, where)  # type: ignore[arg-type]
-    checks = []
-    for c in _want(data.get("check", []), list, "check", where, "a list of [[check]] tables"):  # type: ignore[union-attr]
-        if not isinstance(c, dict) or c.get("op") not in OPS or not isinstance(c.get("figure"), str) \
-                or ("value" not in c and "ref" not in c) or not isinstance(c.get("ref", ""), str) \
-                or not isinstance(c.get("says", ""), str) or not isinstance(c.get("undecided", False), bool):
-            raise BadInput(f"bad check {c!r}"[:300], where=where,
-                           hint="figure (a string), op (<= < >= > == !=), and value or ref (a figure's name)")
-        checks.append(Requirement(c["figure"], c["op"], c.get("value"), c.get("ref"), c.get("says"),
-                                  bool(c.get("undecided", False))))
-    engine = data.get("engine", "llama-server")
-    registry.get(engine, where)
-    if engine not in ENGINES:
-        raise BadInput(f"unknown engine {engine!r}", where=where, hint=f"known: {', '.join(ENGINES)}")
-    timing = _want(data.get("timing", False), bool, "timing", where, "true or false")
-    repeat = _want(data.get("repeat", 3 if timing else 1), int, "repeat", where, f"an integer from 1 to {MAX_REPEAT}")
-    if not 1 <= repeat <= MAX_REPEAT:  # type: ignore[operator]
+    check_params(spec.params, where)
+    checks = [_requirement(c, where) for c in spec.check]
+    registry.get(spec.engine, where)
+    if spec.engine not in ENGINES:
+        raise BadInput(f"unknown engine {spec.engine!r}", where=where, hint=f"known: {', '.join(ENGINES)}")
+    repeat = (3 if spec.timing else 1) if spec.repeat is None else spec.repeat
+    if not 1 <= repeat <= MAX_REPEAT:
         raise BadInput(f"repeat must be an integer from 1 to {MAX_REPEAT}, got {repeat}", where=where)
     note = ""
-    if data.get("tested") or data.get("not_tested"):
-        note = f"Tested: {data.get('tested', '-')} Not tested: {data.get('not_tested', '-')}"
-    if data["scenario"] != "none":  # names and types of [params] checked now, before anything runs
-        SCENARIOS[data["scenario"]].validate(dict(data.get("params", {})), where=f"{where}: [params]")
-    return ClaimSpec(data["id"], data["claim"], data["source"], data["scenario"], engine,
-                     list(data.get("requires", [])), dict(params), checks, path, bool(timing), int(repeat), note)  # type: ignore[arg-type]
+    if spec.tested or spec.not_tested:
+        note = f"Tested: {spec.tested or '-'} Not tested: {spec.not_tested or '-'}"
+    if spec.scenario != "none":  # names and types of [params] checked now, before anything runs
+        SCENARIOS[spec.scenario].validate(spec.params, where=f"{where}: [params]")
+    return ClaimSpec(spec.id, spec.claim, dict(src), spec.scenario, spec.engine, list(spec.requires),
+                     dict(spec.params), checks, path, spec.timing, repeat, note)
 
 
 def load_claims(selected: list[str] | None = None, directory: Path | None = None) -> list[ClaimSpec]:
@@ -272,7 +277,7 @@ class _Lazy(dict):
         super().__init__()
         self.makers = makers
 
-    def __missing__(self, key):
+    def __missing__(self, key: str) -> tuple[bool, str]:
         self[key] = value = self.makers[key]()
         return value
 
@@ -341,7 +346,7 @@ def evaluate(spec: ClaimSpec, figures: dict) -> list[CheckResult]:
             out.append(CheckResult(req, actual, expected, None, f"the scenario did not measure {missing!r}"))
             continue
         try:
-            ok = bool(OPS[req.op](actual, expected))
+            ok = bool(OPS[req.op](actual, expected))  # type: ignore[arg-type]  # TypeError below
         except TypeError:
             out.append(CheckResult(req, actual, expected, None, f"cannot compare {actual!r} {req.op} {expected!r}"))
             continue
@@ -400,7 +405,7 @@ def _interval_text(figure: str, reps: list[dict]) -> str:
     vals = [f.get(figure) for f in reps]
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals):
         return f" (values: {', '.join(_fmt(v) for v in vals)})"
-    iv = interval([float(v) for v in vals])
+    iv = interval([float(v) for v in vals if isinstance(v, (int, float))])
     if iv is None:
         return ""
     return f" (mean {iv[0]:.4g}, 95% interval {iv[1]:.4g} to {iv[2]:.4g}, values {', '.join(_fmt(v) for v in vals)})"
@@ -416,7 +421,7 @@ def summarize_repeats(reps: list[dict]) -> dict:
         vals = [r.get(k) for r in reps]
         out[f"{k}_reps"] = vals
         if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals):
-            iv = interval([float(v) for v in vals])
+            iv = interval([float(v) for v in vals if isinstance(v, (int, float))])
             if iv:
                 out[f"{k}_ci"] = [round(x, 6) for x in iv]
     return out

@@ -26,9 +26,13 @@ import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness import resources
 from harness.errors import BadInput
+
+if TYPE_CHECKING:
+    from harness.repro.claims import ClaimSpec
 
 MATRIX_FILE = "code_paths.toml"
 ENGINE = "llama-server"  # the matrix is of llama.cpp's source: claims about other engines are not on it
@@ -94,7 +98,7 @@ def load_matrix(path: Path | None = None) -> Matrix:
     return Matrix(int(data["build"]), tuple(params))
 
 
-def claim_text(spec) -> str:
+def claim_text(spec: ClaimSpec) -> str:
     """The words of a claim spec that can name a parameter: claim, statement, code, tested."""
     note = spec.recipe_note or ""
     return " ".join([spec.claim, str(spec.source.get("statement", "")), str(spec.source.get("code", "")), note])

@@ -20,9 +20,13 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from harness import shell
-from harness.repro.recipe import verdict_lines
+from harness.repro.recipe import ClaimSpec, verdict_lines
+
+if TYPE_CHECKING:
+    from harness.engines.binary import Binary
 
 # the t distribution in awk: lgamma (Lanczos, g = 7), the regularized incomplete beta function
 # (Numerical Recipes' continued fraction), P(T > t), and the quantile by bisection
@@ -137,7 +141,8 @@ def _scipy_quantiles(alpha: float, dfs: list[int]) -> dict[int, float]:
     return {df: float(stats.t.ppf(1 - alpha / 2, df)) for df in dfs}
 
 
-def write_equivalence_recipe(path: Path, *, spec, lbench_verdict: str | None, binary, models: list[dict],
+def write_equivalence_recipe(path: Path, *, spec: ClaimSpec, lbench_verdict: str | None, binary: Binary,
+                             models: list[dict[str, Any]],
                              short: list[float], long: list[float], starts: int, reps: int, margin: float,
                              alpha: float, min_samples: int, warmup: int, schedules: dict[int, list[float]]) -> None:
     """``models``: per model ``label``, ``path``, ``synthetic``/``preset``/``quant``/``sha256`` (as

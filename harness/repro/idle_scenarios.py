@@ -18,9 +18,25 @@ import pandas as pd
 from harness.engines.base import Setting
 from harness.engines.llama_server import LlamaServerEngine
 from dataclasses import dataclass, field
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
-from harness.repro.base import Evidence, Params, write_evidence_table
+from harness.repro.base import Context, Evidence, Params, scenario, write_evidence_table
 from harness.workloads.idle import run_idle_sweep
+
+if TYPE_CHECKING:
+    from harness.models.resolve import ResolvedModel
+    from harness.repro.recipe import ClaimSpec
+
+
+@dataclass(frozen=True)
+class EquivalenceParams(Params):
+    models: list[str] = field(default_factory=lambda: ["tiny-q8"])
+    short_pauses_s: list[float] = field(default_factory=lambda: [0.0, 0.05])
+    long_pauses_s: list[float] = field(default_factory=lambda: [1.4, 3.0])
+    starts: int = 2
+    reps: int = 5
+    margin: float = 0.10
 
 
 def equivalence_groups(samples: pd.DataFrame, short: list[float], long: list[float]) -> list:
@@ -53,7 +69,12 @@ def equivalence_figures(verdicts: list, *, margin: float, models: list[str], sta
 WARMUP = 3
 
 
-def _recipe_model(model, server, engine) -> dict:
+def add_row(rows: list[dict[str, object]], extra: dict[str, object], row: dict[str, object]) -> None:
+    """``emit`` of a sweep: each row, with ``extra`` columns, into ``rows``."""
+    rows.append({**row, **extra})
+
+
+def _recipe_model(model: ResolvedModel, server: Any, engine: LlamaServerEngine) -> dict[str, Any]:
     """What the recipe needs of one model: how to get it, the server's command line, the request."""
     from harness.models.gguf_info import file_sha256, read_model_info
     from harness.repro.idle_recipe import body_text, changed_env
@@ -67,14 +88,15 @@ def _recipe_model(model, server, engine) -> dict:
             "argv": list(server.argv), "body": body_text(server.client.body), "env": changed_env(env)}
 
 
-def idle_equivalence(ctx, p: EquivalenceParams) -> Evidence:
+@scenario("idle-equivalence", EquivalenceParams)
+def idle_equivalence(ctx: Context, p: EquivalenceParams) -> Evidence:
     """Fresh servers per model; per (model, long pause) an equivalence verdict against the short pauses."""
     from harness.analysis.verdicts import VerdictConfig, decide_groups
 
     refs = list(p.models)
     short = [float(x) for x in p.short_pauses_s]
     long = [float(x) for x in p.long_pauses_s]
-    starts, reps, margin = int(p.starts), int(p.reps), float(p.margin)
+    starts, reps, margin = p.starts, p.reps, p.margin
     rows: list[dict] = []
     labels = []
     recipe_models: list[dict] = []
@@ -88,11 +110,11 @@ def idle_equivalence(ctx, p: EquivalenceParams) -> Evidence:
                 if start == 1:
                     recipe_models.append(_recipe_model(model, server, engine))
                 run_idle_sweep(server, short + long, reps=reps, seed=start, warmup=WARMUP,
-                               emit=lambda row, s=start, m=model.label: rows.append({**row, "model": m, "start": s}))
+                               emit=partial(add_row, rows, {"model": model.label, "start": start}))
     frame = pd.DataFrame(rows)
     write_evidence_table(frame, ctx.claim_dir, "samples")
 
-    def recipe(spec, verdict: str) -> None:  # recipe.sh, once lbench's verdict is known
+    def recipe(spec: ClaimSpec, verdict: str) -> None:  # recipe.sh, once lbench's verdict is known
         from harness.analysis.verdicts import ALPHA, MIN_SAMPLES
         from harness.repro.idle_recipe import write_equivalence_recipe
         from harness.workloads.idle import pause_schedule
@@ -111,15 +133,3 @@ def idle_equivalence(ctx, p: EquivalenceParams) -> Evidence:
                 f"long pauses {long} s, {reps} reps each, margin +/-{margin:.0%}; the unit is the server start"]
     return ev
 
-
-@dataclass(frozen=True)
-class EquivalenceParams(Params):
-    models: list[str] = field(default_factory=lambda: ["tiny-q8"])
-    short_pauses_s: list[float] = field(default_factory=lambda: [0.0, 0.05])
-    long_pauses_s: list[float] = field(default_factory=lambda: [1.4, 3.0])
-    starts: int = 2
-    reps: int = 5
-    margin: float = 0.10
-
-
-SCENARIOS = {"idle-equivalence": (idle_equivalence, EquivalenceParams)}

@@ -9,9 +9,10 @@ and waits for timeline events.  Every time is seconds since the lab's t0.
 Every step is also recorded as shell text for ``recipe.sh`` (harness/repro/recipe.py), and
 the recorded steps capture what a scenario decides on: each request's reply into
 ``$WORK/reply-N.status`` / ``reply-N.body``, the router log, time marks, the children count.
-A scenario states, next to the figure it computes in Python, how the recipe computes the same
-figure from those captures (``figure(name, shell_command)``; the ``sh_*`` helpers build the
-commands) and which figures are settings rather than observations (``given``); the claim's
+A scenario declares each figure once (harness/repro/figures.py, ``base.measure``): one object
+gives the value lbench computes and the command the recipe computes the same figure with from
+those captures (recorded here by ``figure(name, shell_command)``; the ``sh_*`` helpers build the
+commands), or marks it a setting rather than an observation (``given``); the claim's
 ``[[check]]`` requirements are then evaluated once in Python (the verdict) and once by the
 recipe in shell on what it observed.
 """
@@ -23,7 +24,9 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 from pathlib import Path
 
 import httpx
@@ -73,8 +76,16 @@ class Lab:
     shell_figures: dict[str, tuple[str, str]] = field(default_factory=dict)  # figure -> (shell command, how)
     given: dict[str, object] = field(default_factory=dict)  # figures that are settings of the experiment
     unmeasured: dict[str, str] = field(default_factory=dict)  # figures no shell tool can measure -> why
+    marks: dict[str, float] = field(default_factory=dict)  # time marks (``mark``), seconds since t0
+    log_marks: dict[str, float] = field(default_factory=dict)  # router log marks (``log_mark``), seconds since t0
+    t_stop: float | None = None  # when the steps ended and the router was told to stop (seconds since t0)
     start_may_fail: bool = False  # the claim is about whether the router starts: the recipe goes on when it does not
     start_failed: bool = False  # the router never came up (EngineError at the start)
+
+    @property
+    def names(self) -> list[str]:
+        """The models' names in the router, in the spec's order."""
+        return [m.name for m in self.models]
 
     def __post_init__(self) -> None:
         self.t0 = time.perf_counter()
@@ -82,7 +93,7 @@ class Lab:
         self.session = RouterSession(self._start_router, [m.name for m in self.models], sample_hz=self.sample_hz,
                                      t0=self.t0)
 
-    def _start_router(self, on_event) -> RouterProcess:
+    def _start_router(self, on_event: Callable[[TimelineEvent], None]) -> RouterProcess:
         return RouterProcess(self.binary, self.models, models_max=self.models_max, run_dir=self.run_dir,
                              sleep_idle_seconds=self.sleep_idle_seconds, ctx_size=self.ctx_size,
                              on_event=on_event, extra_env=self.extra_env, preset_global=self.preset_global)
@@ -114,24 +125,15 @@ class Lab:
             self.session.__enter__()
         except EngineError:
             self.start_failed = True
-            self._write_recipe()
             raise
         self.http = httpx.Client(base_url=self.router.base_url, timeout=120, trust_env=False,
                                  limits=httpx.Limits(max_keepalive_connections=0))
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.t_stop = self.now()  # the recipe computes its figures here, before the router stops
         self.http.close()
         self.session.close()
-        self._write_recipe()
-
-    def _write_recipe(self) -> None:
-        from harness.repro.recipe import write_recipe
-
-        try:
-            write_recipe(self)
-        except Exception as exc:  # the recipe must never hide the scenario's own outcome
-            (self.run_dir / "recipe.sh").write_text(shell.comment(f"recipe could not be written: {exc}") + "\n")
 
     def act(self, line: str) -> None:
         """Record a step the harness took, as a shell line for the recipe (with its lab time)."""
@@ -156,7 +158,8 @@ class Lab:
         self.unmeasured[name] = why
 
     def mark(self, name: str) -> None:
-        """A time mark in the recipe (``T_<name>``, seconds from ``now``)."""
+        """A time mark in the recipe (``T_<name>``, seconds from ``now``) and here (``marks``)."""
+        self.marks[name] = self.now()
         self.act(f"T_{shell.env_name(name)}=$(now)")
 
     def watch(self, name: str, kind: str | tuple[str, ...], model: str | None, timeout: float) -> None:
@@ -184,7 +187,9 @@ class Lab:
                 "2>/dev/null)\" 'BEGIN {if (b != \"\") printf \"%.3f\\n\", b - a}'")
 
     def log_mark(self, name: str) -> None:
-        """A mark in the router log (``L_<name>``: the lines it holds now), for ``sh_log_count_between``."""
+        """A mark in the router log (``L_<name>``: the lines it holds now), for ``sh_log_count_between``;
+        here, the time (``log_marks``): the router lines lbench received after it."""
+        self.log_marks[name] = self.now()
         self.act(f"L_{shell.env_name(name)}=$(wc -l < \"$WORK/router.stderr.log\" | tr -d ' ')")
 
     @staticmethod
@@ -369,7 +374,7 @@ class Lab:
             self.__dict__["_n_replies"] = n
         return n
 
-    def request_in_background(self, model: str, n_predict: int = 1, **kw) -> threading.Thread:
+    def request_in_background(self, model: str, n_predict: int = 1, **kw: Any) -> threading.Thread:
         t = threading.Thread(target=self.request, args=(model, n_predict), kwargs=kw, daemon=True)
         t.start()
         return t
@@ -529,11 +534,3 @@ def _curl(path: str, body: dict, timeout: float, headers: dict[str, str] | None 
     return (f"curl -sS -m {float(timeout):g} -H 'Content-Type: application/json' {extra}"
             f"-d {shell.quote(json.dumps(body))} {_capture(n) + ' ' if n is not None else ''}"
             f"\"http://127.0.0.1:$PORT\"{shell.quote(path)}")
-
-
-def __getattr__(name: str):  # ``write_recipe`` lives in harness/repro/recipe.py; older imports find it here
-    if name == "write_recipe":
-        from harness.repro.recipe import write_recipe
-
-        return write_recipe
-    raise AttributeError(name)

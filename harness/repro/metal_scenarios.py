@@ -16,15 +16,42 @@ of each rule and its negation.  These scenarios have not run on a Mac yet.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from harness.engines.base import Setting
 from harness.engines.llama_server import LlamaServerEngine
-from harness.repro.base import Context, Evidence, Inconclusive, Params, write_evidence_table
-from harness.repro.idle_scenarios import equivalence_groups
+from harness.repro.base import Context, Evidence, Inconclusive, Params, scenario, write_evidence_table
+from harness.repro.idle_scenarios import add_row, equivalence_groups
 from harness.repro.ollama_scenarios import metal_keep_alive_s
 from harness.workloads.idle import run_idle_sweep
+
+if TYPE_CHECKING:
+    from harness.analysis.verdicts import Verdict
+
+
+@dataclass(frozen=True)
+class WindowParams(Params):
+    model: str = "llama3.2-1b-q4"
+    keep_alive_s: str = "5"  # GGML_METAL_RESIDENCY_KEEP_ALIVE_S; "default" is 180 s
+    short_pauses_s: list[float] = field(default_factory=lambda: [0.0, 0.5])
+    inside_pauses_s: list[float] = field(default_factory=lambda: [2.0, 3.5])
+    outside_pauses_s: list[float] = field(default_factory=lambda: [9.0, 12.0])
+    starts: int = 3
+    reps: int = 4
+    margin: float = 0.10
+
+
+@dataclass(frozen=True)
+class NoResidencyParams(Params):
+    models: list[str] = field(default_factory=lambda: ["llama3.2-1b-q4", "llama3.2-3b-q8"])  # two sizes
+    short_pauses_s: list[float] = field(default_factory=lambda: [0.0, 0.5])
+    long_pauses_s: list[float] = field(default_factory=lambda: [1.4, 3.0])
+    starts: int = 2
+    reps: int = 4
+    margin: float = 0.10
 
 
 def _verdicts(samples: pd.DataFrame, short: list[float], long: list[float], margin: float) -> list:
@@ -33,7 +60,7 @@ def _verdicts(samples: pd.DataFrame, short: list[float], long: list[float], marg
     return decide_groups(equivalence_groups(samples, short, long), VerdictConfig(margin=margin))
 
 
-def _pause_of(verdict) -> float:
+def _pause_of(verdict: Verdict) -> float:
     return float(verdict.regime.removeprefix("pause=").removesuffix("s"))
 
 
@@ -93,24 +120,12 @@ def _sweep(ctx: Context, model_ref: str, keep_alive: str, pauses: list[float], s
         engine = LlamaServerEngine(ctx.binary, extra_args=["-lv", "4"])
         with engine.start(model.path, Setting(keep_alive=keep_alive), log) as server:
             run_idle_sweep(server, pauses, reps=reps, seed=start, warmup=3,
-                           emit=lambda row, s=start: rows.append({**row, "model": model.label, "start": s,
-                                                                  "keep_alive": keep_alive}))
+                           emit=partial(add_row, rows, {"model": model.label, "start": start, "keep_alive": keep_alive}))
         logged.append(metal_keep_alive_s(log.read_text(errors="replace")))
     return model.label, logged
 
 
-@dataclass(frozen=True)
-class WindowParams(Params):
-    model: str = "llama3.2-1b-q4"
-    keep_alive_s: str = "5"  # GGML_METAL_RESIDENCY_KEEP_ALIVE_S; "default" is 180 s
-    short_pauses_s: list[float] = field(default_factory=lambda: [0.0, 0.5])
-    inside_pauses_s: list[float] = field(default_factory=lambda: [2.0, 3.5])
-    outside_pauses_s: list[float] = field(default_factory=lambda: [9.0, 12.0])
-    starts: int = 3
-    reps: int = 4
-    margin: float = 0.10
-
-
+@scenario("metal-keep-alive-window", WindowParams)
 def keep_alive_window(ctx: Context, p: WindowParams) -> Evidence:
     """Fresh servers with a short keep-alive; pauses inside and past it, per start."""
     keep = p.keep_alive_s
@@ -135,16 +150,7 @@ def keep_alive_window(ctx: Context, p: WindowParams) -> Evidence:
         f"startup logs reported keep_alive = {logged} s"])
 
 
-@dataclass(frozen=True)
-class NoResidencyParams(Params):
-    models: list[str] = field(default_factory=lambda: ["llama3.2-1b-q4", "llama3.2-3b-q8"])  # two sizes
-    short_pauses_s: list[float] = field(default_factory=lambda: [0.0, 0.5])
-    long_pauses_s: list[float] = field(default_factory=lambda: [1.4, 3.0])
-    starts: int = 2
-    reps: int = 4
-    margin: float = 0.10
-
-
+@scenario("metal-no-residency", NoResidencyParams)
 def no_residency(ctx: Context, p: NoResidencyParams) -> Evidence:
     """Each model with GGML_METAL_NO_RESIDENCY=1 and with the default, fresh servers each."""
     rows: list[dict] = []
@@ -159,7 +165,3 @@ def no_residency(ctx: Context, p: NoResidencyParams) -> Evidence:
                                           sizes=sizes)
     return Evidence(figures, lines, [f"{len(p.models)} models x (no residency, default) x {p.starts} starts; "
                                      f"pauses {p.short_pauses_s} vs {p.long_pauses_s} s, {p.reps} reps"])
-
-
-SCENARIOS = {"metal-keep-alive-window": (keep_alive_window, WindowParams),
-             "metal-no-residency": (no_residency, NoResidencyParams)}

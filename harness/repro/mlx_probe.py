@@ -19,9 +19,10 @@ import contextlib
 import io
 import json
 import sys
+from typing import Any, cast
 
 
-def _emit(**record) -> None:
+def _emit(**record: object) -> None:
     print(json.dumps(record), flush=True)
 
 
@@ -46,7 +47,7 @@ def warning_mode() -> None:
         stand_in = {"w": mx.zeros((int(ratio * rec),), dtype=mx.uint8)}  # lazy: nbytes without allocation
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            with wired_limit(stand_in):
+            with wired_limit(cast(Any, stand_in)):  # a stand-in with the model's size
                 pass
         _emit(event="wired_limit", case=case, ratio=ratio, model_bytes=int(stand_in["w"].nbytes),
               printed=out.getvalue())
@@ -58,7 +59,8 @@ def generate_mode(model_ref: str) -> None:
     from mlx_lm import generate, load
 
     rec = int(_device_info(mx)["max_recommended_working_set_size"])
-    model, tokenizer = load(model_ref)
+    loaded = load(model_ref)  # (model, tokenizer) or, in newer mlx_lm, (model, tokenizer, config)
+    model, tokenizer = loaded[0], loaded[1]
     _emit(event="loaded", recommended_bytes=rec, wired_bytes=_wired())
     generate(model, tokenizer, prompt="Hello", max_tokens=1)
     _emit(event="after_generate", wired_bytes=_wired(), prev_limit=int(mx.set_wired_limit(0)))

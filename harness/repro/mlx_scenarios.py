@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.repro.base import Context, Evidence, Inconclusive, Params
+from harness.repro.base import Context, Evidence, Inconclusive, Params, scenario
 
 # mlx_lm/generate.py, wired_limit(): print(f"[WARNING] Generating with a model that requires {model_mb} MB "
 # f"which is close to the maximum recommended size of {max_rec_mb} MB. This can be slow. ...")
@@ -38,6 +38,12 @@ WARNING_LINE = re.compile(r"\[WARNING\] Generating with a model that requires (?
 RESIDENCY_LINE = re.compile(r"\[residency\] created residency set (?P<n>\d+) \(max_bytes_per_set=(?P<mb>\d+) MB\)")
 DEFAULT_SET_PCT = 5  # MLX_RESIDENCY_SET_MAX_PCT default
 SET_FLOOR_BYTES = 64 << 20
+
+
+@dataclass(frozen=True)
+class MlxParams(Params):
+    model: str = ""  # a local MLX model directory; default $LBENCH_MLX_MODEL
+    idle_s: float = 30.0  # mlx-server-wiring: the idle pause after the request
 
 
 def wired_limit_warnings(text: str) -> list[tuple[int, int]]:
@@ -100,7 +106,7 @@ def server_wiring_figures(wired: dict[str, int | None], model_bytes: int, share:
     (after the pause) and ``exited``; the claim: the rise of at least ``share`` x the model's size
     is still there after the idle pause and gone after exit."""
     b, idle, gone = wired.get("before"), wired.get("idle"), wired.get("exited")
-    if None in (b, idle, gone):
+    if b is None or idle is None or gone is None:
         return {"wired_measured": False}
     return {"wired_measured": True, "model_bytes": model_bytes,
             "rise_after_idle_bytes": idle - b, "drop_at_exit_bytes": idle - gone,
@@ -108,7 +114,7 @@ def server_wiring_figures(wired: dict[str, int | None], model_bytes: int, share:
             "released_at_exit": idle - gone >= share * model_bytes}
 
 
-def _mlx_model(p) -> str:
+def _mlx_model(p: MlxParams) -> str:
     model = p.model or os.environ.get("LBENCH_MLX_MODEL", "")
     if not model:
         raise Inconclusive("no MLX model: set params.model or LBENCH_MLX_MODEL to a local MLX model directory "
@@ -126,12 +132,7 @@ def _probe(ctx: Context, *args: str, timeout: float = 600) -> list[dict]:
     return probe_records(out.stdout)
 
 
-@dataclass(frozen=True)
-class MlxParams(Params):
-    model: str = ""  # a local MLX model directory; default $LBENCH_MLX_MODEL
-    idle_s: float = 30.0  # mlx-server-wiring: the idle pause after the request
-
-
+@scenario("mlx-limit-warning", MlxParams)
 def limit_warning(ctx: Context, p: MlxParams) -> Evidence:
     records = _probe(ctx, "warning")
     figures = warning_figures(records)
@@ -139,6 +140,7 @@ def limit_warning(ctx: Context, p: MlxParams) -> Evidence:
     return Evidence(figures, lines[:4])
 
 
+@scenario("mlx-generate-wiring", MlxParams)
 def generate_wiring(ctx: Context, p: MlxParams) -> Evidence:
     records = _probe(ctx, "generate", _mlx_model(p))
     return Evidence(generate_figures(records), [json.dumps(r) for r in records if r.get("event") != "stdout"][:6])
@@ -164,6 +166,7 @@ def residency_lines_possible(mlx_version: str) -> bool:
     return parts >= RESIDENCY_LINES_FROM
 
 
+@scenario("mlx-server-wiring", MlxParams)
 def server_wiring(ctx: Context, p: MlxParams) -> Evidence:
     from harness.engines.base import Setting
     from harness.engines.http_engines import MlxServerEngine
@@ -209,7 +212,3 @@ def server_wiring(ctx: Context, p: MlxParams) -> Evidence:
         figures["expected_set_mb_error"] = str(exc)
     lines = [f"wired bytes: {wired}"] + [m.group(0) for m in RESIDENCY_LINE.finditer(text)][:4]
     return Evidence(figures, lines)
-
-
-SCENARIOS = {"mlx-limit-warning": (limit_warning, MlxParams), "mlx-generate-wiring": (generate_wiring, MlxParams),
-             "mlx-server-wiring": (server_wiring, MlxParams)}

@@ -14,19 +14,49 @@ import shutil
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 import httpx
 
 from harness.engines.loopback import free_port
 from dataclasses import dataclass, field, replace
 
-from harness.repro import base as _sc
-from harness.repro.base import Params
+from harness.repro.base import Context, Evidence, Inconclusive, Params, scenario
 
 DEFAULT_URL = "http://127.0.0.1:11434"
 QUEUE_FULL = "server busy, please try again. maximum pending requests exceeded"
 KEEP_ALIVE_LINE = re.compile(r"creating a residency set collection \(keep_alive = (?P<s>-?\d+) s\)")
+
+
+@dataclass(frozen=True)
+class OneLoadParams(Params):
+    models: list[str] = field(default_factory=list)  # empty: the two smallest pulled
+    rounds: int = 3
+
+
+@dataclass(frozen=True)
+class EvictionParams(Params):
+    models: list[str] = field(default_factory=list)  # empty: the three smallest pulled
+    busy_predict: int = 2000  # tokens of the long generation that keeps a runner busy
+
+
+@dataclass(frozen=True)
+class OllamaParams(Params):
+    model: str = "auto"  # "auto": the smallest model Ollama has pulled
+    url: str | None = None  # default: $LBENCH_OLLAMA_URL, else 127.0.0.1:11434
+    keep_alive_s: float = 3.0
+    max_queue: int = 1
+    flood: int = 8
+    n_predict: int = 64
+
+
+@dataclass(frozen=True)
+class KeepAliveParseParams(Params):
+    model: str = "tiny-q8"
+    values: list[str] = field(default_factory=lambda: ["0", "-5", "abc", "30"])
 
 
 # ---- parsers (tested on recorded outputs) ------------------------------------------
@@ -58,19 +88,19 @@ def metal_keep_alive_s(log_text: str) -> int | None:
 
 # ---- scenarios ---------------------------------------------------------------------
 
-def _client(p: Params) -> httpx.Client:
+def _client(p: OllamaParams) -> httpx.Client:
     from harness.engines.http_engines import check_loopback
 
-    url = check_loopback(p.get("url", os.environ.get("LBENCH_OLLAMA_URL", DEFAULT_URL)), "ollama url")
+    url = check_loopback(p.url if p.url is not None else os.environ.get("LBENCH_OLLAMA_URL", DEFAULT_URL), "ollama url")
     return httpx.Client(base_url=url, timeout=300, trust_env=False)
 
 
-def _model(http: httpx.Client, p: Params) -> str:
-    if p.get("model", "auto") != "auto":
+def _model(http: httpx.Client, p: OllamaParams) -> str:
+    if p.model != "auto":
         return p.model
     tags = http.get("/api/tags").json().get("models", [])
     if not tags:
-        raise _sc.Inconclusive("Ollama has no model pulled (ollama pull a small one, e.g. llama3.2:1b)")
+        raise Inconclusive("Ollama has no model pulled (ollama pull a small one, e.g. llama3.2:1b)")
     return min(tags, key=lambda t: t.get("size", 0))["name"]
 
 
@@ -80,17 +110,18 @@ def _unload(http: httpx.Client, model: str) -> None:
     http.post("/api/generate", json={"model": model, "keep_alive": 0}).raise_for_status()
 
 
-def _generate(http: httpx.Client, model: str, **kw) -> dict:
+def _generate(http: httpx.Client, model: str, **kw: Any) -> dict[str, Any]:
     r = http.post("/api/generate", json={"model": model, "prompt": "Hello", "stream": False,
                                          "options": {"num_predict": 1}, **kw})
     r.raise_for_status()
     return r.json()
 
 
-def ollama_keep_alive(ctx: _sc.Context, p: OllamaParams) -> _sc.Evidence:
+@scenario("ollama-keep-alive", OllamaParams)
+def ollama_keep_alive(ctx: Context, p: OllamaParams) -> Evidence:
     """keep_alive "Ns" keeps the runner listed in /api/ps about N s; keep_alive 0 unloads at once."""
     keep = float(p.keep_alive_s)
-    ev = _sc.Evidence()
+    ev = Evidence()
     with _client(p) as http:
         model = _model(http, p)
         _generate(http, model, keep_alive=0)
@@ -115,9 +146,10 @@ def ollama_keep_alive(ctx: _sc.Context, p: OllamaParams) -> _sc.Evidence:
     return ev
 
 
-def ollama_reuse(ctx: _sc.Context, p: OllamaParams) -> _sc.Evidence:
+@scenario("ollama-reuse", OllamaParams)
+def ollama_reuse(ctx: Context, p: OllamaParams) -> Evidence:
     """Unload, then two requests: the first loads (load_duration large), the second reuses."""
-    ev = _sc.Evidence()
+    ev = Evidence()
     with _client(p) as http:
         model = _model(http, p)
         _generate(http, model, keep_alive=0)
@@ -128,11 +160,12 @@ def ollama_reuse(ctx: _sc.Context, p: OllamaParams) -> _sc.Evidence:
     return ev
 
 
-def ollama_queue(ctx: _sc.Context, p: OllamaParams) -> _sc.Evidence:
+@scenario("ollama-queue", OllamaParams)
+def ollama_queue(ctx: Context, p: OllamaParams) -> Evidence:
     """Start `ollama serve` with OLLAMA_MAX_QUEUE small and flood it: overflow must get 503."""
     exe = shutil.which("ollama")
     if exe is None:
-        raise _sc.Inconclusive("setting OLLAMA_MAX_QUEUE needs an `ollama` binary to start (none on PATH)")
+        raise Inconclusive("setting OLLAMA_MAX_QUEUE needs an `ollama` binary to start (none on PATH)")
     port = free_port()
     env = {**os.environ, "OLLAMA_HOST": f"127.0.0.1:{port}", "OLLAMA_MAX_QUEUE": str(p.max_queue),
            "OLLAMA_NUM_PARALLEL": "1"}
@@ -144,11 +177,11 @@ def ollama_queue(ctx: _sc.Context, p: OllamaParams) -> _sc.Evidence:
         deadline = time.monotonic() + 30
         while True:
             try:
-                httpx.get(p.url + "/api/version", timeout=1, trust_env=False)
+                httpx.get(f"{p.url}/api/version", timeout=1, trust_env=False)
                 break
             except httpx.HTTPError:
                 if time.monotonic() > deadline:
-                    raise _sc.Inconclusive("ollama serve did not answer within 30 s") from None
+                    raise Inconclusive("ollama serve did not answer within 30 s") from None
                 time.sleep(0.2)
         with _client(p) as http:
             model = _model(http, p)
@@ -174,7 +207,7 @@ def ollama_queue(ctx: _sc.Context, p: OllamaParams) -> _sc.Evidence:
             proc.kill()
         log.close()
     full = [r for r in results if is_queue_full(*r)]
-    return _sc.Evidence(figures={"sent": len(results), "queue_full_503": len(full),
+    return Evidence(figures={"sent": len(results), "queue_full_503": len(full),
                              "ok": sum(1 for s, _ in results if s == 200)},
                     lines=[f"{s}: {b[:160]}" for s, b in results][:10])
 
@@ -241,11 +274,11 @@ def eviction_figures(before: list[str], after: list[str], loaded_order: list[str
 
 
 @contextmanager
-def _ollama_serve(ctx: _sc.Context, env_extra: dict[str, str], name: str = "ollama.log"):
+def _ollama_serve(ctx: Context, env_extra: dict[str, str], name: str = "ollama.log") -> Iterator[tuple[str, Path]]:
     """``ollama serve`` on a free loopback port with ``env_extra``; yields (url, log path)."""
     exe = shutil.which("ollama")
     if exe is None:
-        raise _sc.Inconclusive(f"setting {', '.join(env_extra)} needs an `ollama` binary to start (none on PATH)")
+        raise Inconclusive(f"setting {', '.join(env_extra)} needs an `ollama` binary to start (none on PATH)")
     port = free_port()
     env = {**os.environ, "OLLAMA_HOST": f"127.0.0.1:{port}", **env_extra}
     log_path = ctx.claim_dir / name
@@ -260,7 +293,7 @@ def _ollama_serve(ctx: _sc.Context, env_extra: dict[str, str], name: str = "olla
                 break
             except httpx.HTTPError:
                 if time.monotonic() > deadline:
-                    raise _sc.Inconclusive("ollama serve did not answer within 30 s") from None
+                    raise Inconclusive("ollama serve did not answer within 30 s") from None
                 time.sleep(0.2)
         yield url, log_path
     finally:
@@ -277,21 +310,16 @@ def _smallest(http: httpx.Client, n: int, given: list[str]) -> list[str]:
         return list(given)
     tags = sorted(http.get("/api/tags").json().get("models", []), key=lambda t: t.get("size", 0))
     if len(tags) < n:
-        raise _sc.Inconclusive(f"Ollama has {len(tags)} model(s) pulled; this scenario needs {n} "
+        raise Inconclusive(f"Ollama has {len(tags)} model(s) pulled; this scenario needs {n} "
                                "(ollama pull small ones, e.g. qwen2.5:0.5b, llama3.2:1b, smollm2:360m)")
     return [t["name"] for t in tags[:n]]
 
 
-@dataclass(frozen=True)
-class OneLoadParams(Params):
-    models: list[str] = field(default_factory=list)  # empty: the two smallest pulled
-    rounds: int = 3
-
-
-def ollama_one_load(ctx: _sc.Context, p: OneLoadParams) -> _sc.Evidence:
+@scenario("ollama-one-load", OneLoadParams)
+def ollama_one_load(ctx: Context, p: OneLoadParams) -> Evidence:
     """Two models requested together (both unloaded first), ``rounds`` times; each load's
     interval from Ollama's own log: the second load must begin after the first ended."""
-    ev = _sc.Evidence()
+    ev = Evidence()
     with _ollama_serve(ctx, {"OLLAMA_MAX_LOADED_MODELS": "2", "OLLAMA_NUM_PARALLEL": "1"}) as (url, log_path):
         with httpx.Client(base_url=url, timeout=300, trust_env=False) as http:
             models = _smallest(http, 2, p.models)
@@ -310,17 +338,12 @@ def ollama_one_load(ctx: _sc.Context, p: OneLoadParams) -> _sc.Evidence:
     return ev
 
 
-@dataclass(frozen=True)
-class EvictionParams(Params):
-    models: list[str] = field(default_factory=list)  # empty: the three smallest pulled
-    busy_predict: int = 2000  # tokens of the long generation that keeps a runner busy
-
-
-def ollama_eviction(ctx: _sc.Context, p: EvictionParams) -> _sc.Evidence:
+@scenario("ollama-eviction", EvictionParams)
+def ollama_eviction(ctx: Context, p: EvictionParams) -> Evidence:
     """OLLAMA_MAX_LOADED_MODELS=2 (count pressure: the same findRunnerToUnload as VRAM pressure).
     Round 1: two idle residents, loaded so that the oldest is not the first by model path; the
     third model's request evicts one.  Round 2: the oldest is busy with a long generation."""
-    ev = _sc.Evidence()
+    ev = Evidence()
     with _ollama_serve(ctx, {"OLLAMA_MAX_LOADED_MODELS": "2", "OLLAMA_NUM_PARALLEL": "1"}) as (url, _):
         with httpx.Client(base_url=url, timeout=600, trust_env=False) as http:
             models = _smallest(http, 3, p.models)
@@ -328,14 +351,14 @@ def ollama_eviction(ctx: _sc.Context, p: EvictionParams) -> _sc.Evidence:
             a, b = sorted(models[:2], key=lambda m: paths.get(m, m), reverse=True)  # oldest = later by path
             third = models[2]
             rounds = []
-            for busy_round in (False, True):
+            for with_busy in (False, True):
                 for m in models:
                     _unload(http, m)
                 _generate(http, a)
                 _generate(http, b)
                 busy: set[str] = set()
                 long_thread = None
-                if busy_round:
+                if with_busy:
                     long_thread = threading.Thread(target=_generate, args=(http, a),
                                                    kwargs={"options": {"num_predict": p.busy_predict}})
                     long_thread.start()
@@ -348,7 +371,7 @@ def ollama_eviction(ctx: _sc.Context, p: EvictionParams) -> _sc.Evidence:
                     still_busy = long_thread.is_alive()
                     long_thread.join(600)
                     if not still_busy:
-                        raise _sc.Inconclusive(f"{a}'s long generation ended before {third} was loaded; "
+                        raise Inconclusive(f"{a}'s long generation ended before {third} was loaded; "
                                                "raise busy_predict")
                 rounds.append(eviction_figures(before, after, [a, b], paths, busy))
     idle_round, busy_round = rounds
@@ -362,14 +385,15 @@ def ollama_eviction(ctx: _sc.Context, p: EvictionParams) -> _sc.Evidence:
     return ev
 
 
-def metal_keep_alive_parse(ctx: _sc.Context, p: KeepAliveParseParams) -> _sc.Evidence:
+@scenario("metal-keep-alive-parse", KeepAliveParseParams)
+def metal_keep_alive_parse(ctx: Context, p: KeepAliveParseParams) -> Evidence:
     """Start llama-server with GGML_METAL_RESIDENCY_KEEP_ALIVE_S=<value> and -lv 4; read the
     keep-alive from its startup log, for each value."""
     from harness.engines.base import Setting
     from harness.engines.llama_server import LlamaServerEngine
 
     model = ctx.resolve(p.model)
-    ev = _sc.Evidence()
+    ev = Evidence()
     for value in p.values:
         log_path = ctx.claim_dir / "logs" / f"server-keepalive-{value}.log"
         engine = LlamaServerEngine(ctx.binary, extra_args=["-lv", "4"])
@@ -377,27 +401,6 @@ def metal_keep_alive_parse(ctx: _sc.Context, p: KeepAliveParseParams) -> _sc.Evi
             pass
         ev.figures[f"keep_alive_for_{value}"] = metal_keep_alive_s(log_path.read_text(errors="replace"))
     ev.figures["fallback_180_for_invalid"] = all(
-        ev.figures.get(f"keep_alive_for_{v}") == 180 for v in p.get("values", ["0", "-5", "abc"]) if v in ("0", "-5", "abc"))
+        ev.figures.get(f"keep_alive_for_{v}") == 180 for v in p.values if v in ("0", "-5", "abc"))
     return ev
 
-
-@dataclass(frozen=True)
-class OllamaParams(Params):
-    model: str = "auto"  # "auto": the smallest model Ollama has pulled
-    url: str | None = None  # default: $LBENCH_OLLAMA_URL, else 127.0.0.1:11434
-    keep_alive_s: float = 3.0
-    max_queue: int = 1
-    flood: int = 8
-    n_predict: int = 64
-
-
-@dataclass(frozen=True)
-class KeepAliveParseParams(Params):
-    model: str = "tiny-q8"
-    values: list[str] = field(default_factory=lambda: ["0", "-5", "abc", "30"])
-
-
-SCENARIOS = {"ollama-keep-alive": (ollama_keep_alive, OllamaParams), "ollama-reuse": (ollama_reuse, OllamaParams),
-             "ollama-queue": (ollama_queue, OllamaParams), "ollama-one-load": (ollama_one_load, OneLoadParams),
-             "ollama-eviction": (ollama_eviction, EvictionParams),
-             "metal-keep-alive-parse": (metal_keep_alive_parse, KeepAliveParseParams)}

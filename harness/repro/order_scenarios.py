@@ -9,10 +9,19 @@ alive (exited = gone, even before the router reaps it) is a spawn before the vic
 
 from __future__ import annotations
 
-from harness.probes.proc_events import ChildEvents, ProcEvent
 from dataclasses import dataclass
 
-from harness.repro.base import Context, Evidence, Params, children_from_log, spawns_over_cap
+from harness.probes.proc_events import ChildEvents, ProcEvent
+from harness.repro.base import Context, Evidence, Params, children_from_log, measure, scenario, spawns_over_cap
+from harness.repro.figures import OkCount, Unmeasured
+
+
+@dataclass(frozen=True)
+class ExitOrderParams(Params):
+    models: list[str]
+    models_max: int = 2
+    rounds: int = 3
+    waves: int = 3
 
 
 def fork_exit_order(events: list[ProcEvent], models_max: int) -> dict:
@@ -45,21 +54,22 @@ def fork_exit_order(events: list[ProcEvent], models_max: int) -> dict:
             "median_exit_to_spawn_us": round(sorted(gaps_us)[len(gaps_us) // 2], 1) if gaps_us else None}
 
 
+@scenario("exit-before-spawn", ExitOrderParams)
 def exit_before_spawn(ctx: Context, p: ExitOrderParams) -> Evidence:
     """models_max N over more models: ``rounds`` of one request per model in turn, then ``waves``
     of one request per model sent at once, with the kernel's fork and exit events recorded."""
     models = ctx.router_models(p.models)
     names = [m.name for m in models]
-    cap = int(p.models_max)
+    cap = p.models_max
     ev = Evidence()
     listener = ChildEvents()
     try:
         with ctx.lab(models, models_max=cap, evidence=ev) as lab:
             listener.watch(lab.router.pid)
-            for _ in range(int(p.rounds)):
+            for _ in range(p.rounds):
                 for n in names:
                     lab.request(n)
-            for _ in range(int(p.waves)):
+            for _ in range(p.waves):
                 threads = [lab.request_in_background(n) for n in names]
                 for t in threads:
                     t.join(120)
@@ -67,14 +77,13 @@ def exit_before_spawn(ctx: Context, p: ExitOrderParams) -> Evidence:
             events = list(listener.events)  # before the router's shutdown stops its children
     finally:
         listener.close()
-    ev.figures.update(fork_exit_order(events, cap))
     why = ("read from the kernel's process events connector (a netlink socket, root only), which no portable shell "
            "tool reads; `strace -f -e trace=process -ttt -p <router pid>` shows the same forks and exits, by ptrace")
-    for figure in ("spawns_seen", "spawns_while_full", "peak_children_exact", "lost_messages"):
-        lab.unmeasurable(figure, why)
-    ev.figures.update(models_max=cap, lost_messages=listener.lost,
-                      router_spawn_lines=sum(1 for e in lab.events if e.kind == "spawn"),
-                      ok=sum(1 for r in lab.replies if r.status == 200), requests=len(lab.replies))
+    kernel = {**fork_exit_order(events, cap), "lost_messages": listener.lost}
+    measure(ev, lab, **{name: Unmeasured(kernel.pop(name), why)
+                        for name in ("spawns_seen", "spawns_while_full", "peak_children_exact", "lost_messages")})
+    ev.figures.update(kernel, models_max=cap, router_spawn_lines=sum(1 for e in lab.events if e.kind == "spawn"),
+                      ok=OkCount().value(lab), requests=len(lab.replies))
     log = children_from_log(lab.events)
     ev.figures.update(peak_children_log=log["peak_children_log"],
                       spawn_lines_before_victim_exit_line=spawns_over_cap(log["log_order"], cap))
@@ -91,13 +100,3 @@ def exit_before_spawn(ctx: Context, p: ExitOrderParams) -> Evidence:
     ev.notes += [f"request for {r.model} got {r.status}: {(r.body or r.error or '')[:200]}" for r in failed[:3]]
     return ev
 
-
-@dataclass(frozen=True)
-class ExitOrderParams(Params):
-    models: list[str]
-    models_max: int = 2
-    rounds: int = 3
-    waves: int = 3
-
-
-SCENARIOS = {"exit-before-spawn": (exit_before_spawn, ExitOrderParams)}

@@ -18,13 +18,44 @@ claim text and model names are printed from quoted words, never expanded; commen
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 from harness import shell
+from harness.repro.figures import PEAK_CHILDREN
 
 if TYPE_CHECKING:
-    from harness.repro.claims import ClaimSpec, Requirement
     from harness.repro.lab import Lab
+
+
+class Requirement(Protocol):
+    """What a recipe reads of one ``[[check]]`` (harness.repro.claims.Requirement)."""
+
+    @property
+    def figure(self) -> str: ...
+    @property
+    def op(self) -> str: ...
+    @property
+    def value(self) -> object: ...
+    @property
+    def ref(self) -> str | None: ...
+    @property
+    def says(self) -> str | None: ...
+    @property
+    def undecided(self) -> bool: ...
+
+
+class ClaimSpec(Protocol):
+    """What a recipe reads of a claim spec (harness.repro.claims.ClaimSpec); a protocol, so the
+    recipe writers below the claims never import them."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def claim(self) -> str: ...
+    @property
+    def check(self) -> Sequence[Requirement]: ...
 
 # lbench's verdict -> the words the script prints for its own
 SCRIPT_WORDS = {"holds": "holds", "contradicted": "does not hold", "inconclusive": "inconclusive"}
@@ -172,7 +203,7 @@ def figure_lines(lab: Lab, names: dict[str, str], extra: dict[str, tuple[str, st
     return lines
 
 
-def check_section(lab: Lab, checks: list[Requirement] | None, lbench_verdict: str | None) -> list[str]:
+def check_section(lab: Lab, checks: Sequence[Requirement] | None, lbench_verdict: str | None) -> list[str]:
     """The figures, the claim's checks in shell, and the final verdict lines (always printed)."""
     names: dict[str, str] = {}
     lines = ["# ---- what this script observed (computed before the router stops)", 'echo "figures observed:"',
@@ -180,7 +211,7 @@ def check_section(lab: Lab, checks: list[Requirement] | None, lbench_verdict: st
     return lines + verdict_lines(names, dict(getattr(lab, "unmeasured", {}) or {}), checks, lbench_verdict)
 
 
-def verdict_lines(names: dict[str, str], unmeasured: dict[str, str], checks: list[Requirement] | None,
+def verdict_lines(names: dict[str, str], unmeasured: dict[str, str], checks: Sequence[Requirement] | None,
                   lbench_verdict: str | None) -> list[str]:
     """The claim's checks on the figures named ``names`` (figure -> shell variable), then the verdict."""
     if checks is None:
@@ -244,8 +275,6 @@ def _header(spec: ClaimSpec | None, lab: Lab) -> list[str]:
                     "SAMPLER_PID=; SSE_PID=; ROUTER_PID="]
 
 
-PEAK_CHILDREN = ("awk 'NR == 1 || $1 > m {m = $1} END {if (NR) print m}' \"$WORK/children.txt\" 2>/dev/null",
-                 "the most children of the router alive at once, sampled every 20 ms")
 
 
 def _router_lines(lab: Lab, by_path: dict[str, str], names: dict[str, str], extra: dict | None = None) -> list[str]:
@@ -288,13 +317,23 @@ def _router_lines(lab: Lab, by_path: dict[str, str], names: dict[str, str], extr
     return lines
 
 
+def write_lab_recipe(lab: Lab) -> None:
+    """The lab's ``recipe.sh`` as its router stops (or fails to start), without the claim's checks;
+    a recipe that cannot be written says why in one comment line, never hiding the scenario's own
+    outcome."""
+    try:
+        write_recipe(lab)
+    except Exception as exc:
+        (lab.run_dir / "recipe.sh").write_text(shell.comment(f"recipe could not be written: {exc}") + "\n")
+
+
 def write_recipe(lab: Lab, spec: ClaimSpec | None = None, lbench_verdict: str | None = None) -> None:
     """``recipe.sh`` in the lab's directory.  With ``spec`` and lbench's verdict for this
     repetition, the script evaluates the spec's checks and compares; without, it says so."""
     write_recipes([lab], lab.run_dir / "recipe.sh", spec, lbench_verdict)
 
 
-def write_recipes(labs: list[Lab], path, spec: ClaimSpec | None = None, lbench_verdict: str | None = None) -> None:
+def write_recipes(labs: list[Lab], path: Path, spec: ClaimSpec | None = None, lbench_verdict: str | None = None) -> None:
     """One ``recipe.sh`` at ``path`` that runs the routers of ``labs`` one after the other (each in
     its own folder of the work folder, on the same port), then judges the claim on the figures
     all of them observed."""
@@ -304,7 +343,9 @@ def write_recipes(labs: list[Lab], path, spec: ClaimSpec | None = None, lbench_v
     names: dict[str, str] = {}
     unmeasured: dict[str, str] = {}
     if len(labs) == 1:
-        lines += _router_lines(labs[0], by_path, names, {"peak_children": PEAK_CHILDREN})
+        lines += _router_lines(labs[0], by_path, names, {"peak_children": (PEAK_CHILDREN.shell(labs[0]),
+                                                                      f"{PEAK_CHILDREN.how} (differs from lbench: "
+                                                                      f"{PEAK_CHILDREN.differs})")})
     else:
         lines += ['TOP=$WORK']
         for i, lab in enumerate(labs, start=1):

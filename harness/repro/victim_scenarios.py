@@ -24,22 +24,54 @@ import shlex
 import shutil
 import threading
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.engines.router import TimelineEvent
-from dataclasses import dataclass, field
+from harness.repro.base import (Context, Evidence, Inconclusive, Params, RouterParams, long_request_busy, measure,
+                                router_scenario, scenario)
+from harness.repro.figures import Figure, Given, Measured, OkCount, answered
+from harness.repro.lab import Lab, Reply, log_ere
 
-from harness.repro.base import Context, Evidence, Inconclusive, Params, RouterParams
-from harness.repro.lab import log_ere
-from harness.repro.base import long_request_busy as _long_request_busy
+
+# ---- parameters (the spec's [params]) -------------------------------------------------------
+
+@dataclass(frozen=True)
+class WantedParams(RouterParams):
+    models: list[str] = field(default_factory=lambda: ["llama3.2-1b-q4", "tiny-q8", "tiny-f16"])
 
 
-def _first(events: list[TimelineEvent], kind: str, model: str | None = None, after: float | None = None):
+@dataclass(frozen=True)
+class LruParams(Params):
+    models: list[str]
+    models_max: int | None = None  # default: one fewer than the models
+    rounds: int = 4
+    seed: int = 0
+    via: str = "request"  # or "load": POST /models/load (unload_lru) instead of a request (tick)
+
+
+@dataclass(frozen=True)
+class LoadingLruParams(Params):
+    models: list[str]
+    hold_s: float = 2.0
+    via: str = "request"
+
+
+@dataclass(frozen=True)
+class MultiEvictParams(Params):
+    models: list[str]
+    attempts: int = 3
+
+
+
+def _first(events: list[TimelineEvent], kind: str, model: str | None = None,
+           after: float | None = None) -> TimelineEvent | None:
     return next((e for e in events if e.kind == kind and (model is None or e.model == model)
                  and (after is None or e.t >= after)), None)
 
 
-def _freeze_while_loading(lab, model: str) -> int:
+def _freeze_while_loading(lab: Lab, model: str) -> int:
     """Freeze ``model``'s child (SIGSTOP) during its load; Inconclusive when it came up first."""
     pid = lab.child_pid(model, timeout=10)
     if pid is None:
@@ -52,7 +84,7 @@ def _freeze_while_loading(lab, model: str) -> int:
     return pid
 
 
-def fast_child_pid(lab, model: str, timeout: float = 10.0) -> int | None:
+def fast_child_pid(lab: Lab, model: str, timeout: float = 10.0) -> int | None:
     """PID of the router child serving ``model``, found within a millisecond of its spawn: reads
     only the router's ``/proc/<pid>/task/*/children`` lists (``Lab.child_pid`` scans every
     process, too slow to stop a child before its first status message)."""
@@ -105,59 +137,59 @@ def wanted_figures(events: list[TimelineEvent], a: str, c: str, t_thaw: float) -
     }
 
 
-def _wanted_shell_figures(lab, a: str, c: str) -> None:
-    """``wanted_figures`` in shell: the router log's line order after the thaw (lbench orders the
-    same lines by the time it read them, in the same order), A's coming up from /models/sse."""
+def _wanted_shell(lab: Lab, a: str) -> dict[str, tuple[str, str]]:
+    """``wanted_figures`` in shell (figure -> command, what it is): the router log's line order
+    after the thaw (lbench orders the same lines by the time it read them, in the same order), A's
+    coming up from /models/sse."""
     proxy = f"p=$({lab.sh_log_line_of('proxy', a, 'thaw')}); "
     evict = f"e=$({lab.sh_log_line_of('evict', a, 'thaw')}); "
-    lab.figure("a_came_up", lab.sh_flag(f'[ -n "$({lab.sh_sse_first(a, "loaded", "thaw")})" ]'),
-               f"/models/sse sent {a} loaded after the thaw")
-    lab.figure("a_evicted_while_wanted", lab.sh_flag(proxy + evict + '[ -n "$e" ] && { [ -z "$p" ] || [ "$e" -lt "$p" ]; }'),
-               f"an eviction line for {a} after the thaw, before its request's proxy line (or with none)")
     spawn = log_ere("spawn", a)
-    lab.figure("a_spawns_before_served",
-               proxy + f"RE={shlex.quote(spawn)} awk -v p=\"${{p:-0}}\" '$0 ~ ENVIRON[\"RE\"] && (p == 0 || NR <= p) "
-               "{n++} END {print n + 0}' \"$WORK/router.stderr.log\"",
-               f"spawn lines for {a} before its request's proxy line after the thaw")
-    lab.figure("a_evicted_after_served", lab.sh_flag(proxy + evict + '[ -n "$e" ] && [ -n "$p" ] && [ "$e" -gt "$p" ]'),
-               f"{a}'s first eviction line after the thaw comes after its request's proxy line")
-    lab.figure("c_ok", lab.sh_flag(f'[ "$({lab.sh_ok(c)})" -gt 0 ]'), f"a request for {c} got HTTP 200")
+    return {
+        "a_came_up": (lab.sh_flag(f'[ -n "$({lab.sh_sse_first(a, "loaded", "thaw")})" ]'),
+                      f"/models/sse sent {a} loaded after the thaw"),
+        "a_evicted_while_wanted": (lab.sh_flag(proxy + evict + '[ -n "$e" ] && { [ -z "$p" ] || [ "$e" -lt "$p" ]; }'),
+                                   f"an eviction line for {a} after the thaw, before its request's proxy line "
+                                   "(or with none)"),
+        "a_spawns_before_served": (proxy + f"RE={shlex.quote(str(spawn))} awk -v p=\"${{p:-0}}\" '$0 ~ ENVIRON[\"RE\"] "
+                                   "&& (p == 0 || NR <= p) {n++} END {print n + 0}' \"$WORK/router.stderr.log\"",
+                                   f"spawn lines for {a} before its request's proxy line after the thaw"),
+        "a_evicted_after_served": (lab.sh_flag(proxy + evict + '[ -n "$e" ] && [ -n "$p" ] && [ "$e" -gt "$p" ]'),
+                                   f"{a}'s first eviction line after the thaw comes after its request's proxy line")}
 
 
-def wanted_victim(ctx: Context, p: WantedParams) -> Evidence:
+@router_scenario("wanted-victim", WantedParams, models_max=2, ctx_size=lambda p: p.ctx_size)
+def wanted_victim(lab: Lab, p: WantedParams, ev: Evidence) -> Iterator[None]:
     """models_max 2: B busy with a long request whose child is frozen (SIGSTOP), so the request
     stays in flight; a request for A spawns A (frozen while loading); a request for C queues (no
     victim: A loading, B busy).  A is thawed: at the tick of A's status change, A is idle and the
     only candidate, but its own request is still queued.  B is thawed at the end."""
-    models = ctx.router_models(p.models)
-    a, b, c = (m.name for m in models[:3])
-    ev = Evidence()
-    with ctx.lab(models, models_max=2, ctx_size=int(p.ctx_size), evidence=ev) as lab:
-        lab.request(b)
-        long_b = _long_request_busy(lab, b, int(p.get("n_predict", 4000)))
-        pid_b = lab.child_pid(b)
-        if pid_b is None:
-            raise Inconclusive(f"{b}'s child was not found")
-        lab.freeze(pid_b)  # B's request stays in flight until the end
-        try:
-            a_thread = lab.request_in_background(a, timeout=180)
-            pid = _freeze_while_loading(lab, a)
-            after = lab.now()
-            c_thread = lab.request_in_background(c, timeout=180)
-            queued_c = lab.wait_for("queued", c, timeout=10, after=after)
-            lab.sleep(0.2)
-            premature = [e for e in lab.events if e.kind in ("evict", "stop_sent", "kill_loading")]
-            t_thaw = time.perf_counter()
-            lab.mark("thaw")
-            lab.log_mark("thaw")
-            lab.thaw(pid)
-            a_thread.join(180)
-            c_thread.join(60)
-            b_busy = long_b.is_alive()
-        finally:
-            lab.thaw(pid_b)
-        long_b.join(180)
+    a, b, c = lab.names[:3]
+    lab.request(b)
+    long_b = long_request_busy(lab, b, 4000 if p.n_predict is None else p.n_predict)
+    pid_b = lab.child_pid(b)
+    if pid_b is None:
+        raise Inconclusive(f"{b}'s child was not found")
+    lab.freeze(pid_b)  # B's request stays in flight until the end
+    try:
+        a_thread = lab.request_in_background(a, timeout=180)
+        pid = _freeze_while_loading(lab, a)
+        after = lab.now()
+        c_thread = lab.request_in_background(c, timeout=180)
+        queued_c = lab.wait_for("queued", c, timeout=10, after=after)
         lab.sleep(0.2)
+        premature = [e for e in lab.events if e.kind in ("evict", "stop_sent", "kill_loading")]
+        t_thaw = time.perf_counter()
+        lab.mark("thaw")
+        lab.log_mark("thaw")
+        lab.thaw(pid)
+        a_thread.join(180)
+        c_thread.join(60)
+        b_busy = long_b.is_alive()
+    finally:
+        lab.thaw(pid_b)
+    long_b.join(180)
+    lab.sleep(0.2)
+    yield
     if queued_c is None:
         raise Inconclusive(f"the request for {c} was never queued")
     if premature:
@@ -165,16 +197,14 @@ def wanted_victim(ctx: Context, p: WantedParams) -> Evidence:
                            f"({premature[0].text.strip()}), so no tick saw A wanted")
     if not b_busy:
         raise Inconclusive(f"the long request to {b} ended before C's request was answered")
-    ev.figures.update(wanted_figures(lab.events, a, c, t_thaw))
-    _wanted_shell_figures(lab, a, c)
-    ev.figures.update(expected_victim=a, b_busy_throughout=b_busy,
-                      a_ok=any(r.model == a and r.status == 200 for r in lab.replies),
-                      c_ok=any(r.model == c and r.status == 200 for r in lab.replies))
+    values = wanted_figures(lab.events, a, c, t_thaw)
+    measure(ev, lab, **{name: Measured(values.pop(name), *shell) for name, shell in _wanted_shell(lab, a).items()},
+            c_ok=answered(c))
+    ev.figures.update(values, expected_victim=a, b_busy_throughout=b_busy, a_ok=answered(a).value(lab))
     ev.lines = lab.lines("queued", "status:loaded", "proxy", "evict", "stop_sent", "exited", "spawn")[:20]
     ev.notes = [f"{b}'s child was frozen (SIGSTOP) with one request in flight from before A was spawned until "
                 f"C's request was answered, so at the tick of A's status change A was the only idle model and "
                 f"{c} was queued for a slot"]
-    return ev
 
 
 # ---- lru-order -------------------------------------------------------------------------
@@ -200,82 +230,89 @@ def _touch_order(resident: list[str], since: dict[str, int], rng: random.Random)
     return [lru, *rest]
 
 
-def _via_load(p: dict) -> bool:
+def _via_load(via: str) -> bool:
     """``via = "load"``: the model that needs a slot is loaded by POST /models/load (the
     router's ``unload_lru()`` picks the victim); default ``"request"`` (its ``tick()`` does)."""
-    via = p.get("via", "request")
     if via not in ("request", "load"):
         raise ValueError(f"via must be 'request' or 'load', not {via!r}")
     return via == "load"
 
 
-def _lru_shell_figures(lab, rounds: list[dict], wanted: int) -> None:
-    """``lru-order``'s figures in shell from the model each round's eviction line named (``V_i``):
-    the least recently used model of each round is the plan's (its use order), set when written."""
+def _lru_shell(rounds: list[dict[str, object]]) -> dict[str, tuple[str, str]]:
+    """``lru-order``'s figures in shell (figure -> command, what it is) from the model each round's
+    eviction line named (``V_i``): the least recently used model of each round is the plan's (its
+    use order), set when written."""
     victims = " ".join(f'"$V_{i}"' for i in range(1, len(rounds) + 1))
-    expected = " ".join(shlex.quote(r["expected"]) for r in rounds)
+    expected = " ".join(shlex.quote(str(r["expected"])) for r in rounds)
     telling = " ".join("1" if r["distinguishing"] else "0" for r in rounds)
     pairs = f"set -- {victims}; e=({expected}); d=({telling}); i=0; n=0; bad=0; dist=0; for v in \"$@\"; do "
-    count = ('[ -n "$v" ] && { n=$((n + 1)); dist=$((dist + d[i])); }; [ "$v" = "${e[i]}" ] || bad=$((bad + 1)); '
-             'i=$((i + 1)); done; ')
-    lab.figure("round_victims", f"echo {' '.join(f'$V_{i}' for i in range(1, len(rounds) + 1))} | tr ' ' ,",
-               "the model each round's first eviction line named")
-    lab.figure("rounds", pairs + count + "echo $n", "rounds that ended in an eviction")
-    lab.figure("non_lru_victims", pairs + count + "echo $bad",
-               "rounds whose victim was not the least recently used model of the round's use order")
-    lab.figure("distinguishing_rounds", pairs + count + "echo $dist",
-               "rounds that evicted, whose LRU model is neither first by name, nor longest resident, nor most "
-               "recent (a property of the plan)")
-    lab.given_figure("rounds_wanted", wanted)
+    count = pairs + ('[ -n "$v" ] && { n=$((n + 1)); dist=$((dist + d[i])); }; [ "$v" = "${e[i]}" ] || '
+                     'bad=$((bad + 1)); i=$((i + 1)); done; ')
+    return {"round_victims": (f"echo {' '.join(f'$V_{i}' for i in range(1, len(rounds) + 1))} | tr ' ' ,",
+                              "the model each round's first eviction line named"),
+            "rounds": (count + "echo $n", "rounds that ended in an eviction"),
+            "non_lru_victims": (count + "echo $bad",
+                                "rounds whose victim was not the least recently used model of the round's use order"),
+            "distinguishing_rounds": (count + "echo $dist", "rounds that evicted, whose LRU model is neither first by "
+                                      "name, nor longest resident, nor most recent (a property of the plan)")}
 
 
-def lru_order(ctx: Context, p: LruParams) -> Evidence:
+def lru_figures(rounds: list[dict[str, object]]) -> dict[str, object]:
+    """``lru-order``'s figures from its rounds (``lru_round``)."""
+    n = len(rounds)
+    return {"round_victims": ",".join(str(r["victim"]) for r in rounds if r["victim"]), "rounds": n,
+            "lru_victims": sum(bool(r["lru"]) for r in rounds), "non_lru_victims": n - sum(bool(r["lru"]) for r in rounds),
+            "distinguishing_rounds": sum(bool(r["distinguishing"]) for r in rounds),
+            "evictions": sum(1 for r in rounds if r["victim"])}
+
+
+def _lru_cap(p: LruParams) -> int:
+    cap = len(p.models) - 1 if p.models_max is None else p.models_max
+    if cap < 3 or len(p.models) != cap + 1:
+        raise Inconclusive("lru-order needs models_max >= 3 and exactly models_max + 1 models")
+    return cap
+
+
+@router_scenario("lru-order", LruParams, models_max=_lru_cap)
+def lru_order(lab: Lab, p: LruParams, ev: Evidence) -> Iterator[None]:
     """models_max N with N+1 models: each round uses the N residents one after the other in a
     chosen order, then requests (or POSTs /models/load for) the one outside: the router must
     evict the first one used."""
-    models = ctx.router_models(p.models)
-    names = [m.name for m in models]
-    cap = int(p.get("models_max", len(names) - 1))
-    if cap < 3 or len(names) != cap + 1:
-        raise Inconclusive("lru-order needs models_max >= 3 and exactly models_max + 1 models")
-    rng = random.Random(int(p.seed))
-    via_load = _via_load(p)
+    names = lab.names
+    cap = _lru_cap(p)
+    rng = random.Random(p.seed)
+    via_load = _via_load(p.via)
     rounds = []
-    ev = Evidence()
-    with ctx.lab(models, models_max=cap, evidence=ev) as lab:
-        resident, outside = names[:cap], names[cap]
-        since = {}
-        for i, n in enumerate(resident):
+    resident, outside = names[:cap], names[cap]
+    since = {}
+    for i, n in enumerate(resident):
+        lab.request(n)
+        since[n] = i
+    load_no = cap
+    for i in range(1, p.rounds + 1):
+        order = _touch_order(resident, since, rng)
+        lab.note(f"use order (oldest first): {', '.join(order)}")
+        for n in order:
             lab.request(n)
-            since[n] = i
-        load_no = cap
-        for i in range(1, int(p.rounds) + 1):
-            order = _touch_order(resident, since, rng)
-            lab.note(f"use order (oldest first): {', '.join(order)}")
-            for n in order:
-                lab.request(n)
-            after = lab.now()
-            lab.log_mark(f"round{i}")
-            reply = lab.post("/models/load", outside) if via_load else lab.request(outside)
-            evict = lab.wait_for("evict", timeout=10, after=after)
-            lab.act(f"V_{i}=$({lab.sh_log_first_evicted(after=f'round{i}')})  # the model evicted in round {i}")
-            rounds.append(lru_round(order, since, evict.model if evict else None))
-            if evict is None or reply.status != 200:
-                break
-            resident = [m for m in resident if m != evict.model] + [outside]
-            since[outside] = load_no
-            load_no += 1
-            outside = evict.model
-    _lru_shell_figures(lab, rounds, int(p.rounds))
-    ev.figures.update(rounds=len(rounds), lru_victims=sum(r["lru"] for r in rounds),
-                      distinguishing_rounds=sum(r["distinguishing"] for r in rounds),
-                      evictions=sum(1 for r in rounds if r["victim"]))
-    ev.figures["non_lru_victims"] = ev.figures["rounds"] - ev.figures["lru_victims"]
-    ev.figures["rounds_wanted"] = int(p.rounds)
-    ev.figures["path"] = "POST /models/load (unload_lru)" if via_load else "request (tick)"
+        after = lab.now()
+        lab.log_mark(f"round{i}")
+        reply = lab.post("/models/load", outside) if via_load else lab.request(outside)
+        evict = lab.wait_for("evict", timeout=10, after=after)
+        lab.act(f"V_{i}=$({lab.sh_log_first_evicted(after=f'round{i}')})  # the model evicted in round {i}")
+        rounds.append(lru_round(order, since, evict.model if evict else None))
+        if evict is None or reply.status != 200:
+            break
+        resident = [m for m in resident if m != evict.model] + [outside]
+        since[outside] = load_no
+        load_no += 1
+        outside = str(evict.model)
+    yield
+    values = lru_figures(rounds)
+    measure(ev, lab, **{name: Measured(values.pop(name), *shell) for name, shell in _lru_shell(rounds).items()},
+            rounds_wanted=Given(p.rounds))
+    ev.figures.update(values, path="POST /models/load (unload_lru)" if via_load else "request (tick)")
     ev.lines = [f"round {i + 1}: least recently used {r['expected']}, evicted {r['victim']}"
                 for i, r in enumerate(rounds)] + lab.lines("evict")[:8]
-    return ev
 
 
 # ---- loading-lru -----------------------------------------------------------------------
@@ -291,56 +328,53 @@ def loading_lru_figures(events: list[TimelineEvent], a: str, b: str, t_c: float)
             "a_evicted_while_loading": bool(killed or (first and first.model == a))}
 
 
-def loading_lru(ctx: Context, p: LoadingLruParams) -> Evidence:
+@router_scenario("loading-lru", LoadingLruParams, models_max=2)
+def loading_lru(lab: Lab, p: LoadingLruParams, ev: Evidence) -> Iterator[None]:
     """models_max 2: B loaded; POST /models/load A (no queue entry protects it) and freeze A's
     child while loading; use B (now A is the least recently used); request C.  A is thawed
     after ``hold_s``."""
-    models = ctx.router_models(p.models)
-    a, b, c = (m.name for m in models[:3])
-    hold_s = float(p.hold_s)
-    ev = Evidence()
-    with ctx.lab(models, models_max=2, evidence=ev) as lab:
-        lab.request(b)
-        lab.post("/models/load", a)
-        pid = _freeze_while_loading(lab, a)
-        lab.request(b)  # B's last use is now later than A's spawn stamp
-        lab.settle()  # B still in flight: no victim, and POST /models/load is refused at once
-        lab.log_mark("c")
-        t_c = lab.t0 + lab.now()
-        load_reply: list = []
-        if _via_load(p):
-            c_thread = threading.Thread(target=lambda: load_reply.append(lab.post("/models/load", c)), daemon=True)
-            c_thread.start()
-        else:
-            c_thread = lab.request_in_background(c, timeout=hold_s + 120)
-        lab.sleep(hold_s)
-        still_loading = not any(e.kind == "status:loaded" and e.model == a for e in lab.events)
-        lab.thaw(pid)
-        c_thread.join(hold_s + 120)
-        lab.sleep(0.2)
+    a, b, c = lab.names[:3]
+    hold_s = p.hold_s
+    via_load = _via_load(p.via)
+    lab.request(b)
+    lab.post("/models/load", a)
+    pid = _freeze_while_loading(lab, a)
+    lab.request(b)  # B's last use is now later than A's spawn stamp
+    lab.settle()  # B still in flight: no victim, and POST /models/load is refused at once
+    lab.log_mark("c")
+    t_c = lab.t0 + lab.now()
+    load_reply: list[Reply] = []
+    if via_load:
+        c_thread = threading.Thread(target=lambda: load_reply.append(lab.post("/models/load", c)), daemon=True)
+        c_thread.start()
+    else:
+        c_thread = lab.request_in_background(c, timeout=hold_s + 120)
+    lab.sleep(hold_s)
+    still_loading = not any(e.kind == "status:loaded" and e.model == a for e in lab.events)
+    lab.thaw(pid)
+    c_thread.join(hold_s + 120)
+    lab.sleep(0.2)
+    yield
     if not still_loading:
         raise Inconclusive(f"{a} came up while frozen")
-    ev.figures.update(loading_lru_figures(lab.events, a, b, t_c))
-    c_ok = any(r.model == c and r.status == 200 for r in lab.replies)
-    if _via_load(p):  # POST /models/load answers once C is spawned
-        c_ok = bool(load_reply) and load_reply[0].status == 200
-    ev.figures.update(expected_victim=b, c_ok=c_ok)
-    lab.figure("victim", lab.sh_log_first_evicted(after="c"), f"the model the first eviction line after {c}'s "
-               "request names")
-    lab.figure("a_evicted_while_loading",
-               lab.sh_flag(f'[ "$({lab.sh_log_count_between("c", None, "kill_loading", a)})" -gt 0 ] || '
-                           f'[ "$({lab.sh_log_first_evicted(after="c")})" = {shlex.quote(a)} ]'),
-               f"after {c}'s request the router force-killed loading {a} or named it in its first eviction line")
-    lab.given_figure("expected_victim", b)
-    if _via_load(p):
-        lab.figure("c_ok", lab.sh_flag(f"grep -qx 200 \"$WORK/reply-{load_reply[0].sh_n}.status\"")
-                   if load_reply else "echo false", f"POST /models/load for {c} got HTTP 200")
-    else:
-        lab.figure("c_ok", lab.sh_flag(f'[ "$({lab.sh_ok(c)})" -gt 0 ]'), f"a request for {c} got HTTP 200")
+    values = loading_lru_figures(lab.events, a, b, t_c)
+    if not via_load:
+        c_ok: Figure = answered(c)
+    else:  # POST /models/load answers once C is spawned
+        c_ok = Measured(bool(load_reply) and load_reply[0].status == 200, lab.sh_flag(
+            f"grep -qx 200 \"$WORK/reply-{load_reply[0].sh_n}.status\"") if load_reply else "echo false",
+            f"POST /models/load for {c} got HTTP 200")
+    first_evicted = lab.sh_log_first_evicted(after="c")
+    measure(ev, lab, victim=Measured(values.pop("victim"), first_evicted,
+                                     f"the model the first eviction line after {c}'s request names"),
+            a_evicted_while_loading=Measured(
+                values.pop("a_evicted_while_loading"),
+                lab.sh_flag(f'[ "$({lab.sh_log_count_between("c", None, "kill_loading", a)})" -gt 0 ] || '
+                            f'[ "$({first_evicted})" = {shlex.quote(a)} ]'),
+                f"after {c}'s request the router force-killed loading {a} or named it in its first eviction line"),
+            expected_victim=Given(b), c_ok=c_ok)
+    ev.figures.update(values)
     ev.lines = lab.lines("queued", "evict", "stop_sent", "kill_loading", "exited", "spawn")[:14]
-    return ev
-
-
 
 
 # ---- lru-get: is a GET a use? ---------------------------------------------------------
@@ -359,35 +393,32 @@ class LruGetParams(Params):
     get_path: str = "/props"  # a GET the router proxies to the model's child (proxy_get)
 
 
-def lru_get(ctx: Context, p: LruGetParams) -> Evidence:
+@router_scenario("lru-get", LruGetParams, models_max=2)
+def lru_get(lab: Lab, p: LruGetParams, ev: Evidence) -> Iterator[None]:
     """models_max 2: POST A, POST B, GET <get_path>?model=A, POST C: which model is evicted."""
-    models = ctx.router_models(p.models)
-    a, b, c = (m.name for m in models[:3])
-    ev = Evidence()
-    with ctx.lab(models, models_max=2, evidence=ev) as lab:
-        lab.request(a)
-        lab.request(b)
-        got = lab.get(p.get_path, a)
-        lab.settle()  # A still in flight would be skipped: B evicted, as if the GET were a use
-        t_c = lab.t0 + lab.now()
-        lab.log_mark("c")
-        lab.request(c)
-        lab.wait_for("evict", timeout=5, after=t_c - lab.t0)
-        lab.sleep(0.2)
+    a, b, c = lab.names[:3]
+    lab.request(a)
+    lab.request(b)
+    got = lab.get(p.get_path, a)
+    lab.settle()  # A still in flight would be skipped: B evicted, as if the GET were a use
+    t_c = lab.t0 + lab.now()
+    lab.log_mark("c")
+    lab.request(c)
+    lab.wait_for("evict", timeout=5, after=t_c - lab.t0)
+    lab.sleep(0.2)
+    yield
     proxied_get = any(e.kind == "proxy" and e.model == a and e.t >= got.t_send for e in lab.events
                       if e.t <= t_c)
     if got.status != 200 or not proxied_get:
         raise Inconclusive(f"GET {p.get_path}?model={a} was not proxied to {a} (status {got.status}); "
                            "choose a GET the router proxies")
-    ev.figures.update(lru_get_figures(lab.events, a, b, t_c))
-    lab.figure("victim", lab.sh_log_first_evicted(after="c"), f"the model the first eviction line after {c}'s "
-               "request names")
-    lab.given_figure("lru_by_use", b)
-    lab.figure("c_ok", lab.sh_flag(f'[ "$({lab.sh_ok(c)})" -gt 0 ]'), f"a request for {c} got HTTP 200")
-    ev.figures.update(get_status=got.status, c_ok=any(r.model == c and r.status == 200 for r in lab.replies))
+    values = lru_get_figures(lab.events, a, b, t_c)
+    measure(ev, lab, victim=Measured(values.pop("victim"), lab.sh_log_first_evicted(after="c"),
+                                     f"the model the first eviction line after {c}'s request names"),
+            lru_by_use=Given(values.pop("lru_by_use")), c_ok=answered(c))
+    ev.figures.update(values, get_status=got.status)
     ev.lines = [f"POST {a}, POST {b}, GET {p.get_path}?model={a} ({got.status}), POST {c}: "
                 f"evicted {ev.figures['victim']}"] + lab.lines("proxy", "evict", "spawn")[:10]
-    return ev
 
 
 # ---- multi-evict: several evictions in one tick -----------------------------------------
@@ -415,21 +446,19 @@ def tick_evictions(events: list[TimelineEvent], after: float, before: float) -> 
     exits = [e for e in window if e.kind == "exited"]
     if exits:  # a line after an exit may come from that exit's tick
         evicts = [e for e in evicts if e.t < exits[0].t]
-    stamps = [router_stamp_s(e.text) for e in evicts]
-    return {"tick_evictions": len(evicts), "tick_victims": ",".join(e.model for e in evicts),
+    stamps = [s for s in (router_stamp_s(e.text) for e in evicts) if s is not None]
+    return {"tick_evictions": len(evicts), "tick_victims": ",".join(str(e.model) for e in evicts),
             "exits_in_window": len(exits),
             "tick_span_ms": round((stamps[-1] - stamps[0]) * 1000, 3)
-            if len(stamps) > 1 and None not in stamps else None}
+            if len(stamps) > 1 and len(stamps) == len(evicts) else None}
 
 
 def tick_lines_sh(after: str, until: str) -> str:
     """``tick_evictions`` in shell: the router log's 'evicting idle LRU ... for a queued request'
     lines between log marks ``after`` and ``until``, before the first exit line there."""
-    from harness.repro.lab import Lab
-
-    return (f"{Lab.sh_log_lines(after, until)} | awk -v x={shlex.quote(log_ere('exited', None))} "
+    return (f"{Lab.sh_log_lines(after, until)} | awk -v x={shlex.quote(str(log_ere('exited', None)))} "
             "'$0 ~ x {exit} {print}' | grep -E -- 'for a queued request' | grep -E -- "
-            + shlex.quote(log_ere("evict", None)))
+            + shlex.quote(str(log_ere("evict", None))))
 
 
 def _multi_evict_once(ctx: Context, p: MultiEvictParams) -> Evidence:
@@ -491,21 +520,18 @@ def _multi_evict_once(ctx: Context, p: MultiEvictParams) -> Evidence:
     if early:
         raise EarlyEviction(f"the router evicted {early[0].model} before Y was requested (a status message of "
                             "Z reached the router before Z was frozen, and its tick found X one slot short)")
-    ev.figures.update(tick_evictions(lab.events, t_y, t_thaw))
-    ere = log_ere("evict", None)
+    values = tick_evictions(lab.events, t_y, t_thaw)
     window = tick_lines_sh("y", "thaw")
-    lab.figure("tick_evictions", f"{window} | wc -l | tr -d ' '",
-               "'evicting idle LRU ... for a queued request' lines between Y's request and the thaw, before "
-               "the first exit line there")
-    lab.figure("tick_victims", f"{window} | sed -E 's/.*evicting idle LRU name=(.*) for a queued request.*$/\\1/' "
-               "| paste -sd, -", "the models those lines name, in order")
-    lab.given_figure("expected_victims", f"{a},{b}")
-    lab.figure("ok", lab.sh_ok([h, x, y]), "requests for H, X and Y answered with HTTP 200")
-    lab.retry_when(f'[ "$({lab.sh_log_lines(None, "y")} | grep -cE -- {shlex.quote(ere)})" -gt 0 ]',
+    measure(ev, lab, tick_evictions=Measured(values.pop("tick_evictions"), f"{window} | wc -l | tr -d ' '",
+                                             "'evicting idle LRU ... for a queued request' lines between Y's request "
+                                             "and the thaw, before the first exit line there"),
+            tick_victims=Measured(values.pop("tick_victims"), f"{window} | sed -E 's/.*evicting idle LRU name=(.*) for "
+                                  "a queued request.*$/\\1/' | paste -sd, -", "the models those lines name, in order"),
+            expected_victims=Given(f"{a},{b}"), ok=OkCount((h, x, y), "requests for H, X and Y answered with HTTP 200"))
+    ev.figures.update(values)
+    lab.retry_when(f'[ "$({lab.sh_log_lines(None, "y")} | grep -cE -- {shlex.quote(str(log_ere("evict", None)))})" -gt 0 ]',
                    "the router evicted a model before Y's request (a status message of Z reached it before Z was "
-                   "stopped): this attempt cannot show the situation", int(p.attempts))
-    ev.figures.update(expected_victims=f"{a},{b}",
-                      ok=sum(1 for r in lab.replies if r.model in (h, x, y) and r.status == 200))
+                   "stopped): this attempt cannot show the situation", p.attempts)
     ev.lines = [f"t={lab.rel(e.t):.4f}s {e.source}: {e.text.strip()}" for e in lab.events
                 if e.source == "router" and e.t >= t_y][:12]
     ev.notes = ["A and B were frozen (SIGSTOP) from before Y was requested until 0.5 s after, so neither could "
@@ -517,10 +543,11 @@ class EarlyEviction(Inconclusive):
     """Z's first status message beat the freeze: the attempt cannot show the situation."""
 
 
+@scenario("multi-evict", MultiEvictParams)
 def multi_evict(ctx: Context, p: MultiEvictParams) -> Evidence:
     """``_multi_evict_once``, tried up to ``attempts`` times (default 3): freezing Z before its
     first status message is a race.  Failed attempts keep their files in ``failed-attempt-N/``."""
-    attempts = int(p.attempts)
+    attempts = p.attempts
     for n in range(1, attempts + 1):
         try:
             ev = _multi_evict_once(ctx, p)
@@ -539,35 +566,3 @@ def multi_evict(ctx: Context, p: MultiEvictParams) -> Evidence:
                             "(files in failed-attempt-N/)")
         return ev
     raise AssertionError("unreachable")
-
-
-@dataclass(frozen=True)
-class WantedParams(RouterParams):
-    models: list[str] = field(default_factory=lambda: ["llama3.2-1b-q4", "tiny-q8", "tiny-f16"])
-
-
-@dataclass(frozen=True)
-class LruParams(Params):
-    models: list[str]
-    models_max: int | None = None  # default: one fewer than the models
-    rounds: int = 4
-    seed: int = 0
-    via: str = "request"  # or "load": POST /models/load (unload_lru) instead of a request (tick)
-
-
-@dataclass(frozen=True)
-class LoadingLruParams(Params):
-    models: list[str]
-    hold_s: float = 2.0
-    via: str = "request"
-
-
-@dataclass(frozen=True)
-class MultiEvictParams(Params):
-    models: list[str]
-    attempts: int = 3
-
-
-SCENARIOS = {"wanted-victim": (wanted_victim, WantedParams), "lru-order": (lru_order, LruParams),
-             "lru-get": (lru_get, LruGetParams),
-             "loading-lru": (loading_lru, LoadingLruParams), "multi-evict": (multi_evict, MultiEvictParams)}

@@ -22,14 +22,12 @@ class Example(Params):
 def test_params_are_checked_by_name_and_type():
     p = Example.from_toml({"models": ["a", "b"], "margin": 1, "reserved": {"X": "1"}})
     assert p.models == ["a", "b"] and p.k == 4 and p.margin == 1.0 and isinstance(p.margin, float)
-    # the dict-style reads older scenario bodies use
-    assert p.get("k", 9) == 4 and p.get("note", "dflt") == "dflt" and p["models"] == ["a", "b"]
-    assert "models" in p and "note" not in p
-    with pytest.raises(BadInput, match=r"params.k must be an integer, not 'four'"):
+    assert p.note is None and not hasattr(p, "get")  # fields only: no dict-style reads
+    with pytest.raises(BadInput, match=r"params.k has the wrong type: it must be an integer, not 'four'"):
         Example.from_toml({"models": ["a"], "k": "four"})
-    with pytest.raises(BadInput, match=r"params.k must be an integer, not True"):
+    with pytest.raises(BadInput, match=r"params.k has the wrong type: it must be an integer, not True"):
         Example.from_toml({"models": ["a"], "k": True})
-    with pytest.raises(BadInput, match=r"params.models\[1\] must be a string, not 3"):
+    with pytest.raises(BadInput, match=r"params.models has the wrong type: params.models\[1\] must be a string, not 3"):
         Example.from_toml({"models": ["a", 3]})
     with pytest.raises(BadInput, match="unknown parameter\\(s\\) modles") as exc:
         Example.from_toml({"modles": ["a"]})
@@ -44,7 +42,7 @@ def test_a_shipped_spec_with_a_bad_param_type_is_bad_input(tmp_path):
     f = tmp_path / "x.toml"
     f.write_text('id = "x"\nclaim = "c"\nsource = {seed = "s", statement = "t"}\nscenario = "same-model-burst"\n'
                  '[params]\nmodels = ["tiny-q8", "tiny-q4"]\nk = "4"\n')
-    with pytest.raises(BadInput, match="params.k must be an integer") as exc:
+    with pytest.raises(BadInput, match="params.k has the wrong type: it must be an integer") as exc:
         load_claim(f)
     assert exc.value.exit_code == 2
     assert "[params]" in str(exc.value)

@@ -287,19 +287,18 @@ def test_the_sampler_counts_live_children_and_their_memory(tmp_path):
 
 
 def test_lru_rounds_in_shell_agree_with_the_rounds_python_judged(tmp_path):
-    from harness.repro.victim_scenarios import _lru_shell_figures, lru_round
+    from harness.repro.victim_scenarios import _lru_shell, lru_figures, lru_round
 
     since = {"a": 0, "b": 1, "c": 2}
     rounds = [lru_round(["b", "a", "c"], since, "b"), lru_round(["c", "b", "a"], since, "c"),
               lru_round(["a", "b", "c"], since, "b")]  # the last: not LRU, and not a telling round
-    lab = _lab(tmp_path, None)
-    _lru_shell_figures(lab, rounds, 4)
-    got = {}
-    for name, (command, _) in lab.shell_figures.items():
-        got[name] = _bash(f"V_1=b; V_2=c; V_3=b; {command}", tmp_path).stdout.strip()
+    shell = _lru_shell(rounds)
+    got = {name: _bash(f"V_1=b; V_2=c; V_3=b; {command}", tmp_path).stdout.strip()
+           for name, (command, _) in shell.items()}
     assert got == {"round_victims": "b,c,b", "rounds": "3", "non_lru_victims": "1", "distinguishing_rounds": "2"}
-    assert lab.given == {"rounds_wanted": 4}
-    none = _bash(f"V_1=b; V_2=; V_3=; {lab.shell_figures['rounds'][0]}", tmp_path).stdout.strip()
+    python = lru_figures(rounds)  # the values lbench judges, figure by figure
+    assert got == {name: str(python[name]) for name in shell}
+    none = _bash(f"V_1=b; V_2=; V_3=; {shell['rounds'][0]}", tmp_path).stdout.strip()
     assert none == "1"  # a round without an eviction line is not a round run to its eviction
 
 
@@ -316,15 +315,16 @@ def _wanted_log(tmp_path: Path, evict_first: bool) -> None:
 
 @pytest.mark.parametrize("evict_first", [False, True])
 def test_wanted_victim_figures_in_shell_follow_the_log_order(tmp_path, evict_first):
+    from harness.repro.figures import answered
     from harness.repro.lab import Reply
-    from harness.repro.victim_scenarios import _wanted_shell_figures
+    from harness.repro.victim_scenarios import _wanted_shell
 
     _wanted_log(tmp_path, evict_first)
     lab = _lab(tmp_path, None)
     lab.replies = [Reply("c", 0, 1, 200, "", sh_n=1)]
-    _wanted_shell_figures(lab, "a", "c")
-    got = {name: _bash(f"L_thaw=2; T_thaw=4; {command}", tmp_path).stdout.strip()
-           for name, (command, _) in lab.shell_figures.items()}
+    commands = {name: command for name, (command, _) in _wanted_shell(lab, "a").items()}
+    commands["c_ok"] = answered("c").shell(lab)
+    got = {name: _bash(f"L_thaw=2; T_thaw=4; {command}", tmp_path).stdout.strip() for name, command in commands.items()}
     assert got == {"a_came_up": "true", "a_evicted_while_wanted": "true" if evict_first else "false",
                    "a_spawns_before_served": "1", "a_evicted_after_served": "false" if evict_first else "true",
                    "c_ok": "true"}

@@ -30,5 +30,23 @@ def test_scenario_modules_import_the_base_not_the_registry():
 
 
 def test_calling_a_scenario_validates_its_params_first():
-    with pytest.raises(BadInput, match="params.k must be an integer"):
+    with pytest.raises(BadInput, match="params.k has the wrong type: it must be an integer"):
         SCENARIOS["same-model-burst"](None, {"models": ["a", "b"], "k": "many"})
+
+
+def test_the_repro_modules_import_one_another_without_a_circle():
+    """Counting imports inside functions and type-only ones (the old module ``__getattr__`` of
+    lab.py closed a circle through recipe.py and claims.py)."""
+    imports = {}
+    for path in REPRO.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        imports[f"harness.repro.{path.stem}"] = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                                                 and n.module and n.module.startswith("harness.repro.")}
+
+    def reaches(start: str, node: str, seen: set[str]) -> bool:
+        for nxt in imports.get(node, ()):
+            if nxt == start or (nxt not in seen and reaches(start, nxt, seen | {nxt})):
+                return True
+        return False
+
+    assert [m for m in imports if reaches(m, m, {m})] == []

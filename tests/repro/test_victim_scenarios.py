@@ -181,6 +181,6 @@ def test_victim_rules_on_the_load_path(claim_id, engine_binary, victim_models, t
 def test_via_must_be_request_or_load():
     from harness.repro.victim_scenarios import _via_load
 
-    assert _via_load({}) is False and _via_load({"via": "load"}) is True
+    assert _via_load("request") is False and _via_load("load") is True
     with pytest.raises(ValueError, match="via must be 'request' or 'load'"):
-        _via_load({"via": "post"})
+        _via_load("post")

@@ -24,7 +24,8 @@ from harness import shell
 from harness.engines.binary import Binary
 from harness.engines.router import RouterProcess
 from harness.repro import lab as lab_mod
-from harness.repro.lab import Lab, write_recipe
+from harness.repro.lab import Lab
+from harness.repro.recipe import write_recipe
 
 HOSTILE = [
     "a'$(touch pwned)'.gguf",
@@ -162,11 +163,11 @@ def test_preset_written_by_the_recipe_is_the_one_lbench_used(tmp_path, monkeypat
 
 
 def test_recipe_that_cannot_be_written_says_why_in_one_comment(tmp_path):
+    from harness.repro.recipe import write_lab_recipe
+
     lab = object.__new__(Lab)
     lab.run_dir = tmp_path
-    lab.session = SimpleNamespace(close=lambda: None)
-    lab.http = SimpleNamespace(close=lambda: None)
-    lab.__exit__(None, None, None)  # write_recipe fails: no router argv
+    write_lab_recipe(lab)  # write_recipe fails: no router argv
     lines = (tmp_path / "recipe.sh").read_text().splitlines()
     assert len(lines) == 1 and lines[0].startswith("# recipe could not be written")
 
