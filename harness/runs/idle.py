@@ -118,6 +118,9 @@ def prepare_idle(spec: IdleSpec, *, llama_server: str | None = None, results: st
         choice = engine.device_choice()  # a GPU build that sees no device: refused here, exit 2
         if choice is not None:
             reporter.message(f"device: {choice.summary}")
+            if choice.devices and choice.backend != "cpu" and spec.warmup == 0:
+                reporter.message("warning: --warmup 0 on a GPU backend: the first measured request of each cell also "
+                                 "compiles the device's pipelines (seconds on Vulkan), which is not wake")
     else:
         reporter.message(f"engine: {engine.name}")
     prepared = PreparedIdle(spec, models, engine, paths.results_dir(results), kind)

@@ -46,14 +46,14 @@ if ! $PY -c "$DEPS" 2>/dev/null; then
   PY=/tmp/lbench-venv/bin/python
   $PY -c "$DEPS" || { log "the carried wheels do not cover lbench's dependencies"; exit 2; }
 fi
-lbench() { PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" $PY -m harness "$@"; }
+LBENCH=(env "PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}" "$PY" -m harness)
 
 log "building the CUDA llama-server for sm_$ARCH (limit ${BUILD_LIMIT_S} s)"
 export CMAKE_ARGS="-DCMAKE_CUDA_ARCHITECTURES=$ARCH"
 rc=0
-timeout "$BUILD_LIMIT_S" bash -c "$(declare -f lbench); lbench engine install --backend cuda -j $(nproc)" \
-  >>"$OUT/cuda_idle.log" 2>&1 || rc=$?
-ENTRY=$(ls -d "$LBENCH_CACHE_DIR"/engines/*-cuda-* 2>/dev/null | head -1 || true)
+timeout "$BUILD_LIMIT_S" "${LBENCH[@]}" engine install --backend cuda -j "$(nproc)" >>"$OUT/cuda_idle.log" 2>&1 \
+  || rc=$?
+ENTRY=$(find "$LBENCH_CACHE_DIR/engines" -maxdepth 1 -name '*-cuda-*' 2>/dev/null | head -1 || true)
 [ -n "$ENTRY" ] && cp "$ENTRY/build.log" "$OUT/build.log" 2>/dev/null || true
 [ -n "$ENTRY" ] && cp "$ENTRY/engine.json" "$OUT/engine.json" 2>/dev/null || true
 if [ "$rc" != 0 ]; then log "build failed or ran past ${BUILD_LIMIT_S} s (exit $rc): see build.log"; exit 1; fi
@@ -63,8 +63,7 @@ log "built: $(grep -o '"build_seconds": [0-9.]*' "$OUT/engine.json" || echo '?')
 # prompt after each pause; the device probes sample what they can (docs/probes.md)
 log "idle sweep (limit ${SWEEP_LIMIT_S} s)"
 rc=0
-timeout "$SWEEP_LIMIT_S" bash -c "$(declare -f lbench); lbench idle -m tiny-q8 --backend cuda \
-  --pauses 0,0.5,1,2,4 --reps 3 --warmup 3 --prompt-tokens 0,128 --results '$OUT/results' --no-report" \
-  >>"$OUT/cuda_idle.log" 2>&1 || rc=$?
-log "sweep exit $rc; run directory: $(ls "$OUT/results" 2>/dev/null | head -1)"
+timeout "$SWEEP_LIMIT_S" "${LBENCH[@]}" idle -m tiny-q8 --backend cuda --pauses 0,0.5,1,2,4 --reps 3 --warmup 3 \
+  --prompt-tokens 0,128 --results "$OUT/results" --no-report >>"$OUT/cuda_idle.log" 2>&1 || rc=$?
+log "sweep exit $rc; run directory: $(find "$OUT/results" -mindepth 1 -maxdepth 1 2>/dev/null | head -1)"
 exit "$rc"

@@ -51,6 +51,9 @@ def test_env_server_args_and_prompt_axes_become_cells(engine_env):
     (["idle", "-m", "tiny-q8", "--prompt-tokens", "0,x"], "bad prompt length"),
     (["swap", "--env-axis", "LLAMA_ARG_PORT=1,2"], "reserved"),
     (["engine", "install", "--backend", "nosuch"], "unknown backend"),
+    (["ab", "-m", "tiny-q8", "--b-backend", "hip"], "no hip build"),
+    (["bisect", "--gate", "--from", "11434", "--to", "11434", "--builds", "11434", "--backend", "nosuch"],
+     "unknown backend 'nosuch'"),
 ])
 def test_bad_backend_and_axes_are_exit_2_with_nothing_written(lbench_env, args, words):
     r = run_cli(*args, env=lbench_env)
