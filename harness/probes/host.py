@@ -9,7 +9,7 @@ import os
 import platform
 import socket
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import psutil
@@ -97,7 +97,7 @@ def virtual_mac_warning(host: Mapping[str, Any]) -> str | None:
     return None
 
 
-def virtual_status(hosts: list[dict]) -> dict:
+def virtual_status(hosts: Sequence[Mapping[str, Any]]) -> dict:
     """The virtual flag every verdict and report carries: ``virtual`` True when any run behind it was
     measured on a virtual machine, False when every host said it was not, None when one did not say;
     ``note`` the sentence to show (None when no run was virtual)."""
