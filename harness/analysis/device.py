@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from harness.analysis.stats import measured
-from harness.analysis.verdicts import median_interval
+from harness.analysis.intervals import median_interval
 
 TOLERANCE_PCT = 2.0
 N_BOOT = 2000

@@ -96,19 +96,19 @@ def ab(
                       prompt_tokens=[p for p in prompt_tokens.split(",") if p.strip()] if prompt_tokens else None)
     from harness.engines.builds import server_path
 
-    a_server = server_path(a_backend or backend, a_server)
-    b_server = server_path(b_backend or backend, b_server)
-    select_device(a_backend or backend, device, a_server)
+    a_path = server_path(a_backend or backend, a_server)
+    b_path = server_path(b_backend or backend, b_server)
+    select_device(a_backend or backend, device, a_path)
     spec_a, spec_b = copy.deepcopy(spec), copy.deepcopy(spec)
     spec_a.server_args = list(spec.server_args) + list(a_arg or [])
     spec_b.server_args = list(spec.server_args) + list(b_arg or [])
     spec_a.validate("--a-arg"), spec_b.validate("--b-arg")  # both sides' bad input before either side starts
     with RichReporter() as rep:
-        for side, server, extra in (("A", a_server, a_arg), ("B", b_server, b_arg)):
+        for side, server, extra in (("A", a_path, a_arg), ("B", b_path, b_arg)):
             rep.message(f"side {side}: " + (f"llama-server {server}" if server else "the default llama-server")
                         + (f", extra server arguments: {shlex.join(extra)}" if extra else ", no extra server arguments"))
-        prep_a = get_executor("idle").prepare(spec_a, RunOptions(llama_server=a_server, results=results), rep)
-        prep_b = get_executor("idle").prepare(spec_b, RunOptions(llama_server=b_server, results=results), rep)
+        prep_a = get_executor("idle").prepare(spec_a, RunOptions(llama_server=a_path, results=results), rep)
+        prep_b = get_executor("idle").prepare(spec_b, RunOptions(llama_server=b_path, results=results), rep)
         from harness.analysis.compare import judge_runs
 
         def judge(a_runs, b_runs, vcfg):

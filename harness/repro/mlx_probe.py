@@ -26,7 +26,7 @@ def _emit(**record: object) -> None:
     print(json.dumps(record), flush=True)
 
 
-def _device_info(mx) -> dict:
+def _device_info(mx: Any) -> dict:
     """``mx.device_info()`` (newer mlx); ``mx.metal.device_info`` is deprecated and warns on stderr."""
     return dict(mx.device_info()) if hasattr(mx, "device_info") else dict(mx.metal.device_info())
 

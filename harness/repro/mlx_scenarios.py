@@ -176,8 +176,9 @@ def server_wiring(ctx: Context, p: MlxParams) -> Evidence:
     model_bytes = _model_bytes(model)
     import mlx.core as mx
 
-    if not residency_lines_possible(mx.__version__):
-        raise Inconclusive(f"mlx {mx.__version__} prints no [residency] lines (they first ship in mlx 0.32.1): "
+    mlx_version = str(getattr(mx, "__version__", "0"))
+    if not residency_lines_possible(mlx_version):
+        raise Inconclusive(f"mlx {mlx_version} prints no [residency] lines (they first ship in mlx 0.32.1): "
                            "pip install -U 'mlx>=0.32.1'")
     log = ctx.claim_dir / "logs" / "mlx_server.log"
     log.parent.mkdir(parents=True, exist_ok=True)
