@@ -140,6 +140,7 @@ def _memory_in_pause(dev: pd.DataFrame, model: str, setting: str, pause: float) 
         for col in MEMORY_COLUMNS:
             values = last[col].dropna().to_numpy(dtype=float) if col in last else np.array([])
             if values.size:
+                lo, hi, _ = median_interval(values)
                 out.append({"probe": probe, "device": device, "metric": col, "median_bytes": float(np.median(values)),
-                            "n": int(values.size)})
+                            "ci_bytes": (lo, hi), "n": int(values.size)})
     return out

@@ -76,6 +76,12 @@ def _mib(value: float) -> str:
     return f"{value / 2**20:,.1f} MiB"
 
 
+def _mib_ci(ci: tuple[float, float] | None) -> str:
+    if not ci or not all(math.isfinite(v) for v in ci):
+        return ""
+    return f" (95% CI {ci[0] / 2**20:,.1f}–{ci[1] / 2**20:,.1f})"
+
+
 def setting_markdown(rows: list[dict], run_id: str, md: Callable[[object], str]) -> list[str]:
     """The before/after table: one row per setting (``md`` makes user strings inert in Markdown)."""
     if len(rows) < 2:
@@ -84,8 +90,8 @@ def setting_markdown(rows: list[dict], run_id: str, md: Callable[[object], str])
              "| model | setting | device memory during the pause (last reading, median) | client latency | "
              "server prompt eval | prompt tokens/s |", "|---|---|---|---|---|---|"]
     for r in rows:
-        memory = "; ".join(f"{md(m['probe'])} {md(m['device'])} {m['metric']}: {_mib(m['median_bytes'])} (n={m['n']})"
-                           for m in r["memory"]) or "not sampled"
+        memory = "; ".join(f"{md(m['probe'])} {md(m['device'])} {m['metric']}: {_mib(m['median_bytes'])}"
+                           f"{_mib_ci(m.get('ci_bytes'))} (n={m['n']})" for m in r["memory"]) or "not sampled"
         lines.append(f"| {md(r['model'])} | {md(r['setting'])} | {memory} | {_fmt(r['latency_ms'])} | "
                      f"{_fmt(r['server_prompt_ms'])} | {_fmt(r.get('prompt_tokens_per_s'), 'tok/s')} |")
     return lines + [""]

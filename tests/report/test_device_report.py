@@ -31,7 +31,9 @@ def test_evidence_renders_the_before_after_table_and_the_plot(tmp_path):
     lines, files = device_section(run, run.table("samples"), out)
     text = "\n".join(lines)
     assert f"run `{run.run_id}`" in text and "after the longest pause (3 s)" in text
-    assert "| tiny | GGML_VK_KEEPALIVE_MS=unset | process cpu process_mem_bytes: 103.5 MiB (n=8)" in text
+    # 8 requests after the 3 s pause, process memory 100..107 MiB: median 103.5, order-statistic 95% CI 100-107
+    assert ("| tiny | GGML_VK_KEEPALIVE_MS=unset | process cpu process_mem_bytes: 103.5 MiB (95% CI 100.0–107.0) "
+            "(n=8)") in text
     assert "within 2%" in text  # the interleaved arms' perturbation sentence
     assert files == [f"{run.run_id}-tiny-device.png"] and (out / files[0]).read_bytes()[:4] == b"\x89PNG"
 
