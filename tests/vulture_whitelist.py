@@ -16,6 +16,11 @@ history_list  # harness/cli/history.py
 history_query  # harness/cli/history.py
 synth  # harness/cli/model.py
 list_models  # harness/cli/model.py
+history_key  # harness/cli/history.py
+history_sign  # harness/cli/history.py
+trust_add  # harness/cli/history.py
+trust_remove  # harness/cli/history.py
+trust_list  # harness/cli/history.py
 
 # signal handlers and context managers: the signature is the protocol's
 signum  # harness/cli/__init__.py: _sigterm(signum, frame)
@@ -68,3 +73,15 @@ check_section  # harness/repro/recipe.py
 swap_specs_dir  # harness/resources.py: where the bundled swap specs are (tests/cli/test_swap_spec.py)
 run_from_manifest  # harness/store.py: a Run from a manifest without a directory (tests/analysis/test_run_quality.py)
 list_runs  # harness/store.py: every run under a results folder (tests/store/test_store.py)
+
+# facts kept in typed records for the manifest, docs tables and tests (integration of #32, #34)
+run_here  # harness/engines/backends.py: Backend.run_here, which backends run on this project's machines (docs/builds.md)
+total_mib  # harness/engines/devices.py: Device.total_mib, from --list-devices, written into the manifest
+free_mib  # harness/engines/devices.py: Device.free_mib, likewise
+in_effect  # harness/probes/residency.py: the residency decision's field, written into each cell's startup_metal
+PSTATE_UNKNOWN  # harness/probes/devices/nvml.py: NVML's P-state 32 (unknown), read by the parser's tests
+DIFFERS  # harness/repro/figures.py: a figure whose shell and Python forms measure differently (docs/claims.md)
+# reached only by tests for now (candidates for a caller or removal)
+_choose  # harness/analysis/regimes.py: the BIC shape choice, tested in tests/analysis/test_regimes.py
+apple_design_notes  # harness/engines/llama_server.py: what a Mac ignores of a design; tests/engines/test_llama_server_knobs.py
+run_query  # harness/history/query.py: a query as a DataFrame; tests/history/test_query.py

@@ -200,7 +200,7 @@ def fit_shape(pauses, latency_ms, *, min_step: float = MIN_STEP, seed: int = 0, 
     """The one wake model on one cell's samples (see ``ShapeFit`` and ``harness.analysis.wake_fit``).
     ``n_boot=0``: no bootstrap, so no intervals and no clarity check (the BIC choice as it stands).
     """
-    from harness.analysis.verdicts import median_interval
+    from harness.analysis.intervals import median_interval
 
     p = np.asarray(pauses, dtype=float)
     y = np.asarray(latency_ms, dtype=float)

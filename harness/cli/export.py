@@ -40,12 +40,14 @@ def export(
     from harness.baselines import check_ref
     from harness.report.export import FORMATS
     from harness.report.export import export as export_run
+    from harness.kinds import find_kind
     from harness.store import open_run
 
     if fmt not in FORMATS:
         raise BadInput(f"unknown --format {fmt!r}", where="--format", hint="use one of: " + ", ".join(FORMATS))
     r = open_run(check_ref(run), paths.results_dir(results), kinds={"idle"})
-    if r.record.kind not in ("idle", "calibrate"):
+    kind = find_kind(r.record.kind)
+    if kind is None or kind.compare_as != "idle":  # idle and calibrate runs have wake figures
         raise BadInput(f"run {r.run_id} is a {r.record.kind} run: it has no wake figures", where=str(r.dir),
                        hint="export an idle run (lbench runs --kind idle lists them)")
     doc = export_run(r, fmt, reanalyze=reanalyze)

@@ -58,6 +58,7 @@ def wake_bench(
     from harness.analysis.wake_bench import calibrate, calibration_row, permuted, simulate
     from harness.atomic import atomic_write_text
     from harness.baselines import check_ref
+    from harness.kinds import find_kind
     from harness.store import new_run_id, open_run
 
     if trials < 10:
@@ -68,7 +69,8 @@ def wake_bench(
     cells = []
     for ref in runs or ["latest"]:
         run = open_run(check_ref(ref), root, kinds=("idle",))
-        if run.record.kind != "idle":
+        kind = find_kind(run.record.kind)
+        if kind is None or kind.compare_as != "idle":  # a sweep of pauses: idle (and calibrate) runs
             raise BadInput(f"run {run.run_id} is a {run.record.kind} run", where=ref,
                            hint="give an idle run (lbench runs lists them)")
         good = measured(run.table("samples"))

@@ -52,12 +52,13 @@ def confine(con: Any, archive: Path) -> None:
 
 
 def _child(archive: str, sql: str, address_space: int, conn: Any) -> None:  # runs in the child process
-    import resource
+    if sys.platform != "win32":  # Windows has no RLIMIT_AS: DuckDB's memory_limit alone bounds it there
+        import resource
 
-    try:
-        resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
-    except (ValueError, OSError):
-        pass
+        try:
+            resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+        except (ValueError, OSError):
+            pass
     try:
         import pyarrow as pa
 

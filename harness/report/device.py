@@ -96,6 +96,3 @@ def setting_markdown(rows: list[dict], run_id: str, md: Callable[[object], str])
                      f"{_fmt(r['server_prompt_ms'])} | {_fmt(r.get('prompt_tokens_per_s'), 'tok/s')} |")
     return lines + [""]
 
-
-def has_memory(dev: pd.DataFrame) -> bool:
-    return not dev.empty and _metric(dev) is not None and bool(np.isfinite(dev[_metric(dev)].astype(float)).any())

@@ -20,9 +20,9 @@ METRICS = (
     "budget_bytes", "wired_bytes", "process_anon_bytes",
 )
 
-# runtime PM states (kernel drivers/base/power/sysfs.c, rtpm_status_show); only "active" may be read
+# runtime PM states (kernel drivers/base/power/sysfs.c, rtpm_status_show: active, suspended, suspending,
+# resuming, error, unsupported); only "active" may be read
 ACTIVE = "active"
-RUNTIME_STATES = ("active", "suspended", "suspending", "resuming", "error", "unsupported")
 
 
 class DeviceProbe(Protocol):
