@@ -30,14 +30,15 @@ class RunKind:
     template: str  # in reports/templates
     primary_table: str  # the table the runs listing counts
     compare_as: str | None = None  # runs of kinds with the same value can be compared (None: not comparable)
-    features: frozenset[str] = frozenset()  # what the executor adds for this kind, e.g. the HTTP floor
+    features: frozenset[str] = frozenset()  # the HTTP floor (http_floor); a sweep of pauses with wake figures (pause_sweep)
     latest_compares: bool = False  # 'latest' in compare/gate may pick it (calibrate runs compare as idle, by id only)
 
 
 KINDS: dict[str, RunKind] = {k.name: k for k in (
-    RunKind("idle", "idle-wake sweep", "idle.html.j2", "samples", compare_as="idle", latest_compares=True),
+    RunKind("idle", "idle-wake sweep", "idle.html.j2", "samples", compare_as="idle", latest_compares=True,
+            features=frozenset({"pause_sweep"})),
     RunKind("calibrate", "harness calibration", "calibrate.html.j2", "samples", compare_as="idle",
-            features=frozenset({"http_floor"})),
+            features=frozenset({"http_floor", "pause_sweep"})),
     RunKind("swap", "router swap storm", "swap.html.j2", "requests", compare_as="swap", latest_compares=True),
     RunKind("repro", "claim reproductions", "repro.html.j2", "verdicts"),
 )}

@@ -47,7 +47,7 @@ def export(
         raise BadInput(f"unknown --format {fmt!r}", where="--format", hint="use one of: " + ", ".join(FORMATS))
     r = open_run(check_ref(run), paths.results_dir(results), kinds={"idle"})
     kind = find_kind(r.record.kind)
-    if kind is None or kind.compare_as != "idle":  # idle and calibrate runs have wake figures
+    if kind is None or "pause_sweep" not in kind.features:  # idle and calibrate runs have wake figures
         raise BadInput(f"run {r.run_id} is a {r.record.kind} run: it has no wake figures", where=str(r.dir),
                        hint="export an idle run (lbench runs --kind idle lists them)")
     doc = export_run(r, fmt, reanalyze=reanalyze)

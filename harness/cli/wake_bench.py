@@ -70,7 +70,7 @@ def wake_bench(
     for ref in runs or ["latest"]:
         run = open_run(check_ref(ref), root, kinds=("idle",))
         kind = find_kind(run.record.kind)
-        if kind is None or kind.compare_as != "idle":  # a sweep of pauses: idle (and calibrate) runs
+        if kind is None or "pause_sweep" not in kind.features:  # a sweep of pauses: idle (and calibrate) runs
             raise BadInput(f"run {run.run_id} is a {run.record.kind} run", where=ref,
                            hint="give an idle run (lbench runs lists them)")
         good = measured(run.table("samples"))

@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-import numpy as np
 import pandas as pd
 
 from harness.analysis.device import MEMORY_COLUMNS
