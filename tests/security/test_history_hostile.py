@@ -21,7 +21,8 @@ from conftest import make_history_run, run_cli, trusted
 
 from harness.attest import sign_run, verify_run
 from harness.errors import BadInput
-from harness.history.archive import add_run, add_runs, run_dirs
+from harness.history.archive import add_run, run_dirs
+from harness.history.catalog import add_runs
 
 REF = "history:idle_warm_p50"
 
