@@ -53,6 +53,9 @@ def confine(con: Any, archive: Path) -> None:
 
 def _child(archive: str, sql: str, address_space: int, conn: Any) -> None:  # runs in the child process
     import resource
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C reaches the whole group: the parent stops us
 
     try:
         resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
