@@ -58,11 +58,16 @@ def history_add(
 
     where = _archive(archive, results)
     added, refused = add_runs(where, dirs, allow_unsigned=allow_unsigned)
+    from harness.history.trust import trusted_keys
+
+    trusted = trusted_keys(where) if added else {}
     for a in added:
         note = (f" (left out: not regular files, or not covered by its signature: {', '.join(a.skipped_files)})"
                 if a.skipped_files else "")
-        signed = "" if a.outcome != "added" else (f", signed by {a.signer[:16]}…" if a.signer
-                                                  else ", UNSIGNED: untrusted, never a gate baseline")
+        signed = "" if a.outcome != "added" else (
+            f", signed by {a.signer[:16]}…" + ("" if a.signer in trusted else " (a key this archive does not trust: "
+                                               "untrusted, never a gate baseline)") if a.signer
+            else ", UNSIGNED: untrusted, never a gate baseline")
         print_wrapped(out, f"{a.outcome}: {a.run_id} -> {a.machine_id}/{a.run_id}{signed}{note}")
     new = sum(a.outcome == "added" for a in added)
     print_wrapped(out, f"{new} added, {len(added) - new} already there, {len(refused)} refused; archive {where}")

@@ -52,6 +52,9 @@ def confine(con: Any, archive: Path) -> None:
 
 
 def _child(archive: str, sql: str, address_space: int, conn: Any) -> None:  # runs in the child process
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C reaches the whole group: the parent stops us
     if sys.platform != "win32":  # Windows has no RLIMIT_AS: DuckDB's memory_limit alone bounds it there
         import resource
 

@@ -176,8 +176,9 @@ def history_baseline(archive: Path, ref: str, *, machine: str | None = None, mod
     if rows.empty and untrusted:
         raise BadInput(f"the archive's {len(untrusted)} {spec.name} runs for this series are not signed by a runner "
                        "it trusts (" + ", ".join(untrusted[:4]) + ")", where=str(archive),
-                       hint="trust the runner that made them (lbench history trust add KEY), if it is yours; "
-                            "lbench history trust list shows the keys trusted")
+                       hint="trust the runner that made them (lbench history trust add KEY), if it is yours; runs "
+                            "archived before lbench signed runs: sign them where they are (lbench history sign "
+                            "DIR...) with a trusted key and delete the archive's .catalog folder (docs/history.md)")
     if rows.empty:
         listed = "; ".join(f"{m} ({label})" for m, label in machines[:6]) or "none"
         if machine and not any(machine == m or machine in str(label) for m, label in machines):

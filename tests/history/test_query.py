@@ -14,6 +14,7 @@ from history_runs import clone_run, real_runs, trusted  # noqa: F401 (a fixture)
 from harness.analysis.persisted import load_analysis
 from harness.analysis.stats import measured
 from harness.analysis.intervals import median_interval
+from harness.attest import sign_run
 from harness.errors import BadInput
 from harness.history.catalog import add_runs
 from harness.analysis.intervals import median_ranks
@@ -167,6 +168,8 @@ def test_the_failure_series_counts_failed_storms_and_the_others_do_not(real_runs
     manifest = json.loads((concurrent / "manifest.json").read_text())
     manifest["config"]["concurrency"] = 2
     (concurrent / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    for run in (failed, concurrent):
+        sign_run(run)  # the runner signs the runs as it wrote them
     archive = tmp_path / "archive"
     added, refused = add_runs(trusted(archive), [staged])
     assert refused == [] and len(added) == 2

@@ -212,7 +212,8 @@ def test_a_query_reaches_nothing_but_the_archive(lbench_env, tmp_path, sql, said
     assert home.exists() == had_home  # no extension installed
 
 
-def test_a_query_stops_on_sigterm_with_a_clean_exit(lbench_env, tmp_path):
+@pytest.mark.parametrize("how", ["SIGTERM", "Ctrl-C"])
+def test_a_query_stops_on_a_signal_with_a_clean_exit(lbench_env, tmp_path, how):
     import os
     import signal
     import subprocess
@@ -224,9 +225,13 @@ def test_a_query_stops_on_sigterm_with_a_clean_exit(lbench_env, tmp_path):
     sql = "WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t) SELECT count(*) FROM t"
     env = {**os.environ, **lbench_env}
     p = subprocess.Popen([sys.executable, "-m", "harness", "history", "query", sql, "--archive", str(archive),
-                          "--timeout", "600"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                          "--timeout", "600"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         start_new_session=True)
     time.sleep(15)  # the child is started and running the query
-    p.send_signal(signal.SIGTERM)
+    if how == "SIGTERM":
+        p.send_signal(signal.SIGTERM)
+    else:  # a terminal's Ctrl-C: SIGINT to the whole foreground group, the query's process too
+        os.killpg(p.pid, signal.SIGINT)
     out, err = p.communicate(timeout=60)
     assert p.returncode == 130, err
     assert "the query was stopped" in err and "Traceback" not in err
