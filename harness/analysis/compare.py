@@ -95,16 +95,16 @@ def build_groups(baseline: list[Run], candidate: list[Run], *, metrics: tuple[st
             raise BadInput("a side has no requests")
         label = ",".join(sorted({str(m) for f in fa if "model" in f for m in f["model"].unique()}))
         # both sides must group alike: served_as only when every run of both sides has it
-        names = {compare_classes(f)[1] for f in fa + fb + fh if not f.empty}
-        by_served = names == {("served resident", "waited for a load")}
+        class_names = {compare_classes(f)[1] for f in fa + fb + fh if not f.empty}
+        by_served = class_names == {("served resident", "waited for a load")}
         classes = ("served resident", "waited for a load") if by_served else ("warm", "cold")
         for cls, first in ((classes[0], True), (classes[1], False)):
-            def sel(f, first=first):
+            def sel_class(f, first=first):
                 mask = compare_classes(f)[0] if by_served else warm_mask(f)
                 return f["error"].isna() & (mask == first)
-            groups.append(GroupData(label, "router", cls, "latency_ms", _per_run(fa, sel, "latency_ms"),
-                                    _per_run(fb, sel, "latency_ms"),
-                                    history_runs=_per_run([f for f in fh if not f.empty], sel, "latency_ms")))
+            groups.append(GroupData(label, "router", cls, "latency_ms", _per_run(fa, sel_class, "latency_ms"),
+                                    _per_run(fb, sel_class, "latency_ms"),
+                                    history_runs=_per_run([f for f in fh if not f.empty], sel_class, "latency_ms")))
         return groups, {"kind": "swap", "shapes_a": {}, "shapes_b": {}, "step_changes": [], "gate_on": "swap classes"}
     fa = [measured(r.table("samples")) for r in baseline]
     fb = [measured(r.table("samples")) for r in candidate]
@@ -156,13 +156,13 @@ def build_groups(baseline: list[Run], candidate: list[Run], *, metrics: tuple[st
                     continue
                 lo, hi = ch["from_s"], ch["to_s"]
 
-                def sel(f, lo=lo, hi=hi):
+                def sel_step(f, lo=lo, hi=hi):
                     p = f["pause_requested_s"]
                     return cell(f) & (p >= lo) & (p < hi if hi is not None else True)
                 label = f"new step pauses>={lo:g}s" + (f",<{hi:g}s" if hi is not None else "")
-                groups.append(GroupData(model, setting, label, metric, _per_run(fa, sel, metric),
-                                        _per_run(fb, sel, metric), gates=False,
-                                        history_runs=_per_run(fh, sel, metric),
+                groups.append(GroupData(model, setting, label, metric, _per_run(fa, sel_step, metric),
+                                        _per_run(fb, sel_step, metric), gates=False,
+                                        history_runs=_per_run(fh, sel_step, metric),
                                         note="chosen after looking at B, so it does not vote; to gate on these "
                                              "pauses name them with --gate-on"))
     if pause_gates:

@@ -12,6 +12,7 @@ import re
 import shlex
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from harness.analysis import stats
 from harness.analysis.persisted import with_analysis
@@ -205,8 +206,8 @@ def claim_recipes(run_dir: Path, claim_dir: Path) -> list[Path]:
 def _recipe_blocks(claim_dir: Path, recipes: list[Path], verdict: object) -> list[str]:
     """One collapsed block per recipe; for a repeated claim, every repetition's, with how lbench
     combined their verdicts (each script compares its own verdict with that repetition's)."""
-    texts = [(p, _recipe_text(p)) for p in recipes]
-    texts = [(p, t) for p, t in texts if t is not None]
+    read = [(p, _recipe_text(p)) for p in recipes]
+    texts = [(p, t) for p, t in read if t is not None]
     if not texts:
         return []
     parts: list[str] = []
@@ -232,6 +233,14 @@ SECTIONS: dict[str, Callable[[Run, dict, Path], tuple[str, list[str]]]] = {
 }
 
 
+def _section(run: Run, section_of: Callable[[Run, dict, Path], tuple[str, list[str]]], out_dir: Path
+             ) -> tuple[str, list[str]]:
+    def use(analysis: dict) -> tuple[str, list[str]]:
+        return section_of(run, analysis, out_dir)
+
+    return with_analysis(run, use)
+
+
 def _summary_line(run: Run) -> str:
     r = run.record
     models = ", ".join(f"{md(x.label)}{' (synthetic)' if x.synthetic else ''}" for x in r.models)
@@ -241,7 +250,7 @@ def _summary_line(run: Run) -> str:
     return f"**{what}** of {models or 'the engine'} on {where} (run `{md(run.run_id)}`, {md(r.status)})"
 
 
-def _synthetic_text(model: dict) -> str:
+def _synthetic_text(model: Any) -> str:
     """``tiny`` is a test shape; the other presets copy a real family's tensor shapes."""
     if model.get("preset") == "tiny":
         return f"{model.get('label')} (the tiny test shape: copies no real model, timings say nothing about one)"
@@ -296,8 +305,7 @@ def _write_bundle(runs: list[Run], out_dir: Path, *, redact: bool) -> Path:
     parts: list[str] = []
     for run in runs:
         section_of = SECTIONS.get(run.record.kind)
-        section, files = (with_analysis(run, lambda a, run=run, section_of=section_of: section_of(run, a, out_dir))
-                          if section_of is not None else ("", []))
+        section, files = ("", []) if section_of is None else _section(run, section_of, out_dir)
         synthetic = list(run.record.synthetic_models)
         parts += [_summary_line(run), ""]
         if synthetic:
@@ -346,7 +354,7 @@ def _claim_models(run: Run) -> list[dict]:
         v = run.table("verdicts")
     except Exception:  # noqa: BLE001 - no verdicts table: no models to name
         return []
-    found = {}
+    found: dict[str, Any] = {}
     for r in schema.records(v) if not v.empty else []:
         for m in json.loads(r.get("models") or "[]") if isinstance(r.get("models"), str) else []:
             found.setdefault(m.get("sha256") or m.get("label"), m)

@@ -12,7 +12,7 @@ double quotes.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from harness.analysis.stats import measured
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _QUANT_FLAG = {"Q8_0": "q8", "Q4_0": "q4", "F16": "f16"}
 
 
-def model_recipe(model: dict) -> list[str]:
+def model_recipe(model: Any) -> list[str]:
     """Comment lines saying how a maintainer gets the model: the lbench generator command for a
     synthetic one (same seed, same bytes), else the real model's name, quantisation, size and hash."""
     sha = model.get("sha256") or "?"
@@ -112,7 +112,7 @@ def idle_script(run_id: str, record: RunRecord, cell: Cell, samples: pd.DataFram
     """The rerun of one idle cell: the server as lbench started it, the warm-up, the pauses in the
     order they ran, and the check of the wake model's answer (step or none) on curl's timings."""
     engine = dict(record.engine.facts)
-    model = next((m for m in record.models if m.label == cell.get("model")), {})
+    model: Any = next((m for m in record.models if m.label == cell.get("model")), {})
 
     good = measured(samples)
     rows = good[(good["model"] == cell.get("model")) & (good["setting"] == cell.get("setting"))]

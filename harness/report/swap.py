@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -144,13 +145,13 @@ def timeline_png(run: Run, events: pd.DataFrame, memory: pd.DataFrame, requests:
         lanes, n_lanes = _lanes(group["t_send_s"].tolist(), t_end)
         step = 0.8 / n_lanes
         for (r, lane, t1) in zip(group.itertuples(index=False), lanes, t_end):
-            y = y0 - 0.4 + step * (lane + 0.5)
+            lane_y = y0 - 0.4 + step * (lane + 0.5)
             colour = SERVED_COLOURS.get(r.served_as, "#888888")
-            ax.plot([r.t_send_s, t1], [y, y], color=colour, lw=max(1.0, min(2.5, 10 * step)),
+            ax.plot([r.t_send_s, t1], [lane_y, lane_y], color=colour, lw=max(1.0, min(2.5, 10 * step)),
                     solid_capstyle="butt", zorder=3)
-            ax.plot([r.t_send_s], [y], marker="|", color=colour, ms=5, mew=1, zorder=3)  # where it starts
+            ax.plot([r.t_send_s], [lane_y], marker="|", color=colour, ms=5, mew=1, zorder=3)  # where it starts
             if isinstance(r.error, str):
-                ax.plot([t1], [y], marker="x", color="k", ms=4, mew=1, zorder=4)
+                ax.plot([t1], [lane_y], marker="x", color="k", ms=4, mew=1, zorder=4)
     ax.set_yticks(range(len(names)), [plain(n) for n in names], fontsize=8)
     ax.set_ylim(len(names) - 0.5, -0.5)
     ax.set_xlim(0, max(end, 1e-3) * 1.01)
@@ -179,7 +180,7 @@ def timeline_png(run: Run, events: pd.DataFrame, memory: pd.DataFrame, requests:
         a.grid(alpha=0.3)
     ax_rss.set_xlabel("time since run start (s)")
 
-    handles = [Line2D([], [], color=c, lw=2.5) for c in SERVED_COLOURS.values()]
+    handles: list[Any] = [Line2D([], [], color=c, lw=2.5) for c in SERVED_COLOURS.values()]
     labels = [f"request: {SERVED_DOC[k]}" for k in SERVED_COLOURS]
     handles += [Line2D([], [], marker="x", color="k", lw=0, ms=5)]
     labels += ["request failed (at its end)"]
