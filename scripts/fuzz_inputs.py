@@ -177,7 +177,9 @@ def mutate_run(rng: random.Random, run: Path) -> None:
     elif roll == 3:
         (run / "signature.json").unlink()
     elif roll == 4:  # an extra file nobody signed
-        (run / rng.choice(["extra.parquet", "analysis.json", "logs", "report.html"])).write_bytes(b"x" * 10)
+        target = run / rng.choice(["extra.parquet", "analysis.json", "logs/extra.log", "report.html"])
+        target.parent.mkdir(exist_ok=True)
+        target.write_bytes(b"x" * 10)
     elif roll == 5:  # a truncated table
         data = (run / "samples.parquet").read_bytes()
         (run / "samples.parquet").write_bytes(data[: rng.randrange(len(data))])
@@ -299,7 +301,7 @@ def main() -> int:
                     counts[case()] += 1
                 except Exception:
                     counts["crashed"] += 1
-                    first_crash = first_crash or traceback.format_exc(limit=3)
+                    first_crash = first_crash or traceback.format_exc(limit=8)
             ms = (time.perf_counter() - t0) * 1000 / a.n
             print(f"{name:<12} {a.n:>6} {counts['accepted']:>9} {counts['refused']:>8} {counts['crashed']:>8} {ms:>8.2f}")
             if first_crash:

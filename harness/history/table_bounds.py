@@ -72,6 +72,8 @@ def check_parquet(path: Path, table: str | None) -> int:
                           f"{MAX_DECODED_BYTES:,}", path)
     schema = TABLES.get(table) if table else None
     if schema is not None:
+        if "run_id" in schema.columns and arrow_schema.get_field_index("run_id") < 0:
+            raise _refuse(f"table {table} has no run_id column (the store writes it on every row)", path)
         for name, (dtype, _) in schema.columns.items():
             idx = arrow_schema.get_field_index(name)
             if idx >= 0 and not _type_ok(dtype, arrow_schema.field(idx).type):

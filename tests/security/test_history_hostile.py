@@ -235,3 +235,18 @@ def test_a_query_stops_on_a_signal_with_a_clean_exit(lbench_env, tmp_path, how):
     out, err = p.communicate(timeout=60)
     assert p.returncode == 130, err
     assert "the query was stopped" in err and "Traceback" not in err
+
+
+def test_a_table_without_run_id_is_refused_so_the_views_still_build(lbench_env, tmp_path):
+    """Found by scripts/fuzz_inputs.py (archive class): an idle run holding a requests.parquet of one
+    column made the archive's requests view fail to build, for every query."""
+    good = make_history_run(tmp_path / "made", 0)
+    bad = make_history_run(tmp_path / "made", 1)
+    pq.write_table(pa.table({"rep": [1, 2]}), bad / "requests.parquet")
+    sign_run(bad)
+    archive = trusted(tmp_path / "archive")
+    added, refused = add_runs(archive, [good, bad])
+    assert [a.run_id for a in added] == [good.name] and "has no run_id column" in refused[0].reason
+    r = run_cli("history", "query", "SELECT count(*) AS n FROM requests", "--archive", str(archive), "--csv",
+                env=lbench_env)
+    assert r.returncode == 0, r.stdout + r.stderr
