@@ -83,6 +83,11 @@ def test_ollama_load_intervals_from_a_real_log():
     assert verdict == "contradicted" and "pairs of loads whose intervals overlap" in reason
     few = {**overlap_figures(intervals[:1]), "loads_wanted": 2}  # the log lacks a load: cannot decide
     assert judge(spec, few)[0] == "inconclusive"
+    # one line of a single Windows server's log, ollama/ollama#12027 ("model switch not performed.",
+    # https://github.com/ollama/ollama/issues/12027, 2025-08-24), another Ollama version (server.go:1272)
+    line = 'time=2025-08-24T08:28:12.657Z level=INFO source=server.go:1272 msg="llama runner started in 9.41 seconds"'
+    (start, end), = load_intervals(line)
+    assert abs((end - start) - 9.41) < 1e-6 and abs(end - 1756024092.657) < 1e-6
 
 
 def test_ollama_eviction_figures_and_the_negations():
