@@ -11,9 +11,10 @@
   memory before, after start and one request, after an idle pause, after exit; its
   ``[residency] created residency set N (max_bytes_per_set=M MB)`` lines.
 
-Parsers and judges are pure functions over recorded text (tests/fixtures/mlx/, whose formats
-are mlx-lm's and mlx's own messages) tested in tests/repro/test_mlx_scenarios.py; the scenarios
-themselves have not run on a Mac yet.
+Parsers and judges are pure functions over recorded text, tested in
+tests/repro/test_mlx_scenarios.py: the warning parser on real published mlx-lm output; the
+residency-line parser and the probe-record figures have no real output to test on until a Mac
+run (docs/mac.md, "MLX parsers"); the scenarios themselves have not run on a Mac yet.
 """
 
 from __future__ import annotations
