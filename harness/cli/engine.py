@@ -93,7 +93,7 @@ def info(
 ) -> None:
     """Print which llama-server will be used and why, with its version and build.
 
-    Order: --llama-server, $LBENCH_LLAMA_SERVER, llama-server on PATH, lbench's cached build.
+    Order: --llama-server, $LBENCH_LLAMA_SERVER, lbench's pinned cached build, llama-server on PATH.
 
     \b
     Examples:

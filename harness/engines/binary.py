@@ -1,8 +1,10 @@
 """Which llama-server binary a run uses, and what it is.
 
 Binary choice, first match wins (and is reported): ``--llama-server PATH``, env
-``LBENCH_LLAMA_SERVER``, ``llama-server`` on PATH, lbench's own cached build (checked against
-the sha256 its ``engine.json`` recorded).
+``LBENCH_LLAMA_SERVER``, lbench's own pinned build in its cache (checked against the sha256 its
+``engine.json`` recorded), then ``llama-server`` on PATH.  The pinned build comes before PATH so that
+a package manager's llama-server (Homebrew's on a Mac CI runner) never silently replaces the build a
+gate or a bisect is about; PATH is used only where lbench has built nothing.
 """
 
 from __future__ import annotations
@@ -87,8 +89,8 @@ def candidates(explicit: str | None = None) -> list[tuple[str, Path | None]]:
     return [
         ("--llama-server", Path(explicit) if explicit else None),
         ("LBENCH_LLAMA_SERVER", Path(os.environ["LBENCH_LLAMA_SERVER"]) if os.environ.get("LBENCH_LLAMA_SERVER") else None),
-        ("PATH", Path(on_path) if on_path else None),
         (f"lbench cache ({plan.key})", plan.binary("llama-server") if plan.is_built() else None),
+        ("PATH", Path(on_path) if on_path else None),
     ]
 
 

@@ -322,6 +322,8 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
 
     weights = local_file(model)
     probes, cell.probes = build_probes(weights)
+    if not spec.request_probes:  # --no-request-probes: nothing read around the timed requests
+        probes, cell.probes = [], {name: "off (--no-request-probes)" for name in cell.probes}
     if setting.cache_state != "as-is":
         if weights is None:
             notes.append("cache state needs a local model file; this model lives on the server")

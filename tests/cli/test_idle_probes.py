@@ -51,3 +51,20 @@ def test_llama_idle_cross_check_on_tiny(engine_env):
     assert set(server["pause_requested_s"]) == {0.0, 0.8, 1.6, 2.4, 3.2, 4.0}  # grid merged for the cross-check
     html = (run_dir / "report.html").read_text()
     assert "Cross-check: through HTTP vs llama-idle in-process" in html
+
+
+def test_no_request_probes_reads_nothing_around_the_requests(engine_env):
+    """docs/mac.md finding 15: --no-request-probes takes the host readings out of the request's
+    neighbourhood; the cell says they were off, and no reading column is filled."""
+    r = run_cli("idle", "-m", "tiny-q8", "--pauses", "0,0.2", "--reps", "2", "--warmup", "1",
+                "--no-request-probes", "--no-report", env=engine_env, timeout=600)
+    assert r.returncode == 0, r.stderr + r.stdout
+    run_dir = only_run(engine_env)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["config"]["request_probes"] is False
+    (cell,) = manifest["cells"]
+    assert cell["probes"] and all(v.startswith("off") for v in cell["probes"].values())
+    m = pd.read_parquet(run_dir / "samples.parquet")
+    m = m[m["phase"] == "measure"]
+    readings = [c for c in m.columns if c.endswith("_before") or c.endswith("_after")]
+    assert all(m[c].isna().all() for c in readings), readings
