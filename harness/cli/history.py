@@ -92,7 +92,8 @@ def history_key() -> None:
     \b
     Examples:
       lbench history key
-      lbench history trust add "$(lbench history key)" --label m2-ultra --archive /srv/lbench-history
+      lbench history trust add "$(lbench history key)" --label m2-ultra \\
+          --archive /srv/lbench-history
     """
     from harness.attest import key_id, runner_key
 
@@ -140,7 +141,7 @@ def trust_add(
 
     \b
     Examples:
-      lbench history trust add 3b6a27bcceb6a42d62a3a8d02a6f0d73653215771de243a63ac048a18b59da29 --label m2-ultra
+      lbench history trust add "$KEY" --label m2-ultra   # its history key
     """
     from harness.history.trust import trust_key
 
@@ -158,7 +159,7 @@ def trust_remove(
 
     \b
     Examples:
-      lbench history trust remove 3b6a27bcceb6a42d62a3a8d02a6f0d73653215771de243a63ac048a18b59da29
+      lbench history trust remove "$KEY"   # as trust list shows it
     """
     from harness.history.trust import untrust_key
 
