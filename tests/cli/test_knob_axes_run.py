@@ -36,7 +36,7 @@ def test_env_server_args_and_prompt_axes_become_cells(engine_env):
     prompt = measured[measured["prompt_tokens"] == 16]
     assert set(prompt["server_prompt_n"]) == {16} and (prompt["server_prompt_per_second"] > 0).all()
     assert set(measured.loc[measured["prompt_tokens"] == 0, "server_prompt_n"]) == {1}
-    from harness.analysis.persisted import json_frame
+    from harness.analysis.frames import json_frame
 
     analysis = json.loads((run_dir / "analysis.json").read_text())
     assert json_frame(analysis["summary_latency"])["setting"].nunique() == 8  # each axis value its own group
