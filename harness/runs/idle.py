@@ -86,6 +86,7 @@ def fit_default_ctx(spec: IdleSpec, engine, models, reporter) -> None:
 def make_engine(spec: IdleSpec, llama_server: str | None, options: dict):
     """The server engine of the run (from the registry), built with the run's options."""
     kind = registry.require(spec.server_engine, "idle")
+    assert kind.make_server is not None  # the registry refuses an 'idle' engine without one
     engine_options = EngineOptions(llama_server=llama_server, ctx_size=spec.ctx_size,
                                    server_args=list(spec.server_args), match=spec.match,
                                    client_spin=spec.client_spin,
@@ -337,6 +338,7 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
                 reporter.advance()
 
             t0 = time.perf_counter()
+            assert prep.llama_idle is not None  # prepare() locates it whenever the run has a cross-check engine
             cell.argv = [str(prep.llama_idle), "-m", str(model.path)]
             cell.llama_idle_summaries = llama_idle.run(prep.llama_idle, model.path, env, writer.log_path(log_name),
                                                           emit_idle)
@@ -359,7 +361,7 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
                 cell.deadlines = deadlines.as_dict()
                 set_request_timeout(server, deadlines.initial_request_s())  # the self-check runs under it too
                 cell.argv, cell.port = server.argv, server.port
-                if cell.cache is not None:
+                if cell.cache is not None and weights is not None:  # a cache state was set: weights is local
                     after = pagecache.resident_fraction(weights)
                     cell.cache["resident_pct_when_ready"] = None if after is None else round(100 * after, 2)
                 cell.startup = engine_log.parse_startup(server.log_tail(400))
