@@ -45,7 +45,7 @@ def _c() -> ctypes.CDLL:
 
 def resident_fraction(path: str | os.PathLike[str]) -> float | None:
     """Fraction (0-1) of the file's pages in the page cache; None when not available."""
-    if not available():
+    if not available() or sys.platform == "win32":  # available() is Linux only; the check tells mypy
         return None
     size = os.path.getsize(path)
     if size == 0:
@@ -84,7 +84,9 @@ class ResidencyProbe:
         self.vec = ctypes.create_string_buffer(self.n_pages)
         self.view = np.frombuffer(memoryview(self.vec), dtype=np.uint8)  # shares vec's memory
         self.fd: int | None = os.open(path, os.O_RDONLY)
-        self.addr = _c().mmap(None, self.size, mmap.PROT_READ, mmap.MAP_SHARED, self.fd, 0) if self.size else None
+        self.addr: int | None = None
+        if self.size and sys.platform != "win32":  # callers check available() (Linux only); this tells mypy
+            self.addr = _c().mmap(None, self.size, mmap.PROT_READ, mmap.MAP_SHARED, self.fd, 0)
         if self.addr == MAP_FAILED:
             self.addr = None
 
@@ -108,7 +110,7 @@ class ResidencyProbe:
 
 
 def evict(path: str | os.PathLike[str]) -> None:
-    if not available():
+    if not available() or not sys.platform.startswith("linux"):  # available() is Linux only; this tells mypy
         return
     fd = os.open(path, os.O_RDONLY)
     try:

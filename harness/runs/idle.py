@@ -151,7 +151,7 @@ def place_client(spec: IdleSpec) -> tuple[dict, Callable[[], None]]:
 
     applied: dict = {"cpus": None, "nice": None, "spin": spec.client_spin}
     undo: list[Callable[[], None]] = []
-    if spec.client_cpus is not None and hasattr(os, "sched_setaffinity"):
+    if spec.client_cpus is not None and sys.platform.startswith("linux"):  # the one with sched_setaffinity
         before = os.sched_getaffinity(0)
 
         os.sched_setaffinity(0, cpu_list(spec.client_cpus))
@@ -159,7 +159,7 @@ def place_client(spec: IdleSpec) -> tuple[dict, Callable[[], None]]:
         undo.append(lambda: os.sched_setaffinity(0, before))
     elif spec.client_cpus is not None:  # macOS, Windows: no sched_setaffinity; said, not implied
         applied["cpus"] = f"not applied (no CPU affinity for a process on {sys.platform})"
-    if spec.client_nice is not None:
+    if spec.client_nice is not None and sys.platform != "win32":
         before_nice = os.getpriority(os.PRIO_PROCESS, 0)
         try:
             os.setpriority(os.PRIO_PROCESS, 0, spec.client_nice)
@@ -167,6 +167,8 @@ def place_client(spec: IdleSpec) -> tuple[dict, Callable[[], None]]:
             undo.append(lambda: _restore_nice(before_nice))
         except PermissionError:
             applied["nice"] = f"not applied (no permission for nice {spec.client_nice})"
+    elif spec.client_nice is not None:  # Windows: no setpriority; said, not implied
+        applied["nice"] = f"not applied (no process nice value on {sys.platform})"
 
     def restore() -> None:
         for fn in reversed(undo):
@@ -177,6 +179,8 @@ def place_client(spec: IdleSpec) -> tuple[dict, Callable[[], None]]:
 def _restore_nice(value: int) -> None:
     import os
 
+    if sys.platform == "win32":  # never reached: place_client sets no nice there
+        return
     try:
         os.setpriority(os.PRIO_PROCESS, 0, value)
     except PermissionError:
@@ -235,10 +239,9 @@ def prepare_cache(path: Path, state: str) -> dict:
     before = pagecache.resident_fraction(path)
     if state == "cold" and not pagecache.available():
         import os
-        import platform
         import subprocess
 
-        purged = platform.system() == "Darwin" and os.geteuid() == 0 and \
+        purged = sys.platform == "darwin" and os.geteuid() == 0 and \
             subprocess.run(["purge"], capture_output=True).returncode == 0
         return {"state": state, "resident_pct_found": None, "resident_pct_at_start": None,
                 "verified": None, "method": "purge (unverified)" if purged else
