@@ -280,7 +280,7 @@ class IdleSpec:
         axes = [getattr(self, k) for k in CPU_KNOBS]
         envs = knob_axes.env_settings(self.env_axis)
         arg_sets = [knob_axes.parse_server_args_value(a) for a in self.server_args_axis] or [()]
-        return [Setting(k, s, c, *knobs, env=env, server_args=args, prompt_tokens=n)
+        return [Setting(k, s, c, **dict(zip(CPU_KNOBS, knobs)), env=env, server_args=args, prompt_tokens=n)
                 for k in self.keep_alive for s in self.sleep_idle_seconds
                 for c in self.cache_state for knobs in itertools.product(*axes)
                 for env in envs for args in arg_sets for n in self.prompt_tokens]
@@ -317,7 +317,9 @@ class IdleSpec:
         for key in ("request_timeout_s", "cell_timeout_s"):
             check_timeout(self, key, where, "derived from the warm-up")
         if self.client_cpus is not None:
-            self.client_cpus = parse_cpu_knob("cpus", self.client_cpus, f"{where}: --client-cpus")
+            cpus = parse_cpu_knob("cpus", self.client_cpus, f"{where}: --client-cpus")
+            assert cpus is None or isinstance(cpus, str)  # the cpus knob parses to a taskset CPU list
+            self.client_cpus = cpus
         if self.client_nice is not None and not (-20 <= int(self.client_nice) <= 19):
             raise BadInput(f"client nice must be -20..19, got {self.client_nice}", where=f"{where}: --client-nice")
         check_idle_engines(self.engines, self.cache_state, f"{where}: --engine")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -227,7 +228,7 @@ def fit_shape(pauses, latency_ms, *, min_step: float = MIN_STEP, seed: int = 0, 
     n_stalls = int(fl.mask.sum())
     ratios = np.sort(y[fl.mask] / np.exp(fl.median_log[idx[fl.mask]]))
     size_ci = median_interval(ratios)[:2] if n_stalls else (math.nan, math.nan)
-    common = {"n_boot": int(n_boot), "n_samples": int(n), "n_stalls": n_stalls,
+    common: dict[str, Any] = {"n_boot": int(n_boot), "n_samples": int(n), "n_stalls": n_stalls,
               "stall_rate_ci": _clopper_pearson(n_stalls, int(n)),
               "stall_size": float(np.median(ratios)) if n_stalls else None,
               "stall_size_ci": (float(size_ci[0]), float(size_ci[1])),
@@ -281,7 +282,7 @@ def _interval(draws: np.ndarray) -> tuple[float, float]:
 def wake_model(samples: pd.DataFrame, value: str = "latency_ms") -> dict[tuple[str, str], ShapeFit]:
     """The one model of the wake curve: ``fit_shape`` per (model, setting) of measured rows,
     cold rows (pause >= sleep-idle) left out.  analysis.json, compare and gate all call this."""
-    out = {}
+    out: dict[tuple[str, str], ShapeFit] = {}
     if samples.empty:
         return out
     for (model, setting), g in samples.groupby(["model", "setting"]):
@@ -312,10 +313,13 @@ def step_changes(a: dict[tuple[str, str], ShapeFit], b: dict[tuple[str, str], Sh
         if not fa.has_step:
             changes.append({"model": key[0], "setting": key[1], "change": "new", "a": fa.threshold_text(),
                             "b": fb.threshold_text(), "from_s": fb.first_woken_s, "to_s": None})
-        elif fb.first_woken_s < fa.first_woken_s:
+            continue
+        a_s, b_s = fa.first_woken_s, fb.first_woken_s
+        assert a_s is not None and b_s is not None  # a fit with a step always has its first woken pause
+        if b_s < a_s:
             changes.append({"model": key[0], "setting": key[1], "change": "earlier", "a": fa.threshold_text(),
-                            "b": fb.threshold_text(), "from_s": fb.first_woken_s, "to_s": fa.first_woken_s})
-        elif fb.first_woken_s > fa.first_woken_s:
+                            "b": fb.threshold_text(), "from_s": b_s, "to_s": a_s})
+        elif b_s > a_s:
             changes.append({"model": key[0], "setting": key[1], "change": "later", "a": fa.threshold_text(),
-                            "b": fb.threshold_text(), "from_s": fa.first_woken_s, "to_s": fb.first_woken_s})
+                            "b": fb.threshold_text(), "from_s": a_s, "to_s": b_s})
     return changes

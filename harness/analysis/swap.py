@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -130,7 +132,7 @@ def child_deaths(requests: pd.DataFrame, events: pd.DataFrame, until_s: float | 
     events = events.sort_values("t_s", kind="stable")
     if until_s is not None:
         events = events[events["t_s"] <= until_s]
-    rows = []
+    rows: list[dict[str, Any]] = []
     spawned: dict[str, float] = {}
     loaded: set[str] = set()
     ordered: set[str] = set()
@@ -376,7 +378,7 @@ def summarize_swap(run: Run) -> SwapSummary:
 
 
 def summarize_frames(requests: pd.DataFrame, events: pd.DataFrame, memory: pd.DataFrame, *, models_max: int,
-                     model_sizes: list[int], client: dict | None = None, sampler: dict | None = None,
+                     model_sizes: list[int], client: Mapping[str, Any] | None = None, sampler: Mapping[str, Any] | None = None,
                      status: str | None = "complete", error: str = "", engine: str = "llama-server",
                      storm_end_s: float | None = None, concurrency: int = 1) -> SwapSummary:
     requests, events, memory = (apply_schema(requests, "requests"), apply_schema(events, "events"),
@@ -460,7 +462,7 @@ def served_findings(requests: pd.DataFrame, latency: pd.DataFrame, concurrency: 
             out.append(f"requests are not classed by what the router did (this run's events hold no router "
                        f"wait lines: another engine, or recorded before lbench kept them); by residency at send: "
                        f"not resident p50 {cold['p50_ms']:.1f} ms (n={cold['n']}), resident "
-                       + (f"p50 {warm['p50_ms']:.1f} ms (n={warm['n']})" if warm["n"] else "none"))
+                       + (f"p50 {warm['p50_ms']:.1f} ms (n={warm['n']})" if warm is not None and warm["n"] else "none"))
         return out
     parts = []
     for cls in SERVED_AS:
@@ -488,8 +490,8 @@ def served_findings(requests: pd.DataFrame, latency: pd.DataFrame, concurrency: 
     return out
 
 
-def closing_findings(requests: pd.DataFrame, client: dict, sampler: dict, status: str | None, error: str
-                     ) -> list[str]:
+def closing_findings(requests: pd.DataFrame, client: Mapping[str, Any], sampler: Mapping[str, Any],
+                     status: str | None, error: str) -> list[str]:
     """Errors by kind, the harness's own cost, and how the run ended: the same for every engine."""
     out = []
     errors = requests[requests["error"].notna()] if not requests.empty else requests
@@ -505,8 +507,9 @@ def closing_findings(requests: pd.DataFrame, client: dict, sampler: dict, status
     return out
 
 
-def _summarize_by_request_order(requests: pd.DataFrame, memory: pd.DataFrame, model_sizes: list[int], client: dict,
-                                sampler: dict, status: str | None, error: str, kind) -> SwapSummary:
+def _summarize_by_request_order(requests: pd.DataFrame, memory: pd.DataFrame, model_sizes: list[int],
+                                client: Mapping[str, Any], sampler: Mapping[str, Any], status: str | None, error: str,
+                                kind) -> SwapSummary:
     """A swap server without a router log: the loads are inferred from the order of the answered
     requests and the number of models the engine declares it holds (``EngineKind.models_held``;
     with one, a request naming another model than the last one loads it)."""
@@ -527,9 +530,9 @@ def _summarize_by_request_order(requests: pd.DataFrame, memory: pd.DataFrame, mo
         findings.append(f"peak server RSS {memory['rss_total_bytes'].max() / 1e6:.1f} MB; largest model "
                         f"{max(model_sizes or [0]) / 1e6:.1f} MB")
     cold, warm = _latency_row(latency, SENT_NOT_RESIDENT), _latency_row(latency, SENT_RESIDENT)
-    if cold["n"]:
+    if cold is not None and cold["n"]:  # latency_table always has both rows: the checks narrow the type
         findings.append(f"requests for another model: p50 {cold['p50_ms']:.1f} ms (n={cold['n']}); same model: "
-                        + (f"p50 {warm['p50_ms']:.1f} ms (n={warm['n']})" if warm["n"] else "none"))
+                        + (f"p50 {warm['p50_ms']:.1f} ms (n={warm['n']})" if warm is not None and warm["n"] else "none"))
     findings += closing_findings(requests, client, sampler, status, error)
     return SwapSummary(latency, pd.DataFrame(columns=PHASE_COLUMNS), pd.DataFrame(columns=LRU_COLUMNS), findings,
                        {"swaps": reloads if held == 1 else None, "n_requests": len(requests),

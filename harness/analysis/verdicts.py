@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -370,7 +371,7 @@ def _raw_verdict(g: GroupData, cfg: VerdictConfig) -> Verdict:
     cb = float(np.exp(yb.mean())) if yb.size else math.nan
     ratio = cb / ca if ca > 0 else math.nan
     nan2 = (math.nan, math.nan)
-    base = dict(model=g.model, setting=g.setting, regime=g.regime, metric=g.metric, primary=role == "gating",
+    base: dict[str, Any] = dict(model=g.model, setting=g.setting, regime=g.regime, metric=g.metric, primary=role == "gating",
                 n_runs_a=int(ya.size), n_runs_b=int(yb.size), n_a=n_a, n_b=n_b, median_a=ca, median_b=cb,
                 ratio=ratio, margin=m, role=role, target=cfg.target, rule=cfg.slower_rule, confidence=1 - cfg.alpha)
     if n_a < cfg.min_samples or n_b < cfg.min_samples:

@@ -122,7 +122,7 @@ class MlxServerEngine(EngineDefaults):
         import mlx.core as mx
         import mlx_lm
 
-        facts = {"engine": self.name, "mlx": mx.__version__, "mlx_lm": getattr(mlx_lm, "__version__", "?"),
+        facts = {"engine": self.name, "mlx": getattr(mx, "__version__", "?"), "mlx_lm": getattr(mlx_lm, "__version__", "?"),
                  "python": sys.executable, "device": str(mx.default_device()),
                  "prompt_cache": "default (on)" if self.prompt_cache_size is None
                  else f"--prompt-cache-size {self.prompt_cache_size}" + (" (off)" if self.prompt_cache_size == 0 else ""),

@@ -66,8 +66,8 @@ def locate(explicit: str | None, server_binary: Path | None) -> Path:
         path = server_binary.parent / "llama-idle"
     elif provision.plan_build().is_built():
         path = provision.plan_build().binary("llama-idle")
-    elif shutil.which("llama-idle"):
-        path = Path(shutil.which("llama-idle"))
+    elif found := shutil.which("llama-idle"):
+        path = Path(found)
     else:
         raise EngineError("no llama-idle found", hint="run `lbench engine install` or pass --llama-idle PATH")
     if not path.is_file() or not os.access(path, os.X_OK):

@@ -63,6 +63,7 @@ def stray_configs() -> list[str]:
 
 class LlamaServerEngine(EngineDefaults):
     name = "llama-server"
+    binary: Binary  # always set: this engine runs the llama-server it was given
 
     def __init__(self, binary: Binary, *, ctx_size: int = 2048, extra_args: list[str] | None = None,
                  startup_timeout_s: float = 600.0, prompt: str = DEFAULT_PROMPT, match: str | None = None,

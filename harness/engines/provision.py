@@ -361,7 +361,8 @@ def _plan_of(root: Path, stamp: dict | None) -> BuildPlan:
     version = str(stamp.get("package_version") or PACKAGE_VERSION)
     base = set(build_cmake_args(version)) | set(BASE_CMAKE_ARGS) | set(LEGACY_CMAKE_ARGS) | {
         "-DCMAKE_C_COMPILER_LAUNCHER=ccache", "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"}
-    args = stamp.get("cmake_args") if isinstance(stamp.get("cmake_args"), list) else []
+    raw_args = stamp.get("cmake_args")
+    args = raw_args if isinstance(raw_args, list) else []
     from harness.engines import backends
 
     recipe = backends.BACKENDS.get(str(stamp.get("backend") or "cpu"))

@@ -236,7 +236,8 @@ class RouterProcess:
                     log.write(f"{t - self.t_start:12.6f} {text}\n")
                     log.flush()
                 except OSError:
-                    log = _close_quietly(log)
+                    _close_quietly(log)
+                    log = None
             self._dispatch_line(t, source, text)
         if log is not None:
             _close_quietly(log)

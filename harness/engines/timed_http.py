@@ -194,7 +194,7 @@ class TimedConnection:
 
 def _read_chunked(sock: socket.socket, buf: bytes) -> bytes:
     """The body of a chunked response whose first bytes are ``buf``."""
-    parts = []
+    parts: list[bytes] = []
     while True:
         while (eol := buf.find(b"\r\n")) < 0:
             buf += _more(sock)

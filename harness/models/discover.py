@@ -67,7 +67,7 @@ def search_roots() -> list[tuple[str, Path]]:
 
 
 def _ollama_models(root: Path) -> list[tuple[Path, str]]:
-    out = []
+    out: list[tuple[Path, str]] = []
     manifests = root / "manifests"
     if not manifests.is_dir():
         return out

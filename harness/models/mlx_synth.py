@@ -51,7 +51,7 @@ def _weights(shape: Shape, rng: np.random.Generator) -> dict[str, np.ndarray]:
              "attn_k.weight": "self_attn.k_proj.weight", "attn_v.weight": "self_attn.v_proj.weight",
              "attn_output.weight": "self_attn.o_proj.weight", "ffn_gate.weight": "mlp.gate_proj.weight",
              "ffn_up.weight": "mlp.up_proj.weight", "ffn_down.weight": "mlp.down_proj.weight"}
-    out = {}
+    out: dict[str, np.ndarray] = {}
     for gguf_name, dims in shape.tensor_shapes():
         if gguf_name.startswith("blk."):
             _, layer, rest = gguf_name.split(".", 2)

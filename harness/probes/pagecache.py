@@ -36,26 +36,33 @@ def available() -> bool:
     return _libc is not None and hasattr(os, "posix_fadvise")
 
 
+def _c() -> ctypes.CDLL:
+    """libc, for the calls below (reached only where ``available()`` holds)."""
+    if _libc is None:
+        raise RuntimeError("the page-cache probe needs Linux libc (check pagecache.available() first)")
+    return _libc
+
+
 def resident_fraction(path: str | os.PathLike[str]) -> float | None:
     """Fraction (0-1) of the file's pages in the page cache; None when not available."""
-    if not available():
+    if not available() or sys.platform == "win32":  # available() is Linux only; the check tells mypy
         return None
     size = os.path.getsize(path)
     if size == 0:
         return 1.0
     fd = os.open(path, os.O_RDONLY)
     try:
-        addr = _libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+        addr = _c().mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
         if addr in (None, MAP_FAILED):
             return None
         try:
             n_pages = (size + PAGE - 1) // PAGE
             vec = ctypes.create_string_buffer(n_pages)
-            if _libc.mincore(addr, size, vec) != 0:
+            if _c().mincore(addr, size, vec) != 0:
                 return None
-            resident = int(np.count_nonzero(np.frombuffer(vec, dtype=np.uint8) & 1))
+            resident = int(np.count_nonzero(np.frombuffer(memoryview(vec), dtype=np.uint8) & 1))
         finally:
-            _libc.munmap(addr, size)
+            _c().munmap(addr, size)
     finally:
         os.close(fd)
     return resident / n_pages
@@ -75,22 +82,24 @@ class ResidencyProbe:
         self.size = os.path.getsize(path)
         self.n_pages = max((self.size + PAGE - 1) // PAGE, 1)
         self.vec = ctypes.create_string_buffer(self.n_pages)
-        self.view = np.frombuffer(self.vec, dtype=np.uint8)
-        self.fd = os.open(path, os.O_RDONLY)
-        self.addr = _libc.mmap(None, self.size, mmap.PROT_READ, mmap.MAP_SHARED, self.fd, 0) if self.size else None
+        self.view = np.frombuffer(memoryview(self.vec), dtype=np.uint8)  # shares vec's memory
+        self.fd: int | None = os.open(path, os.O_RDONLY)
+        self.addr: int | None = None
+        if self.size and sys.platform != "win32":  # callers check available() (Linux only); this tells mypy
+            self.addr = _c().mmap(None, self.size, mmap.PROT_READ, mmap.MAP_SHARED, self.fd, 0)
         if self.addr == MAP_FAILED:
             self.addr = None
 
     def __call__(self) -> float | None:
         if self.size == 0:
             return 1.0
-        if self.addr is None or _libc.mincore(self.addr, self.size, self.vec) != 0:
+        if self.addr is None or _c().mincore(self.addr, self.size, self.vec) != 0:
             return None
         return int(np.count_nonzero(self.view & 1)) / self.n_pages
 
     def close(self) -> None:
         if self.addr is not None:
-            _libc.munmap(self.addr, self.size)
+            _c().munmap(self.addr, self.size)
             self.addr = None
         if self.fd is not None:
             os.close(self.fd)
@@ -101,7 +110,7 @@ class ResidencyProbe:
 
 
 def evict(path: str | os.PathLike[str]) -> None:
-    if not available():
+    if not available() or not sys.platform.startswith("linux"):  # available() is Linux only; this tells mypy
         return
     fd = os.open(path, os.O_RDONLY)
     try:

@@ -86,6 +86,7 @@ def fit_default_ctx(spec: IdleSpec, engine, models, reporter) -> None:
 def make_engine(spec: IdleSpec, llama_server: str | None, options: dict):
     """The server engine of the run (from the registry), built with the run's options."""
     kind = registry.require(spec.server_engine, "idle")
+    assert kind.make_server is not None  # the registry refuses an 'idle' engine without one
     engine_options = EngineOptions(llama_server=llama_server, ctx_size=spec.ctx_size,
                                    server_args=list(spec.server_args), match=spec.match,
                                    client_spin=spec.client_spin,
@@ -150,7 +151,7 @@ def place_client(spec: IdleSpec) -> tuple[dict, Callable[[], None]]:
 
     applied: dict = {"cpus": None, "nice": None, "spin": spec.client_spin}
     undo: list[Callable[[], None]] = []
-    if spec.client_cpus is not None and hasattr(os, "sched_setaffinity"):
+    if spec.client_cpus is not None and sys.platform.startswith("linux"):  # the one with sched_setaffinity
         before = os.sched_getaffinity(0)
 
         os.sched_setaffinity(0, cpu_list(spec.client_cpus))
@@ -158,7 +159,7 @@ def place_client(spec: IdleSpec) -> tuple[dict, Callable[[], None]]:
         undo.append(lambda: os.sched_setaffinity(0, before))
     elif spec.client_cpus is not None:  # macOS, Windows: no sched_setaffinity; said, not implied
         applied["cpus"] = f"not applied (no CPU affinity for a process on {sys.platform})"
-    if spec.client_nice is not None:
+    if spec.client_nice is not None and sys.platform != "win32":
         before_nice = os.getpriority(os.PRIO_PROCESS, 0)
         try:
             os.setpriority(os.PRIO_PROCESS, 0, spec.client_nice)
@@ -166,6 +167,8 @@ def place_client(spec: IdleSpec) -> tuple[dict, Callable[[], None]]:
             undo.append(lambda: _restore_nice(before_nice))
         except PermissionError:
             applied["nice"] = f"not applied (no permission for nice {spec.client_nice})"
+    elif spec.client_nice is not None:  # Windows: no setpriority; said, not implied
+        applied["nice"] = f"not applied (no process nice value on {sys.platform})"
 
     def restore() -> None:
         for fn in reversed(undo):
@@ -176,6 +179,8 @@ def place_client(spec: IdleSpec) -> tuple[dict, Callable[[], None]]:
 def _restore_nice(value: int) -> None:
     import os
 
+    if sys.platform == "win32":  # never reached: place_client sets no nice there
+        return
     try:
         os.setpriority(os.PRIO_PROCESS, 0, value)
     except PermissionError:
@@ -234,10 +239,9 @@ def prepare_cache(path: Path, state: str) -> dict:
     before = pagecache.resident_fraction(path)
     if state == "cold" and not pagecache.available():
         import os
-        import platform
         import subprocess
 
-        purged = platform.system() == "Darwin" and os.geteuid() == 0 and \
+        purged = sys.platform == "darwin" and os.geteuid() == 0 and \
             subprocess.run(["purge"], capture_output=True).returncode == 0
         return {"state": state, "resident_pct_found": None, "resident_pct_at_start": None,
                 "verified": None, "method": "purge (unverified)" if purged else
@@ -339,6 +343,7 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
                 reporter.advance()
 
             t0 = time.perf_counter()
+            assert prep.llama_idle is not None  # prepare() locates it whenever the run has a cross-check engine
             cell.argv = [str(prep.llama_idle), "-m", str(model.path)]
             cell.llama_idle_summaries = llama_idle.run(prep.llama_idle, model.path, env, writer.log_path(log_name),
                                                           emit_idle)
@@ -361,7 +366,7 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
                 cell.deadlines = deadlines.as_dict()
                 set_request_timeout(server, deadlines.initial_request_s())  # the self-check runs under it too
                 cell.argv, cell.port = server.argv, server.port
-                if cell.cache is not None:
+                if cell.cache is not None and weights is not None:  # a cache state was set: weights is local
                     after = pagecache.resident_fraction(weights)
                     cell.cache["resident_pct_when_ready"] = None if after is None else round(100 * after, 2)
                 cell.startup = engine_log.parse_startup(server.log_tail(400))

@@ -49,9 +49,9 @@ class PreparedSwap:
     binary: Binary | None
     results_root: Path
     plan: list[list[str]]
-    engine: EngineKind | None = None
-    options: EngineOptions | None = None
-    deadline: dict | None = None  # {"request_s": seconds, "derived_from": how}, see request_deadline
+    engine: EngineKind
+    options: EngineOptions
+    deadline: dict  # {"request_s": seconds, "derived_from": how}, see request_deadline
     device_facts: dict = field(default_factory=dict)  # backend, devices used, driver (engines/devices.py)
 
 
@@ -178,19 +178,24 @@ def _storm(prep: PreparedSwap, run: RunSession, reporter: Reporter, t0: float) -
     weights_of = {n: local_file(m) for n, m in zip(prep.names, prep.models)}
     if spec.cache_state == "warm":
         for p in set(weights_of.values()):
+            assert p is not None  # a cache state needs a local_model engine (SwapSpec.validate)
             pagecache.warm(p)
 
     def cold_swap_in(model: str) -> dict:
         """Evict a model's file before a request that will load it (a running child maps it: keep)."""
         if states.get(model) in ("loaded", "loading", "sleeping"):
             return {"file_resident_pct_at_send": None}
-        pagecache.evict(weights_of[model])
-        frac = pagecache.resident_fraction(weights_of[model])
+        weights = weights_of[model]
+        assert weights is not None  # a cache state needs a local_model engine (SwapSpec.validate)
+        pagecache.evict(weights)
+        frac = pagecache.resident_fraction(weights)
         return {"file_resident_pct_at_send": None if frac is None else round(100 * frac, 2)}
 
+    make_swap = prep.engine.make_swap
+    assert make_swap is not None  # the registry refuses a 'swap' engine without one
     session = RouterSession(
-        lambda on_event: prep.engine.make_swap(prep.options, binary=prep.binary, models=router_models, spec=spec,
-                                               run_dir=writer.dir, on_event=on_event),
+        lambda on_event: make_swap(prep.options, binary=prep.binary, models=router_models, spec=spec,
+                                   run_dir=writer.dir, on_event=on_event),
         prep.names, sample_hz=spec.sample_hz, t0=t0, keep=False,
         on_event=on_event,
         on_sample=lambda row: writer.append(row, table="memory"))

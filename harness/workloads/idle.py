@@ -27,7 +27,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from harness.engines.base import Completion, Server
 from harness.probes.sleepwatch import SleepWatch, slept_s
@@ -379,7 +379,7 @@ def self_check_figures(rows: list[dict]) -> dict:
     server = [r["server_ms"] for r in ok if r["phase"] == "selfcheck" and r.get("server_ms") is not None]
     floor_p50 = _pct(floor_http, 50)
     beyond = [o - floor_p50 for o in overhead] if floor_p50 is not None else []
-    figures = {
+    figures: dict[str, Any] = {  # figures (ms or None), then the warnings and notes about them
         "n": len(overhead),
         "overhead_p50_ms": _pct(overhead, 50), "overhead_p99_ms": _pct(overhead, 99),
         "floor_http_p50_ms": floor_p50, "floor_http_p99_ms": _pct(floor_http, 99),
