@@ -284,6 +284,15 @@ def find_ollama(url: str) -> dict:
     return found
 
 
+def settings_cannot_apply(live: bool, env: dict[str, str]) -> str | None:
+    """Why OLLAMA_* settings cannot apply: a server already answering was started by someone else (the
+    macOS app keeps its own launchctl environment), so lbench's variables never reach it; None if they can."""
+    if live and env:
+        return (f"an Ollama server is already running, so {', '.join(sorted(env))} cannot reach it: "
+                "lbench passes these settings only to an `ollama serve` it starts itself")
+    return None
+
+
 class OllamaEngine(EngineDefaults):
     name = "ollama"
 
@@ -292,11 +301,17 @@ class OllamaEngine(EngineDefaults):
         self.env = {k: v for k, v in (env or {}).items() if k in OLLAMA_ENV}
 
     def preflight(self) -> None:
-        """Before any run directory: Ollama answers at --ollama-url, or lbench can start `ollama serve`."""
+        """Before any run directory: Ollama answers at --ollama-url, or lbench can start `ollama serve`;
+        and OLLAMA_* settings only where lbench starts the server (docs/mac.md finding 18)."""
         found = find_ollama(self.base)
         if not found["live"] and not found["binary"]:
             raise BadInput(f"no Ollama answers at {self.base} and `ollama` is not on PATH",
                            where="--ollama-url", hint="start Ollama, or pass --ollama-url")
+        conflict = settings_cannot_apply(bool(found["live"]), self.env)
+        if conflict:
+            raise BadInput(conflict, where="--ollama-url",
+                           hint="quit the running Ollama (on a Mac: the menu-bar app) so lbench starts "
+                                "`ollama serve` with these settings, or drop them and set them on that server yourself")
 
     def facts(self) -> dict:
         return {"engine": self.name, **find_ollama(self.base), "env": self.env}

@@ -44,6 +44,9 @@ def test_ollama_adapter_against_the_standin(tmp_path):
         assert find_ollama(standin.url)["live"] is True
         engine = OllamaEngine(standin.url, {"OLLAMA_MAX_LOADED_MODELS": "1", "UNRELATED": "x"})
         assert engine.env == {"OLLAMA_MAX_LOADED_MODELS": "1"}
+        with pytest.raises(BadInput, match="already running"):  # a server lbench did not start keeps its own env
+            engine.preflight()
+        OllamaEngine(standin.url).preflight()  # without settings, a running server is fine
         with engine.start("qwen2.5-coder:7b", Setting("30"), tmp_path / "log") as server:
             cold = server.complete_one_token()
             warm = server.complete_one_token()
