@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness import paths
 from harness.errors import BadInput
 
 if TYPE_CHECKING:
@@ -45,9 +46,7 @@ def key_path() -> Path:
     explicit = os.environ.get("LBENCH_RUNNER_KEY")
     if explicit:
         return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_CONFIG_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".config"
-    return base / "lbench" / "runner-key.pem"
+    return paths.config_dir() / "runner-key.pem"
 
 
 def _load_private(path: Path) -> Ed25519PrivateKey:

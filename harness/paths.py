@@ -34,13 +34,17 @@ def models_dir() -> Path:
     return cache_dir() / "models"
 
 
+def config_dir() -> Path:
+    """lbench's configuration folder: ``$XDG_CONFIG_HOME/lbench``, else ``~/.config/lbench``."""
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".config") / "lbench"
+
+
 def catalog_path() -> Path:
     explicit = os.environ.get("LBENCH_CATALOG")
     if explicit:
         return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_CONFIG_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".config"
-    return base / "lbench" / "models.toml"
+    return config_dir() / "models.toml"
 
 
 def results_dir(override: str | os.PathLike[str] | None = None) -> Path:

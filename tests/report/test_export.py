@@ -1,18 +1,6 @@
 """`lbench export`: the wake figures as Bencher's BMF and github-action-benchmark's
-customSmallerIsBetter JSON, validated against each format's documented schema.
-
-Schema sources, quoted (the schemas themselves are in tests/export_schemas.py):
-
-- BMF: the JSON Schema published at https://bencher.dev/bmf.json (linked from
-  https://bencher.dev/docs/reference/bencher-metric-format/), copied as ``BMF_SCHEMA``.
-- github-action-benchmark: README of benchmark-action/github-action-benchmark (commit c38cce9,
-  2026-03-31), "Every entry in the JSON file you provide only needs to provide `name`, `unit`,
-  and `value`. You can also provide optional `range` (results' variance) and `extra` ...", and
-  its src/extract.ts, which parses the file as ``z.array(BenchmarkResult)`` with
-  ``BenchmarkResult = z.object({name: z.coerce.string(), value: z.coerce.number(),
-  range: z.coerce.string().optional(), unit: z.coerce.string(), extra: z.coerce.string().optional()})``.
-  ``GAB_SCHEMA`` states that strictly (no coercion: the types themselves).
-"""
+customSmallerIsBetter JSON, validated against each format's documented schema (the schemas and
+their quoted sources: tests/export_schemas.py)."""
 
 import json
 
