@@ -8,9 +8,14 @@ one-token cached decode; N: N new tokens evaluated after the pause, engines/prom
 Each is subject to the loopback rule (engines/reserved.py): a variable or argument that sets the
 address, port or model, or fetches from the network, is refused before a run directory exists.
 
-The Metal ``--keep-alive`` axis is one instance: ``none`` is ``GGML_METAL_NO_RESIDENCY=1`` and N is
-``GGML_METAL_RESIDENCY_KEEP_ALIVE_S=N``; it keeps its own option and manifest field (``keep_alive``)
-so older runs read as before.
+The Metal ``--keep-alive`` axis is one instance of the env axis: each value is the environment it
+sets (``keep_alive_env``: ``none`` is ``GGML_METAL_NO_RESIDENCY=1``, N is
+``GGML_METAL_RESIDENCY_KEEP_ALIVE_S=N``, ``default`` sets nothing), expanded with the env axes
+(``env_cells``), checked by the same loopback rule, applied to the server by the same loop
+(``Setting.knob_env``) and recorded like them (``axis_knobs``, ``env_overrides``).  It keeps its option,
+its label (``keep-alive=none``) and its manifest and sample field (``keep_alive``), so older runs read
+as before; engines that are not llama.cpp read ``Setting.keep_alive`` their own way (Ollama: the
+per-request ``keep_alive``) or say it has no effect.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import re
 import shlex
 
 from harness.engines import reserved
-from harness.engines.base import NO_ARGS
+from harness.engines.base import NO_ARGS, keep_alive_env
 from harness.errors import BadInput
 
 UNSET = "unset"
@@ -59,6 +64,34 @@ def parse_env_axis(item: object, where: str = "--env-axis") -> tuple[str, list[s
     if len(out) > MAX_AXIS_VALUES:
         raise BadInput(f"{len(out)} values in env axis {name}, more than {MAX_AXIS_VALUES}", where=where)
     return name, list(dict.fromkeys(out))
+
+
+KEEP_ALIVE_VALUES = ("default", "none")  # besides seconds > 0
+
+
+def parse_keep_alive(value: object, where: str = "--keep-alive") -> str:
+    """One value of the keep-alive axis: ``default``, ``none`` or seconds > 0 (``30s`` -> ``30``)."""
+    v = str(value).strip().lower()
+    if v in KEEP_ALIVE_VALUES:
+        return v
+    if v.endswith("s"):
+        v = v[:-1]
+    if v.isdigit() and int(v) > 0:
+        return str(int(v))
+    raise BadInput(f"bad keep-alive value {value!r}"[:300], where=where,
+                   hint="use 'default', 'none' (GGML_METAL_NO_RESIDENCY=1) or seconds > 0, e.g. 30")
+
+
+def keep_alive_axis(values: list[str], where: str = "--keep-alive") -> list[tuple[str, tuple[tuple[str, str | None], ...]]]:
+    """The keep-alive axis as an env axis: per value, the Metal residency variables it sets
+    (``Setting.knob_env``; ``default`` sets none, and lbench removes every ``GGML_METAL_*`` of its own
+    environment from the server's anyway), each checked by the loopback rule every env axis passes."""
+    out = []
+    for value in dict.fromkeys(parse_keep_alive(v, where) for v in values or ["default"]):
+        pairs = keep_alive_env(value)
+        reserved.check_env(dict(pairs), where)
+        out.append((value, pairs))
+    return out
 
 
 def parse_server_args_value(item: object, where: str = "--server-args-axis") -> tuple[str, ...]:
@@ -104,8 +137,15 @@ def env_settings(items: list) -> list[tuple[tuple[str, str | None], ...]]:
     return [tuple(zip([n for n, _ in axes], combo)) for combo in itertools.product(*(v for _, v in axes))] or [()]
 
 
-def n_env_settings(items: list) -> int:
-    n = 1
+def env_cells(keep_alive: list[str], items: list) -> list[tuple[str, tuple[tuple[str, str | None], ...]]]:
+    """The keep-alive axis and the env axes expanded together, keep-alive outermost: per cell the
+    keep-alive value and the env axes' (NAME, value) pairs (the keep-alive's own variables are
+    derived from its value where the server is started: ``Setting.knob_env``)."""
+    return [(k, env) for k, _ in keep_alive_axis(keep_alive) for env in env_settings(items)]
+
+
+def n_env_settings(items: list, keep_alive: list[str] | None = None) -> int:
+    n = max(len(keep_alive or []), 1)
     for _, values in env_axes(items):
         n *= len(values)
     return n

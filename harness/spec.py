@@ -98,15 +98,10 @@ def validate_pauses(pauses: list[float], where: str = "pauses") -> list[float]:
 
 
 def parse_keep_alive(value: str, where: str = "--keep-alive") -> str:
-    v = str(value).strip().lower()
-    if v in ("default", "none"):
-        return v
-    if v.endswith("s"):
-        v = v[:-1]
-    if v.isdigit() and int(v) > 0:
-        return str(int(v))
-    raise BadInput(f"bad keep-alive value {value!r}", where=where,
-                   hint="use 'default', 'none' (GGML_METAL_NO_RESIDENCY=1) or seconds > 0, e.g. 30")
+    """One --keep-alive value (the axis lives in harness/knob_axes.py with the other knob axes)."""
+    from harness import knob_axes
+
+    return knob_axes.parse_keep_alive(value, where)
 
 
 def parse_sleep_idle(value: object, where: str = "--sleep-idle-seconds") -> int | None:
@@ -278,12 +273,12 @@ class IdleSpec:
         from harness import knob_axes
 
         axes = [getattr(self, k) for k in CPU_KNOBS]
-        envs = knob_axes.env_settings(self.env_axis)
+        envs = knob_axes.env_cells(self.keep_alive, self.env_axis)  # --keep-alive is one env axis instance
         arg_sets = [knob_axes.parse_server_args_value(a) for a in self.server_args_axis] or [()]
         return [Setting(k, s, c, **dict(zip(CPU_KNOBS, knobs)), env=env, server_args=args, prompt_tokens=n)
-                for k in self.keep_alive for s in self.sleep_idle_seconds
+                for k, env in envs for s in self.sleep_idle_seconds
                 for c in self.cache_state for knobs in itertools.product(*axes)
-                for env in envs for args in arg_sets for n in self.prompt_tokens]
+                for args in arg_sets for n in self.prompt_tokens]
 
     def validate(self, where: str = "spec") -> "IdleSpec":
         check_types(self, where)
@@ -357,9 +352,9 @@ class IdleSpec:
         """The run's size from its axes' lengths, before any list of cells is built."""
         from harness import knob_axes
 
-        n_settings = knob_axes.n_env_settings(self.env_axis) * max(len(self.server_args_axis), 1) \
+        n_settings = knob_axes.n_env_settings(self.env_axis, self.keep_alive) * max(len(self.server_args_axis), 1) \
             * max(len(self.prompt_tokens), 1)
-        for axis in (self.keep_alive, self.sleep_idle_seconds, self.cache_state,
+        for axis in (self.sleep_idle_seconds, self.cache_state,
                      *(getattr(self, k) for k in CPU_KNOBS)):
             n_settings *= max(len(axis), 1)
         cells = len(self.models) * n_settings * max(len(self.engines), 1)

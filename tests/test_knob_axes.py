@@ -88,3 +88,36 @@ def test_swap_spec_takes_one_value_per_storm():
         SwapSpec(env=["A=1,2"]).validate()
     with pytest.raises(BadInput, match="reserved"):
         SwapSpec(env=["LLAMA_ARG_HOST=0.0.0.0"]).validate()
+
+
+def test_keep_alive_is_an_env_axis_instance():
+    """--keep-alive expands with the env axes, each value becomes the Metal residency variables it sets
+    (applied by the env axes' loop, recorded in axis_knobs); its label and field stay as they were."""
+    spec = IdleSpec(models=["tiny-q8"], keep_alive=["default", "none", "30s"], env_axis=["X=1,unset"]).validate()
+    settings = spec.settings()
+    assert [s.label for s in settings] == [f"keep-alive={k},X={x}" for k in ("default", "none", "30s")
+                                           for x in ("1", "unset")]
+    assert [s.keep_alive for s in settings] == ["default"] * 2 + ["none"] * 2 + ["30"] * 2
+    none, thirty = settings[2], settings[5]
+    assert none.knob_env() == (("GGML_METAL_NO_RESIDENCY", "1"), ("X", "1"))
+    assert thirty.knob_env() == (("GGML_METAL_RESIDENCY_KEEP_ALIVE_S", "30"), ("X", None))
+    assert none.axis_knobs() == {"keep_alive": {"GGML_METAL_NO_RESIDENCY": "1"}, "env": {"X": "1"}}
+    assert settings[0].axis_knobs() == {"env": {"X": "1"}} and Setting().knob_env() == ()
+    assert knob_axes.n_env_settings(spec.env_axis, spec.keep_alive) == 6
+    with pytest.raises(BadInput, match="bad keep-alive value"):
+        knob_axes.keep_alive_axis(["-5"])
+
+
+def test_keep_alive_reaches_the_server_through_the_env_axis_loop(monkeypatch):
+    from harness.engines.binary import Binary
+    from harness.engines.llama_server import LlamaServerEngine
+
+    monkeypatch.setenv("GGML_METAL_RESIDENCY_KEEP_ALIVE_S", "5")  # the user's own: never reaches the server
+    engine = LlamaServerEngine(Binary(__import__("pathlib").Path("/bin/true"), "test", "v", 1, "c", "0" * 64))
+    env, overrides = engine.environment(Setting())
+    assert overrides == {} and not any(k.startswith("GGML_METAL_") for k in env)
+    env, overrides = engine.environment(Setting(keep_alive="none", env=(("GGML_VK_KEEPALIVE_MS", "30000"),)))
+    assert overrides == {"GGML_METAL_NO_RESIDENCY": "1", "GGML_VK_KEEPALIVE_MS": "30000"}
+    assert env["GGML_METAL_NO_RESIDENCY"] == "1" and "GGML_METAL_RESIDENCY_KEEP_ALIVE_S" not in env
+    _, overrides = engine.environment(Setting(keep_alive="30"))
+    assert overrides == {"GGML_METAL_RESIDENCY_KEEP_ALIVE_S": "30"}

@@ -98,7 +98,7 @@ def ab(
 
     a_path = server_path(a_backend or backend, a_server)
     b_path = server_path(b_backend or backend, b_server)
-    select_device(a_backend or backend, device, a_path)
+    select_device(a_backend or backend, device, a_path, (b_backend or backend, b_path))  # each side that takes one
     spec_a, spec_b = copy.deepcopy(spec), copy.deepcopy(spec)
     spec_a.server_args = list(spec.server_args) + list(a_arg or [])
     spec_b.server_args = list(spec.server_args) + list(b_arg or [])

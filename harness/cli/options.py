@@ -44,9 +44,12 @@ DeviceOpt = Annotated[Optional[int], typer.Option(
          + shown("the backend's own choice; a GPU build that sees no device is refused"))]
 
 
-def select_device(backend: str | None, device: int | None, llama_server: str | None) -> None:
+def select_device(backend: str | None, device: int | None, llama_server: str | None,
+                  *more_sides: tuple[str | None, str | None]) -> None:
     """``--device N``: set the backend's selection variable in lbench's environment, which every
-    server it starts inherits (recorded in the manifest as device_select)."""
+    server it starts inherits (recorded in the manifest as device_select).  ``more_sides``: further
+    (backend, llama-server) pairs of one command (lbench ab's side B); each side whose backend selects
+    devices gets the variable, and --device is refused only when no side's backend takes one."""
     if device is None:
         return
     import os
@@ -55,14 +58,16 @@ def select_device(backend: str | None, device: int | None, llama_server: str | N
     from harness.engines.binary import locate
     from harness.errors import BadInput
 
-    name = backend or locate(llama_server).backend
-    var = devices.SELECT_ENV.get(name)
-    if var is None or device < 0:
-        raise BadInput(f"--device {device} cannot select a {name} device" if var is None
+    names = [name or locate(server).backend for name, server in ((backend, llama_server), *more_sides)]
+    variables = list(dict.fromkeys(v for v in (devices.SELECT_ENV.get(n) for n in names) if v))
+    if not variables or device < 0:
+        shown_names = " and ".join(dict.fromkeys(names))
+        raise BadInput(f"--device {device} cannot select a {shown_names} device" if not variables
                        else f"--device must be >= 0, got {device}", where="--device",
-                       hint="drop --device (the cpu and metal backends have one device)" if var is None
+                       hint="drop --device (the cpu and metal backends have one device)" if not variables
                        else "a raw index, e.g. --device 0")
-    os.environ[var] = str(device)
+    for var in variables:
+        os.environ[var] = str(device)
 
 
 Report = Annotated[bool, typer.Option(

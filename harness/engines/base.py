@@ -20,6 +20,17 @@ if TYPE_CHECKING:
 NO_ARGS = "none"  # the server-args axis value that adds nothing (kept in Setting.server_args to be labelled)
 
 
+def keep_alive_env(keep_alive: str) -> tuple[tuple[str, str | None], ...]:
+    """The Metal residency variables one ``--keep-alive`` value sets (harness/knob_axes.py: the
+    keep-alive axis is an env axis): ``none`` -> ``GGML_METAL_NO_RESIDENCY=1``, N seconds ->
+    ``GGML_METAL_RESIDENCY_KEEP_ALIVE_S=N``, ``default`` -> nothing."""
+    if keep_alive == "default":
+        return ()
+    if keep_alive == "none":
+        return (("GGML_METAL_NO_RESIDENCY", "1"),)
+    return (("GGML_METAL_RESIDENCY_KEEP_ALIVE_S", keep_alive),)
+
+
 @dataclass(frozen=True)
 class Setting:
     """Server knobs that form one cell of a run's matrix.
@@ -53,9 +64,16 @@ class Setting:
     server_args: tuple[str, ...] = ()
     prompt_tokens: int = 0
 
+    def knob_env(self) -> tuple[tuple[str, str | None], ...]:
+        """Every environment variable the cell's knob axes set (value None: removed from the server's
+        environment): the keep-alive axis's, then the env axes'."""
+        return keep_alive_env(self.keep_alive) + self.env
+
     def axis_knobs(self) -> dict:
         """The knob axes that are set (for manifests and samples)."""
         out: dict = {}
+        if keep_alive_env(self.keep_alive):
+            out["keep_alive"] = dict(keep_alive_env(self.keep_alive))
         if self.env:
             out["env"] = dict(self.env)
         if self.server_args:

@@ -171,15 +171,13 @@ class LlamaServerEngine(EngineDefaults):
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(SCRUBBED_ENV_PREFIXES) and k not in SCRUBBED_ENV}
         overrides: dict[str, str] = {}
-        if setting.keep_alive == "none":
-            overrides["GGML_METAL_NO_RESIDENCY"] = "1"
-        elif setting.keep_alive != "default":
-            overrides["GGML_METAL_RESIDENCY_KEEP_ALIVE_S"] = setting.keep_alive
         if setting.omp_wait is not None:
             overrides["OMP_WAIT_POLICY"] = setting.omp_wait.upper()
         if setting.omp_spincount is not None:
             overrides["GOMP_SPINCOUNT"] = str(setting.omp_spincount)
-        for key, value in setting.env:  # the env axis (--env-axis NAME=unset,30000); unset: removed
+        # the env axes, --keep-alive's Metal residency variables among them (--env-axis NAME=unset,30000;
+        # unset: removed); on a host without Metal they are set all the same and the cell says so
+        for key, value in setting.knob_env():
             if value is None:
                 env.pop(key, None)
             else:

@@ -78,3 +78,24 @@ def test_swap_runs_one_storm_per_env_value(engine_env):
     configs = [json.loads((d / "manifest.json").read_text())["config"] for d in runs]
     assert sorted(c["env"][0] for c in configs) == ["GGML_VK_KEEPALIVE_MS=30000", "GGML_VK_KEEPALIVE_MS=unset"]
     assert all(c["name"].startswith("swap GGML_VK_KEEPALIVE_MS=") for c in configs)
+
+
+@pytest.mark.engine
+def test_swap_runs_one_storm_per_server_args_value(engine_env):
+    """--server-args-axis on a swap storm: one short storm per set of arguments, the arguments on the
+    router's command line and, by the router's own log, on every child it spawned."""
+    r = run_cli("swap", "-m", "tiny-q8", "-m", "tiny-q4", "-n", "4", "--server-args-axis", "none",
+                "--server-args-axis=--batch-size 256", "--no-report", env=engine_env)
+    assert r.returncode == 0, r.stderr[-3000:] + r.stdout[-3000:]
+    runs = {json.loads((d / "manifest.json").read_text())["config"]["name"]: d
+            for d in Path(engine_env["LBENCH_RESULTS_DIR"]).iterdir()}
+    assert sorted(runs) == ["swap args=--batch-size 256", "swap args=none"]
+    for name, run_dir in runs.items():
+        m = json.loads((run_dir / "manifest.json").read_text())
+        given = name.endswith("256")
+        assert m["config"]["server_args"] == (["--batch-size", "256"] if given else [])
+        assert m["router"]["argv"][-2:] == ["--batch-size", "256"] if given else "--batch-size" not in m["router"]["argv"]
+        log = (run_dir / "logs" / "router.stderr.log").read_text()
+        spawned = log.count("spawning server instance with args:")
+        assert spawned >= 2 and log.count("load:   --batch-size") == (spawned if given else 0)
+        assert len(pd.read_parquet(run_dir / "requests.parquet")) == 4

@@ -129,3 +129,21 @@ def test_version_names_the_engine_build(engine_env, engine_binary):
     assert proc.returncode == 0, proc.stderr
     assert "llama-server build 11434" in proc.stdout
     assert str(Path(engine_binary).resolve()) in proc.stdout.replace("\n", "")
+
+
+def test_device_goes_to_each_side_whose_backend_selects_devices(monkeypatch):
+    """lbench ab --a-backend cpu --b-backend vulkan --device 0: the Vulkan side gets its selection
+    variable; --device is refused only when no side's backend takes a device."""
+    from harness.cli.options import select_device
+    from harness.errors import BadInput
+
+    monkeypatch.delenv("GGML_VK_VISIBLE_DEVICES", raising=False)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    select_device("cpu", 0, None, ("vulkan", None))
+    assert os.environ["GGML_VK_VISIBLE_DEVICES"] == "0" and "CUDA_VISIBLE_DEVICES" not in os.environ
+    select_device("cuda", 1, None, ("vulkan", None))
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "1" and os.environ["GGML_VK_VISIBLE_DEVICES"] == "1"
+    with pytest.raises(BadInput, match="cannot select a cpu and metal device"):
+        select_device("cpu", 0, None, ("metal", None))
+    with pytest.raises(BadInput, match="must be >= 0"):
+        select_device("vulkan", -1, None)

@@ -6,6 +6,7 @@ saying which."""
 import ctypes.util
 import json
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -103,3 +104,49 @@ def test_swap_storm_on_the_vulkan_device(vk_env):
     assert m["engine"]["backend"] == "vulkan" and m["engine"]["device_used"] == ["Vulkan0"]
     requests = pd.read_parquet(run_dir / "requests.parquet")
     assert len(requests) == 6 and set(requests["http_status"]) == {200}
+
+
+def _manifests(env: dict[str, str]) -> dict[str, dict]:
+    return {d.name: json.loads((d / "manifest.json").read_text()) for d in Path(env["LBENCH_RESULTS_DIR"]).iterdir()}
+
+
+def test_ab_runs_both_sides_on_the_vulkan_device(vk_env):
+    r = run_cli("ab", "-m", "tiny-q8", "--backend", "vulkan", "--device", "0", "--pauses", "0,0.2", "--reps", "2",
+                "--min-rounds", "2", "--max-rounds", "2", "--b-arg", "--threads", "--b-arg", "1", env=vk_env,
+                timeout=1200)
+    assert r.returncode in (0, 1, 3), r.stderr[-3000:] + r.stdout[-3000:]  # a verdict, whatever it is
+    manifests = _manifests(vk_env)
+    text = " ".join((r.stdout + r.stderr).split())
+    a_ids, b_ids = re.findall(r"\(A: ([^;()]+); B: ([^;()]+)\)", text)[-1]  # ab's last line names both sides' runs
+    sides = {"A": a_ids.split(), "B": b_ids.split()}
+    assert len(sides["A"]) == len(sides["B"]) == 2 and sorted(sides["A"] + sides["B"]) == sorted(manifests)
+    for side, run_ids in sides.items():
+        for run_id in run_ids:
+            engine = manifests[run_id]["engine"]
+            assert engine["backend"] == "vulkan" and engine["device_used"] == ["Vulkan0"], (side, engine)
+            assert engine["device_select"] == {"GGML_VK_VISIBLE_DEVICES": "0"}
+            assert ("--threads" in manifests[run_id]["cells"][0]["argv"]) == (side == "B")
+
+
+def test_bisect_gate_runs_its_steps_on_the_vulkan_device(vk_env):
+    """The range's first build (cached for Vulkan) is measured on the device; a build not cached for
+    Vulkan is 'not checkable here' with --no-install (a Vulkan build per step takes tens of minutes
+    on this machine: docs/builds.md)."""
+    last = provision.BUILD_NUMBER + 1  # not in the cache for Vulkan (no install asked)
+    r = run_cli("bisect", "--gate", "--backend", "vulkan", "--device", "0", "-m", "tiny-q8", "--pauses", "0,0.2",
+                "--reps", "2", "--from", str(provision.BUILD_NUMBER), "--to", str(last),
+                "--builds", f"{provision.BUILD_NUMBER},{last}", "--no-install", "--retries", "0", env=vk_env,
+                timeout=1200)
+    assert r.returncode == 0, r.stderr[-3000:] + r.stdout[-3000:]
+    text = " ".join(r.stdout.split())
+    assert "device: backend vulkan: Vulkan0" in text and "1 of 2 candidate builds are not built for vulkan" in text
+    assert f"an end of the range is undecided ({provision.BUILD_NUMBER}: not slower, {last}: not checkable here)" in text
+    manifests = _manifests(vk_env)
+    assert len(manifests) == 3  # the reference build measured three times (the gate's unit is the run)
+    for m in manifests.values():
+        assert m["engine"]["backend"] == "vulkan" and m["engine"]["device_used"] == ["Vulkan0"]
+        assert m["engine"]["build_number"] == provision.BUILD_NUMBER
+    r = run_cli("bisect", "--gate", "--backend", "vulkan", "-m", "tiny-q8", "--from", str(provision.BUILD_NUMBER),
+                "--to", str(last), "--builds", f"{provision.BUILD_NUMBER},{last}", "--no-install", env=vk_env)
+    assert r.returncode == 2 and "--device 0" in " ".join(r.stderr.split())  # no silent CPU, before any step
+    assert len(_manifests(vk_env)) == 3
