@@ -24,6 +24,8 @@ import shlex
 
 import pandas as pd
 
+from harness import shell
+from harness.engines.devices import is_selection_var
 from harness.units import ms
 
 STEP_RATIO = 1.10  # the wake model's MIN_STEP: a rise under 10% is not a step
@@ -90,7 +92,29 @@ def _header(run_id: str, what: str, engine: dict) -> list[str]:
             "set -eu",
             'LLAMA_SERVER=${LLAMA_SERVER:-llama-server}',
             'PORT=${PORT:-18080}',
-            'URL="http://127.0.0.1:$PORT"']
+            'URL="http://127.0.0.1:$PORT"'] + device_lines(engine)
+
+
+def device_lines(engine: dict) -> list[str]:
+    """The device the run drove: its backend (the build the rerun needs) and the backend's device
+    selection variable as lbench set it (``GGML_VK_VISIBLE_DEVICES=0``: without it ggml skips a
+    CPU-type Vulkan device such as lavapipe, or picks another GPU).  Only the backends' own selection
+    variables are exported, whatever the manifest holds (a run directory is untrusted)."""
+    backend = engine.get("backend")
+    if not backend:
+        return []
+    used = [str(d) for d in engine.get("device_used") or []]
+    described = {str(d.get("name")): str(d.get("description")) for d in engine.get("backend_devices") or []
+                 if isinstance(d, dict)}
+    lines = [shell.comment(f"the device: backend {backend}, "
+                           + (", ".join(f"{u} ({described[u]})" if u in described else u for u in used)
+                              or "no device (CPU)")
+                           + f"; LLAMA_SERVER must be a {backend} build (lbench engine install --backend {backend})")]
+    select = engine.get("device_select")
+    for name, value in (select.items() if isinstance(select, dict) else []):
+        if is_selection_var(name) and value is not None:
+            lines.append(f"{shell.export(name, value)}  # the device lbench selected")
+    return lines
 
 
 _START = ['> server.log 2>&1 &', 'SERVER=$!',

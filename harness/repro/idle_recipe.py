@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import shell
+from harness.engines.devices import is_selection_var
 from harness.repro.recipe import ClaimSpec, verdict_lines
 
 if TYPE_CHECKING:
@@ -222,8 +223,9 @@ def write_equivalence_recipe(path: Path, *, spec: ClaimSpec, lbench_verdict: str
 
 
 def changed_env(env: dict[str, str]) -> dict[str, str]:
-    """The variables lbench set or changed for the server (the rest is the caller's environment)."""
-    return {k: v for k, v in env.items() if os.environ.get(k) != v}
+    """The variables lbench set or changed for the server (the rest is the caller's environment), and
+    the device selection variable --device set (GGML_VK_VISIBLE_DEVICES), so a recipe drives the same device."""
+    return {k: v for k, v in env.items() if os.environ.get(k) != v or is_selection_var(k)}
 
 
 def body_text(body: bytes | str | dict) -> str:

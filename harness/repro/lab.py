@@ -34,6 +34,7 @@ import pandas as pd
 import psutil
 
 from harness.engines.binary import Binary
+from harness.engines.devices import is_selection_var
 from harness.engines.router import RouterModel, RouterProcess, TimelineEvent
 from harness import shell
 from harness.errors import EngineError
@@ -306,14 +307,15 @@ class Lab:
         return Lab.sh_flag(f"grep -qE -- {shell.quote(line_ere)} \"$WORK/child-env.txt\"")
 
     def environment_set(self) -> dict[str, str]:
-        """The variables lbench set or changed for the router (the rest is the caller's environment)."""
+        """The variables lbench set or changed for the router (the rest is the caller's environment), and
+        the device selection variable --device set (GGML_VK_VISIBLE_DEVICES), so a recipe drives the same device."""
         from harness.engines.base import Setting
         from harness.engines.llama_server import LlamaServerEngine
 
         env, _ = LlamaServerEngine(self.binary).environment(Setting())
         env["LLAMA_CACHE"] = str(self.run_dir / "llama-cache")
         env.update(self.extra_env)
-        return {k: v for k, v in env.items() if os.environ.get(k) != v}
+        return {k: v for k, v in env.items() if os.environ.get(k) != v or is_selection_var(k)}  # the device too
 
     # ---- time and timeline ---------------------------------------------
     def now(self) -> float:

@@ -4,7 +4,8 @@
 # carried), run a short idle sweep with lbench's device probes, and leave the run directory, the
 # build log and the engine's engine.json under $OUT. Budget: the whole script <= 8 minutes.
 #
-# NOT RUN yet: the task that wrote it had no GPU machine (docs/builds.md says so). Usage, from the
+# NOT RUN yet: no task that wrote or revised it had a GPU machine (docs/builds.md says so); its lbench
+# commands are checked against the current CLI by tests/scripts/test_cuda_idle.py, nothing more. Usage, from the
 # repository root, with the sdist copied to shared/device/ (37 MB; the carry limit is 64 MiB):
 #   OUT=/tmp/out bash scripts/device/cuda_idle.sh
 # Needs there: nvidia-smi, nvcc, cmake >= 3.18, g++, python3 with lbench's dependencies (or their
@@ -59,11 +60,14 @@ ENTRY=$(find "$LBENCH_CACHE_DIR/engines" -maxdepth 1 -name '*-cuda-*' 2>/dev/nul
 if [ "$rc" != 0 ]; then log "build failed or ran past ${BUILD_LIMIT_S} s (exit $rc): see build.log"; exit 1; fi
 log "built: $(grep -o '"build_seconds": [0-9.]*' "$OUT/engine.json" || echo '?')"
 
-# the short sweep: tiny synthetic model, 5 pauses, 3 repetitions, one-token decode and a 512-token
-# prompt after each pause; the device probes sample what they can (docs/probes.md)
+# the short sweep: tiny synthetic model, 5 pauses, 3 repetitions, one-token decode and a 128-token
+# prompt after each pause; the device probes sample what they can (docs/probes.md; they are off unless
+# asked for, so --device-probes auto), and which ones could is written beside the run
+"${LBENCH[@]}" probes >"$OUT/probes.txt" 2>&1 || true
 log "idle sweep (limit ${SWEEP_LIMIT_S} s)"
 rc=0
 timeout "$SWEEP_LIMIT_S" "${LBENCH[@]}" idle -m tiny-q8 --backend cuda --pauses 0,0.5,1,2,4 --reps 3 --warmup 3 \
-  --prompt-tokens 0,128 --results "$OUT/results" --no-report >>"$OUT/cuda_idle.log" 2>&1 || rc=$?
+  --prompt-tokens 0,128 --device-probes auto --results "$OUT/results" --no-report >>"$OUT/cuda_idle.log" 2>&1 \
+  || rc=$?
 log "sweep exit $rc; run directory: $(find "$OUT/results" -mindepth 1 -maxdepth 1 2>/dev/null | head -1)"
 exit "$rc"

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -93,6 +94,21 @@ def test_idle_sweep_with_prompt_evaluation_on_the_vulkan_device(vk_env):
     assert (prompt["server_prompt_per_second"] > 0).all()
     for cell in m["cells"]:  # the server itself loaded the Vulkan driver of that device
         assert any(lib.startswith("libvulkan_") for lib in cell["startup"]["driver_libs"]), cell["startup"]
+    _rerun_scripts_select_the_device(vk_env, run_dir, 2)
+
+
+def _rerun_scripts_select_the_device(env: dict[str, str], run_dir: Path, n_scripts: int) -> None:
+    """lbench evidence's rerun scripts export the selection variable before the server starts."""
+    out = run_dir.parent.parent / f"evidence-{run_dir.name}"
+    r = run_cli("evidence", run_dir.name, "-o", str(out), env=env)
+    assert r.returncode == 0, r.stderr[-3000:] + r.stdout[-3000:]
+    scripts = sorted(out.glob("rerun-*.sh"))
+    assert len(scripts) == n_scripts
+    for script in scripts:
+        text = script.read_text()
+        assert "# the device: backend vulkan, Vulkan0 (llvmpipe" in text, text[:2000]
+        assert text.index("export GGML_VK_VISIBLE_DEVICES=0") < text.index('"$LLAMA_SERVER"')
+        assert subprocess.run(["sh", "-n", str(script)]).returncode == 0
 
 
 def test_swap_storm_on_the_vulkan_device(vk_env):
@@ -104,6 +120,7 @@ def test_swap_storm_on_the_vulkan_device(vk_env):
     assert m["engine"]["backend"] == "vulkan" and m["engine"]["device_used"] == ["Vulkan0"]
     requests = pd.read_parquet(run_dir / "requests.parquet")
     assert len(requests) == 6 and set(requests["http_status"]) == {200}
+    _rerun_scripts_select_the_device(vk_env, run_dir, 1)
 
 
 def _manifests(env: dict[str, str]) -> dict[str, dict]:

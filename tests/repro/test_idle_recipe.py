@@ -122,3 +122,17 @@ def test_every_idle_equivalence_spec_gets_a_recipe_that_ends_with_a_verdict(tmp_
         assert lines[-1] == "fi" and any('echo "verdict:' in line for line in lines[-6:]), spec.id
         for req in spec.check:
             assert f"({req.figure})" in path.read_text(), (spec.id, req.figure)
+
+
+def test_recipes_carry_the_device_selection_variable(monkeypatch):
+    """--device puts GGML_VK_VISIBLE_DEVICES in lbench's own environment: unchanged there, yet the
+    recipe must export it or a maintainer's rerun drives another device (or none)."""
+    import os
+
+    from harness.repro.idle_recipe import changed_env
+
+    monkeypatch.setenv("GGML_VK_VISIBLE_DEVICES", "0")
+    env = {**os.environ, "GGML_METAL_NO_RESIDENCY": "1"}
+    assert changed_env(env) == {"GGML_VK_VISIBLE_DEVICES": "0", "GGML_METAL_NO_RESIDENCY": "1"}
+    monkeypatch.delenv("GGML_VK_VISIBLE_DEVICES")
+    assert changed_env(dict(os.environ)) == {}
