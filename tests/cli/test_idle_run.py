@@ -43,6 +43,9 @@ def test_short_sweep_writes_samples_manifest_and_report(engine_env):
     assert len(m["cells"]) == 2 and all(c["log"] and (run_dir / c["log"]).is_file() for c in m["cells"])
     none_cell = next(c for c in m["cells"] if c["keep_alive"] == "none")
     assert none_cell["env_overrides"] == {"GGML_METAL_NO_RESIDENCY": "1"}
+    # --keep-alive is an env axis instance: its variable recorded as the env axes' are (harness/knob_axes.py)
+    assert none_cell["axis_knobs"] == {"keep_alive": {"GGML_METAL_NO_RESIDENCY": "1"}}
+    assert next(c for c in m["cells"] if c["keep_alive"] == "default")["axis_knobs"] == {}
 
     html = (run_dir / "report.html").read_text()
     assert run_dir.name in html and "Synthetic model" in html and "data:image/png;base64," in html
