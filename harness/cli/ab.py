@@ -73,6 +73,8 @@ def ab(
       lbench ab -m tiny-q8 --pauses 0,0.5,1 --reps 6 --b-arg --threads --b-arg 1
       lbench ab -m tiny-q8 --a-llama-server /opt/old/llama-server \\
           --b-llama-server ./build/bin/llama-server --json ab.json --junit ab.xml
+      lbench ab -m tiny-q8 --backend vulkan --device 0 --b-arg --threads --b-arg 1
+      lbench ab -m tiny-q8 --a-backend cpu --b-backend vulkan --device 0
     """
     from harness.analysis.gate import load_config
     from harness.cli.verdicts import print_verdicts
@@ -115,6 +117,11 @@ def ab(
             return judge_runs(a_runs, b_runs, vcfg, gate_on=groups_on)
         res = run_ab(prep_a, prep_b, cfg, min_rounds=min_rounds, max_rounds=max_rounds, reporter=rep, judge=judge,
                      spending=spending)
+    from harness.record import check_comparable
+
+    flags = check_comparable([r.record for r in res.a_runs], [r.record for r in res.b_runs]).flags
+    if flags:  # what the comparison spans, said once (e.g. backend: cpu vs vulkan)
+        print_wrapped(console, "A and B differ in: " + "; ".join(flags), style="yellow")
     print_verdicts(res.verdicts, res.info, res.a_runs, res.b_runs)
     for look in res.looks:
         out.print(f"look after round {look['round']}: {look['status']} (two-sided level at this look "

@@ -29,15 +29,15 @@ PREFIXES = (("Vulkan", "vulkan"), ("CUDA", "cuda"), ("ROCm", "hip"), ("HIP", "hi
 # how each backend is told which device to use (None: lbench cannot select one)
 SELECT_ENV = {"vulkan": "GGML_VK_VISIBLE_DEVICES", "cuda": "CUDA_VISIBLE_DEVICES", "hip": "HIP_VISIBLE_DEVICES"}
 GPU_BACKENDS = ("vulkan", "cuda", "hip", "sycl")
+MAX_RAW_INDEX = 8  # raw Vulkan device indexes probed when none is visible
+VULKANINFO_KEYS = ("deviceName", "deviceType", "driverName", "driverInfo", "apiVersion", "driverVersion",
+                   "vendorID", "deviceID", "conformanceVersion")
 
 
 def is_selection_var(name: str) -> bool:
     """Whether ``name`` is a backend's device selection variable (``--device`` sets it in lbench's own
     environment, so scripts that rerun a run without lbench must carry it even where it is unchanged)."""
     return name in SELECT_ENV.values()
-MAX_RAW_INDEX = 8  # raw Vulkan device indexes probed when none is visible
-VULKANINFO_KEYS = ("deviceName", "deviceType", "driverName", "driverInfo", "apiVersion", "driverVersion",
-                   "vendorID", "deviceID", "conformanceVersion")
 
 
 @dataclass(frozen=True)
