@@ -9,6 +9,7 @@ store's schema, see harness/repro/base.py) and one row in ``verdicts`` (journale
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 import traceback
@@ -17,6 +18,7 @@ from functools import lru_cache
 from harness import paths
 from harness.engines import provision
 from harness.engines.binary import Binary
+from harness.engines.devices import is_selection_var
 from harness.models.resolve import resolve
 from harness.models.gguf_info import file_sha256
 from harness.repro.claims import (ERROR, NOT_CHECKABLE, SETUP_FAILED, ClaimSpec, evaluate, gate_cause, judge_repeats,
@@ -93,7 +95,10 @@ def execute_repro(claims: list[ClaimSpec], binary: Binary, *, results: str | Non
     session = RunSession(paths.results_dir(results), "repro", {
         "config": {"claims": [c.id for c in claims]},
         "engine": {"engine": "llama-server", "backend": backend, **binary.as_dict(),
-                   "source_package": engine_source(binary)},
+                   "source_package": engine_source(binary),
+                   # the device selection --device set (lbench bisect CLAIM --backend B --device N): every
+                   # router and child inherits it, and the claims' recipe.sh export it
+                   "device_select": {k: v for k, v in os.environ.items() if is_selection_var(k)}},
         "claims": [{"id": c.id, "claim": c.claim, "source": c.source, "scenario": c.scenario,
                     "requires": c.requires, "params": c.params, "check": [r.describe() for r in c.check],
                     "spec": str(c.path)} for c in claims],
