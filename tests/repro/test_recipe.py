@@ -439,3 +439,16 @@ def test_a_recipe_runs_again_when_its_attempt_could_not_create_the_situation(tmp
                            cwd=tmp_path, env=env)
     assert never.returncode == 3 and "attempt 2: never" in never.stdout
     assert "not created in 2 attempts" in never.stdout.strip().splitlines()[-1]
+
+
+def test_router_recipe_environment_carries_the_device_selection(tmp_path, monkeypatch):
+    """--device puts GGML_VK_VISIBLE_DEVICES in lbench's own environment (unchanged there): the router
+    recipe's environment still names it, so a maintainer's rerun drives the same device."""
+    monkeypatch.setenv("GGML_VK_VISIBLE_DEVICES", "0")
+    lab = object.__new__(Lab)
+    lab.binary = Binary(tmp_path / "llama-server", "test", "v1", 1, "x", "0" * 64)
+    lab.run_dir, lab.extra_env = tmp_path, {}
+    env = Lab.environment_set(lab)
+    assert env["GGML_VK_VISIBLE_DEVICES"] == "0" and env["LLAMA_CACHE"] == str(tmp_path / "llama-cache")
+    monkeypatch.delenv("GGML_VK_VISIBLE_DEVICES")
+    assert "GGML_VK_VISIBLE_DEVICES" not in Lab.environment_set(lab)
