@@ -17,6 +17,7 @@ passed at 1, the coverage of the 95% interval, and how many true +10% slowdowns
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -117,8 +118,9 @@ def run_model(spread, reps: int) -> RunModel:
 
 
 def simulate_gate(cfg, *, trials: int = 200, seed: int = 0, spreads: dict | None = None, designs=DESIGNS,
-                  rules=("margin", "zero"), reps: int = 5) -> list[dict]:
-    """One row per (spread, rule, runs per side): the figures named in the module doc."""
+                  rules=("margin", "zero"), reps: int = 5, on_row: Callable[[dict], None] | None = None) -> list[dict]:
+    """One row per (spread, rule, runs per side): the figures named in the module doc; each row is
+    also handed to ``on_row`` as soon as it is done (a gate-bench run journals it)."""
     import copy
 
     rng = np.random.default_rng(seed)
@@ -145,6 +147,8 @@ def simulate_gate(cfg, *, trials: int = 200, seed: int = 0, spreads: dict | None
                         row["passed with --inconclusive-ok at +10%"] = _rate(
                             st.count("pass") + st.count("inconclusive"), trials)
                 rows.append(row)
+                if on_row is not None:
+                    on_row(row)
     return rows
 
 
@@ -152,7 +156,8 @@ AB_DESIGNS = ((3, 10, "obf"), (3, 10, "pocock"), (3, 20, "obf"))  # (min rounds,
 
 
 def simulate_ab(cfg, *, trials: int = 200, seed: int = 0, spreads: dict | None = None, designs=AB_DESIGNS,
-                reps: int = 5) -> list[dict]:
+                reps: int = 5, on_row: Callable[[dict], None] | None = None) -> list[dict]:
+    """One row per (spread, ab design), as ``simulate_gate``."""
     rng = np.random.default_rng(seed + 1)
     rows = []
     for name, spread in (spreads or SPREADS).items():
@@ -170,6 +175,8 @@ def simulate_ab(cfg, *, trials: int = 200, seed: int = 0, spreads: dict | None =
                 row[f"pass {label}"] = _rate(st.count("pass"), trials)
                 row[f"mean rounds {label}"] = float(np.mean([n for _, n in res]))
             rows.append(row)
+            if on_row is not None:
+                on_row(row)
     return rows
 
 
