@@ -14,7 +14,7 @@ from harness.cli.ui import out, print_wrapped
 
 
 def runs(results: ResultsDir = None,
-         kind: str = typer.Option(None, "--kind", help="Only runs of this kind (idle, calibrate, swap, repro). "
+         kind: str = typer.Option(None, "--kind", help="Only runs of this kind (idle, calibrate, swap, repro, gate-bench). "
                                                       + shown("every kind")),
          model: str = typer.Option(None, "--model", "-m", help="Only runs of this model label. " + shown("any")),
          status: str = typer.Option(None, "--status", help="Only runs with this status (complete, failed, "

@@ -43,6 +43,7 @@ from harness.analysis.gate_bench import simulated_rows, slowdown_size
 from harness.analysis.gate_sim import RunModel, simulate_ab, simulate_gate
 from harness.errors import BadInput
 from harness.runs.campaign import idle_campaign
+from harness.runs.idle import prepare_idle
 from harness.runs.session import RunSession
 from harness.spec import IdleSpec
 from harness.store import Run
@@ -196,8 +197,6 @@ def prepare_gate_bench(spec: GateBenchSpec | SimulatedGateBenchSpec, options: Ru
                        ) -> PreparedGateBench | PreparedSimulation:
     """Every bad-input check before a run directory exists: the design, and (on real runs) both
     sides' idle runs prepared (models resolved, the engine found)."""
-    from harness.runs.executors import get_executor
-
     root = paths.results_dir(options.results)
     if isinstance(spec, SimulatedGateBenchSpec):
         _check_simulation(spec)
@@ -210,9 +209,8 @@ def prepare_gate_bench(spec: GateBenchSpec | SimulatedGateBenchSpec, options: Ru
     spec_b = copy.deepcopy(spec.idle)
     spec_b.models = [spec.slow_model]
     spec_b.validate()
-    idle = get_executor("idle")
-    prep_a = idle.prepare(spec.idle, options, reporter)
-    prep_b = idle.prepare(spec_b, options, reporter)
+    prep_a = prepare_idle(spec.idle, llama_server=options.llama_server, results=options.results, reporter=reporter)
+    prep_b = prepare_idle(spec_b, llama_server=options.llama_server, results=options.results, reporter=reporter)
     return PreparedGateBench(spec, {"A": prep_a, "A2": prep_a, "B": prep_b}, root)
 
 
