@@ -25,7 +25,6 @@ from harness.analysis.verdicts import decide_groups, GroupData
 from harness.analysis.gate import decide, verdict_config
 from harness.analysis.campaign import Campaign, sequential_ab
 from harness.analysis.intervals import clopper_pearson
-from harness.analysis.gate_config import GateConfig
 
 # per-run log sd of the per-run median, measured in earlier sessions on this 2-core VM (issue 22,
 # docs/statistics.md): gate-bench 20261201T054030Z-gate-bench-4371 (pause 0 and 1.5 s, default
@@ -178,14 +177,6 @@ def simulate_ab(cfg, *, trials: int = 200, seed: int = 0, spreads: dict | None =
             if on_row is not None:
                 on_row(row)
     return rows
-
-
-def coverage_by_runs(run_sd: float, designs=(2, 3, 5), *, trials: int = 200, seed: int = 0, cfg=None) -> dict[int, float]:
-    """Coverage of the 95% interval of the true ratio (A/A), per runs per side: the tests' known answer."""
-
-    rng = np.random.default_rng(seed)
-    model = RunModel(run_sd)
-    return {n: gate_trials(model, n, 1.0, cfg or GateConfig(), trials, rng)[1] for n in designs}
 
 
 def design_label(row: dict) -> str:
