@@ -39,7 +39,7 @@ def error_rates(decisions: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def slowdown_size(verdicts) -> list[dict]:
+def slowdown_size(verdicts: list) -> list[dict]:
     """The true size of the slowed condition: A (A and A2 pooled) vs B over every trial, per gating group."""
     return [{"group": v.key(), "ratio": v.ratio, "ratio_ci_low": v.ratio_ci[0], "ratio_ci_high": v.ratio_ci[1],
              "runs_a": v.n_runs_a, "runs_b": v.n_runs_b} for v in verdicts if v.primary]

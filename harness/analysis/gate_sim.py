@@ -25,6 +25,7 @@ from harness.analysis.verdicts import decide_groups, GroupData
 from harness.analysis.gate import decide, verdict_config
 from harness.analysis.campaign import Campaign, sequential_ab
 from harness.analysis.intervals import clopper_pearson
+from harness.analysis.gate_config import GateConfig
 
 # per-run log sd of the per-run median, measured in earlier sessions on this 2-core VM (issue 22,
 # docs/statistics.md): gate-bench 20261201T054030Z-gate-bench-4371 (pause 0 and 1.5 s, default
@@ -116,8 +117,9 @@ def run_model(spread, reps: int) -> RunModel:
     return spread if isinstance(spread, RunModel) else RunModel(float(spread), reps=reps)
 
 
-def simulate_gate(cfg, *, trials: int = 200, seed: int = 0, spreads: dict | None = None, designs=DESIGNS,
-                  rules=("margin", "zero"), reps: int = 5, on_row: Callable[[dict], None] | None = None) -> list[dict]:
+def simulate_gate(cfg: GateConfig, *, trials: int = 200, seed: int = 0, spreads: dict | None = None,
+                  designs: tuple[int | tuple[int, int], ...] = DESIGNS, rules: tuple[str, ...] = ("margin", "zero"),
+                  reps: int = 5, on_row: Callable[[dict], None] | None = None) -> list[dict]:
     """One row per (spread, rule, runs per side): the figures named in the module doc; each row is
     also handed to ``on_row`` as soon as it is done (a gate-bench run journals it)."""
     import copy
@@ -154,8 +156,9 @@ def simulate_gate(cfg, *, trials: int = 200, seed: int = 0, spreads: dict | None
 AB_DESIGNS = ((3, 10, "obf"), (3, 10, "pocock"), (3, 20, "obf"))  # (min rounds, max rounds, spending)
 
 
-def simulate_ab(cfg, *, trials: int = 200, seed: int = 0, spreads: dict | None = None, designs=AB_DESIGNS,
-                reps: int = 5, on_row: Callable[[dict], None] | None = None) -> list[dict]:
+def simulate_ab(cfg: GateConfig, *, trials: int = 200, seed: int = 0, spreads: dict | None = None,
+                designs: tuple[tuple[int, int, str], ...] = AB_DESIGNS, reps: int = 5,
+                on_row: Callable[[dict], None] | None = None) -> list[dict]:
     """One row per (spread, ab design), as ``simulate_gate``."""
     rng = np.random.default_rng(seed + 1)
     rows = []
