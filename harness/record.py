@@ -26,6 +26,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from harness import typed_toml
 from harness.errors import BadInput
 from harness.untrusted import read_json
 
@@ -35,9 +36,11 @@ _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
 class _Fields:
-    """Typed access to one object of the manifest, each failure naming the field."""
+    """Typed access to one object of the manifest, each failure naming the field.  The types are
+    checked by the one typed reader, ``harness.typed_toml.value``; the message is the manifest's own
+    ("the run's manifest field 'models[0].bytes' is a str, expected an integer")."""
 
-    def __init__(self, data: object, where: str, path: str):
+    def __init__(self, data: object, where: str, path: str) -> None:
         if not isinstance(data, dict):
             raise BadInput(f"the run's manifest field {path!r} is a {type(data).__name__}, expected an object",
                            where=where, hint="the run is damaged; run it again, or copy it again")
@@ -49,57 +52,40 @@ class _Fields:
                         f"expected {expected}", where=self.where,
                         hint="the run is damaged; run it again, or copy it again")
 
+    def _typed(self, key: str, hint: object, expected: str, default: object = None) -> Any:
+        """The value at ``key`` (``default`` when absent) as ``hint`` or None."""
+        try:
+            return typed_toml.value(self.data.get(key, default), hint, key, self.where)
+        except BadInput:
+            raise self._bad(key, expected) from None
+
     def text(self, key: str, default: str | None = None) -> str | None:
-        value = self.data.get(key, default)
-        if value is None or isinstance(value, str):
-            return value
-        raise self._bad(key, "text")
+        return self._typed(key, str | None, "text", default)
 
     def integer(self, key: str, default: int | None = None) -> int | None:
-        value = self.data.get(key, default)
-        if value is None or (isinstance(value, int) and not isinstance(value, bool)):
-            if value is not None and abs(value) > 2 ** 63:
-                raise self._bad(key, "an integer of at most 64 bits")
-            return value
-        raise self._bad(key, "an integer")
+        value = self._typed(key, int | None, "an integer", default)
+        if value is not None and abs(value) > 2 ** 63:
+            raise self._bad(key, "an integer of at most 64 bits")
+        return value
 
     def number(self, key: str) -> float | None:
         value = self.data.get(key)
-        if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
-            if isinstance(value, int) and abs(value) > 2 ** 63:
-                raise self._bad(key, "a number")
-            return None if value is None else float(value)
-        raise self._bad(key, "a number")
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 2 ** 63:
+            raise self._bad(key, "a number")
+        return self._typed(key, float | None, "a number")
 
     def flag(self, key: str) -> bool | None:
-        value = self.data.get(key)
-        if value is None or isinstance(value, bool):
-            return value
-        raise self._bad(key, "true or false")
+        return self._typed(key, bool | None, "true or false")
 
     def mapping(self, key: str) -> Mapping[str, Any]:
-        value = self.data.get(key)
-        if value is None:
-            return _EMPTY
-        if isinstance(value, dict):
-            return value
-        raise self._bad(key, "an object")
+        value = self._typed(key, dict | None, "an object")
+        return _EMPTY if value is None else value
 
     def mappings(self, key: str) -> list[dict]:
-        value = self.data.get(key)
-        if value is None:
-            return []
-        if isinstance(value, list) and all(isinstance(v, dict) for v in value):
-            return value
-        raise self._bad(key, "a list of objects")
+        return self._typed(key, list[dict] | None, "a list of objects") or []
 
     def texts(self, key: str) -> tuple[str, ...]:
-        value = self.data.get(key)
-        if value is None:
-            return ()
-        if isinstance(value, list) and all(isinstance(v, str) for v in value):
-            return tuple(value)
-        raise self._bad(key, "a list of texts")
+        return self._typed(key, tuple[str, ...] | None, "a list of texts") or ()
 
 
 # ---- the machine -------------------------------------------------------------------------------

@@ -192,6 +192,44 @@ VERDICT_COLUMNS: dict[str, tuple[str, str]] = {
 }
 
 
+DECISION_COLUMNS: dict[str, tuple[str, str]] = {
+    "run_id": ("str", "the gate-bench run the row belongs to"),
+    "trial": ("Int64", "trial number, from 1 (trials share no runs)"),
+    "condition": ("str", "A/A (A vs A2: a fail is a false alarm) or slowed (A vs B: a fail is a detection)"),
+    "gate_status": ("str", "the gate's outcome: pass, fail, inconclusive or refuse"),
+    "gating_groups": ("Int64", "groups that voted"),
+    "groups_slower": ("Int64", "voting groups judged slower"),
+    "groups_inconclusive": ("Int64", "voting groups judged inconclusive"),
+    "worst_group": ("str", "the voting group with the highest lower bound of the ratio"),
+    "worst_ratio": ("float64", "that group's B/A ratio of run medians"),
+    "worst_ratio_ci_low": ("float64", "its 95% interval, low end"),
+    "worst_ratio_ci_high": ("float64", "its 95% interval, high end"),
+    "runs_per_side": ("Int64", "runs per side in the decision"),
+    "a_run_ids": ("str", "run ids of side A, space-separated"),
+    "b_run_ids": ("str", "run ids of the other side (A2 or B), space-separated"),
+    "trial_wall_s": ("float64", "wall time of the trial's runs, seconds"),
+}
+
+SIMULATED_COLUMNS: dict[str, tuple[str, str]] = {
+    "run_id": ("str", "the gate-bench run the row belongs to"),
+    "campaign": ("str", "gate (one decision on fresh simulated runs) or ab (a simulated lbench ab session)"),
+    "spread": ("str", "the between-run spread simulated, by name"),
+    "run_sd": ("float64", "its sd of the per-run log median"),
+    "rule": ("str", "gate: the slower rule (margin or zero); null for ab"),
+    "runs_per_side": ("Int64", "gate: runs per side; null for ab"),
+    "history_runs": ("Int64", "gate: history runs of the baseline; null for ab"),
+    "spending": ("str", "ab: the alpha spending (obf or pocock); null for gate"),
+    "min_rounds": ("Int64", "ab: rounds before the first look; null for gate"),
+    "max_rounds": ("Int64", "ab: most rounds; null for gate"),
+    "trials": ("Int64", "simulated trials of the cell"),
+    "figure": ("str", "what the row measures, e.g. 'fail A/A (ratio 1)', 'coverage +10%', 'mean rounds +10%'"),
+    "count": ("Int64", "trials with that outcome (null for a coverage or a mean)"),
+    "value": ("float64", "the rate (count / trials), the coverage, or the mean rounds"),
+    "value_ci_low": ("float64", "exact (Clopper-Pearson) 95% interval of a rate, low end (null otherwise)"),
+    "value_ci_high": ("float64", "its high end"),
+}
+
+
 @dataclass(frozen=True)
 class TableSchema:
     name: str
@@ -228,6 +266,8 @@ TABLES: dict[str, TableSchema] = {t.name: t for t in (
     TableSchema("device_samples", "idle runs: one row per device-probe reading taken during a pause",
                 DEVICE_SAMPLE_COLUMNS),
     TableSchema("verdicts", "repro runs: one row per claim checked", VERDICT_COLUMNS),
+    TableSchema("decisions", "gate-bench runs: one row per gate decision on real runs", DECISION_COLUMNS),
+    TableSchema("simulated", "gate-bench --simulate runs: one row per figure of a simulated cell", SIMULATED_COLUMNS),
 )}
 
 

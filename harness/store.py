@@ -47,11 +47,6 @@ def new_run_id(kind: str, now: datetime | None = None) -> str:
     return f"{now:%Y%m%dT%H%M%SZ}-{kind}-{secrets.token_hex(2)}"
 
 
-def benchmark_dir(results_root: Path, bench_id: str) -> Path:
-    """Where a benchmark over many runs keeps its own files (``lbench gate-bench``): ``<results>/benchmarks/<id>/``."""
-    return Path(results_root) / "benchmarks" / bench_id
-
-
 def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 

@@ -58,7 +58,6 @@ port_attempts  # harness/engines/router.py: how many ports the router start took
 reconnects  # harness/engines/timed_http.py: reconnections of the timed client (tests/engines/test_timed_http.py)
 drifting  # harness/history/gate_hook.py: HistoryBaseline.drifting, the drift check's answer
 threshold_for  # harness/analysis/gate_config.py: a metric's band (the gate's config file, tests/analysis/test_compare_gate.py)
-coverage_by_runs  # harness/analysis/gate_sim.py: the verdicts' interval coverage, measured by tests/analysis/test_verdicts.py
 min_n_for_median_interval  # harness/analysis/intervals.py: the smallest n with a 95% interval (6), tested
 constant_boundary  # harness/analysis/sequential.py: Pocock/OBF constants the tests check against published values
 parse_output  # harness/engines/llama_idle.py: llama-idle's text output, tested on a real capture
@@ -81,7 +80,3 @@ free_mib  # harness/engines/devices.py: Device.free_mib, likewise
 in_effect  # harness/probes/residency.py: the residency decision's field, written into each cell's startup_metal
 PSTATE_UNKNOWN  # harness/probes/devices/nvml.py: NVML's P-state 32 (unknown), read by the parser's tests
 DIFFERS  # harness/repro/figures.py: a figure whose shell and Python forms measure differently (docs/claims.md)
-# reached only by tests for now (candidates for a caller or removal)
-_choose  # harness/analysis/regimes.py: the BIC shape choice, tested in tests/analysis/test_regimes.py
-apple_design_notes  # harness/engines/llama_server.py: what a Mac ignores of a design; tests/engines/test_llama_server_knobs.py
-run_query  # harness/history/query.py: a query as a DataFrame; tests/history/test_query.py

@@ -17,6 +17,7 @@ passed at 1, the coverage of the 95% interval, and how many true +10% slowdowns
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -116,9 +117,11 @@ def run_model(spread, reps: int) -> RunModel:
     return spread if isinstance(spread, RunModel) else RunModel(float(spread), reps=reps)
 
 
-def simulate_gate(cfg, *, trials: int = 200, seed: int = 0, spreads: dict | None = None, designs=DESIGNS,
-                  rules=("margin", "zero"), reps: int = 5) -> list[dict]:
-    """One row per (spread, rule, runs per side): the figures named in the module doc."""
+def simulate_gate(cfg: GateConfig, *, trials: int = 200, seed: int = 0, spreads: dict | None = None,
+                  designs: tuple[int | tuple[int, int], ...] = DESIGNS, rules: tuple[str, ...] = ("margin", "zero"),
+                  reps: int = 5, on_row: Callable[[dict], None] | None = None) -> list[dict]:
+    """One row per (spread, rule, runs per side): the figures named in the module doc; each row is
+    also handed to ``on_row`` as soon as it is done (a gate-bench run journals it)."""
     import copy
 
     rng = np.random.default_rng(seed)
@@ -145,14 +148,18 @@ def simulate_gate(cfg, *, trials: int = 200, seed: int = 0, spreads: dict | None
                         row["passed with --inconclusive-ok at +10%"] = _rate(
                             st.count("pass") + st.count("inconclusive"), trials)
                 rows.append(row)
+                if on_row is not None:
+                    on_row(row)
     return rows
 
 
 AB_DESIGNS = ((3, 10, "obf"), (3, 10, "pocock"), (3, 20, "obf"))  # (min rounds, max rounds, spending)
 
 
-def simulate_ab(cfg, *, trials: int = 200, seed: int = 0, spreads: dict | None = None, designs=AB_DESIGNS,
-                reps: int = 5) -> list[dict]:
+def simulate_ab(cfg: GateConfig, *, trials: int = 200, seed: int = 0, spreads: dict | None = None,
+                designs: tuple[tuple[int, int, str], ...] = AB_DESIGNS, reps: int = 5,
+                on_row: Callable[[dict], None] | None = None) -> list[dict]:
+    """One row per (spread, ab design), as ``simulate_gate``."""
     rng = np.random.default_rng(seed + 1)
     rows = []
     for name, spread in (spreads or SPREADS).items():
@@ -170,15 +177,9 @@ def simulate_ab(cfg, *, trials: int = 200, seed: int = 0, spreads: dict | None =
                 row[f"pass {label}"] = _rate(st.count("pass"), trials)
                 row[f"mean rounds {label}"] = float(np.mean([n for _, n in res]))
             rows.append(row)
+            if on_row is not None:
+                on_row(row)
     return rows
-
-
-def coverage_by_runs(run_sd: float, designs=(2, 3, 5), *, trials: int = 200, seed: int = 0, cfg=None) -> dict[int, float]:
-    """Coverage of the 95% interval of the true ratio (A/A), per runs per side: the tests' known answer."""
-
-    rng = np.random.default_rng(seed)
-    model = RunModel(run_sd)
-    return {n: gate_trials(model, n, 1.0, cfg or GateConfig(), trials, rng)[1] for n in designs}
 
 
 def design_label(row: dict) -> str:

@@ -74,7 +74,6 @@ def wake_summary(samples: pd.DataFrame, models: list[dict]) -> tuple[list[dict],
 # --------------------------------------------------------------------------- shape model choice
 
 SHAPES = ("none", "step", "two steps", "ramp")
-_PARAMS = {"none": 2, "step": 4, "two steps": 6, "ramp": 5}  # levels + change points + sigma
 
 
 @dataclass
@@ -163,16 +162,6 @@ class ShapeFit:
         return (f"stalls (left out of the fit): {self.n_stalls} of {self.n_samples} requests, "
                 f"{100 * self.n_stalls / self.n_samples:.2g}% [{100 * lo:.2g}, {100 * hi:.2g}], at {where}; "
                 f"each took {size} its pause's median")
-
-
-def _choose(candidates: dict[str, tuple[float, tuple]], min_gain: float) -> str:
-    """The simplest shape no richer one beats by at least ``min_gain`` BIC units: a richer shape
-    must earn its place (a difference of 0.07 is a coin toss, not evidence)."""
-    best = "none"
-    for shape in sorted(candidates, key=lambda s: _PARAMS[s]):
-        if shape != best and candidates[shape][0] <= candidates[best][0] - min_gain:
-            best = shape
-    return best
 
 
 @functools.lru_cache(maxsize=4096)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from harness import resources
-from harness.cli.options import (BackendOpt, Builds, DeviceOpt, LlamaServer, Report, ResultsDir, default,
+from harness.cli.options import (BackendOpt, Builds, DeviceOpt, LlamaServer, Report, ResultsDir, default, engines_with,
                                   select_device, shown)
 from harness.cli.ui import RichReporter, console, out, print_wrapped
 from harness.spec import DEFAULT_MODEL, IdleSpec, load_spec, parse_pauses
@@ -146,7 +146,7 @@ def idle(
                                           help="Page-cache state of the model file at server start: as-is, "
                                                "warm (read in first) or cold (evicted first, Linux "
                                                f"posix_fadvise). Repeat or comma-list for a matrix. {shown('as-is')}"),
-    engine: list[str] = typer.Option(None, "--engine", help="llama-server, mlx, openai or ollama; add "
+    engine: list[str] = typer.Option(None, "--engine", help=f"{engines_with('idle')}; add "
                                                             "llama-idle (in-process reference) to llama-server "
                                                             f"for a cross-check. {shown('llama-server')}"),
     url: str = typer.Option(None, "--url", help="OpenAI-compatible server for --engine openai (loopback only)."),

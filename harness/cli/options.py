@@ -16,6 +16,15 @@ import typer
 
 from harness.analysis.gate_config import GateConfig
 
+def engines_with(capability: str) -> str:
+    """The registered engines that have ``capability``, in words ("llama-server, mlx, openai or ollama"):
+    an --engine help names what the registry holds, so a new engine needs no help text edited."""
+    from harness.engines import registry
+
+    names = registry.names(capability)
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
 def shown(value: Any) -> str:
     """A default shown the way Typer shows its own (``[default: 5]``), for options whose value is
     None on the command line because it comes from the spec or the environment.  The one style for

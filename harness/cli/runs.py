@@ -14,7 +14,7 @@ from harness.cli.ui import out, print_wrapped
 
 
 def runs(results: ResultsDir = None,
-         kind: str = typer.Option(None, "--kind", help="Only runs of this kind (idle, calibrate, swap, repro). "
+         kind: str = typer.Option(None, "--kind", help="Only runs of this kind (idle, calibrate, swap, repro, gate-bench). "
                                                       + shown("every kind")),
          model: str = typer.Option(None, "--model", "-m", help="Only runs of this model label. " + shown("any")),
          status: str = typer.Option(None, "--status", help="Only runs with this status (complete, failed, "
@@ -112,8 +112,11 @@ def measured_text(entry, cache=None) -> str:
 
     kind = find_kind(entry.summary.kind)
     name = kind.primary_table if kind is not None else "samples"
+    rows = entry.summary.rows
+    if name not in rows and len(rows) == 1:  # the kind's other table in this mode (gate-bench --simulate)
+        (name,) = rows
     if name != "samples":
-        n = entry.summary.rows.get(name)
+        n = rows.get(name)
         if n is None:
             from harness.store import Run
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from harness.cli.options import BackendOpt, Builds, DeviceOpt, LlamaServer, Report, ResultsDir, select_device, shown
+from harness.cli.options import (BackendOpt, Builds, DeviceOpt, LlamaServer, Report, ResultsDir, engines_with,
+                                 select_device, shown)
 from harness.cli.ui import RichReporter, out, print_wrapped
 from harness.spec import SWAP_PATTERNS, SwapSpec
 
@@ -50,8 +51,8 @@ def swap(
                                                + shown("derived from the model sizes and the concurrency, "
                                                        "at least 121 s")),
     engine: str = typer.Option(None, "--engine", help="An engine with the swap capability: "
-                                                      "llama-server (router mode) or mlx (mlx_lm.server: "
-                                                      "one model, reloads on demand); see lbench engine list. "
+                                                      f"{engines_with('swap')} (lbench engine list says how each "
+                                                      "swaps: llama-server in router mode, mlx reloads on demand). "
                                                       f"{shown('llama-server')}"),
     spec_file: str = typer.Option(None, "--spec", help="Swap spec (TOML), a path or a bundled name; options "
                                                        "given here override it. "

@@ -29,22 +29,37 @@ from harness.errors import BadInput, EngineError
 
 @dataclass(frozen=True)
 class Backend:
+    """One backend, every fact lbench keeps of it (so adding a backend is one entry here)."""
+
     name: str
-    cmake_args: tuple[str, ...]
+    cmake_args: tuple[str, ...]  # the first one switches it on (-DGGML_X=ON): CMAKE_ARGS naming it pick it
     summary: str
     run_here: bool  # built and driven on this project's Linux machines (tests, docs figures)
+    libraries: tuple[str, ...] = ()  # shared libraries a build of it links (ldd), when lbench did not build it
+    device_prefixes: tuple[str, ...] = ()  # its devices' names in --list-devices (Vulkan0, CUDA1, MTL0)
+    selects_device_with: str | None = None  # the variable that tells it which device to use
+    chooses_device: bool = True  # a run picks one of its devices (--device); cpu and metal use the one there is
+
+    @property
+    def switch(self) -> str | None:
+        """``GGML_VULKAN=ON``: the cmake switch that names this backend in CMAKE_ARGS."""
+        return self.cmake_args[0].removeprefix("-D").upper() if self.cmake_args else None
 
 
 BACKENDS: dict[str, Backend] = {b.name: b for b in (
-    Backend("cpu", (), "ggml's CPU backend (the default on Linux)", True),
+    Backend("cpu", (), "ggml's CPU backend (the default on Linux)", True, chooses_device=False),
     Backend("vulkan", ("-DGGML_VULKAN=ON",), "Vulkan (any GPU with a Vulkan driver; Mesa lavapipe as a software "
-                                             "device here)", True),
+                                             "device here)", True, libraries=("libvulkan",),
+            device_prefixes=("Vulkan",), selects_device_with="GGML_VK_VISIBLE_DEVICES"),
     Backend("cuda", ("-DGGML_CUDA=ON", "-DCMAKE_CUDA_ARCHITECTURES=native"),
-            "NVIDIA CUDA, for the build machine's GPU only (needs nvcc)", False),
-    Backend("hip", ("-DGGML_HIP=ON",), "AMD ROCm/HIP (needs hipcc; set AMDGPU_TARGETS, e.g. gfx1100)", False),
+            "NVIDIA CUDA, for the build machine's GPU only (needs nvcc)", False, libraries=("libcudart", "libcublas"),
+            device_prefixes=("CUDA",), selects_device_with="CUDA_VISIBLE_DEVICES"),
+    Backend("hip", ("-DGGML_HIP=ON",), "AMD ROCm/HIP (needs hipcc; set AMDGPU_TARGETS, e.g. gfx1100)", False,
+            libraries=("libamdhip", "libhipblas"), device_prefixes=("ROCm", "HIP"),
+            selects_device_with="HIP_VISIBLE_DEVICES"),
     Backend("sycl", ("-DGGML_SYCL=ON", "-DCMAKE_C_COMPILER=icx", "-DCMAKE_CXX_COMPILER=icpx"),
-            "Intel oneAPI SYCL (source setvars.sh first)", False),
-    Backend("metal", (), "Apple Metal (the default on macOS)", False),
+            "Intel oneAPI SYCL (source setvars.sh first)", False, libraries=("libsycl",), device_prefixes=("SYCL",)),
+    Backend("metal", (), "Apple Metal (the default on macOS)", False, device_prefixes=("MTL", "Metal"), chooses_device=False),
 )}
 
 # Vulkan-Hpp's vk::LayerSettingEXT, used by the pinned ggml-vulkan.cpp, arrived with header 1.3.261

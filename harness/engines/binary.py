@@ -17,7 +17,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.engines import provision
+from harness.engines import backends, provision
 from harness.errors import BadInput, EngineError
 
 VERSION_RE = re.compile(r"version:\s*(?P<version>\S+)\s*\(build\s*(?P<build>\d+),\s*commit\s*(?P<commit>[^)]+)\)")
@@ -40,8 +40,7 @@ class Binary:
                 "backend": self.backend}
 
 
-LINKED_BACKENDS = (("libvulkan", "vulkan"), ("libcudart", "cuda"), ("libcublas", "cuda"), ("libamdhip", "hip"),
-                   ("libhipblas", "hip"), ("libsycl", "sycl"))
+LINKED_BACKENDS = tuple((lib, b.name) for b in backends.BACKENDS.values() for lib in b.libraries)
 
 
 def backend_of(path: Path) -> str:

@@ -19,16 +19,16 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from harness.engines import backends
 from harness.errors import BadInput
 
 DEVICE_RE = re.compile(r"^\s*(?P<name>[A-Za-z][\w-]*\d+):\s+(?P<description>.*)\s+"
                        r"\((?P<total>\d+) MiB, (?P<free>\d+) MiB free\)\s*$")
 # the device name's prefix -> the backend (ggml_backend_dev_name of each backend)
-PREFIXES = (("Vulkan", "vulkan"), ("CUDA", "cuda"), ("ROCm", "hip"), ("HIP", "hip"), ("SYCL", "sycl"),
-            ("MTL", "metal"), ("Metal", "metal"))
+PREFIXES = tuple((p, b.name) for b in backends.BACKENDS.values() for p in b.device_prefixes)
 # how each backend is told which device to use (None: lbench cannot select one)
-SELECT_ENV = {"vulkan": "GGML_VK_VISIBLE_DEVICES", "cuda": "CUDA_VISIBLE_DEVICES", "hip": "HIP_VISIBLE_DEVICES"}
-GPU_BACKENDS = ("vulkan", "cuda", "hip", "sycl")
+SELECT_ENV = {b.name: b.selects_device_with for b in backends.BACKENDS.values() if b.selects_device_with}
+GPU_BACKENDS = tuple(b.name for b in backends.BACKENDS.values() if b.chooses_device)
 MAX_RAW_INDEX = 8  # raw Vulkan device indexes probed when none is visible
 VULKANINFO_KEYS = ("deviceName", "deviceType", "driverName", "driverInfo", "apiVersion", "driverVersion",
                    "vendorID", "deviceID", "conformanceVersion")

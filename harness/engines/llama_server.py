@@ -255,20 +255,6 @@ def apple_cpu_notes(setting: Setting) -> list[str]:
     return notes
 
 
-def apple_design_notes(setting: Setting, client_cpus: str | None = None, openmp: bool | None = False) -> list[str]:
-    """Why a CPU-placement design does not carry over to a Mac: every knob of ``setting`` (and lbench's own
-    ``--client-cpus``) that macOS or ggml's Apple code path does not honour.  lbench's Mac build has no
-    OpenMP (Apple clang without libomp), hence ``openmp=False`` by default."""
-    notes = apple_cpu_notes(setting)
-    if setting.cpus is not None:
-        notes.append("--cpus needs taskset, which macOS does not have (Homebrew's util-linux leaves it out)")
-    if client_cpus is not None:
-        notes.append("--client-cpus: macOS has no sched_setaffinity, so lbench cannot pin itself")
-    if (setting.omp_wait is not None or setting.omp_spincount is not None) and openmp is False:
-        notes.append("OMP_WAIT_POLICY/GOMP_SPINCOUNT: the Mac build has no OpenMP (use --poll 0 for sleeping threads)")
-    return notes
-
-
 def cpu_placement_hint() -> str:
     """What to do when --cpus cannot run (no taskset), per platform."""
     if platform.system() == "Darwin":

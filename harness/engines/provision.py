@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import paths
+from harness.engines import backends
 from harness.atomic import atomic_dir, atomic_write_json, locked, swap_in
 from harness.errors import EngineError
 
@@ -113,10 +114,9 @@ class BuildPlan:
 def detect_backend(extra_cmake_args: list[str], system: str | None = None) -> str:
     flags = " ".join(extra_cmake_args).upper()
     system = system or platform.system()
-    if "GGML_CUDA=ON" in flags:
-        return "cuda"
-    if "GGML_VULKAN=ON" in flags:
-        return "vulkan"
+    for backend in backends.BACKENDS.values():  # the backend whose switch (-DGGML_VULKAN=ON) is given
+        if backend.switch is not None and backend.switch in flags:
+            return backend.name
     if system == "Darwin" and "GGML_METAL=OFF" not in flags:
         return "metal"
     return "cpu"
@@ -129,8 +129,6 @@ def plan_build(cmake_args_env: str | None = None, build: int | None = None, back
     is the same entry as no backend on Linux."""
     extra = shlex.split(cmake_args_env if cmake_args_env is not None else os.environ.get("CMAKE_ARGS", ""))
     if backend is not None:
-        from harness.engines import backends
-
         backends.get(backend)
     backend = backend or detect_backend(extra)
     version = package_version(build)
@@ -269,8 +267,6 @@ def install(
         tree = _source_tree(log, plan.version)
         build_dir = plan.root / "build"
         logfile = plan.root / "build.log"
-        from harness.engines import backends
-
         backend_args, backend_facts = backends.prepare(plan.backend, log) if plan.backend in backends.BACKENDS \
             else ([], {})
         cmake_args = build_cmake_args(plan.version) + [a for a in backend_args if a not in plan.extra_cmake_args] \
@@ -363,8 +359,6 @@ def _plan_of(root: Path, stamp: dict | None) -> BuildPlan:
         "-DCMAKE_C_COMPILER_LAUNCHER=ccache", "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"}
     raw_args = stamp.get("cmake_args")
     args = raw_args if isinstance(raw_args, list) else []
-    from harness.engines import backends
-
     recipe = backends.BACKENDS.get(str(stamp.get("backend") or "cpu"))
     base |= set(recipe.cmake_args if recipe else ())
     extra = [str(a) for a in args if str(a) not in base and not str(a).startswith(

@@ -132,18 +132,3 @@ def check_read_only(sql: str, con) -> None:
     if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
         raise BadInput("history query runs exactly one SELECT statement", where=sql[:80],
                        hint="split several queries into several commands")
-
-
-def run_query(archive: Path, sql: str) -> pd.DataFrame:
-    import duckdb
-
-    con = connect(archive)
-    check_read_only(sql, con)
-    try:
-        return con.execute(sql).df()
-    except duckdb.Error as exc:
-        raise BadInput(f"the query failed: {str(exc).splitlines()[0]}", where=sql[:80],
-                       hint="views: runs, metrics, samples, requests, events, memory, median_k; their columns: "
-                            "docs/history.md") from None
-    finally:
-        con.close()

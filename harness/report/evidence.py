@@ -30,6 +30,7 @@ from harness.analysis.swap import summary_from_analysis
 from harness.analysis.swap_served import storm_events
 from harness.report.swap import timeline_png
 from harness.report.render import render_report
+from harness.report.gate_bench import GATE_FIGURES, gate_bench_context
 
 
 def md(value: object) -> str:
@@ -188,6 +189,26 @@ def repro_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[st
     return "\n".join(parts), []
 
 
+def gate_bench_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[str]]:
+    """The findings, then the rates per condition (real runs) or the simulated gate cells."""
+    context = gate_bench_context(run, analysis)
+    parts = [f"- {md(f)}" for f in context["findings"]] + [""]
+    if not context["simulated"]:
+        parts += ["| condition | decisions | failed | rate [95% interval] |", "|---|---|---|---|"]
+        for r in context["rates"]:
+            rate = ("–" if r.get("rate") is None else
+                    f"{r['rate']:.0%} [{r['rate_ci_low']:.0%}, {r['rate_ci_high']:.0%}]")
+            parts.append(f"| {md(r.get('condition'))} ({md(r.get('measures'))}) | {md(r.get('decisions'))} | "
+                         f"{md(r.get('failed'))} | {rate} |")
+        return "\n".join(parts), []
+    parts += ["Simulated runs, not timings.", "", "| spread | rule | runs per side | " + " | ".join(GATE_FIGURES) + " |",
+              "|---|---|---|" + "---|" * len(GATE_FIGURES)]
+    for c in context["gate_cells"]:
+        parts.append(f"| {md(c.get('spread'))} | {md(c.get('rule'))} | {md(c.get('runs_per_side'))} | "
+                     + " | ".join(md(t) for t in c["rates"]) + " |")
+    return "\n".join(parts), []
+
+
 def claim_recipes(run_dir: Path, claim_dir: Path) -> list[Path]:
     """The recipes a claim's verdict rests on: ``claims/<id>/recipe.sh``, or one per repetition
     (``rep-N/recipe.sh``, in repetition order).  Not the recipes of a scenario's single routers
@@ -230,6 +251,7 @@ SECTIONS: dict[str, Callable[[Run, dict, Path], tuple[str, list[str]]]] = {
     "calibrate": idle_section,
     "swap": swap_section,
     "repro": repro_section,
+    "gate-bench": gate_bench_section,
 }
 
 

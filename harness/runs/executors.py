@@ -110,7 +110,26 @@ class _Repro(Executor):
         return execute_repro(prepared.claims, prepared.binary, results=prepared.results, reporter=reporter)
 
 
-EXECUTORS: dict[str, Executor] = {e.name: e for e in (_Idle("idle"), _Idle("calibrate"), _Swap("swap"), _Repro("repro"))}
+class _GateBench(Executor):
+    def spec_class(self) -> type:
+        from harness.runs.gate_bench import GateBenchSpec
+
+        return GateBenchSpec
+
+    def prepare(self, spec: Any, options: RunOptions, reporter: Reporter) -> Any:
+        """``spec``: a GateBenchSpec (real runs) or a SimulatedGateBenchSpec (``--simulate``)."""
+        from harness.runs.gate_bench import prepare_gate_bench
+
+        return prepare_gate_bench(spec, options, reporter)
+
+    def execute(self, prepared: Any, reporter: Reporter, *, extra_manifest: dict | None = None) -> Run:
+        from harness.runs.gate_bench import execute_gate_bench
+
+        return execute_gate_bench(prepared, reporter)
+
+
+EXECUTORS: dict[str, Executor] = {e.name: e for e in (_Idle("idle"), _Idle("calibrate"), _Swap("swap"), _Repro("repro"),
+                                                      _GateBench("gate-bench"))}
 
 
 def get_executor(name: object, where: str = "") -> Executor:

@@ -14,46 +14,63 @@ Design (docs/statistics.md, "Measured error rates"):
 - Trials are independent: no run is shared between trials, so the counts over trials are
   binomial and their Clopper-Pearson intervals are honest.
 
-Runs and decisions come from the gate's campaign core (``harness.runs.campaign.idle_campaign``);
-``execute(prep, reporter, extra_manifest)`` and ``judge(a_runs, b_runs, cfg, gate_on=...)`` are
-injectable for tests.  Every decision is handed to ``on_decision`` as soon as it is made, so an interrupted
-benchmark keeps the trials it finished.
+Every mode is one run of the kind ``gate-bench`` (``harness/runs/session.py``: a run id, its
+manifest, a journal, ``analysis.json``; ``lbench runs`` lists it).  On real runs its table is
+``decisions`` (one row per decision, journaled as it is made: an interrupted benchmark keeps the
+trials it finished), its manifest section ``gate_bench`` the design, then the slowdown's pooled
+size; every idle run it measured is a run of its own whose manifest names the bench's run id.
+With ``--simulate`` its table is ``simulated`` (one row per figure of a simulated cell,
+``harness.analysis.gate_sim``).  Runs and decisions come from the gate's campaign core
+(``harness.runs.campaign.idle_campaign``); ``execute(prep, reporter, extra_manifest)`` and
+``judge(a_runs, b_runs, cfg, gate_on=...)`` are injectable for tests.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
-import json
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
+from harness import paths
+from harness.analysis.campaign import Execute, Judge
 from harness.analysis.compare import judge_runs
-from harness.analysis.gate_bench import error_rates, sentences, slowdown_size
-from harness.atomic import atomic_write_text
+from harness.analysis.gate import GateConfig, GateOutcome
+from harness.analysis.gate_bench import simulated_rows, slowdown_size
+from harness.analysis.gate_sim import RunModel, simulate_ab, simulate_gate
+from harness.errors import BadInput
 from harness.runs.campaign import idle_campaign
-from harness.store import benchmark_dir, new_run_id
+from harness.runs.idle import prepare_idle
+from harness.runs.session import RunSession
+from harness.spec import IdleSpec
+from harness.store import Run
+
+if TYPE_CHECKING:
+    from harness.runs.executors import RunOptions
+    from harness.runs.idle import Reporter
 
 SIDES = ("A", "A2", "B")
 ORDERS = (("A", "A2", "B"), ("B", "A", "A2"), ("A2", "B", "A"))  # rotated: each side in each position
+KIND = "gate-bench"
 
 
 class Relabeled:
     """A run whose samples carry another model label (B's deeper model stands in for A's)."""
 
-    def __init__(self, run, model: str):
+    def __init__(self, run: Any, model: str) -> None:
         self._run = run
         self._model = model
 
-    def table(self, name: str = "samples"):
+    def table(self, name: str = "samples") -> Any:
         frame = self._run.table(name)
         if "model" in frame:
             frame = frame.assign(model=self._model)
         return frame
 
-    def __getattr__(self, attr):
+    def __getattr__(self, attr: str) -> Any:
         return getattr(self._run, attr)
 
 
@@ -64,12 +81,12 @@ class Trial:
     wall_s: float = 0.0
 
 
-def decision_row(bench_id: str, trial: Trial, condition: str, a_runs: list, b_runs: list, verdicts, outcome) -> dict:
-    """One gate decision as a tidy row (decisions.csv)."""
+def decision_row(trial: Trial, condition: str, a_runs: list, b_runs: list, verdicts: list,
+                 outcome: GateOutcome) -> dict:
+    """One gate decision as a tidy row (the ``decisions`` table, harness/schema.py)."""
     gating = [v for v in verdicts if v.primary]
     worst = max(gating, key=lambda v: v.ratio_ci[0], default=None)
     return {
-        "bench_id": bench_id,
         "trial": trial.number,
         "condition": condition,
         "gate_status": outcome.status,  # pass | fail | inconclusive | refuse
@@ -87,11 +104,13 @@ def decision_row(bench_id: str, trial: Trial, condition: str, a_runs: list, b_ru
     }
 
 
-def run_gate_bench(preps: dict, cfg, *, bench_id: str, trials: int, runs_per_side: int, model_label: str,
-                   reporter, on_decision, execute=None, judge=None, gate_on=None) -> list[Trial]:
+def run_gate_bench(preps: dict[str, Any], cfg: GateConfig, *, bench_id: str, trials: int, runs_per_side: int,
+                   model_label: str, reporter: Any, on_decision: Callable[[dict], None],
+                   execute: Execute | None = None, judge: Judge | None = None, gate_on: Any = None) -> list[Trial]:
     """Run ``trials`` trials of ``runs_per_side`` rotated rounds over the sides in ``preps``
     (keys A, A2, B) and hand every decision row to ``on_decision``.  ``gate_on``: which groups vote
-    (harness.analysis.gate_config.parse_gate_on; the warm regime by default), as in ``lbench gate``."""
+    (harness.analysis.gate_config.parse_gate_on; the warm regime by default), as in ``lbench gate``.
+    Each run's manifest names the bench (``bench_id``), its trial and side."""
     judge = judge if judge is not None else judge_runs
     campaign = idle_campaign(reporter, execute=execute, judge=functools.partial(judge, gate_on=gate_on))
     done: list[Trial] = []
@@ -111,58 +130,145 @@ def run_gate_bench(preps: dict, cfg, *, bench_id: str, trials: int, runs_per_sid
         b = [Relabeled(r, model_label) for r in trial.runs["B"]]
         for condition, other in (("A/A", a2), ("slowed", b)):
             verdicts, _, outcome = campaign.look(a, other, cfg)
-            on_decision(decision_row(bench_id, trial, condition, a, other, verdicts, outcome))
+            on_decision(decision_row(trial, condition, a, other, verdicts, outcome))
         done.append(trial)
     return done
 
 
-@dataclass
-class GateBench:
-    """A finished gate benchmark: its id and folder (``<results>/benchmarks/<bench id>/``), the trials,
-    the error rates per condition (rows of ``harness.analysis.gate_bench.error_rates``), the slowdown's
-    pooled size and the findings; ``summary`` is what ``summary.json`` holds."""
+# ---- the kind's spec, prepare and execute (harness/runs/executors.py) -----------------------------
 
-    bench_id: str
-    out_dir: Path
-    trials: list[Trial]
-    rates: list[dict]
-    findings: list[str]
-    summary: dict
+@dataclass(frozen=True)
+class GateBenchSpec:
+    """A gate benchmark on real runs: side A's idle spec (A2 the same), B's model, the gate's
+    config, the trials; ``design``: what the command was asked, kept in the manifest."""
+
+    idle: IdleSpec
+    slow_model: str
+    cfg: GateConfig
+    trials: int = 10
+    runs_per_side: int = 2
+    gate_on: Any = "warm"  # harness.analysis.gate_config.parse_gate_on
+    design: dict[str, Any] = field(default_factory=dict)
 
 
-def measure_gate_bench(preps: dict, cfg, design: dict, *, results_root: Path, trials: int, runs_per_side: int,
-                       reporter, on_decision=None, gate_on=None, execute=None, judge=None) -> GateBench:
-    """``lbench gate-bench`` on real runs: the trials (``run_gate_bench``; each run through its own
-    ``RunSession`` into the store), ``decisions.csv`` rewritten whole after every decision (an
-    interrupted benchmark keeps the trials it finished), then the rates, the slowdown's size measured
-    from all runs pooled, and ``summary.json``.  ``design``: what the command was asked (kept in the
-    summary); ``on_decision(row)``: called after each decision is on disk (the CLI prints it)."""
-    bench_id = new_run_id("gate-bench")
-    out_dir = benchmark_dir(results_root, bench_id)
-    decisions: list[dict] = []
+@dataclass(frozen=True)
+class SimulatedGateBenchSpec:
+    """``--simulate``: the gate's and ab's error rates on simulated runs (harness.analysis.gate_sim).
+    ``spreads``: between-run spreads to simulate (None: those of earlier sessions); ``within_sd``,
+    ``stall_p``: the within-run shape (None: assumed)."""
 
-    def keep(row: dict) -> None:  # every finished decision is on disk at once
-        decisions.append(row)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(out_dir / "decisions.csv", pd.DataFrame(decisions).to_csv(index=False))
-        if on_decision is not None:
-            on_decision(row)
+    cfg: GateConfig
+    trials: int = 400
+    seed: int = 0
+    spreads: tuple[float, ...] | None = None
+    reps: int = 5
+    within_sd: float | None = None
+    stall_p: float | None = None
 
-    label = preps["A"].models[0].label
-    done = run_gate_bench(preps, cfg, bench_id=bench_id, trials=trials, runs_per_side=runs_per_side,
-                          model_label=label, reporter=reporter, on_decision=keep, gate_on=gate_on, execute=execute,
-                          judge=judge)
-    a_all = [r for t in done for r in t.runs["A"] + t.runs["A2"]]
-    b_all = [Relabeled(r, label) for t in done for r in t.runs["B"]]
-    judge = judge if judge is not None else judge_runs
-    campaign = idle_campaign(reporter, execute=execute, judge=functools.partial(judge, gate_on=gate_on))
-    size_verdicts, _, size_outcome = campaign.look(a_all, b_all, cfg)
-    rates = error_rates(pd.DataFrame(decisions))
-    size = slowdown_size(size_verdicts)
-    findings = sentences(rates, size)
-    summary = {"schema_version": 1, "bench_id": bench_id,
-               "design": {**design, "gate_outcome_of_pooled_size": size_outcome.status},
-               "rates": rates.to_dict("records"), "slowdown_size": size, "findings": findings,
-               "run_ids": {side: [r.run_id for t in done for r in t.runs[side]] for side in SIDES}}
-    atomic_write_text(out_dir / "summary.json", json.dumps(summary, indent=2, default=str))
-    return GateBench(bench_id, out_dir, done, rates.to_dict("records"), findings, summary)
+
+@dataclass(frozen=True)
+class PreparedGateBench:
+    spec: GateBenchSpec
+    preps: dict[str, Any]  # A, A2 (the same prepared idle run) and B
+    results_root: Path
+    on_decision: Callable[[dict], None] | None = None  # the command prints each decision
+
+
+@dataclass(frozen=True)
+class PreparedSimulation:
+    spec: SimulatedGateBenchSpec
+    model: RunModel
+    results_root: Path
+
+
+def _check_simulation(spec: SimulatedGateBenchSpec) -> None:
+    if spec.trials < 10:
+        raise BadInput(f"--trials must be >= 10 with --simulate, got {spec.trials}", where="--trials")
+    for name, value, low_open, top in (("--sd", min(spec.spreads or [0.1]), True, 3.0),
+                                       ("--within-sd", spec.within_sd, False, 3.0),
+                                       ("--stall-p", spec.stall_p, False, 1.0)):
+        if value is None:
+            continue
+        if not ((value > 0 if low_open else value >= 0) and value <= top):
+            raise BadInput(f"{name} must be in {'(' if low_open else '['}0, {top:g}], got {value}", where=name)
+
+
+def prepare_gate_bench(spec: GateBenchSpec | SimulatedGateBenchSpec, options: RunOptions, reporter: Reporter
+                       ) -> PreparedGateBench | PreparedSimulation:
+    """Every bad-input check before a run directory exists: the design, and (on real runs) both
+    sides' idle runs prepared (models resolved, the engine found)."""
+    root = paths.results_dir(options.results)
+    if isinstance(spec, SimulatedGateBenchSpec):
+        _check_simulation(spec)
+        base = RunModel(0.0, reps=spec.reps)
+        model = RunModel(0.0, reps=spec.reps, within_sd=base.within_sd if spec.within_sd is None else spec.within_sd,
+                         stall_p=base.stall_p if spec.stall_p is None else spec.stall_p)
+        return PreparedSimulation(spec, model, root)
+    if spec.trials < 1 or spec.runs_per_side < 1:
+        raise BadInput("--trials and --runs-per-side must be >= 1", where=f"{spec.trials} / {spec.runs_per_side}")
+    spec_b = copy.deepcopy(spec.idle)
+    spec_b.models = [spec.slow_model]
+    spec_b.validate()
+    prep_a = prepare_idle(spec.idle, llama_server=options.llama_server, results=options.results, reporter=reporter)
+    prep_b = prepare_idle(spec_b, llama_server=options.llama_server, results=options.results, reporter=reporter)
+    return PreparedGateBench(spec, {"A": prep_a, "A2": prep_a, "B": prep_b}, root)
+
+
+def with_printer(prepared: PreparedGateBench | PreparedSimulation, on_decision: Callable[[dict], None]
+                 ) -> PreparedGateBench | PreparedSimulation:
+    """The prepared bench with ``on_decision(row)`` called after each decision is journaled."""
+    return replace(prepared, on_decision=on_decision) if isinstance(prepared, PreparedGateBench) else prepared
+
+
+def execute_gate_bench(prepared: PreparedGateBench | PreparedSimulation, reporter: Reporter, *,
+                       execute: Execute | None = None, judge: Judge | None = None) -> Run:
+    """One ``gate-bench`` run (module doc); returns the finished run (its ``analysis.json``:
+    harness.analysis.gate_bench.summarize_run).  ``execute``/``judge``: injected by tests."""
+    if isinstance(prepared, PreparedSimulation):
+        return _simulate(prepared, reporter)
+    spec = prepared.spec
+    with RunSession(prepared.results_root, KIND, {"gate_bench": {"mode": "measured", **spec.design}},
+                    reporter) as session:
+        def keep(row: dict) -> None:  # journaled at once, then printed
+            session.writer.append(row, table="decisions")
+            if prepared.on_decision is not None:
+                prepared.on_decision(row)
+
+        label = prepared.preps["A"].models[0].label
+        done = run_gate_bench(prepared.preps, spec.cfg, bench_id=session.run_id, trials=spec.trials,
+                              runs_per_side=spec.runs_per_side, model_label=label, reporter=reporter,
+                              on_decision=keep, gate_on=spec.gate_on, execute=execute, judge=judge)
+        a_all = [r for t in done for r in t.runs["A"] + t.runs["A2"]]
+        b_all = [Relabeled(r, label) for t in done for r in t.runs["B"]]
+        campaign = idle_campaign(reporter, execute=execute,
+                                 judge=functools.partial(judge or judge_runs, gate_on=spec.gate_on))
+        size_verdicts, _, size_outcome = campaign.look(a_all, b_all, spec.cfg)
+        session.update(gate_bench={**session.writer.manifest["gate_bench"],
+                                   "gate_outcome_of_pooled_size": size_outcome.status,
+                                   "slowdown_size": slowdown_size(size_verdicts),
+                                   "run_ids": {side: [r.run_id for t in done for r in t.runs[side]] for side in SIDES}})
+    assert session.run is not None
+    return session.run
+
+
+def _simulate(prepared: PreparedSimulation, reporter: Reporter) -> Run:
+    spec, model = prepared.spec, prepared.model
+    table = ({f"given sd {v:g}": RunModel(v, reps=spec.reps, within_sd=model.within_sd, stall_p=model.stall_p)
+              for v in spec.spreads} if spec.spreads else None)
+    section = {"mode": "simulated", "trials": spec.trials, "seed": spec.seed, "margin": spec.cfg.threshold,
+               "alpha": spec.cfg.alpha, "run_model": dict(model.__dict__),
+               "within_given": spec.within_sd is not None and spec.stall_p is not None,
+               "spreads_given": bool(spec.spreads)}
+    with RunSession(prepared.results_root, KIND, {"gate_bench": section}, reporter) as session:
+        def keep(campaign: str) -> Callable[[dict], None]:
+            def one(row: dict) -> None:  # each cell's figures journaled as the cell ends
+                for figure in simulated_rows(row, campaign):
+                    session.writer.append(figure, table="simulated")
+            return one
+
+        simulate_gate(spec.cfg, trials=spec.trials, seed=spec.seed, spreads=table, reps=spec.reps,
+                      on_row=keep("gate"))
+        simulate_ab(spec.cfg, trials=max(spec.trials // 2, 10), seed=spec.seed, spreads=table, reps=spec.reps,
+                    on_row=keep("ab"))
+    assert session.run is not None
+    return session.run

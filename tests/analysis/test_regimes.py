@@ -75,14 +75,18 @@ def test_wake_summary_fits_penalty_per_gb_across_models():
 
 
 def test_a_richer_shape_must_beat_a_simpler_one_by_the_minimum_bic_gain():
-    from harness.analysis.regimes import MIN_BIC_GAIN, _choose, fit_shape
+    from harness.analysis import wake_fit
+    from harness.analysis.regimes import MIN_BIC_GAIN, fit_shape
+
+    def choose(bics: dict) -> str:  # the rule the fit applies (wake_fit._sequential), on one row of BICs
+        row = np.array([[bics.get(s, np.inf) for s in wake_fit.SHAPES]])
+        return wake_fit.SHAPES[int(wake_fit._sequential(row, MIN_BIC_GAIN, len(wake_fit.SHAPES))[0])]
 
     # a ramp whose BIC is 0.07 below the step's is a coin toss: the simpler step stays
-    assert _choose({"none": (10.0, ()), "step": (0.0, (1.0,)), "ramp": (-0.07, (0.5, 2.0))}, MIN_BIC_GAIN) == "step"
-    assert _choose({"none": (10.0, ()), "step": (0.0, (1.0,)), "ramp": (-6.5, (0.5, 2.0))}, MIN_BIC_GAIN) == "ramp"
-    assert _choose({"none": (0.0, ()), "step": (-5.9, (1.0,))}, MIN_BIC_GAIN) == "none"
-    assert _choose({"none": (0.0, ()), "step": (-5.9, (1.0,)), "two steps": (-12.0, (1.0, 2.0))},
-                   MIN_BIC_GAIN) == "two steps"
+    assert choose({"none": 10.0, "step": 0.0, "ramp": -0.07}) == "step"
+    assert choose({"none": 10.0, "step": 0.0, "ramp": -6.5}) == "ramp"
+    assert choose({"none": 0.0, "step": -5.9}) == "none"
+    assert choose({"none": 0.0, "step": -5.9, "two steps": -12.0}) == "two steps"
     # end to end: a clear step is still found, and the chosen shape's BIC is recorded with the others
     rng = np.random.default_rng(3)
     pauses = np.repeat([0.0, 0.5, 1.0, 1.5, 2.0], 8)

@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from harness.analysis.gate_sim import coverage_by_runs
+from harness.analysis.gate_config import GateConfig
+from harness.analysis.gate_sim import RunModel, gate_trials
 from harness.analysis.regimes import fit_shape, step_changes
 from harness.analysis.intervals import median_interval, min_n_for_median_interval
 from harness.analysis.verdicts import (GroupData, VerdictConfig, decide_groups, factor, holm, ratio_words, run_level,
@@ -99,7 +100,8 @@ def test_runs_per_side_formula_known_answers():
 def test_interval_coverage_at_two_three_and_five_runs():
     """The 95% interval of the true ratio covers it at small designs (the bootstrap it replaced covered
     ~67% at 2 runs).  200 seeded A/A trials per design, spread 0.095; tolerance for 200 draws."""
-    cov = coverage_by_runs(0.095, (2, 3, 5), trials=200, seed=3)
+    rng = np.random.default_rng(3)
+    cov = {n: gate_trials(RunModel(0.095), n, 1.0, GateConfig(), 200, rng)[1] for n in (2, 3, 5)}
     assert all(0.91 <= c <= 0.995 for c in cov.values()), cov
 
 

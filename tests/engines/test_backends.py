@@ -26,7 +26,7 @@ def test_unknown_and_unbuilt_backends_are_bad_input_naming_what_exists(monkeypat
     monkeypatch.setenv("LBENCH_CACHE_DIR", str(tmp_path))
     with pytest.raises(BadInput, match="unknown backend 'rocm'") as e:
         provision.plan_build(backend="rocm")
-    assert "cpu, vulkan, cuda, hip, sycl, metal" in str(e.value.hint)
+    assert ", ".join(backends.BACKENDS) in str(e.value.hint)
     with pytest.raises(BadInput, match="no cuda build") as e:
         binary_for_backend("cuda")
     assert "lbench engine install --backend cuda" in str(e.value.hint) and "built backends: none" in str(e.value.hint)
@@ -57,3 +57,17 @@ def test_header_version_of_the_installed_vulkan_headers(tmp_path):
     text = (system / "vulkan" / "vulkan_core.h").read_text(errors="replace")
     n = backends.header_version(system)
     assert f"#define VK_HEADER_VERSION {n}" in text  # the real header, whichever Debian this is
+
+
+def test_a_backend_is_one_entry_that_every_table_reads():
+    """CMAKE_ARGS naming a backend's switch pick it (hip and sycl too), and the linked-library, device-name
+    and device-variable tables come from the same entries (harness/engines/backends.py)."""
+    from harness.engines import backends, binary, devices, provision
+
+    for b in backends.BACKENDS.values():
+        if b.switch is not None:
+            assert provision.detect_backend([f"-D{b.switch}", "-DGGML_NATIVE=OFF"], "Linux") == b.name
+        assert all((lib, b.name) in binary.LINKED_BACKENDS for lib in b.libraries)
+        assert all((p, b.name) in devices.PREFIXES for p in b.device_prefixes)
+    assert provision.detect_backend(["-DGGML_HIP=ON"], "Linux") == "hip"
+    assert devices.SELECT_ENV["vulkan"] == "GGML_VK_VISIBLE_DEVICES" and "cpu" not in devices.GPU_BACKENDS

@@ -1,4 +1,5 @@
-"""DuckDB over the archive: the views and the named series against answers computed another way."""
+"""DuckDB over the archive: the views (read through the confined child `lbench history query` uses) and
+the named series against answers computed another way."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from harness.attest import sign_run
 from harness.errors import BadInput
 from harness.history.catalog import add_runs
 from harness.analysis.intervals import median_ranks
-from harness.history.query import connect, run_query
+from harness.history.confined import run_confined
+from harness.history.query import connect
 from harness.history.series import SERIES, series_rows
 from harness.store import Run
 from harness.record import read_record
@@ -41,7 +43,7 @@ def archive(real_runs, tmp_path_factory):  # noqa: F811
 
 
 def test_runs_view_holds_each_record(archive, real_runs):  # noqa: F811
-    runs = run_query(archive, "SELECT run_id, machine_id, kind, status, engine_build, models FROM runs ORDER BY run_id")
+    runs = run_confined(archive, "SELECT run_id, machine_id, kind, status, engine_build, models FROM runs ORDER BY run_id")
     assert len(runs) == 4
     record = read_record(real_runs["swap"] / "manifest.json")
     row = runs[runs["run_id"] == record.run_id].iloc[0]
@@ -54,15 +56,15 @@ def test_runs_view_holds_each_record(archive, real_runs):  # noqa: F811
 def test_samples_view_matches_the_tables(archive, real_runs):  # noqa: F811
     run = Run(real_runs["idle"], read_record(real_runs["idle"] / "manifest.json"))
     table = run.table("samples")
-    got = run_query(archive, f"SELECT count(*) AS n, median(latency_ms) AS med FROM samples "
+    got = run_confined(archive, f"SELECT count(*) AS n, median(latency_ms) AS med FROM samples "
                              f"WHERE run_id = '{run.run_id}' AND phase = 'measure' AND error IS NULL")
     good = measured(table)
     assert got["n"].iloc[0] == len(good)
     assert got["med"].iloc[0] == pytest.approx(float(np.median(good["latency_ms"])))
     # a copy's rows are named by its directory, whatever the file's own run_id column says
-    per_run = run_query(archive, "SELECT run_id, count(*) AS n FROM samples GROUP BY run_id")
+    per_run = run_confined(archive, "SELECT run_id, count(*) AS n FROM samples GROUP BY run_id")
     assert len(per_run) == 3 and per_run["n"].nunique() == 1
-    requests = run_query(archive, "SELECT count(*) AS n FROM requests")
+    requests = run_confined(archive, "SELECT count(*) AS n FROM requests")
     assert requests["n"].iloc[0] == len(Run(real_runs["swap"], read_record(real_runs["swap"] / "manifest.json"))
                                         .table("requests"))
 
@@ -124,7 +126,7 @@ def test_swap_series_come_from_the_analysis(archive, real_runs):  # noqa: F811
                                  "PRAGMA version"])
 def test_only_select_is_run(archive, sql):
     with pytest.raises(BadInput):
-        run_query(archive, sql)
+        run_confined(archive, sql)
 
 
 def test_query_command_prints_csv_and_json(archive):

@@ -73,32 +73,90 @@ def test_trials_rotate_sides_share_no_runs_and_keep_each_decision_at_once():
     assert rows[0]["a_run_ids"].count("run") == 2
 
 
-def test_the_bench_keeps_each_decision_on_disk_then_writes_its_summary(tmp_path):
-    """measure_gate_bench: decisions.csv rewritten after each decision (what the CLI prints comes
-    after it is on disk), then summary.json with the rates and the pooled slowdown."""
+def _prepared(tmp_path, on_decision=None, trials=2):
     from types import SimpleNamespace
 
-    from harness.runs.gate_bench import measure_gate_bench
+    from harness.runs.gate_bench import GateBenchSpec, PreparedGateBench
+
+    base, slow = SimpleNamespace(models=[SimpleNamespace(label="m")]), SimpleNamespace()
+    spec = GateBenchSpec(idle=None, slow_model="m+2l", cfg=GateConfig(), trials=trials, runs_per_side=2,
+                         gate_on=None, design={"model": "m"})
+    return PreparedGateBench(spec, {"A": base, "A2": base, "B": slow}, tmp_path, on_decision), slow
+
+
+def test_the_bench_is_a_run_that_journals_each_decision_then_its_summary(tmp_path):
+    """execute_gate_bench: one gate-bench run (RunSession): each decision is in the journal before the
+    command prints it, then the pooled slowdown goes into the manifest and the rates into analysis.json;
+    lbench runs lists it."""
+    from harness.analysis.persisted import load_analysis
+    from harness.runindex import iter_records
+    from harness.runs.gate_bench import execute_gate_bench
 
     execute, judge, _ = fake_world(0.5)
-    base, slow = SimpleNamespace(models=[SimpleNamespace(label="m")]), SimpleNamespace()
     seen = []
 
     def on_decision(row):
-        on_disk = pd.read_csv(next((tmp_path / "benchmarks").iterdir()) / "decisions.csv")
+        (run_dir,) = tmp_path.glob("*-gate-bench-*")
+        on_disk = (run_dir / "decisions.jsonl").read_text().splitlines()
         seen.append((row["trial"], row["condition"], len(on_disk)))
 
-    bench = measure_gate_bench({"A": base, "A2": base, "B": slow}, GateConfig(), {"model": "m"},
-                               results_root=tmp_path, trials=2, runs_per_side=2, reporter=Quiet(),
-                               on_decision=on_decision, execute=lambda p, r, **kw: execute(
-                                   "slow" if p is slow else "base", r, **kw), judge=judge)
+    prepared, slow = _prepared(tmp_path, on_decision)
+    run = execute_gate_bench(prepared, Quiet(), execute=lambda p, r, **kw: execute(
+        "slow" if p is slow else "base", r, **kw), judge=judge)
     assert seen == [(1, "A/A", 1), (1, "slowed", 2), (2, "A/A", 3), (2, "slowed", 4)]
-    assert bench.out_dir == tmp_path / "benchmarks" / bench.bench_id and "-gate-bench-" in bench.bench_id
-    summary = json.loads((bench.out_dir / "summary.json").read_text())
-    assert summary == json.loads(json.dumps(bench.summary, default=str))
-    assert summary["design"]["model"] == "m" and summary["design"]["gate_outcome_of_pooled_size"] == "fail"
-    assert {r["condition"]: r["failed"] for r in summary["rates"]} == {"A/A": 0, "slowed": 2}
-    assert sum(len(v) for v in summary["run_ids"].values()) == 2 * 2 * 3
+    assert run.kind == "gate-bench" and run.complete and "-gate-bench-" in run.run_id
+    manifest = json.loads((run.dir / "manifest.json").read_text())
+    assert manifest["schema_version"] >= 2 and manifest["rows"] == {"decisions": 4}
+    section = manifest["gate_bench"]
+    assert section["mode"] == "measured" and section["model"] == "m"
+    assert section["gate_outcome_of_pooled_size"] == "fail" and section["slowdown_size"][0]["ratio"] > 1.4
+    assert sum(len(v) for v in section["run_ids"].values()) == 2 * 2 * 3
+    decisions = run.table("decisions")  # through the store's schema (harness/schema.py)
+    assert list(decisions["condition"]) == ["A/A", "slowed"] * 2 and set(decisions["run_id"]) == {run.run_id}
+    assert str(decisions["trial"].dtype) == "Int64"
+    analysis = load_analysis(run)
+    assert {r["condition"]: r["failed"] for r in analysis["rates"]} == {"A/A": 0, "slowed": 2}
+    assert any(f.startswith("True size of the slowdown") for f in analysis["findings"])
+    assert [r.run_id for r in iter_records(tmp_path, kind="gate-bench", quiet=True)] == [run.run_id]
+
+
+def test_ctrl_c_keeps_every_decision_made(tmp_path):
+    """Interrupted in trial 2: the run ends 'interrupted' with trial 1's decisions, re-raising."""
+    from harness.runs.gate_bench import execute_gate_bench
+    from harness.store import open_run
+
+    execute, judge, log = fake_world(0.5)
+    prepared, slow = _prepared(tmp_path, trials=3)
+
+    def interrupted(p, r, **kw):
+        if kw["extra_manifest"]["gate_bench"]["trial"] == 2:
+            raise KeyboardInterrupt
+        return execute("slow" if p is slow else "base", r, **kw)
+
+    with pytest.raises(KeyboardInterrupt):
+        execute_gate_bench(prepared, Quiet(), execute=interrupted, judge=judge)
+    (run_dir,) = tmp_path.glob("*-gate-bench-*")
+    run = open_run(run_dir, tmp_path)
+    assert run.record.status == "interrupted"
+    assert list(run.table("decisions")["trial"]) == [1, 1]
+
+
+def test_simulated_cells_come_back_from_the_table_as_computed():
+    """The simulated table is tidy (one row per figure) and reads back into the cells gate_sim made."""
+    import pandas as pd
+
+    from harness.analysis.gate_bench import cells, simulated_rows
+    from harness.schema import apply_schema
+
+    gate = {"spread": "given sd 0.2", "run_sd": 0.2, "rule": "margin", "runs_per_side": 3, "history_runs": 0,
+            "trials": 10, "fail A/A (ratio 1)": {"k": 1, "n": 10, "rate": 0.1, "ci": [0.0025, 0.445]},
+            "coverage A/A (ratio 1)": 0.9}
+    ab = {"spread": "s", "run_sd": 0.1, "spending": "obf", "min_rounds": 3, "max_rounds": 10, "trials": 10,
+          "pass +10%": {"k": 0, "n": 10, "rate": 0.0, "ci": [0.0, 0.308]}, "mean rounds +10%": 9.5}
+    rows = [dict(r, run_id="x") for r in simulated_rows(gate, "gate") + simulated_rows(ab, "ab")]
+    assert len(rows) == 4 and {r["figure"] for r in rows} >= {"coverage A/A (ratio 1)", "mean rounds +10%"}
+    frame = apply_schema(pd.DataFrame(rows), "simulated")
+    assert cells(frame, "gate") == [gate] and cells(frame, "ab") == [ab]
 
 
 def test_relabeled_run_reports_the_stand_in_model():
@@ -154,28 +212,38 @@ def test_gate_bench_on_real_runs_keeps_every_run_and_decision(engine_env):
     p = run_cli("gate-bench", "-m", "tiny-q8", "--trials", "1", "--runs-per-side", "1", "--pauses", "0",
                 "--reps", "3", "--threads", "1", "--warmup", "2", env=engine_env)
     assert p.returncode == 0, p.stderr[-2000:]
-    (bench,) = (res / "benchmarks").iterdir()
-    summary = json.loads((bench / "summary.json").read_text())
-    decisions = pd.read_csv(bench / "decisions.csv")
+    (bench,) = res.glob("*-gate-bench-*")
+    manifest = json.loads((bench / "manifest.json").read_text())
+    design = manifest["gate_bench"]
+    decisions = pd.read_parquet(bench / "decisions.parquet")
     assert list(decisions["condition"]) == ["A/A", "slowed"]
-    assert summary["design"]["slow_model"] == "tiny+2l-q8"
-    assert (summary["design"]["threads"], summary["design"]["warmup"]) == ("1", 2)  # the design knobs, recorded
+    assert design["slow_model"] == "tiny+2l-q8"
+    assert (design["threads"], design["warmup"]) == ("1", 2)  # the design knobs, recorded
     for side in ("A", "A2", "B"):
-        (run_id,) = summary["run_ids"][side]
+        (run_id,) = design["run_ids"][side]
         manifest = json.loads((res / run_id / "manifest.json").read_text())
         assert manifest["gate_bench"] == {"bench_id": bench.name, "trial": 1, "side": side}
     assert "False alarms: " in p.stdout and "True size of the slowdown" in p.stdout
 
 
-def test_simulate_takes_measured_variance_components(tmp_path):
+def test_simulate_is_a_run_and_takes_measured_variance_components(tmp_path):
     p = run_cli("gate-bench", "--simulate", "--trials", "10", "--sd", "0.2", "--within-sd", "0.1", "--stall-p",
                 "0.05", "--reps", "8", "--results", str(tmp_path))
     assert p.returncode == 0, p.stderr[-2000:]
     assert "within-run sd 0.1 with 5% stalls of 1.5x (given)" in " ".join(p.stdout.split())
-    (sim,) = (tmp_path / "benchmarks").glob("*/simulation.json")
-    saved = json.loads(sim.read_text())
-    assert {r["run_sd"] for r in saved["gate"]} == {0.2} and saved["run_model"]["reps"] == 8
+    (run_dir,) = tmp_path.glob("*-gate-bench-*")
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "complete" and manifest["gate_bench"]["run_model"]["reps"] == 8
+    simulated = pd.read_parquet(run_dir / "simulated.parquet")
+    assert set(simulated["run_sd"]) == {0.2} and set(simulated["campaign"]) == {"gate", "ab"}
+    assert manifest["rows"] == {"simulated": len(simulated)}
+    listed = run_cli("runs", "--kind", "gate-bench", "--results", str(tmp_path))
+    assert run_dir.name in listed.stdout and "simulated" in listed.stdout
+    report = run_cli("report", run_dir.name, "--results", str(tmp_path))
+    assert report.returncode == 0, report.stderr[-2000:]
+    assert "given sd 0.2" in (run_dir / "report.html").read_text()
     bad = run_cli("gate-bench", "--sd", "0.2", "--results", str(tmp_path))  # a simulated figure on real runs
     assert bad.returncode == 2 and "--simulate" in bad.stderr
     bad = run_cli("gate-bench", "--simulate", "--sd", "-1", "--results", str(tmp_path))
     assert bad.returncode == 2 and "--sd" in bad.stderr
+    assert len(list(tmp_path.glob("*-gate-bench-*"))) == 1  # bad input writes nothing
