@@ -160,8 +160,9 @@ def _spread(r: dict) -> str:
     return name if name.startswith("given sd") else f"{name[:33]} {r['run_sd']:.3g}"
 
 
-def simulate_gate_bench(trials: int, seed: int, margin, alpha, results, *, spreads: list[float] | None = None,
-                        reps: int = 5, within_sd: float | None = None, stall_p: float | None = None) -> None:
+def simulate_gate_bench(trials: int, seed: int, margin: float | None, alpha: float | None, results: str | None, *,
+                        spreads: list[float] | None = None, reps: int = 5, within_sd: float | None = None,
+                        stall_p: float | None = None) -> None:
     """``--simulate``: the figures of harness.analysis.gate_sim, printed and saved with a bench id.
     ``spreads``/``within_sd``/``stall_p``: the variance components to simulate (measured ones,
     from scripts/variance_sources.py); by default the spreads of earlier sessions."""

@@ -25,8 +25,10 @@ from __future__ import annotations
 import functools
 import json
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -36,6 +38,14 @@ from harness.atomic import atomic_write_text
 from harness.runs.campaign import idle_campaign
 from harness.store import benchmark_dir, new_run_id
 
+if TYPE_CHECKING:
+    from harness.analysis.campaign import Execute, Judge
+    from harness.analysis.gate import GateOutcome
+    from harness.analysis.gate_config import GateConfig, GateOn
+    from harness.analysis.verdicts import Verdict
+    from harness.runs.idle import PreparedIdle, Reporter
+    from harness.store import Run
+
 SIDES = ("A", "A2", "B")
 ORDERS = (("A", "A2", "B"), ("B", "A", "A2"), ("A2", "B", "A"))  # rotated: each side in each position
 
@@ -43,17 +53,17 @@ ORDERS = (("A", "A2", "B"), ("B", "A", "A2"), ("A2", "B", "A"))  # rotated: each
 class Relabeled:
     """A run whose samples carry another model label (B's deeper model stands in for A's)."""
 
-    def __init__(self, run, model: str):
+    def __init__(self, run: Run, model: str) -> None:
         self._run = run
         self._model = model
 
-    def table(self, name: str = "samples"):
+    def table(self, name: str = "samples") -> pd.DataFrame:
         frame = self._run.table(name)
         if "model" in frame:
             frame = frame.assign(model=self._model)
         return frame
 
-    def __getattr__(self, attr):
+    def __getattr__(self, attr: str) -> Any:  # the run's own attributes
         return getattr(self._run, attr)
 
 
@@ -64,7 +74,8 @@ class Trial:
     wall_s: float = 0.0
 
 
-def decision_row(bench_id: str, trial: Trial, condition: str, a_runs: list, b_runs: list, verdicts, outcome) -> dict:
+def decision_row(bench_id: str, trial: Trial, condition: str, a_runs: list, b_runs: list, verdicts: Sequence[Verdict],
+                 outcome: GateOutcome) -> dict:
     """One gate decision as a tidy row (decisions.csv)."""
     gating = [v for v in verdicts if v.primary]
     worst = max(gating, key=lambda v: v.ratio_ci[0], default=None)
@@ -87,8 +98,9 @@ def decision_row(bench_id: str, trial: Trial, condition: str, a_runs: list, b_ru
     }
 
 
-def run_gate_bench(preps: dict, cfg, *, bench_id: str, trials: int, runs_per_side: int, model_label: str,
-                   reporter, on_decision, execute=None, judge=None, gate_on=None) -> list[Trial]:
+def run_gate_bench(preps: dict[str, PreparedIdle], cfg: GateConfig, *, bench_id: str, trials: int, runs_per_side: int,
+                   model_label: str, reporter: Reporter, on_decision: Callable[[dict], None], execute: Execute | None = None,
+                   judge: Judge | None = None, gate_on: GateOn = None) -> list[Trial]:
     """Run ``trials`` trials of ``runs_per_side`` rotated rounds over the sides in ``preps``
     (keys A, A2, B) and hand every decision row to ``on_decision``.  ``gate_on``: which groups vote
     (harness.analysis.gate_config.parse_gate_on; the warm regime by default), as in ``lbench gate``."""
@@ -130,8 +142,9 @@ class GateBench:
     summary: dict
 
 
-def measure_gate_bench(preps: dict, cfg, design: dict, *, results_root: Path, trials: int, runs_per_side: int,
-                       reporter, on_decision=None, gate_on=None, execute=None, judge=None) -> GateBench:
+def measure_gate_bench(preps: dict[str, PreparedIdle], cfg: GateConfig, design: dict, *, results_root: Path, trials: int,
+                       runs_per_side: int, reporter: Reporter, on_decision: Callable[[dict], None] | None = None,
+                       gate_on: GateOn = None, execute: Execute | None = None, judge: Judge | None = None) -> GateBench:
     """``lbench gate-bench`` on real runs: the trials (``run_gate_bench``; each run through its own
     ``RunSession`` into the store), ``decisions.csv`` rewritten whole after every decision (an
     interrupted benchmark keeps the trials it finished), then the rates, the slowdown's size measured
