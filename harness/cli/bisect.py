@@ -21,6 +21,7 @@ from harness.errors import BadInput
 
 if TYPE_CHECKING:
     from harness.engines.binary import Binary
+    from harness.runs.idle import PreparedIdle
 
 
 def published_builds() -> list[int]:
@@ -179,7 +180,7 @@ def _gate_outcome(spec_file: Path | None, model: list[str] | None, pauses: str |
     cfg = load_config(None, alpha=alpha, threshold=margin)
     binaries: dict[int, Any] = {}
 
-    def prepare(build: int) -> Any:  # the idle executor's prepared run
+    def prepare(build: int) -> PreparedIdle:
         return get_executor("idle").prepare(copy.deepcopy(spec), RunOptions(llama_server=str(binaries[build].path),
                                                                         results=results), QuietReporter())
 

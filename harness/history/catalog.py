@@ -79,7 +79,7 @@ def catalog_dir(archive: Path) -> Path:
     return Path(archive) / CATALOG_DIR
 
 
-def _num(value: Any) -> float | None:
+def _num(value: Any) -> float | None:  # a value of the analysis' JSON
     try:
         v = float(value)
     except (TypeError, ValueError):
