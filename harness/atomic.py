@@ -73,7 +73,7 @@ def atomic_write_text(path: Path, text: str) -> Path:
     return atomic_write_bytes(path, text.encode())
 
 
-def atomic_write_json(path: Path, data, *, indent: int | None = 2) -> Path:
+def atomic_write_json(path: Path, data: object, *, indent: int | None = 2) -> Path:
     return atomic_write_text(path, json.dumps(data, indent=indent, default=str))
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from harness import paths
 from harness.atomic import atomic_write_json
@@ -34,10 +35,10 @@ class FileKeyedCache:
         except (OSError, ValueError):
             return {}
 
-    def get(self, path: str | os.PathLike[str]):
+    def get(self, path: str | os.PathLike[str]) -> Any:  # any JSON value put there
         return self._load().get(self.key(path))
 
-    def put(self, path: str | os.PathLike[str], value) -> None:
+    def put(self, path: str | os.PathLike[str], value: object) -> None:
         data = self._load()
         data[self.key(path)] = value
         self.file.parent.mkdir(parents=True, exist_ok=True)

@@ -286,7 +286,7 @@ def records(frame: pd.DataFrame) -> list[dict]:
     return [{k: (None if _missing(v) else v) for k, v in row.items()} for row in frame.to_dict("records")]
 
 
-def _missing(value) -> bool:
+def _missing(value: object) -> bool:
     try:
         return bool(pd.isna(value))
     except (TypeError, ValueError):  # lists, dicts, arrays

@@ -27,6 +27,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 import pandas as pd
 
@@ -286,7 +287,7 @@ class Run:
         return self.record.complete
 
     @property
-    def summary(self):
+    def summary(self) -> RunSummary:
         return RunSummary.of(self.record)
 
     def table(self, name: str = "samples") -> pd.DataFrame:
@@ -368,8 +369,20 @@ def run_from_manifest(run_dir: Path, manifest: dict) -> Run:
     return Run(run_dir, parse_record(manifest, str(run_dir / "manifest.json")))
 
 
-def latest_run(runs: list, *, any_status: bool = False, where: Path | None = None,
-               kinds: Collection[str] | None = None):
+class _Listed(Protocol):
+    """A run as a listing holds it: a ``Run`` or a ``harness.runindex.IndexEntry``."""
+
+    @property
+    def dir(self) -> Path: ...
+    @property
+    def summary(self) -> RunSummary: ...
+
+
+Listed = TypeVar("Listed", bound=_Listed)
+
+
+def latest_run(runs: list[Listed], *, any_status: bool = False, where: Path | None = None,
+               kinds: Collection[str] | None = None) -> Listed:
     """'latest' is the newest *complete* run: a failed, interrupted or still running one is never
     picked by accident (it is said on stderr); 'latest-any' (or the run's id) picks it anyway.
     With ``kinds``, only runs of those kinds count; newer runs of other kinds are named on stderr.

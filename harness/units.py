@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-def size_text(n_bytes) -> str:
+def size_text(n_bytes: float | None) -> str:
     """A file size in the unit that shows it: 8.53 GB, 412 MB, 96.3 KB (never "0.000 GB")."""
     if n_bytes is None or n_bytes != n_bytes:
         return "–"

@@ -43,6 +43,27 @@ def test_no_module_skips_type_errors():
     assert not skipping, f"mypy ignore_errors is set for {skipping}: fix the type errors instead"
 
 
+STRICT_FLAGS = ("disallow_untyped_defs", "disallow_incomplete_defs")
+
+
+def test_every_function_is_annotated_package_wide():
+    """Every module at the typed joints' strictness (issue 31 item 4): both flags on in [tool.mypy]
+    itself, no override turning either off for some modules, no file doing it with a ``# mypy:``
+    comment (mypy leaves the body of an unannotated function unchecked)."""
+    import tomllib
+
+    mypy = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
+    assert all(mypy.get(flag) is True for flag in STRICT_FLAGS), \
+        f"[tool.mypy] must set {' and '.join(f'{f} = true' for f in STRICT_FLAGS)} for the whole package"
+    loosened = [o["module"] for o in mypy.get("overrides", []) if any(o.get(f) is False for f in STRICT_FLAGS)]
+    assert not loosened, f"mypy overrides turn off {STRICT_FLAGS} for {loosened}: annotate those modules instead"
+    named = ("untyped-defs", "untyped_defs", "incomplete-defs", "incomplete_defs")
+    inline = [f"{p.relative_to(ROOT)}:{n}" for p in sorted((ROOT / "harness").rglob("*.py"))
+              for n, line in enumerate(p.read_text().splitlines(), start=1)
+              if line.lstrip().startswith("# mypy:") and any(k in line for k in named)]
+    assert not inline, f"a '# mypy:' comment sets the annotation rule for one file at {inline}: it is the package's"
+
+
 def _lint_imports(root: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(root)}  # the package under ``root``, not an installed copy
     return subprocess.run([*_tool("lint-imports"), "--no-cache", "--no-logo"], cwd=root, capture_output=True,

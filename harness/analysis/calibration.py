@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from harness.analysis import stats
 from harness.analysis.idle import summarize_run as summarize_idle
+
+if TYPE_CHECKING:
+    from harness.record import Cell
+    from harness.store import Run
 
 # Each repetition: a block of back-to-back requests, then short pauses.  Harness
 # overhead is read from the steady part of the block; pause error and efficiency
@@ -28,7 +36,7 @@ def steady_mask(good: pd.DataFrame) -> pd.Series:
     return pd.Series(since_pause, index=good.index, dtype=float) > STEADY_AFTER
 
 
-def calibration_figures(samples: pd.DataFrame, cells: list[dict]) -> dict[str, float]:
+def calibration_figures(samples: pd.DataFrame, cells: Sequence[Mapping[str, Any]] | Sequence[Cell]) -> dict[str, float]:
     """The harness's own figures.
 
     Overhead (client wall minus server time) is taken from steady back-to-back
@@ -141,7 +149,7 @@ FIGURE_TEXT = {  # what each target figure measures, for the report and the find
 }
 
 
-def quantile_interval(values, q: float, confidence: float = 0.95) -> tuple[float, float]:
+def quantile_interval(values: npt.ArrayLike, q: float, confidence: float = 0.95) -> tuple[float, float]:
     """Distribution-free interval for the q-quantile from order statistics (binomial, exact coverage
     >= ``confidence``); (nan, nan) when n is too small for one (e.g. n < 6 for a median, < ~370 for p99)."""
     from scipy.stats import binom
@@ -265,7 +273,7 @@ def calibration_findings(checks: list[dict], pauses: list[dict]) -> list[str]:
     return lines
 
 
-def summarize_run(run) -> dict:
+def summarize_run(run: Run) -> dict:
     """The calibrate part of analysis.json: the idle analysis plus the harness's own figures, the targets,
     one check per target and per pause, and findings about them (in place of the idle wake-step findings)."""
 

@@ -13,6 +13,8 @@ Per group: both medians, ratio candidate/baseline with a 95% bootstrap interval
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -21,12 +23,15 @@ from harness.analysis.kinds import analysis_table
 from harness.analysis.regimes import classify, step_changes, wake_model, wake_thresholds
 from harness.analysis.stats import measured
 from harness.analysis.swap import compare_classes, warm_mask
-from harness.analysis.verdicts import GroupData, VerdictConfig, decide_groups
+from harness.analysis.gate_config import GateOn
+from harness.analysis.verdicts import GroupData, Verdict, VerdictConfig, decide_groups
 from harness.errors import BadInput
 from harness.kinds import KINDS, find_kind
 from harness.store import Run
 
 IDLE_METRICS = ("latency_ms", "server_prompt_ms")
+# a group's rows of one run's frame (a boolean mask)
+Select = Callable[[pd.DataFrame], pd.Series]
 
 
 SWAP_FAMILY = "swap"
@@ -50,29 +55,31 @@ def compare_family(runs: list[Run]) -> str:
 
 # --------------------------------------------------------------------------- run-as-unit verdicts (issue #10, #22)
 
-def _per_run(frames: list[pd.DataFrame], sel, metric: str) -> list[np.ndarray]:
+def _per_run(frames: list[pd.DataFrame], sel: Select, metric: str) -> list[np.ndarray]:
     return [f.loc[sel(f), metric].to_numpy(dtype=float) for f in frames if metric in f]
 
 
-def _per_run_strata(frames: list[pd.DataFrame], sel, metric: str, pauses: list[float]) -> list[list[np.ndarray]]:
+def _per_run_strata(frames: list[pd.DataFrame], sel: Select, metric: str, pauses: list[float]) -> list[list[np.ndarray]]:
     """Per run, one array per pause: the run's level is the mean of its per-pause log medians."""
     return [[f.loc[sel(f) & (f["pause_requested_s"] == p), metric].to_numpy(dtype=float) for p in pauses]
             for f in frames if metric in f]
 
 
-def _gates_regime(gate_on, regime: str) -> bool:
+def _gates_regime(gate_on: GateOn, regime: str) -> bool:
     return (gate_on is None or gate_on == "warm") and regime == "warm" or gate_on == "regimes"
 
 
-def judge_runs(baseline: list[Run], candidate: list[Run], cfg=None, *, metrics: tuple[str, ...] | None = None,
-               gate_on=None, history: list[Run] | None = None):
+def judge_runs(baseline: list[Run], candidate: list[Run], cfg: VerdictConfig | None = None, *,
+               metrics: tuple[str, ...] | None = None, gate_on: GateOn = None,
+               history: list[Run] | None = None) -> tuple[list[Verdict], dict[str, Any]]:
     """Verdicts per group with each run as a unit (harness.analysis.verdicts).  See build_groups."""
     groups, info = build_groups(baseline, candidate, metrics=metrics, gate_on=gate_on, history=history)
     return decide_groups(groups, cfg or VerdictConfig()), info
 
 
 def build_groups(baseline: list[Run], candidate: list[Run], *, metrics: tuple[str, ...] | None = None,
-                 gate_on=None, history: list[Run] | None = None):
+                 gate_on: GateOn = None, history: list[Run] | None = None
+                 ) -> tuple[list[GroupData], dict[str, Any]]:
     """The groups of a comparison and which of them vote (the pre-registered gating family).
 
     Idle: per (model, setting), regimes from A's shape fit (warm, woken, cold: disjoint sets of
@@ -99,7 +106,7 @@ def build_groups(baseline: list[Run], candidate: list[Run], *, metrics: tuple[st
         by_served = class_names == {("served resident", "waited for a load")}
         classes = ("served resident", "waited for a load") if by_served else ("warm", "cold")
         for cls, first in ((classes[0], True), (classes[1], False)):
-            def sel_class(f, first=first):
+            def sel_class(f: pd.DataFrame, first: bool = first) -> pd.Series:
                 mask = compare_classes(f)[0] if by_served else warm_mask(f)
                 return f["error"].isna() & (mask == first)
             groups.append(GroupData(label, "router", cls, "latency_ms", _per_run(fa, sel_class, "latency_ms"),
@@ -115,7 +122,7 @@ def build_groups(baseline: list[Run], candidate: list[Run], *, metrics: tuple[st
     pool_a, pool_b = pd.concat(fa, ignore_index=True), pd.concat(fb, ignore_index=True)
     cells_a, cells_b = set(zip(pool_a["model"], pool_a["setting"])), set(zip(pool_b["model"], pool_b["setting"]))
     if not cells_a & cells_b:
-        def names(cells):
+        def names(cells: Iterable[tuple[str, str]]) -> str:
             return "; ".join(f"{m} · {s}" for m, s in sorted(cells))
         raise BadInput("baseline and candidate have no model and setting in common, so nothing can be compared",
                        where=f"baseline: {names(cells_a)} | candidate: {names(cells_b)}",
@@ -129,13 +136,13 @@ def build_groups(baseline: list[Run], candidate: list[Run], *, metrics: tuple[st
     pause_gates = tuple(gate_on) if isinstance(gate_on, (tuple, list)) else ()
     cells = sorted(set(zip(pool_a["model"], pool_a["setting"])) | set(zip(pool_b["model"], pool_b["setting"])))
     for model, setting in cells:
-        def cell(f, model=model, setting=setting):
+        def cell(f: pd.DataFrame, model: str = model, setting: str = setting) -> pd.Series:
             return (f["model"] == model) & (f["setting"] == setting)
         regimes = sorted({r for f in fa + fb for r in f.loc[cell(f), "regime"].unique()})
         pauses = sorted({p for f in fa + fb for p in f.loc[cell(f), "pause_requested_s"].unique()})
         for metric in metrics:
             for regime in regimes:
-                def sel(f, regime=regime):
+                def sel(f: pd.DataFrame, regime: str = regime) -> pd.Series:
                     return cell(f) & (f["regime"] == regime)
                 # pauses every run of both sides has in this regime: the pooled level compares like with like
                 held = [set(f.loc[sel(f), "pause_requested_s"].unique()) for f in fa + fb]
@@ -145,18 +152,18 @@ def build_groups(baseline: list[Run], candidate: list[Run], *, metrics: tuple[st
                                         gates=_gates_regime(gate_on, regime) and not pause_gates,
                                         history_runs=_per_run_strata(fh, sel, metric, common)))
             for pause in pauses:
-                def sel(f, pause=pause):
+                def sel_pause(f: pd.DataFrame, pause: float = pause) -> pd.Series:
                     return cell(f) & (f["pause_requested_s"] == pause)
-                groups.append(GroupData(model, setting, f"pause={pause:g}s", metric, _per_run(fa, sel, metric),
-                                        _per_run(fb, sel, metric),
+                groups.append(GroupData(model, setting, f"pause={pause:g}s", metric, _per_run(fa, sel_pause, metric),
+                                        _per_run(fb, sel_pause, metric),
                                         gates=any(math.isclose(pause, p) for p in pause_gates),
-                                        history_runs=_per_run(fh, sel, metric)))
+                                        history_runs=_per_run(fh, sel_pause, metric)))
             for ch in changes:
                 if (ch["model"], ch["setting"]) != (model, setting) or ch["change"] == "later":
                     continue
                 lo, hi = ch["from_s"], ch["to_s"]
 
-                def sel_step(f, lo=lo, hi=hi):
+                def sel_step(f: pd.DataFrame, lo: float = lo, hi: float | None = hi) -> pd.Series:
                     p = f["pause_requested_s"]
                     return cell(f) & (p >= lo) & (p < hi if hi is not None else True)
                 label = f"new step pauses>={lo:g}s" + (f",<{hi:g}s" if hi is not None else "")
@@ -177,7 +184,7 @@ def build_groups(baseline: list[Run], candidate: list[Run], *, metrics: tuple[st
     return groups, info
 
 
-def gate_label(gate_on) -> str:
+def gate_label(gate_on: GateOn) -> str:
     if isinstance(gate_on, (tuple, list)):
         return "pauses " + ", ".join(f"{p:g}" for p in gate_on) + " s"
     return "every regime of A" if gate_on == "regimes" else "the warm regime, pauses pooled"

@@ -21,11 +21,12 @@ import math
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from harness.analysis.gate_config import GateConfig  # defined there (light), used and re-exported here
 from harness.errors import BadInput
 from harness.toml_input import read_toml
-from harness.analysis.verdicts import DETECTABLE_CAP, factor, quantity, ratio_words, runs_needed_words, VerdictConfig
+from harness.analysis.verdicts import DETECTABLE_CAP, factor, quantity, ratio_words, runs_needed_words, Verdict, VerdictConfig
 from harness.analysis.verdict_labels import group_label
 
 
@@ -35,7 +36,7 @@ def _number(value: object) -> float:
     return float(value)
 
 
-def load_config(path: Path | None, **overrides) -> GateConfig:
+def load_config(path: Path | None, **overrides: object) -> GateConfig:
     cfg = GateConfig()
     if path is not None:
         data = read_toml(Path(path), "gate config")
@@ -85,12 +86,12 @@ class GateOutcome:
         return EXIT_CODES[self.status]
 
 
-def verdict_config(cfg: GateConfig, primary: str = "latency_ms"):
+def verdict_config(cfg: GateConfig, primary: str = "latency_ms") -> VerdictConfig:
     return VerdictConfig(margin=cfg.threshold, alpha=cfg.alpha, min_samples=cfg.min_n, primary=primary,
                          per_metric=dict(cfg.per_metric), slower_rule=cfg.slower_rule, target=cfg.target)
 
 
-def _gates(r) -> bool:
+def _gates(r: Verdict) -> bool:
     return getattr(r, "primary", True)
 
 
@@ -108,11 +109,11 @@ def _fmt(x: float, spec: str = ".2f") -> str:
     return "–" if x != x else format(x, spec)
 
 
-def _role(r) -> str:
+def _role(r: Verdict) -> str:
     return getattr(r, "role", "gating" if _gates(r) else "secondary metric")
 
 
-def _ratio_cell(r) -> str:
+def _ratio_cell(r: Verdict) -> str:
     lo, hi = r.ratio_ci
     if r.ratio != r.ratio:
         return "–"
@@ -121,7 +122,7 @@ def _ratio_cell(r) -> str:
     return factor(r.ratio) + ci
 
 
-def _detects_cell(r) -> str:
+def _detects_cell(r: Verdict) -> str:
     d = getattr(r, "detectable", float("nan"))
     if d != d and r.verdict == "refused":
         return "–"
@@ -211,7 +212,7 @@ def junit(outcome: GateOutcome, *, properties: dict[str, str] | None = None,
     return ET.tostring(suite, encoding="unicode", xml_declaration=True)
 
 
-def _finite(value):
+def _finite(value: Any) -> Any:
     """JSON-safe: NaN and infinities become null (strict parsers reject them)."""
     if isinstance(value, float):
         return value if value == value and abs(value) != float("inf") else None

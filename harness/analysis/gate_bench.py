@@ -12,13 +12,17 @@ interval is [0%, 31%]: a small benchmark cannot show a 1% rate, and the table sa
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from harness.analysis.intervals import clopper_pearson
 from harness.schema import records
 from harness.store import Run
+
+if TYPE_CHECKING:
+    from harness.analysis.verdicts import Verdict
 
 CONDITIONS = {"A/A": "false alarms", "slowed": "detected"}
 
@@ -39,7 +43,7 @@ def error_rates(decisions: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def slowdown_size(verdicts: list) -> list[dict]:
+def slowdown_size(verdicts: Iterable[Verdict]) -> list[dict]:
     """The true size of the slowed condition: A (A and A2 pooled) vs B over every trial, per gating group."""
     return [{"group": v.key(), "ratio": v.ratio, "ratio_ci_low": v.ratio_ci[0], "ratio_ci_high": v.ratio_ci[1],
              "runs_a": v.n_runs_a, "runs_b": v.n_runs_b} for v in verdicts if v.primary]

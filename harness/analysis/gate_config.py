@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TypeAlias
+
 from harness.errors import BadInput
+
+# which groups vote: "warm" (None: the same), "regimes", or pauses in seconds (parse_gate_on)
+GateOn: TypeAlias = "str | Sequence[float] | None"
 
 
 @dataclass
@@ -19,7 +25,7 @@ class GateConfig:
         return self.per_metric.get(metric, self.threshold)
 
 
-def parse_gate_on(text: str | None):
+def parse_gate_on(text: str | None) -> str | tuple[float, ...]:
     """``None``/``warm`` -> ``"warm"``, ``regimes`` -> ``"regimes"``, ``0,1.5`` -> ``(0.0, 1.5)``."""
 
     if text is None or text.strip() in ("", "warm"):

@@ -13,12 +13,13 @@ would be passed as ``--history``: their df are added to the interval's, so fewer
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
 
-from harness.analysis.verdicts import POWER, run_levels, runs_per_side
+from harness.analysis.verdicts import POWER, GroupData, run_levels, runs_per_side
 
 
 @dataclass
@@ -47,13 +48,14 @@ def plan_from_sd(group: str, sd: float, n: int, *, margin: float, alpha: float, 
     a1 = alpha / 2 / max(k, 1)
     lo, hi = sd_interval(sd, n) if n else (math.nan, math.nan)
 
-    def need(s, rule, extra=0.0):
+    def need(s: float, rule: str, extra: float = 0.0) -> int | None:
         return runs_per_side(s, target, margin=margin, alpha_one_sided=a1, power=power, rule=rule, extra_df=extra)
     return GroupPlan(group, n, sd, (lo, hi), need(sd, "margin"), need(hi, "margin"), need(sd, "zero"),
                      need(hi, "zero"), need(sd, "margin", float(max(n - 1, 0))))
 
 
-def plan_groups(groups, *, margin: float, alpha: float, target: float, power: float = POWER) -> list[GroupPlan]:
+def plan_groups(groups: Iterable[GroupData], *, margin: float, alpha: float, target: float,
+                power: float = POWER) -> list[GroupPlan]:
     """Plans for the gating groups of harness.analysis.compare.build_groups(runs, runs)."""
     gating = [g for g in groups if g.gates and g.metric == "latency_ms"]
     out = []

@@ -17,11 +17,11 @@ passed at 1, the coverage of the 95% interval, and how many true +10% slowdowns
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from harness.analysis.verdicts import decide_groups, GroupData
+from harness.analysis.verdicts import decide_groups, GroupData, RunSamples, Verdict, VerdictConfig
 from harness.analysis.gate import decide, verdict_config
 from harness.analysis.campaign import Campaign, sequential_ab
 from harness.analysis.intervals import clopper_pearson
@@ -49,23 +49,24 @@ class RunModel:
         x = self._within(rng, (n, self.reps))
         return float(np.var(np.log(np.median(x, axis=1))))
 
-    def _within(self, rng, shape):
+    def _within(self, rng: np.random.Generator, shape: int | tuple[int, ...]) -> np.ndarray:
         x = rng.lognormal(0.0, self.within_sd, shape)
         return x * np.where(rng.random(shape) < self.stall_p, self.stall_factor, 1.0)
 
     def between_sd(self, rng: np.random.Generator) -> float:
         return math.sqrt(max(self.run_sd ** 2 - self.within_median_var(rng), 0.0))
 
-    def runs(self, rng, n_runs: int, ratio: float, sd_b: float) -> list[np.ndarray]:
+    def runs(self, rng: np.random.Generator, n_runs: int, ratio: float, sd_b: float) -> list[np.ndarray]:
         levels = self.level * ratio * np.exp(rng.normal(0.0, sd_b, n_runs))
         return [lv * self._within(rng, self.reps) for lv in levels]
 
 
-def _group(a, b, history=()):
+def _group(a: Sequence[RunSamples], b: Sequence[RunSamples], history: Sequence[RunSamples] = ()) -> list[GroupData]:
     return [GroupData("sim", "s", "warm", "latency_ms", a, b, history_runs=list(history))]
 
 
-def gate_trials(model: RunModel, n_runs: int, ratio: float, cfg, trials: int, rng, *, history_runs: int = 0):
+def gate_trials(model: RunModel, n_runs: int, ratio: float, cfg: GateConfig, trials: int, rng: np.random.Generator, *,
+                history_runs: int = 0) -> tuple[list[str], float]:
     """Statuses and interval coverage of ``trials`` gate decisions (lbench's decide_groups + decide)."""
 
     vcfg = verdict_config(cfg)
@@ -81,21 +82,22 @@ def gate_trials(model: RunModel, n_runs: int, ratio: float, cfg, trials: int, rn
     return statuses, covered / trials
 
 
-def ab_trials(model: RunModel, ratio: float, cfg, trials: int, rng, *, min_rounds: int = 3, max_rounds: int = 10,
-              spending: str = "obf"):
+def ab_trials(model: RunModel, ratio: float, cfg: GateConfig, trials: int, rng: np.random.Generator, *,
+              min_rounds: int = 3, max_rounds: int = 10, spending: str = "obf") -> list[tuple[str, int]]:
     """Outcomes and rounds of ``trials`` simulated ``lbench ab`` sessions (the rounds of lbench's
     ``ab``, ``harness.analysis.campaign.sequential_ab``, with simulated runs)."""
 
     sd_b = model.between_sd(rng)
 
-    def execute(side, reporter):
+    def execute(side: str, reporter: object) -> np.ndarray:
         return model.runs(rng, 1, ratio if side == "B" else 1.0, sd_b)[0]
 
-    def judge(a_runs, b_runs, vcfg):
+    def judge(a_runs: Sequence[RunSamples], b_runs: Sequence[RunSamples], vcfg: VerdictConfig
+              ) -> tuple[list[Verdict], dict]:
         return decide_groups(_group(a_runs, b_runs), vcfg), {}
 
     class Quiet:
-        def message(self, text):
+        def message(self, text: str) -> None:
             pass
     out = []
     for _ in range(trials):
@@ -111,14 +113,14 @@ def _rate(k: int, n: int) -> dict:
     return {"k": k, "n": n, "rate": k / n if n else math.nan, "ci": [lo, hi]}
 
 
-def run_model(spread, reps: int) -> RunModel:
+def run_model(spread: float | RunModel, reps: int) -> RunModel:
     """A spread given as a number (sd of the per-run log median, the assumed within-run shape) or as
     a RunModel whose within-run components were measured (``--within-sd``, ``--stall-p``)."""
     return spread if isinstance(spread, RunModel) else RunModel(float(spread), reps=reps)
 
 
-def simulate_gate(cfg: GateConfig, *, trials: int = 200, seed: int = 0, spreads: dict | None = None,
-                  designs: tuple[int | tuple[int, int], ...] = DESIGNS, rules: tuple[str, ...] = ("margin", "zero"),
+def simulate_gate(cfg: GateConfig, *, trials: int = 200, seed: int = 0, spreads: Mapping[str, float | RunModel] | None = None,
+                  designs: Sequence[int | tuple[int, int]] = DESIGNS, rules: Sequence[str] = ("margin", "zero"),
                   reps: int = 5, on_row: Callable[[dict], None] | None = None) -> list[dict]:
     """One row per (spread, rule, runs per side): the figures named in the module doc; each row is
     also handed to ``on_row`` as soon as it is done (a gate-bench run journals it)."""
@@ -156,8 +158,8 @@ def simulate_gate(cfg: GateConfig, *, trials: int = 200, seed: int = 0, spreads:
 AB_DESIGNS = ((3, 10, "obf"), (3, 10, "pocock"), (3, 20, "obf"))  # (min rounds, max rounds, spending)
 
 
-def simulate_ab(cfg: GateConfig, *, trials: int = 200, seed: int = 0, spreads: dict | None = None,
-                designs: tuple[tuple[int, int, str], ...] = AB_DESIGNS, reps: int = 5,
+def simulate_ab(cfg: GateConfig, *, trials: int = 200, seed: int = 0, spreads: Mapping[str, float | RunModel] | None = None,
+                designs: Sequence[tuple[int, int, str]] = AB_DESIGNS, reps: int = 5,
                 on_row: Callable[[dict], None] | None = None) -> list[dict]:
     """One row per (spread, ab design), as ``simulate_gate``."""
     rng = np.random.default_rng(seed + 1)

@@ -3,6 +3,9 @@ cross-check against llama-idle, and the harness's own figures, in plain data."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 
@@ -13,8 +16,11 @@ from harness.analysis.verdicts import boot_log_ratio, centre
 from harness.engines import registry
 from harness.analysis.frames import frame_json
 
+if TYPE_CHECKING:
+    from harness.store import Run
 
-def ms_ci(value: float | None, ci) -> str:
+
+def ms_ci(value: float | None, ci: Sequence[float | None] | None) -> str:
     """"118 ms [115, 121]" (a 95% interval), or "118 ms (no interval)"."""
     lo, hi = (ci or (None, None))[:2] if ci is not None else (None, None)
     if lo is None or hi is None or lo != lo or hi != hi:
@@ -175,7 +181,7 @@ def analyze_idle(samples: pd.DataFrame, models: list) -> dict:
     return out
 
 
-def summarize_run(run) -> dict:
+def summarize_run(run: Run) -> dict:
     """The idle/calibrate part of analysis.json (see harness/analysis/persisted.py)."""
 
     out = analyze_idle(run.table("samples"), [{"label": m.label, "bytes": m.bytes} for m in run.record.models])

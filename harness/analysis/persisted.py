@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from typing import TypeVar
 
 from harness import __version__
 from harness.analysis.frames import jsonable
@@ -23,6 +24,8 @@ from harness.atomic import atomic_write_text
 from harness.errors import BadInput
 from harness.store import Run, utc_now
 from harness.untrusted import read_json
+
+T = TypeVar("T")
 
 ANALYSIS_FILE = "analysis.json"
 ANALYSIS_VERSION = 5  # 4: a storm's n_failed_requests; 5: the robust wake model (stalls out of the fit)
@@ -98,7 +101,7 @@ def analyze_finished(run: Run) -> str | None:
 DAMAGED = (KeyError, TypeError, ValueError, AttributeError, IndexError)
 
 
-def with_analysis(run: Run, use: Callable[[dict], object], *, reanalyze: bool = False):
+def with_analysis(run: Run, use: Callable[[dict], T], *, reanalyze: bool = False) -> T:
     """``use(analysis)``; when a stored analysis.json makes it fail (a tampered or damaged file that
     still parses), the analysis is recomputed from the run's tables and ``use`` called once more."""
     analysis = load_analysis(run, reanalyze=reanalyze)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 from scipy import stats
 
@@ -185,7 +186,7 @@ def _stall_rows(levels: np.ndarray, idx: np.ndarray, y: np.ndarray, fl: wake_fit
     return rows
 
 
-def fit_shape(pauses, latency_ms, *, min_step: float = MIN_STEP, seed: int = 0, n_boot: int = 300,
+def fit_shape(pauses: npt.ArrayLike, latency_ms: npt.ArrayLike, *, min_step: float = MIN_STEP, seed: int = 0, n_boot: int = 300,
               min_gain: float | None = None) -> ShapeFit:
     """The one wake model on one cell's samples (see ``ShapeFit`` and ``harness.analysis.wake_fit``).
     ``n_boot=0``: no bootstrap, so no intervals and no clarity check (the BIC choice as it stands).

@@ -20,6 +20,7 @@ Turnbull, Table 2.1), which the tests check.  Each look's nominal one-sided leve
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -71,7 +72,7 @@ def _propagate(x: np.ndarray, f: np.ndarray, dt: float, drift: float) -> tuple[n
     return grid, kernel @ (f * w)
 
 
-def crossing_probabilities(boundary, fractions, drift: float = 0.0) -> list[float]:
+def crossing_probabilities(boundary: Sequence[float], fractions: Iterable[float], drift: float = 0.0) -> list[float]:
     """P(first crossing at look k) for Z_k = S_k / sqrt(t_k), S a Brownian motion with drift."""
     fr = [float(t) for t in fractions]
     out = [float(stats.norm.sf(boundary[0] - drift * math.sqrt(fr[0])))]
@@ -85,12 +86,12 @@ def crossing_probabilities(boundary, fractions, drift: float = 0.0) -> list[floa
     return out
 
 
-def crossing_probability(boundary, fractions, drift: float = 0.0) -> float:
+def crossing_probability(boundary: Sequence[float], fractions: Iterable[float], drift: float = 0.0) -> float:
     """P(Z_k >= c_k at some look): the level spent (drift 0) or the power (drift > 0)."""
     return float(sum(crossing_probabilities(boundary, fractions, drift)))
 
 
-def spending_boundary(fractions, alpha: float, kind: str = "obf") -> list[float]:
+def spending_boundary(fractions: Iterable[float], alpha: float, kind: str = "obf") -> list[float]:
     """One-sided z boundaries c_1..c_K at information fractions ``fractions`` (increasing, last <= 1)."""
     fr = [float(t) for t in fractions]
     if not fr or any(b <= a for a, b in zip(fr, fr[1:])) or fr[0] <= 0 or fr[-1] > 1 + 1e-12:
@@ -102,7 +103,8 @@ def spending_boundary(fractions, alpha: float, kind: str = "obf") -> list[float]
         dt = fr[k] - fr[k - 1]
         target = spend(fr[k], alpha, kind) - spend(fr[k - 1], alpha, kind)
         t = fr[k]
-        def excess(c: float, x=x, f=f, t=t, dt=dt, target=target) -> float:
+        def excess(c: float, x: np.ndarray = x, f: np.ndarray = f, t: float = t, dt: float = dt,
+                   target: float = target) -> float:
             return _exit_mass(x, f, c * math.sqrt(t), dt, 0.0) - target
         out.append(float(optimize.brentq(excess, -3.0, 15.0, xtol=1e-7)))
         if k + 1 < len(fr):

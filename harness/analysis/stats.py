@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from harness.analysis.intervals import median_interval
@@ -48,7 +49,7 @@ def summarize_by_pause(samples: pd.DataFrame, value: str = "latency_ms") -> pd.D
     return pd.DataFrame(rows, columns=cols)
 
 
-def percentile(values, q: float) -> float:
+def percentile(values: npt.ArrayLike, q: float) -> float:
     x = np.asarray(values, dtype=float)
     x = x[np.isfinite(x)]
     return float(np.percentile(x, q)) if x.size else math.nan

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from harness.analysis.swap_served import (SERVED_AS, accounting_sentence, load_accounting,
@@ -38,8 +39,8 @@ class SwapSummary:
     served: pd.DataFrame = field(default_factory=pd.DataFrame)  # per request: served_as and the router times
 
 
-def _pct(x, q):
-    x = np.asarray(x, dtype=float)
+def _pct(values: npt.ArrayLike, q: float) -> float:
+    x = np.asarray(values, dtype=float)
     x = x[np.isfinite(x)]
     return float(np.percentile(x, q)) if x.size else math.nan
 
@@ -211,7 +212,7 @@ def failure_reason(requests: pd.DataFrame, events: pd.DataFrame, until_s: float 
     return "; ".join(parts) or None
 
 
-def _first(events: pd.DataFrame, after: float, before: float = math.inf, **match) -> pd.Series | None:
+def _first(events: pd.DataFrame, after: float, before: float = math.inf, **match: object) -> pd.Series | None:
     sel = events[(events["t_s"] >= after) & (events["t_s"] <= before)]
     for key, value in match.items():
         sel = sel[sel[key] == value]
@@ -509,7 +510,7 @@ def closing_findings(requests: pd.DataFrame, client: Mapping[str, Any], sampler:
 
 def _summarize_by_request_order(requests: pd.DataFrame, memory: pd.DataFrame, model_sizes: list[int],
                                 client: Mapping[str, Any], sampler: Mapping[str, Any], status: str | None, error: str,
-                                kind) -> SwapSummary:
+                                kind: registry.EngineKind) -> SwapSummary:
     """A swap server without a router log: the loads are inferred from the order of the answered
     requests and the number of models the engine declares it holds (``EngineKind.models_held``;
     with one, a request naming another model than the last one loads it)."""

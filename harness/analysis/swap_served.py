@@ -33,6 +33,7 @@ import json
 import math
 from collections import deque
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -188,12 +189,12 @@ def classify_requests(requests: pd.DataFrame, events: pd.DataFrame) -> pd.DataFr
     return pd.DataFrame(rows, columns=cols).sort_values("index").reset_index(drop=True)
 
 
-def _any_between(sorted_times, lo: float, hi: float) -> bool:
+def _any_between(sorted_times: np.ndarray | list, lo: float, hi: float) -> bool:
     i = int(np.searchsorted(sorted_times, lo, side="left"))
     return i < len(sorted_times) and sorted_times[i] <= hi
 
 
-def _answered(r) -> bool:
+def _answered(r: Any) -> bool:  # a row of DataFrame.itertuples (pandas ships no types here)
     return (pd.isna(r.error) or r.error is None) and pd.notna(r.http_status) and int(r.http_status) == 200
 
 

@@ -18,9 +18,11 @@ interval spans about 0.6x-2.5x the estimate, so only large differences between d
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from harness.analysis.gate_plan import sd_interval
@@ -72,7 +74,7 @@ def reps_at(samples: pd.DataFrame, pause_s: float) -> int:
     return int(rows.loc[np.isclose(rows["pause_requested_s"].astype(float), pause_s), "rep"].nunique())
 
 
-def spread(design: str, factor: str, variant: str, pause_s: float, levels) -> Spread:
+def spread(design: str, factor: str, variant: str, pause_s: float, levels: Iterable[float]) -> Spread:
     levels = np.asarray([x for x in levels if math.isfinite(x)], dtype=float)
     n = int(levels.size)
     sd = float(np.std(levels, ddof=1)) if n >= 2 else math.nan
@@ -80,7 +82,7 @@ def spread(design: str, factor: str, variant: str, pause_s: float, levels) -> Sp
                   float(np.exp(np.median(levels))) if n else math.nan)
 
 
-def paired_halves_sd(first, second) -> tuple[float, tuple[float, float], int]:
+def paired_halves_sd(first: npt.ArrayLike, second: npt.ArrayLike) -> tuple[float, tuple[float, float], int]:
     """The within-process spread of a half-run's level: sd = sqrt(mean(d^2) / 2) over the runs'
     differences d between their two halves (each half one draw around the run's own level), with
     its chi-square interval on n df (the halves' levels' shared mean per run is not estimated)."""

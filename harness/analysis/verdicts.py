@@ -32,10 +32,12 @@ The rules (docs/statistics.md states them for users, with their simulated error 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
+import numpy.typing as npt
 from scipy import stats
 
 MARGIN = 0.05
@@ -49,22 +51,25 @@ SLOWER_RULES = ("margin", "zero")
 DETECTABLE_CAP = 1.0  # above +100% a "detects >=" figure says nothing: worded instead
 MAX_RUNS_SHOWN = 1000
 
+# one run's samples of a group: an array of samples, or one array per pooled pause (strata)
+RunSamples: TypeAlias = "np.ndarray | Sequence[float] | Sequence[np.ndarray] | Sequence[Sequence[float]]"
+
 
 # --------------------------------------------------------------------------- per-pause medians
 
 # --------------------------------------------------------------------------- runs and their levels
 
-def _positive(x) -> np.ndarray:
+def _positive(x: npt.ArrayLike) -> np.ndarray:
     x = np.asarray(x, dtype=float).ravel()
     return x[np.isfinite(x) & (x > 0)]
 
 
-def _is_strata(run) -> bool:
+def _is_strata(run: RunSamples) -> bool:
     """A run given as a list of arrays (one per pause) rather than one array of samples."""
     return isinstance(run, (list, tuple)) and len(run) > 0 and isinstance(run[0], (np.ndarray, list, tuple))
 
 
-def run_level(run) -> tuple[float, int]:
+def run_level(run: RunSamples) -> tuple[float, int]:
     """(log level, samples) of one run: log median, or the mean of the strata's log medians."""
     strata = [_positive(s) for s in run] if _is_strata(run) else [_positive(run)]
     strata = [s for s in strata if s.size]
@@ -73,14 +78,14 @@ def run_level(run) -> tuple[float, int]:
     return float(np.mean([np.log(np.median(s)) for s in strata])), int(sum(s.size for s in strata))
 
 
-def run_levels(runs) -> tuple[np.ndarray, int]:
+def run_levels(runs: Sequence[RunSamples]) -> tuple[np.ndarray, int]:
     """Per-run log levels of the runs that have samples, and their total samples."""
     pairs = [run_level(r) for r in runs]
     pairs = [(y, n) for y, n in pairs if n]
     return np.array([y for y, _ in pairs], dtype=float), int(sum(n for _, n in pairs))
 
 
-def _clean(runs) -> list[np.ndarray]:
+def _clean(runs: Sequence[RunSamples]) -> list[np.ndarray]:
     out = []
     for r in runs:
         x = np.concatenate([_positive(s) for s in r]) if _is_strata(r) else _positive(r)
@@ -89,7 +94,7 @@ def _clean(runs) -> list[np.ndarray]:
     return out
 
 
-def centre(runs) -> float:
+def centre(runs: Sequence[RunSamples]) -> float:
     levels, _ = run_levels(runs)
     return float(np.exp(np.mean(levels))) if levels.size else math.nan
 
@@ -98,7 +103,7 @@ def centre(runs) -> float:
 # (kept for the idle report's within-run ratios, harness.analysis.idle; the gate no longer uses it:
 # with 2 runs per side its run level has three atoms and its 95% interval covers ~67%)
 
-def boot_log_centre(runs, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+def boot_log_centre(runs: Sequence[RunSamples], n_boot: int, rng: np.random.Generator) -> np.ndarray:
     """Bootstrap draws of log(centre): runs, then samples within runs (one run: samples only)."""
     runs = _clean(runs)
     n_runs = len(runs)
@@ -115,7 +120,8 @@ def boot_log_centre(runs, n_boot: int, rng: np.random.Generator) -> np.ndarray:
     return logmed.mean(axis=1)
 
 
-def boot_log_ratio(a_runs, b_runs, *, n_boot: int = N_BOOT, seed: int = 0) -> np.ndarray:
+def boot_log_ratio(a_runs: Sequence[RunSamples], b_runs: Sequence[RunSamples], *, n_boot: int = N_BOOT,
+                   seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed)
     return boot_log_centre(b_runs, n_boot, rng) - boot_log_centre(a_runs, n_boot, rng)
 
@@ -241,7 +247,7 @@ def detectable_words(d: float) -> str:
     return f"detects >= +{d:.0%}"
 
 
-def runs_needed_words(v) -> str:
+def runs_needed_words(v: Verdict) -> str:
     """What would decide an undecided group: the runs per side, or what is missing to size them."""
     if v.runs_needed is None:
         if not math.isfinite(getattr(v, "sd_run", math.nan)):
@@ -349,10 +355,10 @@ class GroupData:
     setting: str
     regime: str
     metric: str
-    a_runs: list  # one entry per run: an array of samples, or a list of arrays (one per pooled pause)
-    b_runs: list
+    a_runs: Sequence[RunSamples]  # one entry per run: an array of samples, or a list of arrays (one per pooled pause)
+    b_runs: Sequence[RunSamples]
     gates: bool = True  # votes when the metric is primary; False: reported only
-    history_runs: list = field(default_factory=list)  # earlier baseline runs: the between-run variance
+    history_runs: Sequence[RunSamples] = field(default_factory=list)  # earlier baseline runs: the between-run variance
     note: str = ""
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import errno
 import signal
 import sys
+from types import FrameType
+from typing import NoReturn
 
 import typer
 
@@ -73,7 +75,7 @@ def _stop_children() -> None:
         processes.stop_all()
 
 
-def _sigterm(signum, frame):  # turn SIGTERM into the same clean stop as Ctrl-C
+def _sigterm(signum: int, frame: FrameType | None) -> NoReturn:  # turn SIGTERM into the same clean stop as Ctrl-C
     raise KeyboardInterrupt
 
 

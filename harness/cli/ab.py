@@ -7,6 +7,7 @@ import shlex
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -17,6 +18,12 @@ from harness.cli.options import (BackendOpt, DeviceOpt, GateOn, InconclusiveOk, 
 from harness.cli.ui import RichReporter, console, out, print_wrapped
 from harness.errors import BadInput
 from harness.spec import IdleSpec, parse_pauses
+
+if TYPE_CHECKING:
+    from harness.analysis.campaign import ABResult
+    from harness.analysis.gate import GateOutcome
+    from harness.analysis.verdicts import Verdict, VerdictConfig
+    from harness.store import Run
 
 
 def ab(
@@ -113,7 +120,7 @@ def ab(
         prep_b = get_executor("idle").prepare(spec_b, RunOptions(llama_server=b_path, results=results), rep)
         from harness.analysis.compare import judge_runs
 
-        def judge(a_runs, b_runs, vcfg):
+        def judge(a_runs: list[Run], b_runs: list[Run], vcfg: VerdictConfig) -> tuple[list[Verdict], dict[str, Any]]:
             return judge_runs(a_runs, b_runs, vcfg, gate_on=groups_on)
         res = run_ab(prep_a, prep_b, cfg, min_rounds=min_rounds, max_rounds=max_rounds, reporter=rep, judge=judge,
                      spending=spending)
@@ -142,7 +149,8 @@ def ab(
     raise typer.Exit(outcome.exit_code)
 
 
-def _write_artefacts(res, outcome, junit_path: Path | None, json_path: Path | None, md_path: Path | None) -> None:
+def _write_artefacts(res: ABResult, outcome: GateOutcome, junit_path: Path | None, json_path: Path | None,
+                     md_path: Path | None) -> None:
     """The gate's JUnit, JSON and Markdown for the final look (redacted as lbench gate's are); the
     JSON's ``baseline``/``candidate`` name both sides' runs (ids under --results), and its looks."""
     from harness.analysis.gate import junit, markdown, verdict_json

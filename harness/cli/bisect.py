@@ -8,7 +8,8 @@ import re
 import subprocess
 import sys
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -17,6 +18,10 @@ from pathlib import Path
 from harness.cli.options import Alpha, BackendOpt, DeviceOpt, Margin, ResultsDir, select_device, shown
 from harness.cli.ui import out
 from harness.errors import BadInput
+
+if TYPE_CHECKING:
+    from harness.engines.binary import Binary
+    from harness.runs.idle import PreparedIdle
 
 
 def published_builds() -> list[int]:
@@ -168,7 +173,7 @@ def _check_backend_steps(backend: str, candidates: list[int], install: bool) -> 
                   markup=False)
 
 
-def _claim_outcome(claim: str, results: str | None):
+def _claim_outcome(claim: str, results: str | None) -> tuple[Callable[[int, Binary], str], dict[int, list[str]]]:
     """``(build, binary) -> verdict`` of one claim, and the run ids per build."""
     from harness.runs.executors import RunOptions, get_executor
     from harness.repro.claims import load_claims
@@ -178,7 +183,7 @@ def _claim_outcome(claim: str, results: str | None):
     spec = load_claims([claim])[0]
     runs: dict[int, list[str]] = {}
 
-    def judge(build: int, binary) -> str:
+    def judge(build: int, binary: Binary) -> str:
         quiet = QuietReporter()
         run = repro.execute(repro.prepare([spec], RunOptions(binary=binary, results=results), quiet), quiet)
         runs.setdefault(build, []).append(run.run_id)
@@ -187,7 +192,9 @@ def _claim_outcome(claim: str, results: str | None):
     return judge, runs
 
 
-def _gate_outcome(spec_file, model, pauses, reps, margin, alpha, retries: int, results: str | None):
+def _gate_outcome(spec_file: Path | None, model: list[str] | None, pauses: str | None, reps: int | None,
+                  margin: float | None, alpha: float | None, retries: int, results: str | None
+                  ) -> tuple[Callable[[int, Binary], str], dict[int, list[str]]]:
     """``(build, binary) -> not slower | slower | inconclusive`` by the gate, and the run ids per build."""
     from harness.analysis.gate import load_config
     from harness.cli.idle import build_spec
@@ -200,13 +207,13 @@ def _gate_outcome(spec_file, model, pauses, reps, margin, alpha, retries: int, r
     cfg = load_config(None, alpha=alpha, threshold=margin)
     binaries: dict[int, Any] = {}
 
-    def prepare(build: int):
+    def prepare(build: int) -> PreparedIdle:
         return get_executor("idle").prepare(copy.deepcopy(spec), RunOptions(llama_server=str(binaries[build].path),
                                                                         results=results), QuietReporter())
 
     judge_runs = GateBisectOutcome(prepare, cfg, looks_per_build=retries + 1, reporter=QuietReporter())
 
-    def judge(build: int, binary) -> str:
+    def judge(build: int, binary: Binary) -> str:
         binaries[build] = binary
         return judge_runs(build)
 

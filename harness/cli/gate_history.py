@@ -13,6 +13,9 @@ from typing import TYPE_CHECKING
 from harness.errors import BadInput
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from harness.analysis.verdicts import Verdict
     from harness.history.gate_hook import HistoryBaseline
     from harness.store import Run
 
@@ -72,7 +75,7 @@ def history_sides(baseline: list[str], candidate: list[str] | None, results: str
     return ra, rb, hb
 
 
-def pooled_lines(results) -> list[str]:
+def pooled_lines(results: Iterable[Verdict]) -> list[str]:
     """The pooled between-run spread behind each gating group's interval."""
     out = []
     for v in results:

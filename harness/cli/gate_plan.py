@@ -14,7 +14,7 @@ from harness.cli.ui import out, print_wrapped
 from harness.errors import BadInput
 
 
-def _n(x) -> str:
+def _n(x: int | None) -> str:
     return "not detectable under this rule" if x is None else (f"{x}" if x <= 1000 else "> 1000")
 
 

@@ -7,13 +7,16 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from harness.cli.options import ResultsDir, shown
 from harness.cli.ui import out, print_wrapped
 from harness.errors import BadInput
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 app = typer.Typer(help="Keep runs from many machines in one archive, and query it.", no_args_is_help=True)
 
@@ -260,11 +263,11 @@ def history_query(
         _print_rows(frame)
 
 
-def _cell(v) -> str:
+def _cell(v: object) -> str:
     return "" if v is None or (isinstance(v, float) and v != v) else f"{v:.6g}" if isinstance(v, float) else str(v)
 
 
-def _print_rows(frame) -> None:
+def _print_rows(frame: pd.DataFrame) -> None:
     """A table when its columns fit the terminal; else one block of ``column: value`` lines per row
     (psql's expanded display), so that no id or label is folded into pieces at 80 columns."""
     from rich.table import Table

@@ -14,6 +14,9 @@ from harness.cli.ui import RichReporter, console, out, print_wrapped
 from harness.spec import DEFAULT_MODEL, IdleSpec, load_spec, parse_pauses
 
 if TYPE_CHECKING:  # heavy modules are imported where used, so `lbench --help` starts at once
+    import pandas as pd
+    from rich.console import Group
+    from rich.table import Table
 
     from harness.store import Run
 
@@ -25,7 +28,7 @@ def _split(values: list[str] | None) -> list[str] | None:
     return [v.strip() for item in values for v in str(item).split(",") if v.strip()]
 
 
-def build_spec(spec_file: Path | None, **overrides) -> IdleSpec:
+def build_spec(spec_file: Path | None, **overrides: object) -> IdleSpec:
     """A spec from a TOML file or a bundled spec's name (harness.resources.find_spec), then the overrides."""
     if spec_file:
         spec_file = resources.find_spec(spec_file)
@@ -41,7 +44,7 @@ def build_spec(spec_file: Path | None, **overrides) -> IdleSpec:
 CELL_COLUMN_WIDTH = 24  # a "median [lo, hi]" figure; more cells than fit side by side: one row per cell and pause
 
 
-def _summary_table(run: Run, width: int | None = None):
+def _summary_table(run: Run, width: int | None = None) -> Table | Group:
     """Median client latency per pause with its 95% interval: a column per cell when they fit in
     ``width`` (the console's), else one row per cell and pause, so no label is broken into letters."""
     from harness.analysis.frames import json_frame
@@ -53,7 +56,7 @@ def _summary_table(run: Run, width: int | None = None):
     table = Table(title=f"median client latency (ms) · run {run.run_id}")
     cells = list(dict.fromkeys(zip(summary["model"], summary["setting"])))
 
-    def figure(m) -> str:
+    def figure(m: pd.DataFrame) -> str:
         if not len(m):
             return "–"
         lo, hi = m["ci_low"].iloc[0], m["ci_high"].iloc[0]

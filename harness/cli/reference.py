@@ -17,7 +17,10 @@ import inspect
 import re
 import sys
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
+
+if TYPE_CHECKING:
+    from typer._click import Command, Context, Parameter  # the click Typer runs on (its own copy since 0.20)
 
 REGENERATE = "python -m harness.cli.reference --write"
 DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
@@ -39,7 +42,7 @@ Exit codes: 0 success, 1 the run failed (or, for `gate`/`ab`, a regression), 2 b
 """
 
 
-def _click_command():
+def _click_command() -> Command:
     import typer
 
     from harness.cli import app
@@ -47,21 +50,21 @@ def _click_command():
     return typer.main.get_command(app)
 
 
-def _context(command):
+def _context(command: Command) -> Context:
     """A click context for ``command`` (Typer vendors click in newer versions)."""
     import typer
 
-    click = getattr(typer, "_click", None)
+    click: Any = getattr(typer, "_click", None)  # a module: Typer's own click, else the click package
     if click is None or not hasattr(click, "Context"):
         import click  # noqa: F811  (Typer < 0.20 uses the click package)
     return click.Context(command, info_name="lbench")
 
 
-def walk(command=None, path: tuple[str, ...] = ("lbench",)) -> Iterator[tuple[tuple[str, ...], Any]]:
+def walk(command: Command | None = None, path: tuple[str, ...] = ("lbench",)) -> Iterator[tuple[tuple[str, ...], Any]]:
     """Every command and group, depth first, in the order ``--help`` lists them."""
     command = command if command is not None else _click_command()
     yield path, command
-    if hasattr(command, "list_commands"):
+    if hasattr(command, "list_commands") and hasattr(command, "get_command"):  # a group
         ctx = _context(command)
         for name in command.list_commands(ctx):
             sub = command.get_command(ctx, name)
@@ -74,7 +77,7 @@ def command_paths() -> list[str]:
     return [" ".join(path) for path, _ in walk()][1:]
 
 
-def _type_name(param) -> str:
+def _type_name(param: Parameter) -> str:
     if getattr(param, "is_flag", False):
         return "flag"
     annotation = None
@@ -105,7 +108,7 @@ def _cell(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
-def _default(param) -> str:
+def _default(param: Parameter) -> str:
     default = param.default
     if callable(default):
         return "(computed)"
@@ -122,11 +125,11 @@ def _default(param) -> str:
     return f"`{default}`"
 
 
-def _param_row(param) -> str | None:
+def _param_row(param: Parameter) -> str | None:
     if getattr(param, "hidden", False):
         return None
     if param.param_type_name == "argument":
-        name = f"`{(param.metavar or param.name).upper()}`"
+        name = f"`{(param.metavar or param.name or '').upper()}`"
         kind = "argument, required" if param.required else "argument"
         if param.nargs == -1:
             kind += ", one or more" if param.required else ", any number"

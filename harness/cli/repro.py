@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 
 from harness.cli.options import Builds, LlamaServer, Report, ResultsDir, shown
 from harness.cli.ui import RichReporter, out, print_wrapped
+
+if TYPE_CHECKING:
+    from harness.engines.binary import Binary
+    from harness.repro.claims import ClaimSpec
 
 COLOURS = {"holds": "green", "contradicted": "red", "not checkable here": "yellow", "error": "magenta",
            "inconclusive": "cyan"}
@@ -54,7 +60,7 @@ def repro(
         raise typer.Exit(1)
 
 
-def _run_one(specs, binary, results, report) -> bool:
+def _run_one(specs: list[ClaimSpec], binary: Binary, results: str | None, report: bool) -> bool:
     from harness.report.render import render_report
     from harness.runs.executors import RunOptions, get_executor
 

@@ -5,12 +5,16 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from harness import paths
 from harness.cli.options import ResultsDir, shown
 from harness.cli.ui import out, print_wrapped
+
+if TYPE_CHECKING:
+    from harness.runindex import IndexCache, IndexEntry
 
 
 def runs(results: ResultsDir = None,
@@ -93,7 +97,7 @@ def print_plain(rows: Sequence[tuple[str, ...]], title: str) -> None:
     sys.stdout.write("\n".join(lines) + "\n")
 
 
-def _sample_counts(entry) -> dict:
+def _sample_counts(entry: IndexEntry) -> dict:
     from harness.store import Run
 
     frame = Run(entry.dir, entry.record).table("samples")
@@ -105,7 +109,7 @@ def _sample_counts(entry) -> dict:
             "failed": int(((frame["phase"] == "measure") & ~ok).sum()) if "error" in frame else 0}
 
 
-def measured_text(entry, cache=None) -> str:
+def measured_text(entry: IndexEntry, cache: IndexCache | None = None) -> str:
     """"40 samples (+12 warm-up)" for sample tables; "N requests" etc. for the others."""
     from harness.errors import BadInput
     from harness.kinds import find_kind

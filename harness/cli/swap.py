@@ -139,7 +139,7 @@ def swap(
         raise typer.Exit(1)
 
 
-def _one_storm(spec, llama_server, results, report) -> bool:
+def _one_storm(spec: SwapSpec, llama_server: str | None, results: str | None, report: bool) -> bool:
     from harness.analysis.persisted import load_analysis
     from harness.analysis.swap import summary_from_analysis
     from harness.report.render import render_report

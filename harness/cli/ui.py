@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from time import monotonic
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -14,7 +14,7 @@ class _LazyConsole:
     """A rich Console made on first use: importing rich.console costs tens of ms that
     `lbench --help` need not pay (tests/cli/test_lazy_imports.py)."""
 
-    def __init__(self, **options) -> None:
+    def __init__(self, **options: Any) -> None:  # rich Console's options
         self._options = options
         self._console: Console | None = None
 
@@ -26,7 +26,7 @@ class _LazyConsole:
             self._console = Console(**self._options)
         return self._console
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> Any:  # whatever the Console has
         return getattr(self.real, name)
 
 
@@ -143,12 +143,20 @@ def wrap(atoms: list[str], width: int, *, first: str = "", rest: str = "    ") -
     return lines
 
 
-def wrap_words(text: str, width: int, **kw) -> list[str]:
+class WrapOptions(TypedDict, total=False):
+    """``wrap``'s indents, passed on by ``wrap_words`` and ``print_wrapped``."""
+
+    first: str
+    rest: str
+
+
+def wrap_words(text: str, width: int, **kw: Unpack[WrapOptions]) -> list[str]:
     """``wrap`` at spaces: words (paths, run ids) are never broken."""
     return wrap(text.split(" "), width, **kw)
 
 
-def print_wrapped(console_: "Console | _LazyConsole", text: str | list[str], style: str | None = None, **kw) -> None:
+def print_wrapped(console_: "Console | _LazyConsole", text: str | list[str], style: str | None = None,
+                  **kw: Unpack[WrapOptions]) -> None:
     """Print at the console's width (80 without a TTY, or $COLUMNS), never cutting a word."""
     lines = wrap_words(text, console_.width, **kw) if isinstance(text, str) else wrap(text, console_.width, **kw)
     for line in lines:

@@ -10,6 +10,10 @@ from harness.analysis.verdict_labels import group_label as group_name, regime_la
 from harness.errors import BadInput
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from harness.analysis.gate import GateOutcome
+    from harness.analysis.verdicts import Verdict
     from harness.store import Run
 
 COLOURS = {"slower": "red", "faster": "green", "no change": "white", "not enough data": "yellow",
@@ -85,7 +89,7 @@ def _runs(n: int) -> str:
     return f"{n} run" + ("" if n == 1 else "s")
 
 
-def summary_atoms(v) -> list[str]:
+def summary_atoms(v: Verdict) -> list[str]:
     """One group's verdict as phrases: ``pause 1 s: B/A 1.65 [0.190, 28.9], B slower by 65% (p50
     latency_ms 12.1 vs 20.0 ms): inconclusive; ...``, phrases kept whole by ``wrap``.  One ratio
     convention everywhere (B/A; below 1 is faster)."""
@@ -110,14 +114,14 @@ def summary_atoms(v) -> list[str]:
     return atoms
 
 
-def next_step_lines(outcome) -> list[str]:
+def next_step_lines(outcome: GateOutcome) -> list[str]:
     """What would decide an inconclusive gate: per undecided gating group, the runs needed."""
     from harness.analysis.verdicts import runs_needed_words
 
     return [f"{group_name(r)}: {runs_needed_words(r)}" for r in outcome.inconclusive if hasattr(r, "runs_needed")]
 
 
-def print_verdicts(verdicts, info: dict, ra: list[Run], rb: list[Run]) -> None:
+def print_verdicts(verdicts: Sequence[Verdict], info: dict, ra: list[Run], rb: list[Run]) -> None:
     """Per (model, setting) a heading, then one sentence per group, each at most the console's
     width (80 columns without a TTY) and broken only between whole phrases.  The runs' quality
     warnings (each once, naming its runs) follow the verdicts: the verdict is read first."""

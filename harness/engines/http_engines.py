@@ -21,7 +21,9 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import httpx
@@ -33,6 +35,9 @@ from harness.engines.readiness import wait_until_ready
 from harness.engines.loopback import HOST, free_port
 from harness.engines.one_token import OneTokenClient
 from harness.errors import BadInput, EngineError
+
+if TYPE_CHECKING:
+    from harness.engines.router import RouterModel
 
 PROMPT = IDLE_PROMPT
 
@@ -53,7 +58,8 @@ def check_loopback(url: str, where: str) -> str:
 class _Handle:
     """A server an engine talks to; closes what lbench started (nothing for external servers)."""
 
-    def __init__(self, base_url: str, client: OneTokenClient, argv: list[str], proc=None, log_path: Path | None = None):
+    def __init__(self, base_url: str, client: OneTokenClient, argv: list[str], proc: subprocess.Popen | None = None,
+                 log_path: Path | None = None) -> None:
         self.base_url = base_url
         self.client = client
         self.argv = argv
@@ -81,7 +87,7 @@ class _Handle:
         self.close()
 
 
-def _wait(url: str, proc, timeout_s: float, log_path: Path | None) -> None:
+def _wait(url: str, proc: subprocess.Popen | None, timeout_s: float, log_path: Path | None) -> None:
     wait_until_ready(url, what="the server", timeout_s=timeout_s, proc=proc, log_path=log_path, poll_s=0.1)
 
 
@@ -180,11 +186,13 @@ class MlxSwapBackend:
 
     request_path = "/v1/completions"
 
-    def __init__(self, models, log_path: Path, *, extra_args: list[str] | None = None):
+    def __init__(self, models: Sequence[RouterModel], log_path: Path, *, extra_args: list[str] | None = None) -> None:
         self.t_start = time.perf_counter()
         self.paths = {m.name: m.path for m in models}
         self.handle = MlxServerEngine(extra_args=extra_args).start(models[0].path, Setting(), log_path)
-        self.proc = self.handle.proc
+        proc = self.handle.proc
+        assert proc is not None  # started here: the handle holds the process
+        self.proc = proc
         self.pid, self.port, self.argv = self.proc.pid, self.handle.port, self.handle.argv
         self.base_url = self.handle.base_url
 

@@ -29,6 +29,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import IO
 from pathlib import Path
 
 import psutil
@@ -236,7 +237,7 @@ class Watchdog:
                     pass
 
 
-def watch(owner: int, stream=None) -> None:
+def watch(owner: int, stream: IO[bytes] | None = None) -> None:
     """The watchdog process: follow lbench's messages; at end of file, kill what is left."""
     for name in ("SIGINT", "SIGHUP", "SIGTERM", "SIGPIPE", "SIGBREAK"):  # those this platform has
         if hasattr(signal, name):

@@ -20,10 +20,18 @@ This module imports no engine module at import time: factories import lazily, so
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from harness.errors import BadInput
+
+if TYPE_CHECKING:
+    from harness.engines.binary import Binary
+    from harness.engines.http_engines import MlxServerEngine, MlxSwapBackend, OllamaEngine, OpenAIEngine
+    from harness.engines.llama_server import LlamaServerEngine
+    from harness.engines.router import RouterModel, RouterProcess, TimelineEvent
 
 # capability -> what it means (shown by `lbench engine list` and in exit-2 messages)
 CAPABILITIES: dict[str, str] = {
@@ -132,7 +140,21 @@ def require(name: str, capability: str, where: str = "--engine", *, why: str | N
 # ---------------------------------------------------------------- factories
 # Each imports its engine module only when called.
 
-def _llama_server(o: EngineOptions):
+class SwapSettings(Protocol):
+    """What a swap factory reads of the storm's spec (``harness.spec.SwapSpec``)."""
+
+    @property
+    def models_max(self) -> int: ...
+    @property
+    def sleep_idle_seconds(self) -> int | None: ...
+    @property
+    def ctx_size(self) -> int: ...
+    @property
+    def parallel(self) -> int: ...
+    def env_pairs(self) -> tuple[tuple[str, str | None], ...]: ...
+
+
+def _llama_server(o: EngineOptions) -> LlamaServerEngine:
     from harness.engines.llama_server import LlamaServerEngine
     from harness.engines.binary import locate
 
@@ -140,7 +162,8 @@ def _llama_server(o: EngineOptions):
                              match=o.match, client_spin=o.client_spin)
 
 
-def _llama_router(o: EngineOptions, *, binary, models, spec, run_dir, on_event):
+def _llama_router(o: EngineOptions, *, binary: Binary, models: list[RouterModel], spec: SwapSettings, run_dir: Path,
+                  on_event: Callable[[TimelineEvent], None]) -> RouterProcess:
     from harness.engines.router import RouterProcess
 
     return RouterProcess(binary, models, models_max=spec.models_max, run_dir=run_dir,
@@ -148,19 +171,20 @@ def _llama_router(o: EngineOptions, *, binary, models, spec, run_dir, on_event):
                          extra_args=o.server_args, on_event=on_event, env_axis=spec.env_pairs())
 
 
-def _mlx_server(o: EngineOptions):
+def _mlx_server(o: EngineOptions) -> MlxServerEngine:
     from harness.engines.http_engines import MlxServerEngine
 
     return MlxServerEngine(prompt_cache_size=o.prompt_cache_size, extra_args=o.server_args)
 
 
-def _mlx_swap(o: EngineOptions, *, binary, models, spec, run_dir, on_event):
+def _mlx_swap(o: EngineOptions, *, binary: Binary | None, models: Sequence[RouterModel], spec: SwapSettings,
+              run_dir: Path, on_event: Callable[[TimelineEvent], None]) -> MlxSwapBackend:
     from harness.engines.http_engines import MlxSwapBackend
 
     return MlxSwapBackend(models, run_dir / "logs" / "mlx_server.log", extra_args=o.server_args)
 
 
-def _openai(o: EngineOptions):
+def _openai(o: EngineOptions) -> OpenAIEngine:
     from harness.engines.http_engines import OpenAIEngine
 
     if not o.url:
@@ -168,7 +192,7 @@ def _openai(o: EngineOptions):
     return OpenAIEngine(o.url)
 
 
-def _ollama(o: EngineOptions):
+def _ollama(o: EngineOptions) -> OllamaEngine:
     from harness.engines.http_engines import OllamaEngine
 
     return OllamaEngine(o.ollama_url or "http://127.0.0.1:11434", o.ollama_env)

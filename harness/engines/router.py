@@ -16,6 +16,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
+from typing import IO
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -121,7 +122,7 @@ def preset_ini(models: list[RouterModel], *, ctx_size: int, parallel: int,
     return "\n".join(lines)
 
 
-def _close_quietly(fh) -> None:
+def _close_quietly(fh: IO[str]) -> None:
     try:
         fh.close()
     except OSError:
@@ -221,7 +222,7 @@ class RouterProcess:
         self._sse_ready.wait(10)
 
     # ---- readers -------------------------------------------------------
-    def _read(self, stream, source: str) -> None:
+    def _read(self, stream: IO[bytes], source: str) -> None:
         """Log and dispatch every line.  A log that cannot be written (full or read-only disk) is
         given up, never the reading: the router would block on a full pipe."""
         try:

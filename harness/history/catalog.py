@@ -32,10 +32,11 @@ import hashlib
 import math
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -45,6 +46,10 @@ import pyarrow.parquet as pq
 from harness.errors import BadInput
 from harness.history.archive import CATALOG_DIR, Added, Refused, _read_source, copy_runs, run_dirs
 from harness.history.table_bounds import check_run_tables
+
+if TYPE_CHECKING:
+    from harness.record import RunRecord
+    from harness.store import Run
 
 CATALOG_VERSION = 6  # 2: the wake model's regime bounds; 3: each idle run's warm / woken median;
 # 4: swap_failed_pct, and a storm's concurrency in its setting; 5: signer and cataloged_at;
@@ -74,7 +79,7 @@ def catalog_dir(archive: Path) -> Path:
     return Path(archive) / CATALOG_DIR
 
 
-def _num(value) -> float | None:
+def _num(value: Any) -> float | None:  # a value of the analysis' JSON
     try:
         v = float(value)
     except (TypeError, ValueError):
@@ -82,13 +87,13 @@ def _num(value) -> float | None:
     return v if math.isfinite(v) else None
 
 
-def _interval(pair) -> tuple[float | None, float | None]:
+def _interval(pair: object) -> tuple[float | None, float | None]:
     if isinstance(pair, (list, tuple)) and len(pair) == 2:
         return _num(pair[0]), _num(pair[1])
     return None, None
 
 
-def swap_setting(config) -> str:
+def swap_setting(config: Mapping[str, Any]) -> str:
     """A storm's setting: its cap and pattern, and its concurrency when requests overlap (a storm of
     one request at a time keeps the label it had before concurrency was part of it)."""
     label = f"models-max={config.get('models_max', '?')},pattern={config.get('pattern', '?')}"
@@ -96,7 +101,7 @@ def swap_setting(config) -> str:
     return label + (f",concurrency={int(concurrency)}" if concurrency and concurrency > 1 else "")
 
 
-def _median_row(run_id: str, model: str, setting: str, metric: str, values) -> dict | None:
+def _median_row(run_id: str, model: str, setting: str, metric: str, values: Iterable[object]) -> dict | None:
     from harness.analysis.intervals import median_interval
 
     x = np.asarray([v for v in values if _num(v) is not None], dtype=float)
@@ -107,7 +112,7 @@ def _median_row(run_id: str, model: str, setting: str, metric: str, values) -> d
             "lo": _num(lo), "hi": _num(hi), "n": int(x.size)}
 
 
-def _idle_metrics(record, analysis: dict) -> list[dict]:
+def _idle_metrics(record: RunRecord, analysis: dict) -> list[dict]:
     rows: list[dict] = []
     for w in analysis.get("wake") or []:
         if not isinstance(w, dict):
@@ -128,7 +133,7 @@ def _idle_metrics(record, analysis: dict) -> list[dict]:
     return rows
 
 
-def _swap_metrics(record, analysis: dict) -> list[dict]:
+def _swap_metrics(record: RunRecord, analysis: dict) -> list[dict]:
     from harness.analysis.frames import json_frame
 
     rows: list[dict] = []
@@ -180,7 +185,7 @@ def _idle_table_metrics(dirs: list[Path], metrics: pd.DataFrame) -> tuple[list[d
 TABLE_METRICS_OF_KIND = {"idle": _idle_table_metrics}
 
 
-def run_metrics(run) -> list[dict]:
+def run_metrics(run: Run) -> list[dict]:
     """The catalog's metric rows of one run (a ``harness.store.Run``), from its analysis."""
     from harness.analysis.persisted import analyze, read_analysis
 
@@ -194,14 +199,14 @@ def run_metrics(run) -> list[dict]:
 SETTINGS_OF_KIND = {"swap": lambda record: [swap_setting(record.config)]}
 
 
-def run_settings(record) -> list[str]:
+def run_settings(record: RunRecord) -> list[str]:
     """The setting labels the history archive files this run's series under (one per cell)."""
     if record.settings or record.kind not in SETTINGS_OF_KIND:
         return list(record.settings)
     return SETTINGS_OF_KIND[record.kind](record)
 
 
-def run_row(machine_id: str, rel_dir: str, record, manifest_bytes: bytes, signer: str | None = None,
+def run_row(machine_id: str, rel_dir: str, record: RunRecord, manifest_bytes: bytes, signer: str | None = None,
             cataloged_at: str | None = None) -> dict:
     return {"run_id": record.run_id, "machine_id": machine_id, "machine_label": record.machine.label,
             "kind": record.kind, "status": record.status, "engine": record.engine.name,

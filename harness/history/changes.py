@@ -31,9 +31,12 @@ from __future__ import annotations
 
 import math
 import shlex
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TypedDict, Unpack
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 MAX_PVALUE = 0.001  # Otava's default significance for the merge step
@@ -41,6 +44,14 @@ WINDOW = 50  # Otava's default sliding window (points)
 MIN_MAGNITUDE = 0.0  # no size floor: significance alone decides
 MIN_POINTS = 4  # fewer points than this: no change point is looked for
 MIN_SEGMENT = 2  # runs on each side of a reported change (one run alone has no spread)
+
+
+class OtavaParams(TypedDict, total=False):
+    """What ``change_indices`` passes on to Otava (each defaults to the constant above)."""
+
+    max_pvalue: float
+    window: int
+    min_magnitude: float
 
 
 @dataclass(frozen=True)
@@ -107,7 +118,7 @@ def _p_text(pvalue: float) -> str:
     return "p<1e-15" if pvalue < 1e-15 else f"p={pvalue:.2g}"
 
 
-def change_indices(values, *, max_pvalue: float = MAX_PVALUE, window: int = WINDOW,
+def change_indices(values: Iterable[float], *, max_pvalue: float = MAX_PVALUE, window: int = WINDOW,
                    min_magnitude: float = MIN_MAGNITUDE) -> list[tuple[int, float]]:
     """(index of the first point after each change, its p-value), by Otava."""
     from otava.analysis import compute_change_points
@@ -119,8 +130,8 @@ def change_indices(values, *, max_pvalue: float = MAX_PVALUE, window: int = WIND
     return [(int(p.index), float(p.stats.pvalue)) for p in points if 0 < p.index < len(x)]
 
 
-def reported_changes(values, scale: str = "log", trials=None,
-                     **params) -> list[tuple[int, float, float, float, float, int, int]]:
+def reported_changes(values: npt.ArrayLike, scale: str = "log", trials: npt.ArrayLike | None = None,
+                     **params: Unpack[OtavaParams]) -> list[tuple[int, float, float, float, float, int, int]]:
     """Otava's change points that lbench reports: (index, p-value, size, lo, hi, n before, n after).
 
     Each is placed by least squares between its neighbours (``best_split``) and must have
@@ -136,7 +147,7 @@ def reported_changes(values, scale: str = "log", trials=None,
     trials = None if trials is None else np.asarray(trials, dtype=float)
     none = 0.0 if scale == "linear" else 1.0
 
-    def interval(start: int, index: int, stop: int):
+    def interval(start: int, index: int, stop: int) -> tuple[float, float, float]:
         if scale != "linear":
             return _ratio_interval(values[start:index], values[index:stop])
         if trials is None:
@@ -277,7 +288,7 @@ def usable(values: np.ndarray, scale: str) -> np.ndarray:
         return ~np.isnan(values) & ((values >= 0) if scale == "linear" else (values > 0))
 
 
-def detect(points: pd.DataFrame, **params) -> list[ChangePoint]:
+def detect(points: pd.DataFrame, **params: Unpack[OtavaParams]) -> list[ChangePoint]:
     """Change points of one series' rows (``harness/history/series.py`` columns) for one machine,
     model and setting, ordered by build then start time."""
     scale = scale_of(points)
@@ -311,7 +322,7 @@ def _mean(values: np.ndarray, scale: str) -> float:
 GROUP = ["series", "machine_id", "model", "setting"]
 
 
-def detect_all(rows: pd.DataFrame, **params) -> list[ChangePoint]:
+def detect_all(rows: pd.DataFrame, **params: Unpack[OtavaParams]) -> list[ChangePoint]:
     """Change points of every (series, machine, model, setting) group, newest first."""
     found: list[ChangePoint] = []
     if rows.empty:
@@ -322,7 +333,7 @@ def detect_all(rows: pd.DataFrame, **params) -> list[ChangePoint]:
 
 
 def false_change_rate(n_series: int = 200, n_points: int = 20, log_sd: float = 0.1, seed: int = 0,
-                      **params) -> tuple[int, int]:
+                      **params: Unpack[OtavaParams]) -> tuple[int, int]:
     """(series with at least one change point, change points in all) over ``n_series`` simulated
     flat series of ``n_points`` lognormal points (log sd ``log_sd``): the false-alarm count."""
     rng = np.random.default_rng(seed)
@@ -335,7 +346,7 @@ def false_change_rate(n_series: int = 200, n_points: int = 20, log_sd: float = 0
 
 
 def detection_rate(step: float, n_series: int = 50, n_points: int = 20, log_sd: float = 0.1, seed: int = 1,
-                   **params) -> tuple[int, int]:
+                   **params: Unpack[OtavaParams]) -> tuple[int, int]:
     """(series whose step was found at its exact place, series with a change point anywhere) over
     ``n_series`` simulated series of ``n_points`` lognormal points stepping by ``step`` halfway."""
     rng = np.random.default_rng(seed)

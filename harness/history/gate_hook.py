@@ -29,6 +29,10 @@ from typing import TYPE_CHECKING
 from harness.errors import BadInput
 
 if TYPE_CHECKING:
+    from collections.abc import Collection, Mapping
+
+    import pandas as pd
+
     from harness.history.changes import ChangePoint
     from harness.store import Run
 
@@ -100,11 +104,11 @@ def is_history_ref(ref: str) -> bool:
     return str(ref).startswith(PREFIX)
 
 
-def _builds_words(builds) -> str:
+def _builds_words(builds: Collection[int]) -> str:
     return ", ".join(str(b) for b in builds) if builds else "none"
 
 
-def _choose_build(rows, spec_name: str, archive: Path, build: int | None,
+def _choose_build(rows: pd.DataFrame, spec_name: str, archive: Path, build: int | None,
                   candidate_build: int | None) -> tuple[int | None, str]:
     builds = sorted({int(b) for b in rows["build"].dropna()})
     if build is not None:
@@ -236,7 +240,8 @@ def history_baseline(archive: Path, ref: str, *, machine: str | None = None, mod
         seen_until=max((c for r, (_, c) in trust.items() if c), default=None))
 
 
-def _no_takeover(pick, dropped: tuple[str, ...], trust: dict, since: str, build, series: str) -> None:
+def _no_takeover(pick: pd.DataFrame, dropped: tuple[str, ...], trust: Mapping[str, tuple[bool, str | None]],
+                 since: str, build: int | None, series: str) -> None:
     """A window made only of runs cataloged after the last gate of this series never replaces the
     runs that gate had: neither a new build that only new runs claim, nor a drift check that would
     drop the established runs in favour of new ones."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -31,6 +32,11 @@ from harness.analysis.intervals import median_ranks
 from harness.history.catalog import METRIC_COLUMNS, RUN_COLUMNS, catalog_dir, refresh
 from harness.history.run_medians import MEMORY_LIMIT
 
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
+
+    from harness.history.catalog import Catalog
+
 TABLES = ("samples", "requests", "events", "memory")
 
 
@@ -38,7 +44,7 @@ def _sql_path(path: Path) -> str:
     return str(path).replace("'", "''")
 
 
-def connect(archive: Path, *, refresh_catalog: bool = True, tables: bool = True):
+def connect(archive: Path, *, refresh_catalog: bool = True, tables: bool = True) -> DuckDBPyConnection:
     """A DuckDB connection with the archive's views (see the module's docstring); with
     ``tables=False`` only ``runs`` and ``metrics`` (what the named series read: no listing of
     every run's Parquet files)."""
@@ -98,7 +104,7 @@ def connect(archive: Path, *, refresh_catalog: bool = True, tables: bool = True)
     return con
 
 
-def _cataloged_dirs(archive: Path, catalog) -> list[Path]:
+def _cataloged_dirs(archive: Path, catalog: Catalog | None) -> list[Path]:
     """The run directories the catalog lists, each ``<machine id>/<run id>`` inside the archive."""
     from harness.history.archive import MACHINE_ID, RUN_ID
     from harness.history.catalog import _read_table
@@ -116,7 +122,7 @@ _TRUSTED = ", coalesce(signer IN (SELECT key FROM trusted_keys), false) AS trust
 _COMMENT = re.compile(r"--[^\n]*|/\*.*?\*/", re.S)
 
 
-def check_read_only(sql: str, con) -> None:
+def check_read_only(sql: str, con: DuckDBPyConnection) -> None:
     """One SELECT (or WITH ... SELECT) statement, nothing else (no writes, no settings)."""
     text = _COMMENT.sub(" ", sql).strip()
     if not re.match(r"(?is)^\(*\s*(select|with|from)\b", text):

@@ -27,10 +27,14 @@ count.  The series (``SERIES``; ``history:<name>`` elsewhere):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from harness.errors import BadInput
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
 
 COLUMNS = ["series", "run_id", "machine_id", "machine_label", "build", "started_at", "model", "setting",
            "value", "lo", "hi", "n"]
@@ -49,7 +53,7 @@ class Series:
     # gates idle sweeps): a command with {lo} and {hi} for the builds either side; not a bisect
     measure: str | None = None
 
-    def rows(self, con, *, machine: str | None = None, model: str | None = None,
+    def rows(self, con: DuckDBPyConnection, *, machine: str | None = None, model: str | None = None,
              setting: str | None = None) -> pd.DataFrame:
         """This series' rows: its metric in the catalog, for the runs of its kind that match."""
         return _metric(con, self.name, self.kind, machine=machine, model=model, setting=setting,
@@ -72,7 +76,8 @@ def _filters(machine: str | None, model: str | None, setting: str | None, alias:
     return " AND ".join(where), params
 
 
-def _metric(con, name: str, kind: str, machine=None, model=None, setting=None,
+def _metric(con: DuckDBPyConnection, name: str, kind: str, machine: str | None = None, model: str | None = None,
+            setting: str | None = None,
             statuses: tuple[str, ...] = ("complete",)) -> pd.DataFrame:
     where, params = _filters(machine, model, setting, model_col="m.model", setting_col="m.setting",
                              statuses=statuses)
@@ -109,12 +114,12 @@ def get_series(name: str) -> Series:
     return series
 
 
-def series_rows(con, name: str, *, machine: str | None = None, model: str | None = None,
+def series_rows(con: DuckDBPyConnection, name: str, *, machine: str | None = None, model: str | None = None,
                 setting: str | None = None) -> pd.DataFrame:
     return get_series(name).rows(con, machine=machine, model=model, setting=setting)
 
 
-def all_series(con, *, machine: str | None = None, model: str | None = None) -> pd.DataFrame:
+def all_series(con: DuckDBPyConnection, *, machine: str | None = None, model: str | None = None) -> pd.DataFrame:
     """Every named series' rows, stacked (the trend site's input); read one machine at a time, so
     the memory a full scan takes grows with the largest machine's share, not the archive."""
     machines = [machine] if machine else [m for (m,) in con.execute(

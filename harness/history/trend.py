@@ -23,16 +23,30 @@ import dataclasses
 import math
 import os
 import sys
+from collections.abc import Callable, Iterable
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
 import pandas as pd
 
 from harness.history.changes import GROUP, WINDOW, ChangePoint, detect, scale_of, usable
 from harness.history.series import SERIES
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
+    from multiprocessing.context import BaseContext
+
+    from duckdb import DuckDBPyConnection
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.text import Text
+
+    from harness.history.plot_cache import PlotCache
+
+T = TypeVar("T")
 
 INDEX = "index.html"
 POINTS = 50  # runs listed under each plot by default (the newest); the query command lists every run
@@ -48,7 +62,7 @@ def machine_page(machine_id: str) -> str:
     return f"machine-{machine_id}.html"
 
 
-def _fmt(v) -> str:
+def _fmt(v: float | None) -> str:
     if v is None or (isinstance(v, float) and not math.isfinite(v)) or v is pd.NA:
         return "–"
     return f"{float(v):,.4g}"
@@ -61,7 +75,7 @@ def default_jobs() -> int:
 _FIGURE: list = []  # one Figure, Axes and footer per process, emptied for each plot (a new one costs more)
 
 
-def _figure():
+def _figure() -> tuple[Figure, Axes, Text]:
     """This process' figure for the trend plots, emptied of the last plot's artists (not cleared:
     clearing the axes would make every tick again)."""
     from harness.report.plots import plt
@@ -76,8 +90,9 @@ def _figure():
         container.remove()
     for artist in [*ax.lines, *ax.collections, *ax.texts]:
         artist.remove()
-    if ax.get_legend() is not None:
-        ax.get_legend().remove()
+    legend = ax.get_legend()
+    if legend is not None:
+        legend.remove()
     ax.set_yscale("linear")
     return fig, ax, footer
 
@@ -182,7 +197,7 @@ def list_command(archive: Path, series: str, machine_id: str, model: str, settin
                  "--setting", setting, "--archive", str(archive)])
 
 
-def build_window(builds, n: int | None) -> int | None:
+def build_window(builds: Iterable[float], n: int | None) -> int | None:
     """The oldest engine build of the newest ``n`` (None: no window, every build and unknown builds)."""
     if n is None:
         return None
@@ -221,30 +236,32 @@ def _changes(seen: pd.DataFrame, context: int) -> list[ChangePoint]:
     return in_window(detect(seen), seen, context)
 
 
-class _Done:
-    def __init__(self, value):
+class _Done(Generic[T]):
+    def __init__(self, value: T) -> None:
         self.value = value
 
-    def result(self):
+    def result(self) -> T:
         return self.value
 
 
-class _Pending:
+class _Pending(Generic[T]):
     """Work given to the pool; done here instead if the pool broke (a worker out of memory, killed)."""
 
-    def __init__(self, future, fn, args, then=None):
-        self.future, self.fn, self.args, self.then, self.done, self.value = future, fn, args, then, False, None
+    def __init__(self, future: Future[T], fn: Callable[..., T], args: tuple,
+                 then: Callable[[T], object] | None = None) -> None:
+        self.future, self.fn, self.args, self.then = future, fn, args, then
+        self.done: _Done[T] | None = None  # the value, once there
 
-    def result(self):
-        if not self.done:
+    def result(self) -> T:
+        if self.done is None:
             try:
-                self.value = self.future.result()
+                value = self.future.result()
             except BrokenProcessPool:
-                self.value = self.fn(*self.args)
+                value = self.fn(*self.args)
             if self.then is not None:
-                self.then(self.value)
-            self.done = True
-        return self.value
+                self.then(value)
+            self.done = _Done(value)
+        return self.done.value
 
 
 class _Workers:
@@ -252,11 +269,12 @@ class _Workers:
     the cache only), while this process reads the next machine; here, with ``jobs`` 1 or where
     no process can be started."""
 
-    def __init__(self, cache, jobs: int):
+    def __init__(self, cache: PlotCache, jobs: int) -> None:
         self.cache, self.jobs = cache, jobs
-        self.pool: Any = None
+        self.pool: ProcessPoolExecutor | None = None
 
-    def _run(self, fn, args: tuple, then=None):
+    def _run(self, fn: Callable[..., T], args: tuple, then: Callable[[T], object] | None = None
+             ) -> _Done[T] | _Pending[T]:
         if self.jobs > 1:
             try:
                 if self.pool is None:
@@ -269,11 +287,11 @@ class _Workers:
             then(value)
         return _Done(value)
 
-    def changes(self, seen: pd.DataFrame, context: int):
+    def changes(self, seen: pd.DataFrame, context: int) -> _Done[list[ChangePoint]] | _Pending[list[ChangePoint]]:
         """A future-like: ``.result()`` is ``_changes(seen, context)``."""
         return self._run(_changes, (seen, context))
 
-    def plot(self, key: str, args: tuple):
+    def plot(self, key: str, args: tuple) -> _Done[bytes] | _Pending[bytes]:
         """A future-like: ``.result()`` is the PNG (from the cache, else drawn and kept there)."""
         data = self.cache.lookup(key)
         if data is not None:
@@ -307,7 +325,7 @@ class _Workers:
 _START_METHOD = "forkserver" if sys.platform.startswith("linux") else "spawn"
 
 
-def _context():
+def _context() -> BaseContext:
     import multiprocessing
 
     ctx = multiprocessing.get_context(_START_METHOD)
@@ -316,7 +334,7 @@ def _context():
     return ctx
 
 
-def _pool(jobs: int):
+def _pool(jobs: int) -> ProcessPoolExecutor:
     from concurrent.futures import ProcessPoolExecutor
 
     # lbench's own modules are imported by each worker once its sys.path is this process' (a fork
@@ -325,7 +343,7 @@ def _pool(jobs: int):
                                initargs=(f"import sys; sys.path[:] = {sys.path!r}",))
 
 
-def _machine_ids(con, machine: str | None) -> list[str]:
+def _machine_ids(con: DuckDBPyConnection, machine: str | None) -> list[str]:
     if machine:
         sql, params = ("SELECT DISTINCT machine_id FROM runs WHERE machine_id = ? OR contains(machine_label, ?) "
                        "ORDER BY machine_id", [machine, machine])
@@ -479,7 +497,7 @@ def build_site(archive: Path, *, machine: str | None = None, model: str | None =
     return TrendSite(index, machines, changes, pages, cache.drawn, cache.hits)
 
 
-def page_writer(template: str):
+def page_writer(template: str) -> Callable[[dict[str, Any], Path], Path]:
     """``write(context, path)``: ``harness.report.html.write_page`` with the template compiled once
     (not once per page)."""
     from harness.atomic import atomic_write_text

@@ -14,6 +14,7 @@ import mmap
 import os
 import struct
 from pathlib import Path
+from typing import Any
 
 MAGIC = b"GGUF"
 MAX_KEY_BYTES = 1 << 16
@@ -31,7 +32,7 @@ class HeaderError(ValueError):
 
 
 class _Cursor:
-    def __init__(self, buf, size: int):
+    def __init__(self, buf: mmap.mmap | bytes, size: int) -> None:
         self.buf, self.size, self.pos = buf, size, 0
 
     def left(self) -> int:
@@ -41,7 +42,7 @@ class _Cursor:
         if n < 0 or n > self.left():
             raise HeaderError(f"{what} at byte {self.pos} needs {n} bytes; the file has {self.left()} left")
 
-    def unpack(self, fmt: str, what: str):
+    def unpack(self, fmt: str, what: str) -> Any:  # struct's value(s): an int, float or bool by ``fmt``
         n = struct.calcsize(fmt)
         self.need(n, what)
         value = struct.unpack_from(fmt, self.buf, self.pos)

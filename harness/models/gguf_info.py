@@ -12,6 +12,7 @@ import os
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import gguf
 
@@ -42,14 +43,14 @@ class ModelInfo:
         return asdict(self)
 
 
-def _field(reader: gguf.GGUFReader, key: str):
+def _field(reader: gguf.GGUFReader, key: str) -> Any:  # a GGUF value: text, a number or a list (gguf: Any)
     field = reader.get_field(key)
     if field is None:
         return None
     return field.contents()
 
 
-def _positive_int(value) -> int | None:
+def _positive_int(value: Any) -> int | None:  # a GGUF value as _field reads it
     try:
         n = int(value)
     except (TypeError, ValueError):

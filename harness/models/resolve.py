@@ -19,6 +19,7 @@ import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 from harness import paths
 from harness.engines import registry
@@ -174,7 +175,15 @@ def suggest_synthetic(ref: str) -> str | None:
     return f"{shape}-{quant}"
 
 
-def resolve_for_engine(ref: str, engine: str, **kwargs) -> ResolvedModel:
+class ResolveOptions(TypedDict, total=False):
+    """What ``resolve_for_engine`` takes beside the reference: ``resolve``'s options, and an MLX preset's seed."""
+
+    progress: Callable[[int, int], None] | None
+    announce: Callable[[str], None]
+    seed: int
+
+
+def resolve_for_engine(ref: str, engine: str, **kwargs: Unpack[ResolveOptions]) -> ResolvedModel:
     """``--model`` for a given engine: GGUF for llama-server, an MLX directory for mlx,
     a server-side model name for openai and ollama."""
     source = registry.get(engine).model_source
@@ -201,7 +210,7 @@ def resolve_for_engine(ref: str, engine: str, **kwargs) -> ResolvedModel:
         info = ModelInfo(path=ref, bytes=0, arch="(server-side)", name=ref, n_params=0, quant="(server-side)",
                          n_layer=None, n_embd=None, synthetic=False, preset=None)
         return ResolvedModel(ref, ref, Path(ref), "server", info)
-    return resolve(ref, **kwargs)
+    return resolve(ref, progress=kwargs.get("progress"), announce=kwargs.get("announce", lambda s: None))
 
 
 def local_file(model: ResolvedModel) -> Path | None:

@@ -88,7 +88,7 @@ def is_virtual(chip: str | None, gpu_model: str | None, hw_model: str | None = N
 
 def macos_facts(sysctl: dict[str, str], sw_vers: dict[str, str], gpu: dict) -> dict:
     """The manifest's macOS section from parsed readings."""
-    def num(key):
+    def num(key: str) -> int | None:
         v = sysctl.get(key)
         return int(v) if v is not None and v.lstrip("-").isdigit() else None
 

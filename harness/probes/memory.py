@@ -15,13 +15,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 from harness.probes import macos, pagecache
 
 Probe = Callable[[], dict]
 
 
-def _nvml_handle():
+def _nvml_handle() -> tuple[tuple[ModuleType, object] | None, str | None]:
     try:
         import pynvml  # from nvidia-ml-py, optional (pip install 'lbench[nvidia]')
     except ImportError:
@@ -82,7 +83,7 @@ def build_probes(model_path: Path | None) -> tuple[list[Probe], dict[str, str]]:
     return probes, status
 
 
-def _runtime_active(pynvml, handle) -> Callable[[], bool]:
+def _runtime_active(pynvml: ModuleType, handle: object) -> Callable[[], bool]:
     """Whether the GPU may be read now: its PCI ``power/runtime_status`` is active or unknown
     (an NVML call wakes a suspended GPU; docs/probes.md)."""
     from harness.probes.devices.base import may_read, read_text, runtime_status

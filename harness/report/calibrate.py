@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 from matplotlib.ticker import FuncFormatter
@@ -11,6 +13,9 @@ from harness.probes.host import virtual_mac_warning
 from harness.report.html import data_uri, run_context
 from harness.report.plots import figure_png, plain, plt
 from harness.store import Run
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 INFO_FIGURES = {  # shown for information, no target
     "overhead_p99_undisturbed_ms": "overhead p99 where the server's own time was undisturbed",
@@ -38,7 +43,7 @@ def short(label: str) -> str:
                  .replace(" after a pause", ""))
 
 
-def target_line(ax, value: float, label: str, colour: str) -> None:
+def target_line(ax: Axes, value: float, label: str, colour: str) -> None:
     """A dashed target line labelled at its left end (a legend box could hide points)."""
     ax.axhline(value, color=colour, ls="--", lw=0.9)
     ax.annotate(f"{label} {value:g} ms", (0, value), xycoords=("axes fraction", "data"), xytext=(3, 2),

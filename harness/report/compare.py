@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -20,6 +22,9 @@ from harness.report.redact import Redactor, redact_html
 from harness.store import Run
 from harness.analysis.verdict_labels import regime_label
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 COLOURS = {"A": "#3a7dc9", "B": "#c94a3a"}
 # manifest sections whose differing keys the report lists (nested dicts are flattened a.b.c)
 ENV_SECTIONS = ("host", "engine", "config", "client", "models")
@@ -27,7 +32,7 @@ ENV_SECTIONS = ("host", "engine", "config", "client", "models")
 SKIPPED_KEYS = ("started_at", "ended_at", "run_id", "load_avg_1m")
 
 
-def _flat(value, prefix: str) -> dict[str, str]:
+def _flat(value: object, prefix: str) -> dict[str, str]:
     if isinstance(value, dict):
         out: dict[str, str] = {}
         for k, v in value.items():
@@ -41,11 +46,12 @@ def _flat(value, prefix: str) -> dict[str, str]:
     return {prefix: value if isinstance(value, str) else json.dumps(value, default=str)}
 
 
-def _environment_section(run: Run, section: str):
+def _environment_section(run: Run, section: str) -> Mapping[str, Any] | list[dict[str, Any]] | None:
     """One part of the environment a comparison shows (``ENV_SECTIONS``), from the run record."""
     r = run.record
-    return {"host": r.host.facts, "engine": r.engine.facts, "config": r.config,
-            "models": [dict(m.facts) for m in r.models]}.get(section) or r.sections.get(section)
+    sections: dict[str, Mapping[str, Any] | list[dict[str, Any]]] = {
+        "host": r.host.facts, "engine": r.engine.facts, "config": r.config, "models": [dict(m.facts) for m in r.models]}
+    return sections.get(section) or r.sections.get(section)
 
 
 def _side_values(runs: list[Run]) -> dict[str, str]:
@@ -85,7 +91,7 @@ def metric_png(a_runs: list[Run], b_runs: list[Run], metric: str) -> bytes | Non
     return None if fig is None else figure_png(fig)
 
 
-def metric_figure(a_runs: list[Run], b_runs: list[Run], metric: str):
+def metric_figure(a_runs: list[Run], b_runs: list[Run], metric: str) -> Figure | None:
     """Idle: per (model, setting) a panel of the metric against pause, A and B, log y axis.
     Swap: the two request groups the verdicts use (served resident / waited for a load, else warm / cold),
     A and B, log y axis.  None when neither side has the metric."""
@@ -165,7 +171,7 @@ def compare_findings(results: list[Verdict]) -> list[str]:
     return lines
 
 
-def _row(v) -> dict:
+def _row(v: Verdict) -> dict:
     d = v.as_dict()
     d["group"] = regime_label(v.regime)
     lo, hi = v.ratio_ci

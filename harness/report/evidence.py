@@ -12,7 +12,7 @@ import re
 import shlex
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.analysis import stats
 from harness.analysis.persisted import with_analysis
@@ -27,6 +27,9 @@ from harness.analysis.frames import json_frame
 from harness.report.plots import latency_vs_pause
 from harness.report.rerun import idle_script, swap_script
 from harness.analysis.swap import summary_from_analysis
+
+if TYPE_CHECKING:
+    import pandas as pd
 from harness.analysis.swap_served import storm_events
 from harness.report.swap import timeline_png
 from harness.report.render import render_report
@@ -106,7 +109,7 @@ def idle_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[str
     return "\n".join(lines), files
 
 
-def device_section(run: Run, samples, out_dir: Path) -> tuple[list[str], list[str]]:
+def device_section(run: Run, samples: pd.DataFrame, out_dir: Path) -> tuple[list[str], list[str]]:
     """Device sampling: the perturbation check (interleaved runs), the per-setting before/after table
     (device memory during the longest pause, the request after it) and memory across the pause."""
     from harness.analysis.device import perturbation, perturbation_sentence, setting_table

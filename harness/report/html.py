@@ -8,13 +8,18 @@ Every report module imports from here; none imports another report module's help
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import jinja2
 
 from harness import resources
 from harness.atomic import atomic_write_text
 from harness.units import size_text
+
+if TYPE_CHECKING:
+    from harness.store import Run
 
 
 def environment() -> jinja2.Environment:
@@ -37,14 +42,14 @@ def data_uri(png: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(png).decode()
 
 
-def write_page(template: str, context: dict, out: Path, post=None) -> Path:
+def write_page(template: str, context: dict, out: Path, post: Callable[[str], str] | None = None) -> Path:
     """Render ``template`` with ``context`` into ``out`` (temp file + rename: never half a page);
     ``post`` rewrites the rendered page first (redaction)."""
     html = scrolling_tables(environment().get_template(template).render(**context))
     return atomic_write_text(out, post(html) if post is not None else html)
 
 
-def run_context(run) -> dict:
+def run_context(run: Run) -> dict:
     """What every run report shows of the run itself: manifest, id, completeness, models (synthetic
     ones apart for the banner), cells, host and engine."""
     models = run.record.models

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from typing import TYPE_CHECKING
 
 import matplotlib
 
@@ -11,11 +12,14 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 
 DPI = 200  # about twice the CSS pixels the report shows them at (base.html.j2): sharp on Retina screens
 
 
-def figure_png(fig, *, tight: bool = True) -> bytes:
+def figure_png(fig: Figure, *, tight: bool = True) -> bytes:
     """The figure as PNG bytes (closed after); ``tight=False`` keeps the figure's own margins
     (one draw instead of the two a tight bounding box takes)."""
     buf = io.BytesIO()

@@ -31,7 +31,8 @@ CONTEXTS: dict[str, Callable[[Run, dict], dict]] = {
 }
 
 
-def render_report(run: Run, out: Path | None = None, *, reanalyze: bool = False, post=None) -> Path:
+def render_report(run: Run, out: Path | None = None, *, reanalyze: bool = False,
+                  post: Callable[[str], str] | None = None) -> Path:
     """The run's report.html, from its analysis.json (recomputed only when missing, stale or asked);
     ``post`` rewrites the page before it is written (evidence's redacted copy)."""
     kind = find_kind(run.record.kind)

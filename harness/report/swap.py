@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -17,6 +17,9 @@ from harness.report.html import data_uri
 from harness.report.plots import figure_png, plain, plt
 from harness.schema import records
 from harness.store import Run
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 
 
@@ -88,7 +91,7 @@ DRAW_EACH_MAX = 120  # more requests than this: the timeline shows counts per ti
 HISTOGRAM_BINS = 100
 
 
-def _request_histogram(ax, reqs: pd.DataFrame, row_of: dict, end: float) -> None:
+def _request_histogram(ax: Axes, reqs: pd.DataFrame, row_of: dict, end: float) -> None:
     """Per model row: requests sent per time bin as stacked bars (height: count, the row's
     busiest bin fills it), coloured by what the router did; a bin with a failure gets an x."""
     width = max(end, 1e-3) / HISTOGRAM_BINS

@@ -15,14 +15,15 @@ where a gating group is ``slower`` or every gating group is decided (``no change
 
 from __future__ import annotations
 
-from harness.analysis.campaign import SPENDING_DEFAULT, ABResult, sequential_ab
+from harness.analysis.campaign import SPENDING_DEFAULT, ABResult, Execute, Judge, sequential_ab
 from harness.analysis.gate import GateConfig
 from harness.runs.campaign import idle_campaign
-from harness.runs.idle import QuietReporter
+from harness.runs.idle import PreparedIdle, QuietReporter, Reporter
 
 
-def run_ab(prep_a, prep_b, cfg: GateConfig, *, min_rounds: int = 3, max_rounds: int = 10, reporter=None,
-           execute=None, judge=None, spending: str = SPENDING_DEFAULT) -> ABResult:
+def run_ab(prep_a: PreparedIdle, prep_b: PreparedIdle, cfg: GateConfig, *, min_rounds: int = 3, max_rounds: int = 10,
+           reporter: Reporter | None = None, execute: Execute | None = None, judge: Judge | None = None,
+           spending: str = SPENDING_DEFAULT) -> ABResult:
     """The ``ab`` rounds on real idle runs (``harness.analysis.campaign.sequential_ab``);
     ``execute(prep, reporter) -> Run`` and ``judge(a_runs, b_runs, vcfg)`` are injectable for tests."""
     return sequential_ab(idle_campaign(reporter or QuietReporter(), execute=execute, judge=judge), prep_a, prep_b, cfg,

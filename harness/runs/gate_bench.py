@@ -30,7 +30,7 @@ from __future__ import annotations
 import copy
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,8 +49,13 @@ from harness.spec import IdleSpec
 from harness.store import Run
 
 if TYPE_CHECKING:
+    import pandas as pd
+
+    from harness.analysis.gate_config import GateOn
+    from harness.analysis.verdicts import Verdict
     from harness.runs.executors import RunOptions
-    from harness.runs.idle import Reporter
+    from harness.runs.idle import PreparedIdle, Reporter
+    from harness.store import Run
 
 SIDES = ("A", "A2", "B")
 ORDERS = (("A", "A2", "B"), ("B", "A", "A2"), ("A2", "B", "A"))  # rotated: each side in each position
@@ -60,17 +65,17 @@ KIND = "gate-bench"
 class Relabeled:
     """A run whose samples carry another model label (B's deeper model stands in for A's)."""
 
-    def __init__(self, run: Any, model: str) -> None:
+    def __init__(self, run: Run, model: str) -> None:
         self._run = run
         self._model = model
 
-    def table(self, name: str = "samples") -> Any:
+    def table(self, name: str = "samples") -> pd.DataFrame:
         frame = self._run.table(name)
         if "model" in frame:
             frame = frame.assign(model=self._model)
         return frame
 
-    def __getattr__(self, attr: str) -> Any:
+    def __getattr__(self, attr: str) -> Any:  # the run's own attributes
         return getattr(self._run, attr)
 
 
@@ -81,7 +86,7 @@ class Trial:
     wall_s: float = 0.0
 
 
-def decision_row(trial: Trial, condition: str, a_runs: list, b_runs: list, verdicts: list,
+def decision_row(trial: Trial, condition: str, a_runs: list, b_runs: list, verdicts: Sequence[Verdict],
                  outcome: GateOutcome) -> dict:
     """One gate decision as a tidy row (the ``decisions`` table, harness/schema.py)."""
     gating = [v for v in verdicts if v.primary]
@@ -104,9 +109,9 @@ def decision_row(trial: Trial, condition: str, a_runs: list, b_runs: list, verdi
     }
 
 
-def run_gate_bench(preps: dict[str, Any], cfg: GateConfig, *, bench_id: str, trials: int, runs_per_side: int,
-                   model_label: str, reporter: Any, on_decision: Callable[[dict], None],
-                   execute: Execute | None = None, judge: Judge | None = None, gate_on: Any = None) -> list[Trial]:
+def run_gate_bench(preps: dict[str, PreparedIdle], cfg: GateConfig, *, bench_id: str, trials: int, runs_per_side: int,
+                   model_label: str, reporter: Reporter, on_decision: Callable[[dict], None],
+                   execute: Execute | None = None, judge: Judge | None = None, gate_on: GateOn = None) -> list[Trial]:
     """Run ``trials`` trials of ``runs_per_side`` rotated rounds over the sides in ``preps``
     (keys A, A2, B) and hand every decision row to ``on_decision``.  ``gate_on``: which groups vote
     (harness.analysis.gate_config.parse_gate_on; the warm regime by default), as in ``lbench gate``.

@@ -13,7 +13,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, TypedDict, Unpack
 
 from harness import paths
 from harness.kinds import KINDS
@@ -37,6 +37,11 @@ from harness.store import read_journal
 from harness.runs.preflight import available_cpus, cpu_list
 from harness.analysis.stats import measured
 from harness.engines.llama_server import openmp_build
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from harness.engines.base import RunningServer
 
 
 class Reporter(Protocol):
@@ -72,10 +77,10 @@ class PreparedIdle:
     device_status: dict[str, str] = field(default_factory=dict)  # every source: available (...) / not available: why
 
 
-def fit_default_ctx(spec: IdleSpec, engine, models, reporter) -> None:
+def fit_default_ctx(spec: IdleSpec, engine: Engine, models: list[ResolvedModel], reporter: Reporter) -> None:
     """A default the user never set must fit the model: the default context (2048) becomes the
     smallest trained context among the models when that is less (a context given is checked, not changed)."""
-    trained = [m.info.n_ctx_train for m in models if getattr(m.info, "n_ctx_train", None)]
+    trained: list[int] = [n for m in models if (n := getattr(m.info, "n_ctx_train", None))]
     if spec.ctx_size_given or not trained or min(trained) >= spec.ctx_size:
         return
     spec.ctx_size = min(trained)
@@ -83,7 +88,7 @@ def fit_default_ctx(spec: IdleSpec, engine, models, reporter) -> None:
     reporter.message(f"context size {spec.ctx_size}: the trained context of the model (the default 2048 does not fit)")
 
 
-def make_engine(spec: IdleSpec, llama_server: str | None, options: dict):
+def make_engine(spec: IdleSpec, llama_server: str | None, options: dict) -> tuple[str, Engine]:
     """The server engine of the run (from the registry), built with the run's options."""
     kind = registry.require(spec.server_engine, "idle")
     assert kind.make_server is not None  # the registry refuses an 'idle' engine without one
@@ -222,7 +227,7 @@ def execute_idle(prep: PreparedIdle, reporter: Reporter = QuietReporter(), *, ex
     return session.run
 
 
-def writer_samples(writer: RunWriter):
+def writer_samples(writer: RunWriter) -> pd.DataFrame | None:
     try:
         journal = writer.dir / "samples.jsonl"
         return measured(read_journal(journal)) if journal.exists() else None
@@ -466,14 +471,14 @@ class IdleCell:
         return {k: v for k, v in out.items() if not (k in self.OPTIONAL and v is None)}
 
 
-def _death_of(server) -> Callable[[], str | None] | None:
+def _death_of(server: RunningServer) -> Callable[[], str | None] | None:
     proc = getattr(server, "proc", None)
     if proc is None:
         return None
     return lambda: None if proc.poll() is None else f"exit status {proc.returncode}"
 
 
-def _process_state(server) -> str | None:
+def _process_state(server: RunningServer) -> str | None:
     """The server process's scheduler state ("stopped" for a SIGSTOPped one), when it can be read."""
     proc = getattr(server, "proc", None)
     if proc is None:
@@ -486,9 +491,18 @@ def _process_state(server) -> str | None:
         return None
 
 
-def run_idle(spec: IdleSpec, **kwargs) -> Run:
+class PrepareOptions(TypedDict, total=False):
+    """``prepare_idle``'s options that ``run_idle`` passes on."""
+
+    llama_server: str | None
+    results: str | None
+    kind: str
+    llama_idle_path: str | None
+    engine_options: dict | None
+
+
+def run_idle(spec: IdleSpec, *, reporter: Reporter = QuietReporter(), **kwargs: Unpack[PrepareOptions]) -> Run:
     """Prepare and execute in one call (library use and tests)."""
-    reporter = kwargs.pop("reporter", QuietReporter())
     prep = prepare_idle(spec, reporter=reporter, **kwargs)
     return execute_idle(prep, reporter)
 

@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import os
 import shutil
+from typing import TYPE_CHECKING
 
 from harness.engines import server_flags
 from harness.errors import BadInput
 from harness.engines.router import preset_ini, RouterModel
+
+if TYPE_CHECKING:
+    from harness.runs.idle import PreparedIdle
+    from harness.runs.swap import PreparedSwap
 
 
 def available_cpus() -> set[int]:
@@ -55,7 +60,7 @@ def _ranges(cpus: list[int]) -> str:
     return ",".join(out)
 
 
-def check_idle(prep) -> None:
+def check_idle(prep: PreparedIdle) -> None:
     """``prep``: a PreparedIdle (models resolved, engine made)."""
     # cache states on engines without a local model file are refused by the spec (engine registry)
     spec = prep.spec
@@ -74,7 +79,7 @@ def check_idle(prep) -> None:
                                [(m.label, m.info.n_ctx_train) for m in prep.models])
 
 
-def check_swap(prep) -> None:
+def check_swap(prep: PreparedSwap) -> None:
     """``prep``: a PreparedSwap. Server flags and context size as for idle; the router preset must
     hold every model name and path."""
     if prep.binary is not None:  # a llama.cpp server lbench starts: ask it about its flags

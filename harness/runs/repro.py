@@ -13,13 +13,15 @@ import os
 import subprocess
 import time
 import traceback
+from collections.abc import Callable
 from functools import lru_cache
+from pathlib import Path
 
 from harness import paths
 from harness.engines import provision
 from harness.engines.binary import Binary
 from harness.engines.devices import is_selection_var
-from harness.models.resolve import resolve
+from harness.models.resolve import ResolvedModel, resolve
 from harness.models.gguf_info import file_sha256
 from harness.repro.claims import (ERROR, NOT_CHECKABLE, SETUP_FAILED, ClaimSpec, evaluate, gate_cause, judge_repeats,
                                   summarize_repeats)
@@ -57,7 +59,7 @@ def engine_source(binary: Binary) -> str:
     return f"unknown build, from {binary.source}"
 
 
-def _provenance(spec: ClaimSpec, resolve_once) -> list[dict]:
+def _provenance(spec: ClaimSpec, resolve_once: Callable[[str], ResolvedModel]) -> list[dict]:
     """Where each model of the claim came from: path, bytes, sha256, synthetic or not."""
     refs = list(spec.params.get("models", [])) + ([spec.params["model"]] if "model" in spec.params else [])
     out = []
@@ -71,7 +73,7 @@ def _provenance(spec: ClaimSpec, resolve_once) -> list[dict]:
     return out
 
 
-def _recipes_with_checks(ctx: Context, rep_dir, spec: ClaimSpec, figures: dict) -> None:
+def _recipes_with_checks(ctx: Context, rep_dir: Path, spec: ClaimSpec, figures: dict) -> None:
     """Rewrite the repetition's ``recipe.sh`` with the claim's checks and lbench's verdict for
     this repetition, so the script judges the claim itself (harness/repro/recipe.py)."""
 

@@ -16,12 +16,15 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Required, TypedDict, Unpack
 
 import pandas as pd
 
 from harness.probes.process_tree import TreeSample, TreeSampler
 from harness.workloads.swap import RequestRecord, drive
+
+if TYPE_CHECKING:
+    from harness.engines.router import TimelineEvent
 
 EVENT_COLUMNS = ["t_s", "source", "kind", "model", "detail", "text"]
 MEMORY_COLUMNS = ["t_s", "children_alive", "rss_total_bytes", "rss_router_bytes", "rss_children_bytes",
@@ -74,6 +77,19 @@ def memory_row(s: TreeSample, t0: float) -> dict:
             "rss_router_bytes": s.root_rss, "rss_children_bytes": s.total_rss - s.root_rss,
             "mem_available_bytes": s.mem_available,
             "children": ";".join(f"{pid}:{rss}" for pid, rss in sorted(s.children.items()))}
+
+
+class DriveOptions(TypedDict, total=False):
+    """``harness.workloads.swap.drive``'s options that ``RouterSession.drive`` passes on."""
+
+    concurrency: Required[int]
+    n_predict: int
+    prompt: str
+    deadline: float | None
+    timeout_s: float
+    reuse_connections: bool
+    before_send: Callable[[str], dict] | None
+    stop_on_deadline: bool
 
 
 class RouterSession:
@@ -160,7 +176,7 @@ class RouterSession:
     def alive(self) -> bool:
         return self.backend is not None and self.backend.alive()
 
-    def drive(self, plan: list[list[str]], *, emit: Callable[[dict], None], **kw) -> int:
+    def drive(self, plan: list[list[str]], *, emit: Callable[[dict], None], **kw: Unpack[DriveOptions]) -> int:
         """Send ``plan`` through the backend (its request path and body); ``emit`` gets each request's row."""
         return asyncio.run(drive(self.backend, plan, status_of=self.states.get, should_stop=lambda: not self.alive(),
                                  emit=lambda r: emit(self.request_row(r)), **kw))
@@ -172,7 +188,8 @@ class RouterSession:
     def rel(self, t: float) -> float:
         return t - self.t0
 
-    def wait_for(self, kind: str, model: str | None = None, timeout: float = 30.0, after: float = 0.0):
+    def wait_for(self, kind: str, model: str | None = None, timeout: float = 30.0, after: float = 0.0
+                 ) -> TimelineEvent | None:
         """First event of ``kind`` (for ``model``) received after session time ``after``, or None."""
         deadline = time.monotonic() + timeout
         with self._cond:
