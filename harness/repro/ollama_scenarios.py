@@ -11,19 +11,21 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from harness.engines.base import Setting
+from harness.engines.http_engines import OllamaEngine, check_loopback
 from harness.engines.loopback import free_port
-from dataclasses import dataclass, field, replace
+from harness.errors import EngineError
 
 from harness.repro.base import Context, Evidence, Inconclusive, Params, scenario
 
@@ -77,8 +79,6 @@ def is_queue_full(status: int | None, body: str) -> bool:
 # ---- scenarios ---------------------------------------------------------------------
 
 def _client(p: OllamaParams) -> httpx.Client:
-    from harness.engines.http_engines import check_loopback
-
     url = check_loopback(p.url if p.url is not None else os.environ.get("LBENCH_OLLAMA_URL", DEFAULT_URL), "ollama url")
     return httpx.Client(base_url=url, timeout=300, trust_env=False)
 
@@ -243,34 +243,17 @@ def eviction_figures(before: list[str], after: list[str], loaded_order: list[str
 
 @contextmanager
 def _ollama_serve(ctx: Context, env_extra: dict[str, str], name: str = "ollama.log") -> Iterator[tuple[str, Path]]:
-    """``ollama serve`` on a free loopback port with ``env_extra``; yields (url, log path)."""
-    exe = shutil.which("ollama")
-    if exe is None:
+    """``ollama serve`` with ``env_extra`` on a free loopback port, started and stopped by the Ollama
+    engine (harness/engines/http_engines.py); yields (url, log path)."""
+    if shutil.which("ollama") is None:
         raise Inconclusive(f"setting {', '.join(env_extra)} needs an `ollama` binary to start (none on PATH)")
-    port = free_port()
-    env = {**os.environ, "OLLAMA_HOST": f"127.0.0.1:{port}", **env_extra}
     log_path = ctx.claim_dir / name
-    log = log_path.open("w")
-    proc = subprocess.Popen([exe, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(url + "/api/version", timeout=1, trust_env=False)
-                break
-            except httpx.HTTPError:
-                if time.monotonic() > deadline:
-                    raise Inconclusive("ollama serve did not answer within 30 s") from None
-                time.sleep(0.2)
-        yield url, log_path
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+        server = OllamaEngine(f"http://127.0.0.1:{free_port()}", env_extra).start("", Setting(), log_path)
+    except EngineError as exc:
+        raise Inconclusive(f"ollama serve did not come up: {exc}") from None
+    with server:
+        yield server.base_url, log_path
 
 
 def _smallest(http: httpx.Client, n: int, given: list[str]) -> list[str]:
