@@ -105,7 +105,7 @@ class Params:
 
 @dataclass(frozen=True)
 class ModelsParams(Params):
-    """A scenario over the spec's ``models`` (each one knob more in a class of its own)."""
+    """Parameters of a scenario over the spec's ``models``; its own class adds its knobs."""
     models: list[str]
 
 
