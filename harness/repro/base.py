@@ -104,11 +104,22 @@ class Params:
 
 
 @dataclass(frozen=True)
+class ModelsParams(Params):
+    """Parameters of a scenario over the spec's ``models``; its own class adds its knobs."""
+    models: list[str]
+
+
+@dataclass(frozen=True)
 class RouterParams(Params):
-    """The parameters most router scenarios share."""
+    """The parameters most router scenarios share: the lab's ``ctx_size`` (``router_scenario``
+    passes it on) and the long generation's ``n_predict`` (None: the scenario's default)."""
     models: list[str] = field(default_factory=lambda: ["tiny-q8", "tiny-q4"])
     ctx_size: int = 4096
     n_predict: int | None = None
+
+    def long_n(self, default: int = 4000) -> int:
+        """Tokens of the long generation that keeps a model busy."""
+        return default if self.n_predict is None else self.n_predict
 
 
 # ---- evidence tables in the store's schema ---------------------------------------------------
@@ -200,7 +211,8 @@ def router_scenario(name: str, params: type[P], *, per_model: Callable[[P], dict
                     **lab_settings: object) -> Callable[[Steps[P]], Callable[[Context, P], Evidence]]:
     """The router scenarios' skeleton, owned here: resolve ``p.models`` (``per_model(p)``: their
     preset keys), open a lab over them with ``lab_settings`` (a value may be a function of the
-    parameters: ``ctx_size=lambda p: p.ctx_size``), run the body's steps up to its ``yield``
+    parameters: ``sleep_idle_seconds=lambda p: p.sleep_idle_seconds``; a ``RouterParams``' ``ctx_size``
+    goes to the lab unless given), run the body's steps up to its ``yield``
     with the router up, save the evidence tables, stop the router, run the rest of the body
     (the figures, from the finished timeline), return the evidence.  The body is a generator
     ``(lab, p, ev)``; declared as scenario ``name``."""
@@ -209,6 +221,8 @@ def router_scenario(name: str, params: type[P], *, per_model: Callable[[P], dict
             models = ctx.router_models(list(vars(p)["models"]), **(per_model(p) if per_model else {}))
             ev = Evidence()
             settings: dict[str, Any] = {k: v(p) if callable(v) else v for k, v in lab_settings.items()}
+            if isinstance(p, RouterParams):
+                settings.setdefault("ctx_size", p.ctx_size)
             with ctx.lab(models, evidence=ev, **settings) as lab:
                 body = steps(lab, p, ev)
                 next(body, None)
@@ -251,11 +265,29 @@ def long_request_busy(lab: Lab, model: str, n_predict: int) -> threading.Thread:
     return thread
 
 
-def loaded_and_busy(lab: Lab, model: str, n_predict: int | None, default_n: int = 4000) -> threading.Thread:
-    """Load ``model`` with one request, then keep it busy with a long generation (``n_predict``
-    tokens, ``default_n`` when None)."""
+def loaded_and_busy(lab: Lab, model: str, n_predict: int) -> threading.Thread:
+    """Load ``model`` with one request, then keep it busy with a long generation of ``n_predict`` tokens."""
     lab.request(model)
-    return long_request_busy(lab, model, default_n if n_predict is None else n_predict)
+    return long_request_busy(lab, model, n_predict)
+
+
+def found_child(lab: Lab, model: str, timeout: float = 10.0) -> int:
+    """The PID of ``model``'s child; Inconclusive when it is not found within ``timeout``."""
+    pid = lab.child_pid(model, timeout)
+    if pid is None:
+        raise Inconclusive(f"{model}'s child was not found within {timeout:g} s")
+    return pid
+
+
+def freeze_while_loading(lab: Lab, model: str) -> int:
+    """Freeze ``model``'s child (SIGSTOP) during its load; Inconclusive when it came up first."""
+    pid = found_child(lab, model)
+    lab.freeze(pid)
+    lab.sleep(0.3)
+    if any(e.kind == "status:loaded" and e.model == model for e in lab.events):
+        lab.thaw(pid)
+        raise Inconclusive(f"{model} finished loading before it could be frozen; use a bigger model")
+    return pid
 
 
 def scheduler_evictions(events: pd.DataFrame) -> int:

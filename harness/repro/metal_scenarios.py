@@ -7,6 +7,8 @@ Silicon); on other hosts the specs' ``requires = ["metal"]`` makes them "not che
   the unit (the equivalence design of idle-equivalence).
 - ``metal-no-residency``: ``GGML_METAL_NO_RESIDENCY=1`` against the default at two model sizes:
   the penalty after > ~1 s appears only without residency sets and grows with the model.
+- ``metal-keep-alive-parse``: the keep-alive each ``GGML_METAL_RESIDENCY_KEEP_ALIVE_S`` value gives,
+  read from the server's startup log (``metal_keep_alive_s``, tested on a recorded line).
 
 The figures come from pure functions over the samples table (``window_figures``,
 ``no_residency_figures``); tests/repro/test_metal_scenarios.py runs them on synthetic timelines
@@ -15,6 +17,7 @@ of each rule and its negation.  These scenarios have not run on a Mac yet.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING
@@ -25,11 +28,16 @@ from harness.engines.base import Setting
 from harness.engines.llama_server import LlamaServerEngine
 from harness.repro.base import Context, Evidence, Inconclusive, Params, scenario, write_evidence_table
 from harness.repro.idle_scenarios import add_row, equivalence_groups
-from harness.repro.ollama_scenarios import metal_keep_alive_s
 from harness.workloads.idle import run_idle_sweep
 
 if TYPE_CHECKING:
     from harness.analysis.verdicts import Verdict
+
+
+@dataclass(frozen=True)
+class KeepAliveParseParams(Params):
+    model: str = "tiny-q8"
+    values: list[str] = field(default_factory=lambda: ["0", "-5", "abc", "30"])
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,15 @@ class NoResidencyParams(Params):
     starts: int = 2
     reps: int = 4
     margin: float = 0.10
+
+
+KEEP_ALIVE_LINE = re.compile(r"creating a residency set collection \(keep_alive = (?P<s>-?\d+) s\)")
+
+
+def metal_keep_alive_s(log_text: str) -> int | None:
+    """The keep-alive llama.cpp's Metal backend reports at startup (needs ``-lv 4``)."""
+    m = KEEP_ALIVE_LINE.search(log_text)
+    return int(m.group("s")) if m else None
 
 
 def _verdicts(samples: pd.DataFrame, short: list[float], long: list[float], margin: float) -> list:
@@ -165,3 +182,21 @@ def no_residency(ctx: Context, p: NoResidencyParams) -> Evidence:
                                           sizes=sizes)
     return Evidence(figures, lines, [f"{len(p.models)} models x (no residency, default) x {p.starts} starts; "
                                      f"pauses {p.short_pauses_s} vs {p.long_pauses_s} s, {p.reps} reps"])
+
+
+@scenario("metal-keep-alive-parse", KeepAliveParseParams)
+def metal_keep_alive_parse(ctx: Context, p: KeepAliveParseParams) -> Evidence:
+    """Start llama-server with GGML_METAL_RESIDENCY_KEEP_ALIVE_S=<value> and -lv 4; read the
+    keep-alive from its startup log, for each value."""
+    model = ctx.resolve(p.model)
+    ev = Evidence()
+    for value in p.values:
+        log_path = ctx.claim_dir / "logs" / f"server-keepalive-{value}.log"
+        engine = LlamaServerEngine(ctx.binary, extra_args=["-lv", "4"])
+        with engine.start(model.path, Setting(keep_alive=str(value)), log_path):  # sets the variable
+            pass
+        ev.figures[f"keep_alive_for_{value}"] = metal_keep_alive_s(log_path.read_text(errors="replace"))
+    ev.figures["fallback_180_for_invalid"] = all(
+        ev.figures.get(f"keep_alive_for_{v}") == 180 for v in p.values if v in ("0", "-5", "abc"))
+    return ev
+

@@ -205,8 +205,6 @@ def server_wiring(ctx: Context, p: MlxParams) -> Evidence:
     figures.update(idle_s=p.idle_s, residency_lines=len(sets), first_set=sets[0][0] if sets else None,
                    max_bytes_per_set_mb=sets[0][1] if sets else None)
     try:
-        import mlx.core as mx
-
         info = mx.device_info() if hasattr(mx, "device_info") else mx.metal.device_info()  # the latter deprecated
         figures["expected_set_mb"] = expected_set_mb(int(info["max_recommended_working_set_size"]),
                                                      int(os.environ.get("MLX_RESIDENCY_SET_MAX_PCT", DEFAULT_SET_PCT)))

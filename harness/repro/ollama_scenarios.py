@@ -1,4 +1,4 @@
-"""Claim scenarios for Ollama (run where Ollama answers on loopback) and Metal-only parsers.
+"""Claim scenarios for Ollama (run where Ollama answers on loopback).
 
 The scenarios drive Ollama's HTTP API (``/api/generate``, ``/api/ps``); the parsers they
 rely on are tested here against recorded real outputs (tests/fixtures/ollama/, the
@@ -11,24 +11,26 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from harness.engines.base import Setting
+from harness.engines.http_engines import OllamaEngine, check_loopback
 from harness.engines.loopback import free_port
-from dataclasses import dataclass, field, replace
+from harness.errors import EngineError
 
 from harness.repro.base import Context, Evidence, Inconclusive, Params, scenario
 
 DEFAULT_URL = "http://127.0.0.1:11434"
 QUEUE_FULL = "server busy, please try again. maximum pending requests exceeded"
-KEEP_ALIVE_LINE = re.compile(r"creating a residency set collection \(keep_alive = (?P<s>-?\d+) s\)")
 
 
 @dataclass(frozen=True)
@@ -53,12 +55,6 @@ class OllamaParams(Params):
     n_predict: int = 64
 
 
-@dataclass(frozen=True)
-class KeepAliveParseParams(Params):
-    model: str = "tiny-q8"
-    values: list[str] = field(default_factory=lambda: ["0", "-5", "abc", "30"])
-
-
 # ---- parsers (tested on recorded outputs) ------------------------------------------
 
 def loaded_models(ps: dict) -> list[str]:
@@ -80,17 +76,9 @@ def is_queue_full(status: int | None, body: str) -> bool:
     return status == 503 and QUEUE_FULL in body
 
 
-def metal_keep_alive_s(log_text: str) -> int | None:
-    """The keep-alive llama.cpp's Metal backend reports at startup (needs ``-lv 4``)."""
-    m = KEEP_ALIVE_LINE.search(log_text)
-    return int(m.group("s")) if m else None
-
-
 # ---- scenarios ---------------------------------------------------------------------
 
 def _client(p: OllamaParams) -> httpx.Client:
-    from harness.engines.http_engines import check_loopback
-
     url = check_loopback(p.url if p.url is not None else os.environ.get("LBENCH_OLLAMA_URL", DEFAULT_URL), "ollama url")
     return httpx.Client(base_url=url, timeout=300, trust_env=False)
 
@@ -163,27 +151,9 @@ def ollama_reuse(ctx: Context, p: OllamaParams) -> Evidence:
 @scenario("ollama-queue", OllamaParams)
 def ollama_queue(ctx: Context, p: OllamaParams) -> Evidence:
     """Start `ollama serve` with OLLAMA_MAX_QUEUE small and flood it: overflow must get 503."""
-    exe = shutil.which("ollama")
-    if exe is None:
-        raise Inconclusive("setting OLLAMA_MAX_QUEUE needs an `ollama` binary to start (none on PATH)")
-    port = free_port()
-    env = {**os.environ, "OLLAMA_HOST": f"127.0.0.1:{port}", "OLLAMA_MAX_QUEUE": str(p.max_queue),
-           "OLLAMA_NUM_PARALLEL": "1"}
-    log = (ctx.claim_dir / "ollama.log").open("w")
-    proc = subprocess.Popen([exe, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
     results: list[tuple[int | None, str]] = []
-    try:
-        p = replace(p, url=f"http://127.0.0.1:{port}")
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(f"{p.url}/api/version", timeout=1, trust_env=False)
-                break
-            except httpx.HTTPError:
-                if time.monotonic() > deadline:
-                    raise Inconclusive("ollama serve did not answer within 30 s") from None
-                time.sleep(0.2)
-        with _client(p) as http:
+    with _ollama_serve(ctx, {"OLLAMA_MAX_QUEUE": str(p.max_queue), "OLLAMA_NUM_PARALLEL": "1"}) as (url, _):
+        with _client(replace(p, url=url)) as http:
             model = _model(http, p)
 
             def one() -> None:
@@ -194,22 +164,20 @@ def ollama_queue(ctx: Context, p: OllamaParams) -> Evidence:
                 except httpx.HTTPError as exc:
                     results.append((None, str(exc)))
 
-            threads = [threading.Thread(target=one) for _ in range(int(p.flood))]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join(300)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+            _together([one] * int(p.flood), 300)
     full = [r for r in results if is_queue_full(*r)]
     return Evidence(figures={"sent": len(results), "queue_full_503": len(full),
                              "ok": sum(1 for s, _ in results if s == 200)},
                     lines=[f"{s}: {b[:160]}" for s, b in results][:10])
+
+
+def _together(calls: list[Callable[[], object]], timeout: float) -> None:
+    """``calls`` in threads started together; returns when all have ended (or ``timeout`` s each)."""
+    threads = [threading.Thread(target=c) for c in calls]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout)
 
 
 # ---- one load at a time; eviction (parsers and judges tested on recorded lines) -------------
@@ -275,34 +243,17 @@ def eviction_figures(before: list[str], after: list[str], loaded_order: list[str
 
 @contextmanager
 def _ollama_serve(ctx: Context, env_extra: dict[str, str], name: str = "ollama.log") -> Iterator[tuple[str, Path]]:
-    """``ollama serve`` on a free loopback port with ``env_extra``; yields (url, log path)."""
-    exe = shutil.which("ollama")
-    if exe is None:
+    """``ollama serve`` with ``env_extra`` on a free loopback port, started and stopped by the Ollama
+    engine (harness/engines/http_engines.py); yields (url, log path)."""
+    if shutil.which("ollama") is None:
         raise Inconclusive(f"setting {', '.join(env_extra)} needs an `ollama` binary to start (none on PATH)")
-    port = free_port()
-    env = {**os.environ, "OLLAMA_HOST": f"127.0.0.1:{port}", **env_extra}
     log_path = ctx.claim_dir / name
-    log = log_path.open("w")
-    proc = subprocess.Popen([exe, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(url + "/api/version", timeout=1, trust_env=False)
-                break
-            except httpx.HTTPError:
-                if time.monotonic() > deadline:
-                    raise Inconclusive("ollama serve did not answer within 30 s") from None
-                time.sleep(0.2)
-        yield url, log_path
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+        server = OllamaEngine(f"http://127.0.0.1:{free_port()}", env_extra).start("", Setting(), log_path)
+    except EngineError as exc:
+        raise Inconclusive(f"ollama serve did not come up: {exc}") from None
+    with server:
+        yield server.base_url, log_path
 
 
 def _smallest(http: httpx.Client, n: int, given: list[str]) -> list[str]:
@@ -326,11 +277,7 @@ def ollama_one_load(ctx: Context, p: OneLoadParams) -> Evidence:
             for _ in range(p.rounds):
                 for m in models:
                     _unload(http, m)
-                threads = [threading.Thread(target=_generate, args=(http, m)) for m in models]
-                for t in threads:
-                    t.start()
-                for t in threads:
-                    t.join(300)
+                _together([partial(_generate, http, m) for m in models], 300)
         text = log_path.read_text(errors="replace")
     intervals = load_intervals(text)
     ev.figures.update(overlap_figures(intervals), models=", ".join(models), loads_wanted=2 * p.rounds)
@@ -383,24 +330,3 @@ def ollama_eviction(ctx: Context, p: EvictionParams) -> Evidence:
                 "findRunnerToUnload; with equal keep-alives Ollama's sort breaks ties by model path, so the "
                 "scenario loads the two residents in an order where the oldest is not first by path"]
     return ev
-
-
-@scenario("metal-keep-alive-parse", KeepAliveParseParams)
-def metal_keep_alive_parse(ctx: Context, p: KeepAliveParseParams) -> Evidence:
-    """Start llama-server with GGML_METAL_RESIDENCY_KEEP_ALIVE_S=<value> and -lv 4; read the
-    keep-alive from its startup log, for each value."""
-    from harness.engines.base import Setting
-    from harness.engines.llama_server import LlamaServerEngine
-
-    model = ctx.resolve(p.model)
-    ev = Evidence()
-    for value in p.values:
-        log_path = ctx.claim_dir / "logs" / f"server-keepalive-{value}.log"
-        engine = LlamaServerEngine(ctx.binary, extra_args=["-lv", "4"])
-        with engine.start(model.path, Setting(keep_alive=str(value)), log_path):  # sets the variable
-            pass
-        ev.figures[f"keep_alive_for_{value}"] = metal_keep_alive_s(log_path.read_text(errors="replace"))
-    ev.figures["fallback_180_for_invalid"] = all(
-        ev.figures.get(f"keep_alive_for_{v}") == 180 for v in p.values if v in ("0", "-5", "abc"))
-    return ev
-

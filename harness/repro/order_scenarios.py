@@ -12,13 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.probes.proc_events import ChildEvents, ProcEvent
-from harness.repro.base import Context, Evidence, Params, children_from_log, measure, scenario, spawns_over_cap
+from harness.repro.base import Context, Evidence, ModelsParams, children_from_log, measure, scenario, spawns_over_cap
 from harness.repro.figures import OkCount, Unmeasured
 
 
 @dataclass(frozen=True)
-class ExitOrderParams(Params):
-    models: list[str]
+class ExitOrderParams(ModelsParams):
     models_max: int = 2
     rounds: int = 3
     waves: int = 3

@@ -20,10 +20,12 @@ import pandas as pd
 
 from harness.analysis.swap import summarize_frames
 from harness.engines.prompts import SWAP_PROMPT
+from harness.engines.router import TimelineEvent
 from harness.errors import EngineError
-from harness.repro.base import (Context, Evidence, Inconclusive, Params, RouterParams, children_from_log,
-                                loaded_and_busy, long_request_busy, measure, router_scenario, save_evidence,
-                                scenario, scheduler_evictions, spawns_over_cap, write_evidence_table)
+from harness.repro.base import (Context, Evidence, Inconclusive, ModelsParams, Params, RouterParams,
+                                children_from_log, found_child, freeze_while_loading, loaded_and_busy,
+                                long_request_busy, measure, router_scenario, save_evidence, scenario,
+                                scheduler_evictions, spawns_over_cap, write_evidence_table)
 from harness.repro.figures import (PS_VS_PROC, GaveUp, Given, LogBefore, LogBetween, LogCount, LogHas, Measured,
                                    OkCount, ReplyHas, SseBefore, answered)
 from harness.repro.lab import Lab
@@ -35,8 +37,7 @@ STORM_PROMPT = SWAP_PROMPT  # the storm driver's prompt (harness/engines/prompts
 # ---- parameters (the spec's [params]) -------------------------------------------------------
 
 @dataclass(frozen=True)
-class StormParams(Params):
-    models: list[str]
+class StormParams(ModelsParams):
     models_max: int = 2
     pattern: str = "round-robin"
     zipf_s: float = 1.1
@@ -48,15 +49,8 @@ class StormParams(Params):
 
 
 @dataclass(frozen=True)
-class BurstParams(Params):
-    models: list[str]
+class BurstParams(ModelsParams):
     k: int = 4
-
-
-@dataclass(frozen=True)
-class BusyParams(RouterParams):
-    """A scenario that keeps a model busy with one long generation (``n_predict`` tokens)."""
-    models: list[str] = field(default_factory=lambda: ["tiny-q8", "tiny-q4"])
 
 
 @dataclass(frozen=True)
@@ -75,19 +69,12 @@ class StartupLoadParams(Params):
 
 
 @dataclass(frozen=True)
-class SleepParams(Params):
-    models: list[str]
+class SleepParams(ModelsParams):
     sleep_idle_seconds: int = 1
 
 
 @dataclass(frozen=True)
-class ModelsParams(Params):
-    models: list[str]
-
-
-@dataclass(frozen=True)
-class StopTimeoutParams(Params):
-    models: list[str]
+class StopTimeoutParams(ModelsParams):
     stop_timeout_s: int | None = None  # None: the preset key is not set (the router's default)
 
 
@@ -100,42 +87,29 @@ class CancelParams(RouterParams):
 
 
 @dataclass(frozen=True)
-class EnvCapParams(Params):
-    models: list[str]
+class EnvCapParams(ModelsParams):
     value: int = 1
     reserved: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
-class IniCapParams(Params):
-    models: list[str]
+class IniCapParams(ModelsParams):
     value: int = 1
 
 
 @dataclass(frozen=True)
-class DefaultCapParams(Params):
-    models: list[str]
+class DefaultCapParams(ModelsParams):
     env_value: int | None = None  # LLAMA_ARG_MODELS_MAX, unset when absent
 
 
 @dataclass(frozen=True)
-class StoppingParams(Params):
-    models: list[str]
+class StoppingParams(ModelsParams):
     stop_timeout_s: float = 3.0
 
 
 @dataclass(frozen=True)
-class HoldParams(Params):
-    models: list[str]
+class HoldParams(ModelsParams):
     hold_s: float = 3.0
-
-
-def _ctx_size(p: RouterParams) -> int:
-    return p.ctx_size
-
-
-def _reply_200(reply_n: int | None) -> str:
-    return Lab.sh_flag(f"grep -qx 200 \"$WORK/reply-{reply_n}.status\"")
 
 
 # ---- scenarios ------------------------------------------------------------------
@@ -253,14 +227,14 @@ def same_model_burst(lab: Lab, p: BurstParams, ev: Evidence) -> Iterator[None]:
                            "entry; rerun on a quieter machine or raise k")
 
 
-@router_scenario("busy-victim", BusyParams, models_max=2, ctx_size=_ctx_size)
-def busy_victim(lab: Lab, p: BusyParams, ev: Evidence) -> Iterator[None]:
+@router_scenario("busy-victim", RouterParams, models_max=2)
+def busy_victim(lab: Lab, p: RouterParams, ev: Evidence) -> Iterator[None]:
     """models_max 2: A busy with a long request that started before B's last use, so A is the
     least recently used; C then needs a slot.  The router must skip busy A and evict B."""
     a, b, c = lab.names[:3]
     lab.request(a)
     lab.request(b)
-    long_thread = long_request_busy(lab, a, 4000 if p.n_predict is None else p.n_predict)
+    long_thread = long_request_busy(lab, a, p.long_n())
     lab.request(b)  # B is now the most recently used
     lab.request(c)
     a_still_busy = long_thread.is_alive()
@@ -276,11 +250,11 @@ def busy_victim(lab: Lab, p: BusyParams, ev: Evidence) -> Iterator[None]:
     ev.lines = lab.lines("proxy", "evict", "spawn")[:12]
 
 
-@router_scenario("limit-reached", BusyParams, models_max=1, ctx_size=_ctx_size)
-def limit_reached(lab: Lab, p: BusyParams, ev: Evidence) -> Iterator[None]:
+@router_scenario("limit-reached", RouterParams, models_max=1)
+def limit_reached(lab: Lab, p: RouterParams, ev: Evidence) -> Iterator[None]:
     """models_max 1, the only resident model busy: POST /models/load of another model."""
     a, b = lab.names[:2]
-    long_thread = loaded_and_busy(lab, a, p.n_predict, 4000)
+    long_thread = loaded_and_busy(lab, a, p.long_n())
     reply = lab.post("/models/load", b)
     busy = long_thread.is_alive()
     long_thread.join(120)
@@ -295,11 +269,11 @@ def limit_reached(lab: Lab, p: BusyParams, ev: Evidence) -> Iterator[None]:
     ev.lines = [f"POST /models/load {b} -> {reply.status} {reply.body[:160]}"]
 
 
-@router_scenario("waiter-recheck", BusyParams, models_max=1, ctx_size=_ctx_size)
-def waiter_recheck(lab: Lab, p: BusyParams, ev: Evidence) -> Iterator[None]:
+@router_scenario("waiter-recheck", RouterParams, models_max=1)
+def waiter_recheck(lab: Lab, p: RouterParams, ev: Evidence) -> Iterator[None]:
     """models_max 1: B waits while A is busy; how long after A goes idle does B's swap start?"""
     a, b = lab.names[:2]
-    long_n = 4000 if p.n_predict is None else p.n_predict
+    long_n = p.long_n()
     long_thread = loaded_and_busy(lab, a, long_n)
     lab.watch("evict_a", ("evict", "stop_sent"), a, 180)
     b_thread = lab.request_in_background(b)
@@ -437,31 +411,36 @@ def sleeping_slot(lab: Lab, p: SleepParams, ev: Evidence) -> Iterator[None]:
     ev.lines = lab.lines("status:sleeping", "evict", "stop_sent", "status:unloaded", "spawn")[:10]
 
 
+def _unload_frozen(lab: Lab, model: str, pid: int, timeout: float) -> tuple[float, TimelineEvent | None]:
+    """Unload frozen ``model`` (time marks ``unload`` and ``exited``), wait up to ``timeout`` s for its
+    exit line, thaw it: when the unload was sent (lab time) and the exit line (None: none came)."""
+    t_unload = lab.now()
+    lab.mark("unload")
+    lab.post("/models/unload", model)
+    exited = lab.wait_for("exited", model, timeout=timeout, after=t_unload)
+    lab.mark("exited")
+    lab.thaw(pid)
+    return t_unload, exited
+
+
+def _sh_unload_to_exit(expr: str, fmt: str = "%.3f", setup: str = "", c: str = "") -> str:
+    """awk printing ``expr`` of ``a`` and ``b``, the script's time marks of the unload and the exit line."""
+    return f"awk -v a=\"$T_unload\" -v b=\"$T_exited\" {c}'BEGIN {{{setup}printf \"{fmt}\\n\", {expr}}}'"
+
+
+UNLOAD_TO_EXIT = "from the unload request to the exit line, seen by polling the log every 20 ms"
+
+
 @router_scenario("unload-while-loading", ModelsParams, models_max=2)
 def unload_while_loading(lab: Lab, p: ModelsParams, ev: Evidence) -> Iterator[None]:
     """Freeze a child while it is LOADING, then unload it: the router must SIGKILL it at once."""
     a = lab.names[0]
     lab.post("/models/load", a)
-    pid = lab.child_pid(a, timeout=10)
-    if pid is None:
-        raise Inconclusive("the child never appeared")
-    lab.freeze(pid)
-    lab.sleep(0.3)
-    if any(e.kind == "status:loaded" and e.model == a for e in lab.events):
-        lab.thaw(pid)
-        raise Inconclusive(f"{a} finished loading before it could be frozen; use a bigger model")
-    t_unload = lab.now()
-    lab.mark("unload")
-    lab.post("/models/unload", a)
-    exited = lab.wait_for("exited", a, timeout=30, after=t_unload)
-    lab.mark("exited")
-    lab.thaw(pid)
+    t_unload, exited = _unload_frozen(lab, a, freeze_while_loading(lab, a), 30)
     yield
     measure(ev, lab, force_kill_logged=LogHas("kill_loading", a, "the router logged the force-kill of a loading model"),
             unload_to_exit_ms=Measured(round((lab.rel(exited.t) - t_unload) * 1000, 1) if exited else None,
-                                       "awk -v a=\"$T_unload\" -v b=\"$T_exited\" 'BEGIN {printf \"%.1f\\n\", "
-                                       "(b - a) * 1000}'", "from the unload request to the exit line, seen by polling "
-                                       "the log every 20 ms"))
+                                       _sh_unload_to_exit("(b - a) * 1000", "%.1f"), UNLOAD_TO_EXIT))
     ev.figures["exit_status"] = int(exited.detail["status"]) if exited else None
     ev.lines = lab.lines("stop_sent", "kill_loading", "exited")[:6]
 
@@ -476,26 +455,16 @@ def stop_timeout(lab: Lab, p: StopTimeoutParams, ev: Evidence) -> Iterator[None]
     a = lab.names[0]
     configured = p.stop_timeout_s if p.stop_timeout_s else 10
     lab.request(a)
-    pid = lab.child_pid(a)
-    if pid is None:
-        raise Inconclusive("could not find the child")
+    pid = found_child(lab, a)
     lab.freeze(pid)
-    t_unload = lab.now()
-    lab.mark("unload")
-    lab.post("/models/unload", a)
-    exited = lab.wait_for("exited", a, timeout=configured + 20, after=t_unload)
-    lab.mark("exited")
-    lab.thaw(pid)
+    t_unload, exited = _unload_frozen(lab, a, pid, configured + 20)
     yield
     took = round(lab.rel(exited.t) - t_unload, 3) if exited else None
     measure(ev, lab, configured_s=Given(configured),
             timeout_kill_logged=LogHas("kill_timeout", a, "the router logged the force-kill after timeout"),
-            unload_to_exit_s=Measured(took, "awk -v a=\"$T_unload\" -v b=\"$T_exited\" 'BEGIN {printf \"%.3f\\n\", "
-                                      "b - a}'", "from the unload request to the exit line, seen by polling the log "
-                                      "every 20 ms"))
+            unload_to_exit_s=Measured(took, _sh_unload_to_exit("b - a"), UNLOAD_TO_EXIT))
     error = Measured(round(abs(took - configured), 3) if took is not None else None,
-                     f"awk -v a=\"$T_unload\" -v b=\"$T_exited\" -v c={float(configured):g} "
-                     "'BEGIN {d = b - a - c; if (d < 0) d = -d; printf \"%.3f\\n\", d}'",
+                     _sh_unload_to_exit("d", setup="d = b - a - c; if (d < 0) d = -d; ", c=f"-v c={float(configured):g} "),
                      "how far the unload-to-exit time is from the configured stop timeout")
     measure(ev, lab, error_s=error)
     if took is None:
@@ -504,12 +473,12 @@ def stop_timeout(lab: Lab, p: StopTimeoutParams, ev: Evidence) -> Iterator[None]
     ev.lines = lab.lines("stop_sent", "kill_timeout", "exited")[:6]
 
 
-@router_scenario("cancel-waiting", CancelParams, models_max=1, ctx_size=_ctx_size)
+@router_scenario("cancel-waiting", CancelParams, models_max=1)
 def cancel_waiting(lab: Lab, p: CancelParams, ev: Evidence) -> Iterator[None]:
     """models_max 1, A busy: B's client gives up while waiting; then C waits.  B must never be
     loaded and C must get the slot when A goes idle."""
     a, b, c = lab.names[:3]
-    long_thread = loaded_and_busy(lab, a, p.n_predict, 6000)
+    long_thread = loaded_and_busy(lab, a, p.long_n(6000))
     session = p.conversation_id  # X-Conversation-Id: the router's resumable-stream sessions
     if p.waiting_get:  # B's waiting request is a GET the router proxies (proxy_get)
         b_reply = lab.get(p.waiting_get, b, timeout=p.client_timeout_s)
@@ -547,10 +516,7 @@ def env_models_max(lab: Lab, p: EnvCapParams, ev: Evidence) -> Iterator[None]:
     """Cap from LLAMA_ARG_MODELS_MAX only; what the children's environment holds."""
     names = lab.names
     lab.request(names[0])
-    pid = lab.child_pid(names[0])
-    if pid is None:
-        raise Inconclusive(f"the child serving {names[0]} was not found within 10 s")
-    env = lab.environ(pid)
+    env = lab.environ(found_child(lab, names[0]))
     for name in names[1:] + names[:1]:
         lab.request(name)
     time.sleep(0.2)
@@ -607,12 +573,12 @@ def default_cap(lab: Lab, p: DefaultCapParams, ev: Evidence) -> Iterator[None]:
     ev.lines = lab.lines("spawn", "evict", "exited")[:16]
 
 
-@router_scenario("fifo-order", BusyParams, models_max=1, ctx_size=_ctx_size)
-def fifo_order(lab: Lab, p: BusyParams, ev: Evidence) -> Iterator[None]:
+@router_scenario("fifo-order", RouterParams, models_max=1)
+def fifo_order(lab: Lab, p: RouterParams, ev: Evidence) -> Iterator[None]:
     """models_max 1, A busy: requests for B, C, D queue in that order (one after the other);
     when A goes idle they must be loaded in arrival order."""
     a, *rest = lab.names
-    long_thread = loaded_and_busy(lab, a, p.n_predict, 4000)
+    long_thread = loaded_and_busy(lab, a, p.long_n())
     threads = []
     for name in rest:
         after = lab.now()
@@ -648,9 +614,7 @@ def stopping_counts(lab: Lab, p: StoppingParams, ev: Evidence) -> Iterator[None]
     st = p.stop_timeout_s
     a, b = lab.names[:2]
     lab.request(a)
-    pid = lab.child_pid(a)
-    if pid is None:
-        raise Inconclusive("could not find A's child")
+    pid = found_child(lab, a)
     lab.freeze(pid)
     t_b = lab.now()
     lab.mark("b")
@@ -666,7 +630,8 @@ def stopping_counts(lab: Lab, p: StoppingParams, ev: Evidence) -> Iterator[None]
     # comes from the child's monitor thread and can follow B's spawn line (seen 1 in 3 on build 11434)
     measure(ev, lab, b_wait_s=Measured(round(lab.rel(spawn_b.t) - t_b, 3), lab.sh_seconds_between("b", "spawn_b"),
                                        f"seconds from the request for {b} to its spawn line (the log polled every 20 ms)"),
-            b_ok=Measured(reply.status == 200, _reply_200(reply.sh_n), f"the request for {b} got HTTP 200"),
+            b_ok=Measured(reply.status == 200, Lab.sh_flag(f"grep -qx 200 \"$WORK/reply-{reply.sh_n}.status\""),
+                                 f"the request for {b} got HTTP 200"),
             b_spawn_after_a_exit=SseBefore((a, "unloaded"), (b, "loading"), "b", f"/models/sse sent {a} unloaded (its "
                                            f"process exited) before {b} loading, after the request for {b}"),
             kill_timeout_logged=LogHas("kill_timeout", a, "the router logged the force-kill after timeout"))
@@ -683,14 +648,7 @@ def loading_counts(lab: Lab, p: HoldParams, ev: Evidence) -> Iterator[None]:
     a, b = lab.names[:2]
     hold_s = p.hold_s
     lab.post("/models/load", a)
-    pid = lab.child_pid(a, timeout=10)
-    if pid is None:
-        raise Inconclusive("A's child never appeared")
-    lab.freeze(pid)
-    lab.sleep(0.3)
-    if any(e.kind == "status:loaded" and e.model == a for e in lab.events):
-        lab.thaw(pid)
-        raise Inconclusive(f"{a} finished loading before it could be frozen; use a bigger model")
+    pid = freeze_while_loading(lab, a)
     lab.log_mark("b")
     b_thread = lab.request_in_background(b, timeout=hold_s + 120)
     lab.sleep(hold_s)

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.engines.router import TimelineEvent
-from harness.repro.base import (Context, Evidence, Inconclusive, Params, RouterParams, long_request_busy, measure,
-                                router_scenario, scenario)
+from harness.repro.base import (Context, Evidence, Inconclusive, ModelsParams, RouterParams, found_child,
+                                freeze_while_loading, long_request_busy, measure, router_scenario, scenario)
 from harness.repro.figures import Figure, Given, Measured, OkCount, answered
 from harness.repro.lab import Lab, Reply, log_ere
 
@@ -43,8 +43,7 @@ class WantedParams(RouterParams):
 
 
 @dataclass(frozen=True)
-class LruParams(Params):
-    models: list[str]
+class LruParams(ModelsParams):
     models_max: int | None = None  # default: one fewer than the models
     rounds: int = 4
     seed: int = 0
@@ -52,36 +51,20 @@ class LruParams(Params):
 
 
 @dataclass(frozen=True)
-class LoadingLruParams(Params):
-    models: list[str]
+class LoadingLruParams(ModelsParams):
     hold_s: float = 2.0
     via: str = "request"
 
 
 @dataclass(frozen=True)
-class MultiEvictParams(Params):
-    models: list[str]
+class MultiEvictParams(ModelsParams):
     attempts: int = 3
-
 
 
 def _first(events: list[TimelineEvent], kind: str, model: str | None = None,
            after: float | None = None) -> TimelineEvent | None:
     return next((e for e in events if e.kind == kind and (model is None or e.model == model)
                  and (after is None or e.t >= after)), None)
-
-
-def _freeze_while_loading(lab: Lab, model: str) -> int:
-    """Freeze ``model``'s child (SIGSTOP) during its load; Inconclusive when it came up first."""
-    pid = lab.child_pid(model, timeout=10)
-    if pid is None:
-        raise Inconclusive(f"{model}'s child never appeared")
-    lab.freeze(pid)
-    lab.sleep(0.3)
-    if any(e.kind == "status:loaded" and e.model == model for e in lab.events):
-        lab.thaw(pid)
-        raise Inconclusive(f"{model} finished loading before it could be frozen; use a bigger model")
-    return pid
 
 
 def fast_child_pid(lab: Lab, model: str, timeout: float = 10.0) -> int | None:
@@ -157,7 +140,7 @@ def _wanted_shell(lab: Lab, a: str) -> dict[str, tuple[str, str]]:
                                    f"{a}'s first eviction line after the thaw comes after its request's proxy line")}
 
 
-@router_scenario("wanted-victim", WantedParams, models_max=2, ctx_size=lambda p: p.ctx_size)
+@router_scenario("wanted-victim", WantedParams, models_max=2)
 def wanted_victim(lab: Lab, p: WantedParams, ev: Evidence) -> Iterator[None]:
     """models_max 2: B busy with a long request whose child is frozen (SIGSTOP), so the request
     stays in flight; a request for A spawns A (frozen while loading); a request for C queues (no
@@ -165,14 +148,12 @@ def wanted_victim(lab: Lab, p: WantedParams, ev: Evidence) -> Iterator[None]:
     only candidate, but its own request is still queued.  B is thawed at the end."""
     a, b, c = lab.names[:3]
     lab.request(b)
-    long_b = long_request_busy(lab, b, 4000 if p.n_predict is None else p.n_predict)
-    pid_b = lab.child_pid(b)
-    if pid_b is None:
-        raise Inconclusive(f"{b}'s child was not found")
+    long_b = long_request_busy(lab, b, p.long_n())
+    pid_b = found_child(lab, b)
     lab.freeze(pid_b)  # B's request stays in flight until the end
     try:
         a_thread = lab.request_in_background(a, timeout=180)
-        pid = _freeze_while_loading(lab, a)
+        pid = freeze_while_loading(lab, a)
         after = lab.now()
         c_thread = lab.request_in_background(c, timeout=180)
         queued_c = lab.wait_for("queued", c, timeout=10, after=after)
@@ -338,7 +319,7 @@ def loading_lru(lab: Lab, p: LoadingLruParams, ev: Evidence) -> Iterator[None]:
     via_load = _via_load(p.via)
     lab.request(b)
     lab.post("/models/load", a)
-    pid = _freeze_while_loading(lab, a)
+    pid = freeze_while_loading(lab, a)
     lab.request(b)  # B's last use is now later than A's spawn stamp
     lab.settle()  # B still in flight: no victim, and POST /models/load is refused at once
     lab.log_mark("c")
@@ -388,8 +369,7 @@ def lru_get_figures(events: list[TimelineEvent], a: str, b: str, t_c: float) -> 
 
 
 @dataclass(frozen=True)
-class LruGetParams(Params):
-    models: list[str]
+class LruGetParams(ModelsParams):
     get_path: str = "/props"  # a GET the router proxies to the model's child (proxy_get)
 
 
@@ -475,7 +455,7 @@ def _multi_evict_once(ctx: Context, p: MultiEvictParams) -> Evidence:
         lab.request(a)
         lab.request(b)
         threads = [lab.request_in_background(h, timeout=180)]
-        pids = [_freeze_while_loading(lab, h)]
+        pids = [freeze_while_loading(lab, h)]
         try:
             after = lab.now()
             threads.append(lab.request_in_background(x, timeout=180))
@@ -495,9 +475,7 @@ def _multi_evict_once(ctx: Context, p: MultiEvictParams) -> Evidence:
             pids.append(pid_z)
             poster.join(30)
             for m in (a, b):  # idle victims that cannot exit: only Y's own tick can evict them
-                pid = lab.child_pid(m)
-                if pid is None:
-                    raise Inconclusive(f"{m}'s child was not found")
+                pid = found_child(lab, m)
                 lab.freeze(pid)
                 pids.append(pid)
             early = [e for e in lab.events if e.kind == "evict"]

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from harness.errors import BadInput
-from harness.repro.base import Params, read_evidence_table, write_evidence_table
+from harness.repro.base import ModelsParams, Params, RouterParams, read_evidence_table, write_evidence_table
 from harness.schema import TABLES
 
 
@@ -17,6 +17,18 @@ class Example(Params):
     margin: float = 0.1
     note: str | None = None
     reserved: dict[str, str] = field(default_factory=dict)
+
+
+def test_shared_params_bases_keep_models_first_and_the_long_generation_default():
+    @dataclass(frozen=True)
+    class Knob(ModelsParams):
+        hold_s: float = 3.0
+
+    assert Knob.from_toml({"models": ["a"], "hold_s": 1}) == Knob(["a"], 1.0)
+    with pytest.raises(BadInput, match="models"):
+        Knob.from_toml({"hold_s": 1})  # models has no default
+    assert RouterParams().long_n() == 4000 and RouterParams().long_n(6000) == 6000
+    assert RouterParams(n_predict=50).long_n(6000) == 50
 
 
 def test_params_are_checked_by_name_and_type():

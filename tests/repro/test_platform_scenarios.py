@@ -10,8 +10,8 @@ from pathlib import Path
 from standins.ollama_standin import OllamaStandIn
 
 from harness.repro.claims import HOLDS, judge, load_claims
-from harness.repro.ollama_scenarios import (QUEUE_FULL, is_queue_full, is_unload, load_ms, loaded_models,
-                                            metal_keep_alive_s)
+from harness.repro.metal_scenarios import metal_keep_alive_s
+from harness.repro.ollama_scenarios import QUEUE_FULL, is_queue_full, is_unload, load_ms, loaded_models
 from harness.repro.base import Context
 from harness.repro.registry import SCENARIOS
 
