@@ -310,7 +310,8 @@ class RouterProcess:
         return any(line.startswith("data:") and '"timings"' in line for line in body.splitlines()[-4:])
 
     def describe(self) -> dict:
-        return {"argv": self.argv, "pid": self.pid, "port": self.port, "preset": self.preset_path.read_text()}
+        return {"argv": self.argv, "pid": self.pid, "port": self.port, "port_attempts": self.port_attempts,
+                "preset": self.preset_path.read_text()}
 
     # ---- control -------------------------------------------------------
     def alive(self) -> bool:

@@ -73,7 +73,7 @@ class HistoryBaseline:
         out = [f"baseline history:{self.series} from {self.archive}: {len(self.run_ids)} runs of {self.model} · "
                f"{self.setting} on {build} ({self.build_rule}) on machine {self.machine_label} ({self.machine_id}), "
                f"window {self.window}: " + ", ".join(self.run_ids)]
-        if self.drift:
+        if self.drifting:
             c = max(self.drift, key=lambda p: p.index)
             out.append(f"drift: a change point inside the window between runs {c.run_before} and {c.run_after} "
                        f"({c.size_text()}, p={c.pvalue:.2g}); the baseline keeps "

@@ -5,7 +5,8 @@ the model states, the queue, tick/unload_lru, sleep-idle, load-on-startup, cance
 matrix lists every place the pinned llama.cpp source (the sdist lbench builds) reads or sets it,
 as (file, function), with the claims that exercise that place or the reason none does.
 
-Checks (tests/repro/test_code_paths.py):
+Checks (tests/repro/test_code_paths.py; ``python -m harness.repro.code_paths`` runs them after printing
+the matrix, problems on stderr, exit 1 when there are any):
 
 - ``uncovered_names``: a claim whose text names a parameter (one of its ``forms``) must appear on
   one of that parameter's paths, and every path must list claims or say why it is unexercised;
@@ -22,6 +23,7 @@ The enclosing function of a line comes from a brace-matching scan of the C++ tex
 from __future__ import annotations
 
 import re
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -301,7 +303,24 @@ def matrix_markdown(matrix: Matrix, specs: list | None = None) -> str:
     return "\n".join(parts)
 
 
+def check(matrix: Matrix, specs: list) -> list[str]:
+    """Every problem of the three checks; the source-tree checks only where the sdist is unpacked."""
+    problems = uncovered_names(matrix, specs)
+    root = source_root(matrix.build)
+    if (root / "tools/server").is_dir():
+        problems += missing_paths(matrix, root) + stale_paths(matrix, root)
+    else:
+        print(f"note: the pinned source is not unpacked at {root}: the source-tree checks were skipped",
+              file=sys.stderr)
+    return problems
+
+
 if __name__ == "__main__":
     from harness.repro.claims import load_claims
 
-    print(matrix_markdown(load_matrix(), load_claims()))
+    matrix, specs = load_matrix(), load_claims()
+    print(matrix_markdown(matrix, specs))
+    found = check(matrix, specs)
+    for problem in found:
+        print(f"code-path matrix: {problem}", file=sys.stderr)
+    sys.exit(1 if found else 0)

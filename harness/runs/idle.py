@@ -410,6 +410,9 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
                     device_sampling.finish(sampler, cell)
                 if "http_floor" in KINDS[prep.kind].features:  # the floor after the same pauses (calibrate)
                     run_floor_block(server, sorted(set(spec.pauses_s)), spec.reps, emit)
+                connection = getattr(client, "connection", None)
+                if connection is not None:  # the server closed the idle connection: reopened before the clock
+                    cell.reconnects = connection.reconnects
             cell.sweep_wall_s = totals.wall_s
             denominator = totals.sum_pause_requested_s + totals.sum_server_ms / 1000.0
             cell.efficiency = totals.wall_s / denominator if denominator > 0 else None
@@ -462,9 +465,10 @@ class IdleCell:
     axis_knobs: dict = field(default_factory=dict)  # env / server-args / prompt-tokens axes of the cell
     n_errors: int | None = None
     device_sampling: dict | None = None  # the device probes of the cell, their devices and what sampling cost
+    reconnects: int | None = None  # times the one-token client reopened a connection the server had closed
 
     OPTIONAL = ("ready_s", "deadlines", "port", "request_body", "startup_metal", "llama_idle_summaries", "n_errors",
-                "device_sampling")
+                "device_sampling", "reconnects")
 
     def as_manifest(self) -> dict:
         out = asdict(self)

@@ -41,6 +41,7 @@ def test_short_sweep_writes_samples_manifest_and_report(engine_env):
         assert m["host"][key]
     assert m["command"].endswith("--keep-alive default,none")
     assert len(m["cells"]) == 2 and all(c["log"] and (run_dir / c["log"]).is_file() for c in m["cells"])
+    assert all(isinstance(c["reconnects"], int) and c["reconnects"] >= 0 for c in m["cells"])  # the client's reopens
     none_cell = next(c for c in m["cells"] if c["keep_alive"] == "none")
     assert none_cell["env_overrides"] == {"GGML_METAL_NO_RESIDENCY": "1"}
     # --keep-alive is an env axis instance: its variable recorded as the env axes' are (harness/knob_axes.py)

@@ -38,6 +38,7 @@ def test_round_robin_swaps_every_request_under_the_cap(engine_env):
     assert (events["source"] == "sse").any() and (events["kind"] == "evict").any()
     m = json.loads((run_dir / "manifest.json").read_text())
     assert m["status"] == "complete" and "--models-max" in m["router"]["argv"]
+    assert m["router"]["port_attempts"] >= 1  # how many ports the router's start took
     assert any("never exceeded models_max=2" in f for f in m["findings"])
     assert "LLAMA_CACHE" not in m["router"]["preset"]
     html = (run_dir / "report.html").read_text()

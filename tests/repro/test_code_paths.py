@@ -1,11 +1,14 @@
 """The claim x code-path matrix (experiments/claims/code_paths.toml) against the claims and,
 where lbench has unpacked it, the pinned llama.cpp source."""
 
+import subprocess
+import sys
+
 import pytest
 
 from harness.repro.claims import load_claims
-from harness.repro.code_paths import (Matrix, Parameter, CodePath, enclosing_function, load_matrix, missing_paths,
-                                      source_root, stale_paths, uncovered_names)
+from harness.repro.code_paths import (DOC_BEGIN, Matrix, Parameter, CodePath, check, enclosing_function, load_matrix,
+                                      missing_paths, source_root, stale_paths, uncovered_names)
 
 MATRIX = load_matrix()
 ROOT = source_root(MATRIX.build)
@@ -28,6 +31,12 @@ def test_a_claim_naming_an_unlisted_parameter_fails_the_check():
     problems = uncovered_names(Matrix(MATRIX.build, (stripped,)), specs)
     assert "claim router-stop-timeout names stop-timeout but no path of stop-timeout lists it" in problems
     assert any("lists no claim and no reason" in p for p in problems)  # the arg.h path had only that claim
+    assert set(problems) <= set(check(Matrix(MATRIX.build, (stripped,)), specs))  # what the module's __main__ reports
+
+
+def test_the_module_prints_the_matrix_then_runs_the_checks():
+    r = subprocess.run([sys.executable, "-m", "harness.repro.code_paths"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.startswith(DOC_BEGIN) and "code-path matrix:" not in r.stderr, r.stderr
 
 
 def test_the_matrix_covers_the_named_parameters():
