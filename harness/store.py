@@ -34,7 +34,7 @@ import pandas as pd
 from harness import __version__
 from harness.atomic import atomic_write_json
 from harness.errors import BadInput, WriteFailed
-from harness.record import SCHEMA_VERSION, RunRecord, parse_record, read_record
+from harness.record import SCHEMA_VERSION, RunRecord, read_record
 from harness.schema import apply_schema, table_schema
 from harness.untrusted import MAX_TABLE_BYTES, open_regular
 from harness.runindex import iter_records, RunSummary
@@ -364,11 +364,6 @@ def open_run(ref: str | Path, results_root: Path, *, kinds: Collection[str] | No
     return Run(candidate, read_record(candidate / "manifest.json"))
 
 
-def run_from_manifest(run_dir: Path, manifest: dict) -> Run:
-    """A ``Run`` for a manifest held in memory (the writer's, while the run is going)."""
-    return Run(run_dir, parse_record(manifest, str(run_dir / "manifest.json")))
-
-
 class _Listed(Protocol):
     """A run as a listing holds it: a ``Run`` or a ``harness.runindex.IndexEntry``."""
 
@@ -414,9 +409,3 @@ def latest_run(runs: list[Listed], *, any_status: bool = False, where: Path | No
               f"not complete: {listed}{more} (name one by id, or say latest-any)", file=sys.stderr)
     return complete[-1]
 
-
-def list_runs(results_root: Path) -> list[Run]:
-    """Every readable run under ``results_root``, oldest first (damaged ones are skipped; the index
-    says why, see harness/runindex.py)."""
-
-    return [Run(e.dir, e.record) for e in iter_records(results_root, quiet=True)]

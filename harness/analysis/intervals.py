@@ -45,13 +45,6 @@ def median_interval(values: Any, confidence: float = 0.95) -> tuple[float, float
     return float(x[k - 1]), float(x[n - k]), coverage
 
 
-def min_n_for_median_interval(confidence: float = 0.95) -> int:
-    n = 1
-    while math.isnan(median_interval(np.arange(n, dtype=float), confidence)[0]):
-        n += 1
-    return n
-
-
 @functools.lru_cache(maxsize=4)
 def median_ranks(n_max: int = MEDIAN_K_MAX, confidence: float = 0.95) -> pd.DataFrame:
     """(n, k): the largest k with P(Bin(n, 1/2) <= k - 1) <= (1 - confidence) / 2, as median_interval."""

@@ -11,16 +11,17 @@ recursion, a grid of 1/25 sd).
 * ``obf``: spend(t) = 2 - 2 Phi(z_{1-alpha/2} / sqrt(t)) (O'Brien-Fleming-like: little at early looks).
 * ``pocock``: spend(t) = alpha log(1 + (e - 1) t) (Pocock-like: even).
 
-``constant_boundary`` solves the classical shapes (Pocock: c_k = C; O'Brien-Fleming:
-c_k = C sqrt(K/k)) for equally spaced looks; their constants are the textbook ones (Jennison and
-Turnbull, Table 2.1), which the tests check.  Each look's nominal one-sided level is
+tests/analysis/test_ab_sequential.py checks the recursion with a forward pass over a boundary (the
+level it spends): the classical shapes (Pocock: c_k = C; O'Brien-Fleming: c_k = C sqrt(K/k)) for
+equally spaced looks solved with it match the textbook constants (Jennison and Turnbull, Table 2.1),
+and the spending boundaries spend alpha.  Each look's nominal one-sided level is
 1 - Phi(c_k); ab decides at that level with the t statistic's own df.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from functools import lru_cache
 
 import numpy as np
@@ -72,25 +73,6 @@ def _propagate(x: np.ndarray, f: np.ndarray, dt: float, drift: float) -> tuple[n
     return grid, kernel @ (f * w)
 
 
-def crossing_probabilities(boundary: Sequence[float], fractions: Iterable[float], drift: float = 0.0) -> list[float]:
-    """P(first crossing at look k) for Z_k = S_k / sqrt(t_k), S a Brownian motion with drift."""
-    fr = [float(t) for t in fractions]
-    out = [float(stats.norm.sf(boundary[0] - drift * math.sqrt(fr[0])))]
-    x, f = _first(fr[0], drift)
-    for k in range(1, len(fr)):
-        x, f = _truncate(x, f, boundary[k - 1] * math.sqrt(fr[k - 1]))
-        dt = fr[k] - fr[k - 1]
-        out.append(_exit_mass(x, f, boundary[k] * math.sqrt(fr[k]), dt, drift))
-        if k + 1 < len(fr):
-            x, f = _propagate(x, f, dt, drift)
-    return out
-
-
-def crossing_probability(boundary: Sequence[float], fractions: Iterable[float], drift: float = 0.0) -> float:
-    """P(Z_k >= c_k at some look): the level spent (drift 0) or the power (drift > 0)."""
-    return float(sum(crossing_probabilities(boundary, fractions, drift)))
-
-
 def spending_boundary(fractions: Iterable[float], alpha: float, kind: str = "obf") -> list[float]:
     """One-sided z boundaries c_1..c_K at information fractions ``fractions`` (increasing, last <= 1)."""
     fr = [float(t) for t in fractions]
@@ -110,17 +92,6 @@ def spending_boundary(fractions: Iterable[float], alpha: float, kind: str = "obf
         if k + 1 < len(fr):
             x, f = _propagate(x, f, dt, 0.0)
     return out
-
-
-def constant_boundary(looks: int, alpha: float, shape: str = "pocock") -> list[float]:
-    """The classical boundary for ``looks`` equally spaced looks: Pocock c_k = C, or O'Brien-Fleming
-    c_k = C sqrt(K/k), with C solved so the one-sided level is ``alpha``."""
-    fr = [(k + 1) / looks for k in range(looks)]
-
-    def bounds(C: float) -> list[float]:
-        return [C] * looks if shape == "pocock" else [C * math.sqrt(looks / (k + 1)) for k in range(looks)]
-    C = optimize.brentq(lambda C: crossing_probability(bounds(C), fr) - alpha, 1.5, 3.5, xtol=2e-4)
-    return bounds(C)
 
 
 @lru_cache(maxsize=64)

@@ -72,11 +72,6 @@ def walk(command: Command | None = None, path: tuple[str, ...] = ("lbench",)) ->
                 yield from walk(sub, path + (name,))
 
 
-def command_paths() -> list[str]:
-    """``lbench idle``, ``lbench engine install``, ... (groups included)."""
-    return [" ".join(path) for path, _ in walk()][1:]
-
-
 def _type_name(param: Parameter) -> str:
     if getattr(param, "is_flag", False):
         return "flag"

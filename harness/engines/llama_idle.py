@@ -51,12 +51,6 @@ class LlamaIdleParser:
         return None
 
 
-def parse_output(text: str) -> tuple[list[tuple[float, int, float]], list[dict]]:
-    p = LlamaIdleParser()
-    rows = [r for r in (p.feed(line) for line in text.splitlines()) if r is not None]
-    return rows, p.summaries
-
-
 def locate(explicit: str | None, server_binary: Path | None) -> Path:
     if explicit:
         path = Path(explicit)

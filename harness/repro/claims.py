@@ -37,7 +37,6 @@ figures then carry their mean and a 95% t interval.
 from __future__ import annotations
 
 import operator
-import re
 import platform
 import shutil
 import socket
@@ -425,26 +424,3 @@ def summarize_repeats(reps: list[dict]) -> dict:
             if iv:
                 out[f"{k}_ci"] = [round(x, 6) for x in iv]
     return out
-
-
-def normalise(text: str) -> str:
-    """Whitespace collapsed, backticks and typographic quotes plain, for quote matching."""
-    text = text.replace("`", "").replace("“", '"').replace("”", '"').replace("’", "'")
-    text = text.replace("—", "-").replace("–", "-").replace("→", "->")
-    return re.sub(r"\s+", " ", text).strip()
-
-
-def quote_found(statement: str, document: str) -> bool:
-    """Whether ``statement`` really appears in ``document`` (whitespace normalised); ``...`` in the
-    statement stands for omitted text: its pieces must appear in order."""
-    doc = normalise(document)
-    pos = 0
-    for piece in normalise(statement).split("..."):
-        piece = piece.strip().rstrip(".,;")  # a quote may end where the source's sentence goes on
-        if not piece:
-            continue
-        at = doc.find(piece, pos)
-        if at < 0:
-            return False
-        pos = at + len(piece)
-    return True

@@ -203,14 +203,6 @@ def figure_lines(lab: Lab, names: dict[str, str], extra: dict[str, tuple[str, st
     return lines
 
 
-def check_section(lab: Lab, checks: Sequence[Requirement] | None, lbench_verdict: str | None) -> list[str]:
-    """The figures, the claim's checks in shell, and the final verdict lines (always printed)."""
-    names: dict[str, str] = {}
-    lines = ["# ---- what this script observed (computed before the router stops)", 'echo "figures observed:"',
-             *figure_lines(lab, names), *_STOP]
-    return lines + verdict_lines(names, dict(getattr(lab, "unmeasured", {}) or {}), checks, lbench_verdict)
-
-
 def verdict_lines(names: dict[str, str], unmeasured: dict[str, str], checks: Sequence[Requirement] | None,
                   lbench_verdict: str | None) -> list[str]:
     """The claim's checks on the figures named ``names`` (figure -> shell variable), then the verdict."""

@@ -2,12 +2,14 @@
 stopping, and the boundaries against the textbook constants."""
 
 import math
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pytest
+from scipy import optimize, stats
 
 from harness.analysis.gate import GateConfig
-from harness.analysis.sequential import constant_boundary, crossing_probability, look_levels, spending_boundary
+from harness.analysis.sequential import _exit_mass, _first, _propagate, _truncate, look_levels, spending_boundary
 from harness.analysis.verdicts import GroupData, decide_groups
 from harness.analysis.campaign import look_alphas
 from harness.runs.ab import run_ab
@@ -44,6 +46,36 @@ def test_pass_is_reachable_when_a_and_b_are_the_same():
 def test_first_look_needs_two_runs_per_side():
     with pytest.raises(ValueError, match="min_rounds"):
         run_ab("A", "B", GateConfig(), min_rounds=1, max_rounds=4, execute=None, judge=None)
+
+
+def crossing_probabilities(boundary: Sequence[float], fractions: Iterable[float], drift: float = 0.0) -> list[float]:
+    """P(first crossing at look k) for Z_k = S_k / sqrt(t_k), S a Brownian motion with drift."""
+    fr = [float(t) for t in fractions]
+    out = [float(stats.norm.sf(boundary[0] - drift * math.sqrt(fr[0])))]
+    x, f = _first(fr[0], drift)
+    for k in range(1, len(fr)):
+        x, f = _truncate(x, f, boundary[k - 1] * math.sqrt(fr[k - 1]))
+        dt = fr[k] - fr[k - 1]
+        out.append(_exit_mass(x, f, boundary[k] * math.sqrt(fr[k]), dt, drift))
+        if k + 1 < len(fr):
+            x, f = _propagate(x, f, dt, drift)
+    return out
+
+
+def crossing_probability(boundary: Sequence[float], fractions: Iterable[float], drift: float = 0.0) -> float:
+    """P(Z_k >= c_k at some look): the level a boundary spends (drift 0), by the module's recursion."""
+    return float(sum(crossing_probabilities(boundary, fractions, drift)))
+
+
+def constant_boundary(looks: int, alpha: float, shape: str = "pocock") -> list[float]:
+    """The classical boundary for ``looks`` equally spaced looks: Pocock c_k = C, or O'Brien-Fleming
+    c_k = C sqrt(K/k), with C solved so that crossing_probability gives the one-sided level ``alpha``."""
+    fr = [(k + 1) / looks for k in range(looks)]
+
+    def bounds(C: float) -> list[float]:
+        return [C] * looks if shape == "pocock" else [C * math.sqrt(looks / (k + 1)) for k in range(looks)]
+    C = optimize.brentq(lambda C: crossing_probability(bounds(C), fr) - alpha, 1.5, 3.5, xtol=2e-4)
+    return bounds(C)
 
 
 def test_classical_boundaries_match_the_textbook_constants():

@@ -32,15 +32,16 @@ def test_assess_warns_on_load_busy_processes_few_reps_and_wide_distributions():
 
 def test_few_reps_at_many_pauses_is_one_warning_per_cell_and_gate_names_runs_once():
     from harness.cli.verdicts import quality_lines as _quality_lines
-    from harness.store import run_from_manifest
+    from harness.record import parse_record
+    from harness.store import Run
 
     rows = [{"model": "m", "setting": "s", "pause_requested_s": p, "latency_ms": 10.0 + i}
             for p in (0.0, 0.3, 0.6, 1.0) for i in range(3)]
     quiet = {"cpus": 4, "loadavg_1m": 0.1, "busy_processes": [], "governor": "performance"}
     w = assess(quiet, quiet, pd.DataFrame(rows))
     assert w == ["m · s: only 3 reps (< 6) at 4 pauses (0, 0.3, 0.6, 1 s): no 95% interval for those medians"]
-    runs = [run_from_manifest(Path(f"/r/{i}"), {"run_id": f"r{i}", "kind": "idle", "quality": {"warnings": w}})
-            for i in range(3)]
+    runs = [Run(Path(f"/r/{i}"), parse_record({"run_id": f"r{i}", "kind": "idle", "quality": {"warnings": w}},
+                                              f"/r/{i}/manifest.json")) for i in range(3)]
     lines = _quality_lines(runs, "A")
     assert len(lines) == 1 and lines[0].startswith("warning (A 3 of 3 runs): m · s: only 3 reps")
 

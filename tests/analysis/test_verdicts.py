@@ -8,7 +8,7 @@ import pytest
 from harness.analysis.gate_config import GateConfig
 from harness.analysis.gate_sim import RunModel, gate_trials
 from harness.analysis.regimes import fit_shape, step_changes
-from harness.analysis.intervals import median_interval, min_n_for_median_interval
+from harness.analysis.intervals import median_interval
 from harness.analysis.verdicts import (GroupData, VerdictConfig, decide_groups, factor, holm, ratio_words, run_level,
                                        runs_per_side, spread)
 
@@ -24,7 +24,7 @@ def test_order_statistic_median_interval_coverage_measured():
             hits += lo <= 10 <= hi
             assert cov >= 0.95
         assert hits / trials >= 0.93  # nominal >= 0.95; 400 draws, sampling slack
-    assert min_n_for_median_interval() == 6
+    assert next(n for n in range(1, 20) if not math.isnan(median_interval(np.arange(n, dtype=float))[0])) == 6
     assert all(math.isnan(v) for v in median_interval([1.0, 2.0, 3.0, 4.0, 5.0]))
 
 

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.cli.reference import SHOWN_DEFAULT, command_paths, walk
+from harness.cli.reference import SHOWN_DEFAULT, walk
 
 RUNNER = CliRunner()
 
@@ -93,7 +93,7 @@ def _rendered_help(path: str) -> str:
     return r.output
 
 
-@pytest.mark.parametrize("path", command_paths())
+@pytest.mark.parametrize("path", [" ".join(p) for p, _ in walk()][1:])  # lbench idle, lbench engine install, ...
 def test_every_help_page_renders_without_raw_metavars_or_stale_defaults(path):
     text = _rendered_help(path)
     flat = " ".join(text.replace("│", " ").split())

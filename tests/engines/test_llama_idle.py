@@ -1,8 +1,15 @@
 from pathlib import Path
 
-from harness.engines.llama_idle import ITERS, PAUSES_S, parse_output
+from harness.engines.llama_idle import ITERS, PAUSES_S, LlamaIdleParser
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "llama_idle"
+
+
+def parse_output(text: str) -> tuple[list[tuple[float, int, float]], list[dict]]:
+    """The output fed line by line, as llama_idle.run feeds the live stream."""
+    p = LlamaIdleParser()
+    rows = [r for r in (p.feed(line) for line in text.splitlines()) if r is not None]
+    return rows, p.summaries
 
 
 def test_parses_captured_output():

@@ -1,5 +1,6 @@
 """Claim specs and the verdict logic, on recorded figures."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -7,7 +8,7 @@ import pytest
 from harness.errors import BadInput
 from harness.repro.claims import (CONTRADICTED, ERROR, HOLDS, INCONCLUSIVE, NOT_CHECKABLE, ClaimSpec, Requirement,
                                   gate, gate_cause, interval, judge, judge_repeats, load_claim, load_claims,
-                                  quote_found, summarize_repeats)
+                                  summarize_repeats)
 
 
 def spec(*checks, requires=(), scenario="storm"):
@@ -87,6 +88,29 @@ def test_proc_events_requirement_probes_only_when_needed(monkeypatch):
     assert gate(spec(), "cpu") is None and calls == []  # a claim without the requirement never probes
     assert gate(spec(requires=["proc-events"]), "cpu") == (
         "platform lacks proc-events: needs the kernel's process events: no events arrived")
+
+
+def normalise(text: str) -> str:
+    """Whitespace collapsed, backticks and typographic quotes plain, for quote matching."""
+    text = text.replace("`", "").replace("“", '"').replace("”", '"').replace("’", "'")
+    text = text.replace("—", "-").replace("–", "-").replace("→", "->")
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def quote_found(statement: str, document: str) -> bool:
+    """Whether ``statement`` really appears in ``document`` (whitespace normalised); ``...`` in the
+    statement stands for omitted text: its pieces must appear in order."""
+    doc = normalise(document)
+    pos = 0
+    for piece in normalise(statement).split("..."):
+        piece = piece.strip().rstrip(".,;")  # a quote may end where the source's sentence goes on
+        if not piece:
+            continue
+        at = doc.find(piece, pos)
+        if at < 0:
+            return False
+        pos = at + len(piece)
+    return True
 
 
 def test_quote_must_really_appear():

@@ -18,7 +18,7 @@ from harness.engines.binary import Binary
 from harness.engines.router import RouterModel, preset_ini
 from harness.repro.claims import HOLDS, Requirement, judge, load_claims
 from harness.repro.lab import Lab, log_ere
-from harness.repro.recipe import SCRIPT_WORDS, check_section, write_recipe
+from harness.repro.recipe import _STOP, SCRIPT_WORDS, figure_lines, verdict_lines, write_recipe
 
 BASH = shutil.which("bash")
 pytestmark = pytest.mark.skipif(BASH is None, reason="needs bash")
@@ -52,6 +52,15 @@ def _lab(tmp_path: Path, model_path: Path | None) -> Lab:
 
 def _spec(*checks: Requirement):
     return SimpleNamespace(id="c", claim="a claim", check=list(checks))
+
+
+def check_section(lab: Lab, checks, lbench_verdict) -> list[str]:
+    """The figures, the claim's checks in shell, and the final verdict lines, as write_recipes
+    assembles them for one router."""
+    names: dict[str, str] = {}
+    lines = ["# ---- what this script observed (computed before the router stops)", 'echo "figures observed:"',
+             *figure_lines(lab, names), *_STOP]
+    return lines + verdict_lines(names, dict(getattr(lab, "unmeasured", {}) or {}), checks, lbench_verdict)
 
 
 def _run_checks(tmp_path: Path, lab: Lab, checks, verdict) -> subprocess.CompletedProcess:

@@ -4,7 +4,8 @@ import pytest
 
 from harness.errors import BadInput
 from harness.schema import SAMPLE_COLUMNS
-from harness.store import RunWriter, list_runs, new_run_id, open_run
+from harness.runindex import iter_records
+from harness.store import Run, RunWriter, new_run_id, open_run
 
 
 def test_run_ids_sort_by_time():
@@ -49,7 +50,7 @@ def test_open_run_by_prefix_latest_and_errors(tmp_path):
     assert open_run(a.run_id[-4:], tmp_path).run_id == a.run_id
     with pytest.raises(BadInput, match="no run"):
         open_run("nope", tmp_path)
-    assert [r.run_id for r in list_runs(tmp_path)] == [a.run_id]
+    assert [Run(e.dir, e.record).run_id for e in iter_records(tmp_path, quiet=True)] == [a.run_id]
 
 
 @pytest.mark.parametrize("text,fragment", [
