@@ -47,10 +47,6 @@ def idle_specs_dir() -> Path:
     return experiments_dir() / "idle"
 
 
-def swap_specs_dir() -> Path:
-    return experiments_dir() / "swap"
-
-
 def bundled_idle_specs() -> list[str]:
     """Names of the bundled idle specs (``lbench idle --spec NAME``)."""
     try:

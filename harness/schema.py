@@ -292,6 +292,3 @@ def _missing(value: object) -> bool:
     except (TypeError, ValueError):  # lists, dicts, arrays
         return False
 
-
-def schema_markdown(table: str = "samples") -> str:
-    return TABLES[table].markdown()

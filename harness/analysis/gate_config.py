@@ -21,10 +21,6 @@ class GateConfig:
     slower_rule: str = "margin"  # margin: the interval above 1+m; zero: above 1 (docs/statistics.md)
     target: float = 0.10  # the slowdown "runs needed" is sized for
 
-    def threshold_for(self, metric: str) -> float:
-        return self.per_metric.get(metric, self.threshold)
-
-
 def parse_gate_on(text: str | None) -> str | tuple[float, ...]:
     """``None``/``warm`` -> ``"warm"``, ``regimes`` -> ``"regimes"``, ``0,1.5`` -> ``(0.0, 1.5)``."""
 

@@ -16,8 +16,6 @@ VM_STAT_LINE = re.compile(r'^"?([^":]+)"?:\s+(\d+)\.?\s*$')
 SYSCTL_LINE = re.compile(r"^([A-Za-z0-9_.]+):\s*(.*)$")
 IOREG_PERF = re.compile(r'"PerformanceStatistics"\s*=\s*\{(.*)\}')
 IOREG_PAIR = re.compile(r'"([^"]+)"=(-?\d+)')
-TOP_PHYSMEM = re.compile(r"PhysMem:\s*([\d.]+)([KMGT])\s+used\s+\(([\d.]+)([KMGT])\s+wired")
-UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
 def parse_vm_stat(text: str) -> dict | None:
@@ -67,14 +65,6 @@ def parse_ioreg_gpu(text: str) -> dict:
     model = re.search(r'"model"\s*=\s*"([^"]+)"', text)
     cores = re.search(r'"gpu-core-count"\s*=\s*(\d+)', text)
     return {"gpu_model": model.group(1) if model else None, "gpu_cores": int(cores.group(1)) if cores else None}
-
-
-def parse_top_physmem(text: str) -> dict | None:
-    m = TOP_PHYSMEM.search(text)
-    if not m:
-        return None
-    return {"used_bytes": int(float(m.group(1)) * UNITS[m.group(2)]),
-            "wired_bytes": int(float(m.group(3)) * UNITS[m.group(4)])}
 
 
 def is_virtual(chip: str | None, gpu_model: str | None, hw_model: str | None = None,

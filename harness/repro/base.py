@@ -13,8 +13,8 @@ and defaults are the spec's ``[params]`` table; ``Params.from_toml`` checks name
 claims go through too.
 
 Evidence tables (``events``, ``memory``, ``requests``, ``samples``) are written in the store's
-schema (harness/schema.py, docs/schema.md) as ``<table>.parquet`` in the claim's directory;
-``read_evidence_table`` reads them, and the ``<table>.csv`` of runs made before.
+schema (harness/schema.py, docs/schema.md) as ``<table>.parquet`` in the claim's directory, for
+the reader (lbench itself reads none of them back).
 """
 
 from __future__ import annotations
@@ -139,19 +139,6 @@ def write_evidence_table(frame: pd.DataFrame, directory: Path, table: str) -> Pa
     out = directory / f"{table}.parquet"
     apply_schema(frame, table).to_parquet(out, index=False)
     return out
-
-
-def read_evidence_table(directory: Path, table: str) -> pd.DataFrame:
-    """An evidence table of a claim directory: ``<table>.parquet``, else the ``<table>.csv`` older
-    runs wrote; the schema applied either way.  Missing: an empty frame with the schema's columns."""
-    parquet, csv = directory / f"{table}.parquet", directory / f"{table}.csv"
-    if parquet.is_file():
-        frame = pd.read_parquet(parquet)
-    elif csv.is_file():
-        frame = pd.read_csv(csv)
-    else:
-        frame = pd.DataFrame()
-    return apply_schema(frame, table)
 
 
 def _run_id(directory: Path) -> str | None:

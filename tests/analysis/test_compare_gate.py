@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.analysis.gate import GateConfig, decide, junit, load_config, markdown, verdict_json
+from harness.analysis.gate import GateConfig, decide, junit, load_config, markdown, verdict_config, verdict_json
 
 
 def test_decide_exit_codes_with_verdicts():
@@ -148,7 +148,8 @@ def test_config_file(tmp_path):
     f = tmp_path / "gate.toml"
     f.write_text("[gate]\nalpha = 0.01\nthreshold = 0.2\n[thresholds]\nserver_prompt_ms = 0.3\n")
     cfg = load_config(f)
-    assert cfg.alpha == 0.01 and cfg.threshold_for("latency_ms") == 0.2 and cfg.threshold_for("server_prompt_ms") == 0.3
+    assert cfg.alpha == 0.01 and verdict_config(cfg).margin_for("latency_ms") == 0.2
+    assert verdict_config(cfg).margin_for("server_prompt_ms") == 0.3
     assert load_config(f, threshold=0.05).threshold == 0.05
     from harness.errors import BadInput
 

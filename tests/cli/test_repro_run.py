@@ -7,7 +7,6 @@ import pandas as pd
 import pytest
 from conftest import run_cli
 
-from harness.repro.base import read_evidence_table
 
 pytestmark = pytest.mark.engine
 
@@ -34,10 +33,10 @@ def test_three_router_scenarios_for_real(engine_env):
     storm = (run_dir / "claims" / "router-cap" / "recipe.sh").read_text()
     assert storm.count("/completion") >= 30 and "--models-max 2" in storm
     assert (run_dir / "claims" / "router-cap" / "events.parquet").is_file()
-    events = read_evidence_table(run_dir / "claims" / "router-cap", "events")
+    events = pd.read_parquet(run_dir / "claims" / "router-cap" / "events.parquet")
     assert (events["run_id"] == run_dir.name).all() and events["kind"].eq("spawn").any()
     # the storm's rows come from the swap storms' row function: residency at send is known, not assumed cold
-    rows = read_evidence_table(run_dir / "claims" / "router-cap", "requests")
+    rows = pd.read_parquet(run_dir / "claims" / "router-cap" / "requests.parquet")
     # (round-robin over 3 models under a cap of 2: the model asked for is never the one resident)
     assert len(rows) == 30 and rows["resident_at_send"].notna().all() and not rows["resident_at_send"].any()
     assert rows["status_at_send"].notna().all()

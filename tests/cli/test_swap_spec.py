@@ -10,7 +10,7 @@ from harness.spec import SwapSpec, load_swap_spec
 
 def test_bundled_default_spec_equals_the_spec_class_defaults():
     path = resources.find_spec("default", "swap")
-    assert path == resources.swap_specs_dir() / "default.toml" and path.is_file()
+    assert path == resources.experiments_dir() / "swap" / "default.toml" and path.is_file()
     assert load_swap_spec(path) == SwapSpec().validate()
 
 

@@ -60,10 +60,6 @@ def test_ioreg_whole_quoted_keys():
     assert macos.parse_ioreg_perf("nothing here") == {}
 
 
-def test_top_physmem_units():
-    assert macos.parse_top_physmem(fixture("top_physmem.txt")) == {"used_bytes": 15 << 30, "wired_bytes": 2097 << 20}
-
-
 def test_virtual_mac_detection():
     assert macos.is_virtual("Apple M1 (Virtual)", None)
     assert macos.is_virtual("Apple M1", "Apple Paravirtual device")

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from harness.errors import BadInput
-from harness.repro.base import ModelsParams, Params, RouterParams, read_evidence_table, write_evidence_table
+from harness.repro.base import ModelsParams, Params, RouterParams, write_evidence_table
 from harness.schema import TABLES
 
 
@@ -60,21 +60,19 @@ def test_a_shipped_spec_with_a_bad_param_type_is_bad_input(tmp_path):
     assert "[params]" in str(exc.value)
 
 
-def test_evidence_tables_are_written_in_the_schema_and_old_csv_still_reads(tmp_path):
+def test_evidence_tables_are_written_in_the_schema(tmp_path):
     claim_dir = tmp_path / "20261201T000000Z-repro-abcd" / "claims" / "router-cap"
     claim_dir.mkdir(parents=True)
     events = pd.DataFrame([{"t_s": 0.1, "source": "router", "kind": "spawn", "model": "a", "detail": {"port": 1},
                             "text": "spawning"}])
     out = write_evidence_table(events, claim_dir, "events")
     assert out.name == "events.parquet"
-    back = read_evidence_table(claim_dir, "events")
+    back = pd.read_parquet(out)
     assert list(back.columns)[:len(TABLES["events"].columns)] == list(TABLES["events"].columns)
     assert back.loc[0, "run_id"] == "20261201T000000Z-repro-abcd" and back.loc[0, "detail"] == '{"port": 1}'
-    old = tmp_path / "old"
-    old.mkdir()
-    pd.DataFrame([{"t_s": 0.2, "children_alive": 2, "rss_total_bytes": 10}]).to_csv(old / "memory.csv", index=False)
-    mem = read_evidence_table(old, "memory")
+    memory = write_evidence_table(pd.DataFrame([{"t_s": 0.2, "children_alive": 2, "rss_total_bytes": 10}]),
+                                  claim_dir, "memory")
+    mem = pd.read_parquet(memory)
     assert mem.loc[0, "children_alive"] == 2 and "rss_router_bytes" in mem.columns  # schema columns added
-    assert read_evidence_table(old, "events").empty
     with pytest.raises(ValueError):
         write_evidence_table(events, claim_dir, "verdicts")

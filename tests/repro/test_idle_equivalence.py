@@ -10,7 +10,7 @@ import pytest
 from harness.analysis.verdicts import VerdictConfig, decide_groups
 from harness.engines.binary import locate
 from harness.repro.claims import CONTRADICTED, HOLDS, INCONCLUSIVE, gate_cause, judge_repeats, load_claims
-from harness.repro.base import Context, read_evidence_table
+from harness.repro.base import Context
 from harness.repro.idle_scenarios import equivalence_figures, equivalence_groups
 from harness.repro.registry import SCENARIOS
 
@@ -79,7 +79,7 @@ def test_idle_equivalence_runs_fresh_servers_per_model(engine_env, tmp_path):
     ev = SCENARIOS["idle-equivalence"](Context(locate(), tmp_path, resolve),
                           {"models": ["tiny-q8", "tiny-q4"], "short_pauses_s": [0.0], "long_pauses_s": [0.2],
                            "reps": 3, "starts": 2, "margin": 0.10})
-    samples = read_evidence_table(tmp_path, "samples")
+    samples = pd.read_parquet(tmp_path / "samples.parquet")
     assert set(samples["model"]) == {"tiny-q8", "tiny-q4"} and set(samples["start"]) == {1, 2}
     assert ev.figures["groups"] == 2 and ev.figures["starts_per_model"] == 2
     assert len(ev.lines) == 2 and all("pause=0.2s" in line for line in ev.lines)
