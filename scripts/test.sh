@@ -13,4 +13,14 @@ case " $* " in
          || echo "warning: the Vulkan engine did not build; its tests will skip (see the build log above)"
      fi ;;
 esac
-exec .venv/bin/python -m pytest -p no:cacheprovider "$@"
+# Two pytest-xdist workers by default: most tests wait (on server start-up, pauses, child processes)
+# rather than compute, so two share a 2-core machine well (figures: docs/builds.md). Tests that share an
+# expensive module or session fixture carry one xdist_group mark and run on one worker (--dist loadgroup).
+# LBENCH_TEST_WORKERS=N picks N workers (0: one process, no xdist); an -n or -p no:xdist given here wins.
+workers=(-n "${LBENCH_TEST_WORKERS:-2}" --dist loadgroup)
+for arg in "$@"; do
+  case "$arg" in
+    -n|-n[0-9]*|--numprocesses|--numprocesses=*|no:xdist|-pno:xdist) workers=() ;;
+  esac
+done
+exec .venv/bin/python -m pytest -p no:cacheprovider "${workers[@]}" "$@"

@@ -23,7 +23,8 @@ from harness.history.series import SERIES, series_rows
 from harness.store import Run
 from harness.record import read_record
 
-pytestmark = pytest.mark.engine
+# real_runs is a session fixture (real idle and swap runs): its users share one xdist worker (scripts/test.sh)
+pytestmark = [pytest.mark.engine, pytest.mark.xdist_group("history-real-runs")]
 
 
 @pytest.fixture(scope="module")
