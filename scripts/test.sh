@@ -20,7 +20,7 @@ esac
 workers=(-n "${LBENCH_TEST_WORKERS:-2}" --dist loadgroup)
 for arg in "$@"; do
   case "$arg" in
-    -n|-n[0-9]*|--numprocesses|--numprocesses=*|no:xdist|-pno:xdist) workers=() ;;
+    -n*|--numprocesses|--numprocesses=*|no:xdist|-pno:xdist) workers=() ;;
   esac
 done
 exec .venv/bin/python -m pytest -p no:cacheprovider "${workers[@]}" "$@"
