@@ -13,11 +13,11 @@ case " $* " in
          || echo "warning: the Vulkan engine did not build; its tests will skip (see the build log above)"
      fi ;;
 esac
-# Two pytest-xdist workers by default: most tests wait (on server start-up, pauses, child processes)
-# rather than compute, so two share a 2-core machine well (figures: docs/builds.md). Tests that share an
-# expensive module or session fixture carry one xdist_group mark and run on one worker (--dist loadgroup).
+# Two pytest-xdist workers by default, one per core of a 2-core machine (figures, caveats: docs/builds.md).
+# --dist loadscope keeps each test module on one worker, so a module-scoped fixture (real runs, generated
+# models) is made once.
 # LBENCH_TEST_WORKERS=N picks N workers (0: one process, no xdist); an -n or -p no:xdist given here wins.
-workers=(-n "${LBENCH_TEST_WORKERS:-2}" --dist loadgroup)
+workers=(-n "${LBENCH_TEST_WORKERS:-2}" --dist loadscope)
 for arg in "$@"; do
   case "$arg" in
     -n*|--numprocesses|--numprocesses=*|no:xdist|-pno:xdist) workers=() ;;

@@ -16,8 +16,7 @@ from harness.history.archive import add_run, run_dirs
 from harness.history.catalog import add_runs, list_machines
 from harness.record import read_record
 
-# real_runs is a session fixture (real idle and swap runs): its users share one xdist worker (scripts/test.sh)
-pytestmark = [pytest.mark.engine, pytest.mark.xdist_group("history-real-runs")]
+pytestmark = pytest.mark.engine
 
 
 def _tree(path):

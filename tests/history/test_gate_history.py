@@ -12,8 +12,7 @@ from history_runs import clone_run, real_runs, trusted  # noqa: F401 (a fixture)
 
 from harness.history.catalog import add_runs
 
-# real_runs is a session fixture (real idle and swap runs): its users share one xdist worker (scripts/test.sh)
-pytestmark = [pytest.mark.engine, pytest.mark.xdist_group("history-real-runs")]
+pytestmark = pytest.mark.engine
 
 SCALES = (0.98, 1.01, 1.0, 1.03, 0.99, 1.02)  # run-to-run levels of the copies (a small between-run spread)
 

@@ -23,8 +23,7 @@ from harness.history.series import SERIES, series_rows
 from harness.store import Run
 from harness.record import read_record
 
-# real_runs is a session fixture (real idle and swap runs): its users share one xdist worker (scripts/test.sh)
-pytestmark = [pytest.mark.engine, pytest.mark.xdist_group("history-real-runs")]
+pytestmark = pytest.mark.engine
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,7 @@ from report.test_browser import LOCAL, PROBE, browse, chromium, external_referen
 
 from harness.history.catalog import add_runs
 
-# real_runs is a session fixture (real idle and swap runs): its users share one xdist worker (scripts/test.sh)
-pytestmark = [pytest.mark.engine, pytest.mark.xdist_group("history-real-runs")]
+pytestmark = pytest.mark.engine
 
 BUILDS = [10300, 10310, 10320, 10326, 10330, 10340, 10350, 10360]
 STEP_AT = 10326  # the copies of the idle run are 1.5x slower from here on

@@ -27,8 +27,7 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-# the module fixture `reports` makes real runs of every kind: its tests share one xdist worker (scripts/test.sh)
-pytestmark = [pytest.mark.engine, pytest.mark.xdist_group("browser-reports")]
+pytestmark = pytest.mark.engine
 
 VIEWPORT = (1280, 900)
 KINDS = ("idle", "calibrate", "swap", "repro", "compare")
