@@ -13,4 +13,14 @@ case " $* " in
          || echo "warning: the Vulkan engine did not build; its tests will skip (see the build log above)"
      fi ;;
 esac
-exec .venv/bin/python -m pytest -p no:cacheprovider "$@"
+# Two pytest-xdist workers by default, one per core of a 2-core machine (figures, caveats: docs/builds.md).
+# --dist loadscope keeps each test module on one worker, so a module-scoped fixture (real runs, generated
+# models) is made once.
+# LBENCH_TEST_WORKERS=N picks N workers (0: one process, no xdist); an -n or -p no:xdist given here wins.
+workers=(-n "${LBENCH_TEST_WORKERS:-2}" --dist loadscope)
+for arg in "$@"; do
+  case "$arg" in
+    -n*|--numprocesses|--numprocesses=*|no:xdist|-pno:xdist) workers=() ;;
+  esac
+done
+exec .venv/bin/python -m pytest -p no:cacheprovider "${workers[@]}" "$@"
