@@ -137,8 +137,11 @@ def test_device_goes_to_each_side_whose_backend_selects_devices(monkeypatch):
     from harness.cli.options import select_device
     from harness.errors import BadInput
 
-    monkeypatch.delenv("GGML_VK_VISIBLE_DEVICES", raising=False)
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    for var in ("GGML_VK_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"):
+        # set, then delete: monkeypatch restores only what it recorded, and delenv of an absent
+        # variable records nothing, so what select_device sets would leak into later tests
+        monkeypatch.setenv(var, "unset-by-test")
+        monkeypatch.delenv(var)
     select_device("cpu", 0, None, ("vulkan", None))
     assert os.environ["GGML_VK_VISIBLE_DEVICES"] == "0" and "CUDA_VISIBLE_DEVICES" not in os.environ
     select_device("cuda", 1, None, ("vulkan", None))

@@ -131,6 +131,10 @@ def test_recipes_carry_the_device_selection_variable(monkeypatch):
 
     from harness.repro.idle_recipe import changed_env
 
+    from harness.engines.devices import SELECT_ENV
+
+    for var in SELECT_ENV.values():  # whatever the caller's environment selects is not this test's
+        monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("GGML_VK_VISIBLE_DEVICES", "0")
     env = {**os.environ, "GGML_METAL_NO_RESIDENCY": "1"}
     assert changed_env(env) == {"GGML_VK_VISIBLE_DEVICES": "0", "GGML_METAL_NO_RESIDENCY": "1"}
