@@ -488,11 +488,15 @@ def cancel_waiting(lab: Lab, p: CancelParams, ev: Evidence) -> Iterator[None]:
     c_thread = lab.request_in_background(c)
     busy = long_thread.is_alive()
     long_thread.join(120)
+    a_went_idle = not long_thread.is_alive()
     c_thread.join(120)
     time.sleep(0.5)
     yield
     if not busy:
         raise Inconclusive("A finished before B gave up; raise n_predict")
+    if not a_went_idle:  # C can only get the slot once A is idle: a slow machine, not the rule
+        raise Inconclusive(f"{a} was still generating 120 s after B gave up, so {c} could not get the slot yet; "
+                           "lower n_predict or rerun on a quieter machine")
     cancel = next((e for e in lab.events if f"cancelled while waiting for model name={b}" in e.text), None)
     measure(ev, lab, c_took_a_slot=LogBefore((("evict", "stop_sent"), a), ("spawn", c),
                                              f"{a}'s stop line comes before {c}'s spawn line in the router log"),
