@@ -14,7 +14,8 @@ from pathlib import Path
 
 from harness.engines import registry, reserved
 from harness.engines.base import Setting
-from harness import typed_toml
+from harness import knob_axes, typed_toml
+from harness.knob_axes import parse_keep_alive as parse_keep_alive  # re-exported: the axis lives there
 from harness.errors import BadInput
 from harness.toml_input import read_toml
 
@@ -95,13 +96,6 @@ def validate_pauses(pauses: list[float], where: str = "pauses") -> list[float]:
         if p > MAX_PAUSE_S:
             raise BadInput(f"pause {p} s is over {MAX_PAUSE_S:.0f} s", where=where)
     return [float(p) for p in pauses]
-
-
-def parse_keep_alive(value: str, where: str = "--keep-alive") -> str:
-    """One --keep-alive value (the axis lives in harness/knob_axes.py with the other knob axes)."""
-    from harness import knob_axes
-
-    return knob_axes.parse_keep_alive(value, where)
 
 
 def parse_sleep_idle(value: object, where: str = "--sleep-idle-seconds") -> int | None:
@@ -270,8 +264,6 @@ class IdleSpec:
     def settings(self) -> list[Setting]:
         import itertools
 
-        from harness import knob_axes
-
         axes = [getattr(self, k) for k in CPU_KNOBS]
         envs = knob_axes.env_cells(self.keep_alive, self.env_axis)  # --keep-alive is one env axis instance
         arg_sets = [knob_axes.parse_server_args_value(a) for a in self.server_args_axis] or [()]
@@ -330,8 +322,6 @@ class IdleSpec:
 
     def check_knob_axes(self, where: str) -> None:
         """The env, server-args and prompt-length axes (harness/knob_axes.py), parsed and checked."""
-        from harness import knob_axes
-
         check_axes(self, ("prompt_tokens",), where)
         knob_axes.env_axes(self.env_axis)  # names, values, the loopback rule, duplicates
         sets = [knob_axes.parse_server_args_value(a, f"{where}: --server-args-axis") for a in self.server_args_axis]
@@ -350,8 +340,6 @@ class IdleSpec:
 
     def check_size(self, where: str) -> None:
         """The run's size from its axes' lengths, before any list of cells is built."""
-        from harness import knob_axes
-
         n_settings = knob_axes.n_env_settings(self.env_axis, self.keep_alive) * max(len(self.server_args_axis), 1) \
             * max(len(self.prompt_tokens), 1)
         for axis in (self.sleep_idle_seconds, self.cache_state,
@@ -497,8 +485,6 @@ class SwapSpec:
     env: list[str] = field(default_factory=list)
 
     def env_pairs(self) -> tuple[tuple[str, str | None], ...]:
-        from harness import knob_axes
-
         pairs = []
         for item in self.env:
             name, values = knob_axes.parse_env_axis(item, "swap: env")

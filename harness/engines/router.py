@@ -53,7 +53,8 @@ ROUTER_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("kill_timeout", re.compile(r"force-killing model instance name=(?P<model>.+?) after timeout")),
     ("exited", re.compile(r"instance name=(?P<model>.+?) exited with status (?P<status>-?\d+)")),
     ("proxy", re.compile(r"proxying request to model (?P<model>.+?) on port (?P<port>\d+)")),
-    ("cancelled", re.compile(r"cancelled while waiting for model name=(?P<model>.+?)\s*$")),
+    # inside the JSON error of a waiter whose client left (build 11434), or at the end of a line
+    ("cancelled", re.compile(r"cancelled while waiting for model name=(?P<model>[^\"]+?)(?:\"|\s*$)")),
     ("load_failed", re.compile(r"queued load of name=(?P<model>.+?) did not go through: (?P<reason>.*)")),
 ]
 CHILD_LINE = re.compile(r"^\[(?P<port>\d+)\] (?P<text>.*)$")

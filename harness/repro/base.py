@@ -244,10 +244,15 @@ def spawns_over_cap(order: list[tuple[str, str, int]], models_max: int) -> int:
 
 
 def long_request_busy(lab: Lab, model: str, n_predict: int) -> threading.Thread:
-    """Start a long generation on ``model``; return its thread once the router has proxied it."""
-    after = lab.now()
+    """Start a long generation on ``model``; return its thread once the router has proxied it.  The
+    router log reaches the timeline through a reader thread, so the proxy lines of requests already
+    answered may still be on their way: they are waited for and counted first, and the long request's
+    line is the next one (a late line taken for it would let the steps go on with ``model`` idle)."""
+    answered = sum(1 for r in lab.replies if r.model == model and r.status == 200)
+    lab.session.wait_for_nth("proxy", model, answered, timeout=10)
+    seen = sum(1 for e in list(lab.events) if e.kind == "proxy" and e.model == model)
     thread = lab.request_in_background(model, n_predict, ignore_eos=True)
-    if lab.wait_for("proxy", model, timeout=30, after=after) is None:
+    if lab.wait_for_next("proxy", model, seen, timeout=30) is None:
         raise Inconclusive(f"the long request to {model} was never proxied")
     return thread
 

@@ -7,10 +7,14 @@ after its steps.  The kinds:
 
 - ``LogCount`` / ``LogHas``: router log lines of a kind (for a model): lbench counts them on its
   timeline (the same log, read as it is written), the script greps the log file; ``LogBetween``
-  between two log marks, ``LogBefore`` the order of two lines.
-- ``SseBefore``: the order of two statuses on /models/sse after a time mark.
+  between two log marks, ``LogBefore`` the order of two lines, ``LogCountBefore`` lines before
+  another, ``FirstEvicted`` the model the first eviction line names, ``TickEvictions`` the lines
+  of one scheduler tick, ``LruRounds`` the victims of lru-order's rounds.
+- ``SseBefore`` / ``SseSent``: the order of two statuses on /models/sse after a time mark / one status.
 - ``Answered`` / ``OkCount``: replies with HTTP 200 (for a model, or any of several).
-- ``GaveUp`` / ``ReplyHas``: one reply's status ``000`` (the client gave up) / its body text.
+- ``GaveUp`` / ``ReplyHas`` / ``ReplyStatus``: one reply's status ``000`` (the client gave up) / its
+  body text / its status.
+- ``AnyOf``: whether any of several true/false figures is true.
 - ``Given``: a setting of the experiment (``models_max``), printed by the script, not measured.
 - ``Unmeasured``: lbench's value; the script says why it cannot measure it.
 - ``Measured``: a value the scenario computed and the shell command that computes the same from
@@ -24,12 +28,11 @@ figure (``DIFFERS``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from harness import shell
-
-if TYPE_CHECKING:
-    from harness.repro.lab import Lab, Reply
+from harness.engines.router import TimelineEvent
+from harness.repro.lab import Lab, Reply, log_ere
 
 # figures a recipe measures differently from lbench, and how (each named in docs/claims.md)
 PS_VS_PROC = ("the script samples the router's tree with ps every 20 ms; lbench reads /proc/<pid>/statm and the "
@@ -56,16 +59,18 @@ def _matches(kind: str | tuple[str, ...], model: str | None, event_kind: str, ev
 
 @dataclass(frozen=True)
 class LogCount:
-    """Router log lines of ``kind`` (one kind or several) for ``model`` (any when None)."""
+    """Router log lines of ``kind`` (one kind or several) for ``model`` (any when None), less ``minus``."""
     kind: str | tuple[str, ...]
     model: str | None = None
     how: str = ""
+    minus: int = 0
 
     def value(self, lab: Lab) -> object:
-        return sum(1 for e in lab.events if _matches(self.kind, self.model, e.kind, e.model))
+        return sum(1 for e in lab.events if _matches(self.kind, self.model, e.kind, e.model)) - self.minus
 
     def shell(self, lab: Lab) -> str:
-        return lab.sh_log_count(self.kind, self.model)
+        count = lab.sh_log_count(self.kind, self.model)
+        return f"echo $(( $({count}) - {int(self.minus)} ))" if self.minus else count
 
 
 @dataclass(frozen=True)
@@ -105,21 +110,159 @@ class LogBetween:
         return lab.sh_flag(f'[ "$({count})" -gt 0 ]')
 
 
+def _router_lines(lab: Lab, after: str | None = None, until: str | None = None) -> list[TimelineEvent]:
+    """The router log's lines lbench received between log marks ``after`` (None: from the start) and
+    ``until`` (None: until the router was told to stop), in the log's order: what the script's
+    ``sed -n "$((L_after + 1)),${L_until}p"`` reads."""
+    since = lab.log_marks[after] if after else float("-inf")
+    end = lab.log_marks[until] if until else _stop(lab)
+    return [e for e in lab.events if e.source == "router" and since <= lab.rel(e.t) < end]
+
+
+def _first_at(lines: list[TimelineEvent], kind: str | tuple[str, ...], model: str | None) -> int | None:
+    """The position of the first ``kind`` line (for ``model``) in ``lines``, None when there is none."""
+    return next((i for i, e in enumerate(lines) if _matches(kind, model, e.kind, e.model)), None)
+
+
 @dataclass(frozen=True)
 class LogBefore:
     """Whether the first ``kind`` line for ``model`` of ``first`` comes no later than the first of
-    ``then`` in the router log (both present)."""
-    first: tuple[str | tuple[str, ...], str]
-    then: tuple[str | tuple[str, ...], str]
+    ``then`` in the router log, both after log mark ``after`` (None: the whole log), by the log's
+    own line order; ``first`` needs a line, ``then`` too unless ``then_needed`` is False."""
+    first: tuple[str | tuple[str, ...], str | None]
+    then: tuple[str | tuple[str, ...], str | None]
+    how: str = ""
+    after: str | None = None
+    then_needed: bool = True
+
+    def value(self, lab: Lab) -> object:
+        lines = _router_lines(lab, self.after)
+        a, b = _first_at(lines, *self.first), _first_at(lines, *self.then)
+        return a is not None and (a <= b if b is not None else not self.then_needed)
+
+    def shell(self, lab: Lab) -> str:
+        a, b = lab.sh_log_line_of(*self.first, self.after), lab.sh_log_line_of(*self.then, self.after)
+        order = '[ -n "$b" ] && [ "$a" -le "$b" ]' if self.then_needed else '{ [ -z "$b" ] || [ "$a" -le "$b" ]; }'
+        return lab.sh_flag(f'a=$({a}); b=$({b}); [ -n "$a" ] && {order}')
+
+
+@dataclass(frozen=True)
+class LogCountBefore:
+    """``kind`` lines for ``model`` in the router log up to the first ``before`` line (kind, model)
+    after log mark ``after`` (the whole log when there is no such line)."""
+    kind: str | tuple[str, ...]
+    model: str | None
+    before: tuple[str | tuple[str, ...], str | None]
+    after: str | None = None
     how: str = ""
 
     def value(self, lab: Lab) -> object:
-        a = next((e for e in lab.events if _matches(*self.first, e.kind, e.model)), None)
-        b = next((e for e in lab.events if _matches(*self.then, e.kind, e.model)), None)
-        return bool(a and b and b.t >= a.t)
+        lines, later = _router_lines(lab), _router_lines(lab, self.after)
+        at = _first_at(later, *self.before)
+        end = len(lines) if at is None else next(i for i, e in enumerate(lines) if e is later[at])
+        return sum(1 for e in lines[:end] if _matches(self.kind, self.model, e.kind, e.model))
 
     def shell(self, lab: Lab) -> str:
-        return lab.sh_log_before(self.first, self.then)
+        ere = shell.quote(log_ere(self.kind, self.model) or "")
+        return (f"p=$({lab.sh_log_line_of(*self.before, self.after)}); RE={ere} awk -v p=\"${{p:-0}}\" "
+                "'$0 ~ ENVIRON[\"RE\"] && (p == 0 || NR < p) {n++} END {print n + 0}' \"$WORK/router.stderr.log\"")
+
+
+def _first_evicted(lab: Lab, after: str | None) -> str | None:
+    first = next((e for e in _router_lines(lab, after) if e.kind == "evict"), None)
+    return first.model if first else None
+
+
+@dataclass(frozen=True)
+class FirstEvicted:
+    """The model the router log's first eviction line after log mark ``after`` (None: from the
+    start) names, in any of the forms the builds write (None when there is none); with ``is_``:
+    whether it is that model."""
+    after: str | None = None
+    is_: str | None = None
+    how: str = ""
+
+    def value(self, lab: Lab) -> object:
+        model = _first_evicted(lab, self.after)
+        return model if self.is_ is None else model == self.is_
+
+    def shell(self, lab: Lab) -> str:
+        command = lab.sh_log_first_evicted(after=self.after)
+        return command if self.is_ is None else lab.sh_flag(f'[ "$({command})" = {shell.quote(self.is_)} ]')
+
+
+def tick_lines(lab: Lab, after: str, until: str) -> tuple[list[TimelineEvent], list[TimelineEvent]]:
+    """The router's 'evicting idle LRU ... for a queued request' lines (``tick()``) between log marks
+    ``after`` and ``until`` that come before the first exit line there (a line after an exit may come
+    from that exit's tick), and the exit lines there."""
+    window = _router_lines(lab, after, until)
+    exits = [e for e in window if e.kind == "exited"]
+    end = _first_at(window, "exited", None)
+    return ([e for e in window[:end] if e.kind == "evict" and "for a queued request" in e.text], exits)
+
+
+@dataclass(frozen=True)
+class TickEvictions:
+    """``tick_lines``: how many, or (``names``) the models they name, comma-joined in log order."""
+    after: str
+    until: str
+    names: bool = False
+    how: str = ""
+
+    def value(self, lab: Lab) -> object:
+        lines, _ = tick_lines(lab, self.after, self.until)
+        return ",".join(str(e.model) for e in lines) if self.names else len(lines)
+
+    def shell(self, lab: Lab) -> str:
+        window = (f"{lab.sh_log_lines(self.after, self.until)} | awk -v x={shell.quote(log_ere('exited', None) or '')} "
+                  "'$0 ~ x {exit} {print}' | grep -E -- 'for a queued request' | grep -E -- "
+                  + shell.quote(log_ere("evict", None) or ""))
+        if self.names:
+            return (f"{window} | sed -E 's/.*evicting idle LRU name=(.*) for a queued request.*$/\\1/' "
+                    "| paste -sd, -")
+        return f"{window} | wc -l | tr -d ' '"
+
+
+@dataclass(frozen=True)
+class LruRounds:
+    """lru-order's rounds, each ``(log mark, the least recently used model of its use order, whether
+    that model is neither first by name, nor longest resident, nor most recent)``, judged by each
+    round's first eviction line after its mark; ``stat``: ``victims`` (the models named, comma-joined),
+    ``rounds`` (rounds that ended in an eviction), ``non_lru`` (rounds whose victim was not the least
+    recently used model) or ``distinguishing`` (rounds that evicted and tell LRU from the wrong rules)."""
+    plan: tuple[tuple[str, str, bool], ...]
+    stat: str
+    how: str = ""
+
+    def victims(self, lab: Lab) -> list[str | None]:
+        return [_first_evicted(lab, mark) for mark, _, _ in self.plan]
+
+    def value(self, lab: Lab) -> object:
+        victims = self.victims(lab)
+        if self.stat == "victims":
+            return ",".join(str(v) for v in victims if v)
+        if self.stat == "non_lru":
+            return sum(v != lru for v, (_, lru, _) in zip(victims, self.plan))
+        return sum(bool(v) and (self.stat == "rounds" or telling) for v, (_, _, telling) in zip(victims, self.plan))
+
+    def shell(self, lab: Lab) -> str:
+        victims = " ".join(f'"$({lab.sh_log_first_evicted(after=mark)})"' for mark, _, _ in self.plan)
+        if self.stat == "victims":
+            return f"set -- {victims}; printf '%s\\n' \"$@\" | grep . | paste -sd, -"
+        lru = " ".join(shell.quote(lru) for _, lru, _ in self.plan)
+        telling = " ".join("1" if t else "0" for _, _, t in self.plan)
+        total = {"rounds": "$n", "non_lru": "$bad", "distinguishing": "$dist"}[self.stat]
+        return (f"set -- {victims}; e=({lru}); d=({telling}); i=0; n=0; bad=0; dist=0; for v in \"$@\"; do "
+                '[ -n "$v" ] && { n=$((n + 1)); dist=$((dist + d[i])); }; [ "$v" = "${e[i]}" ] || bad=$((bad + 1)); '
+                f"i=$((i + 1)); done; echo {total}")
+
+
+def _sse_first(lab: Lab, model: str, status: str, after: str) -> float | None:
+    """When /models/sse first sent ``status`` for ``model`` after time mark ``after``, before the
+    router was told to stop (None: it did not)."""
+    since, until = lab.marks[after], _stop(lab)
+    return next((e.t for e in lab.events if e.kind == f"status:{status}" and e.model == model
+                 and since <= lab.rel(e.t) < until), None)
 
 
 @dataclass(frozen=True)
@@ -133,12 +276,7 @@ class SseBefore:
     how: str = ""
 
     def value(self, lab: Lab) -> object:
-        since, until = lab.marks[self.after], _stop(lab)
-
-        def first_of(model: str, status: str) -> float | None:
-            return next((e.t for e in lab.events if e.kind == f"status:{status}" and e.model == model
-                         and since <= lab.rel(e.t) < until), None)
-        u, t = first_of(*self.first), first_of(*self.then)
+        u, t = _sse_first(lab, *self.first, self.after), _sse_first(lab, *self.then, self.after)
         return u is not None and t is not None and t >= u
 
     def shell(self, lab: Lab) -> str:
@@ -146,6 +284,22 @@ class SseBefore:
         t = lab.sh_sse_first(self.then[0], self.then[1], self.after)
         return lab.sh_flag(f'u=$({u}); l=$({t}); [ -n "$u" ] && [ -n "$l" ] && '
                            'awk -v u="$u" -v l="$l" \'BEGIN {exit !(u <= l)}\'')
+
+
+@dataclass(frozen=True)
+class SseSent:
+    """Whether /models/sse sent ``status`` for ``model`` after time mark ``after`` (and before the
+    router was told to stop)."""
+    model: str
+    status: str
+    after: str
+    how: str = ""
+
+    def value(self, lab: Lab) -> object:
+        return _sse_first(lab, self.model, self.status, self.after) is not None
+
+    def shell(self, lab: Lab) -> str:
+        return lab.sh_flag(f'[ -n "$({lab.sh_sse_first(self.model, self.status, self.after)})" ]')
 
 
 @dataclass(frozen=True)
@@ -203,6 +357,82 @@ class ReplyHas:
 
     def shell(self, lab: Lab) -> str:
         return lab.sh_reply_has(self.reply, self.text)
+
+
+@dataclass(frozen=True)
+class ReplyStatus:
+    """``reply``'s HTTP status (None, the script's ``000``: no answer); with ``is_``: whether it is
+    that status.  ``reply`` None: a request sent in the background that had not returned."""
+    reply: Reply | None
+    is_: int | None = None
+    how: str = ""
+
+    def value(self, lab: Lab) -> object:
+        status = self.reply.status if self.reply is not None else None
+        return status if self.is_ is None else status == self.is_
+
+    def shell(self, lab: Lab) -> str:
+        if self.reply is None:
+            return "echo false" if self.is_ is not None else "echo"
+        path = f"\"$WORK/reply-{self.reply.sh_n}.status\""
+        return f"grep -vx 000 {path}" if self.is_ is None else lab.sh_flag(f"grep -qx {int(self.is_)} {path}")
+
+
+@dataclass(frozen=True)
+class AnyOf:
+    """Whether any of ``figures`` (each true or false) is true."""
+    figures: tuple[Figure, ...]
+    how: str = ""
+
+    def value(self, lab: Lab) -> object:
+        return any(bool(f.value(lab)) for f in self.figures)
+
+    def shell(self, lab: Lab) -> str:
+        return lab.sh_flag(" || ".join(f'[ "$({f.shell(lab)})" = true ]' for f in self.figures))
+
+
+@dataclass(frozen=True)
+class TimeToLine:
+    """Time from ``since`` to the router log's first ``kind`` line for ``model``: ``since`` is a time
+    mark (``Lab.mark``; seconds, 3 decimals) or a reply sent in the background (from its end;
+    milliseconds, 1 decimal).  The script times the line ``Lab.watch`` noted as ``watched`` (it
+    polls the log every 20 ms); lbench, by when it received the line."""
+    since: str | Reply
+    watched: str
+    kind: str | tuple[str, ...]
+    model: str
+    how: str = ""
+
+    def value(self, lab: Lab) -> object:
+        line = next((e for e in lab.events if _matches(self.kind, self.model, e.kind, e.model)), None)
+        if line is None:
+            return None
+        if isinstance(self.since, str):
+            return round(lab.rel(line.t) - lab.marks[self.since], 3)
+        return round((line.t - self.since.t_done) * 1000, 1)
+
+    def shell(self, lab: Lab) -> str:
+        if isinstance(self.since, str):
+            return lab.sh_seconds_between(self.since, self.watched)
+        return lab.sh_ms_from_reply_end(self.since, self.watched)
+
+
+@dataclass(frozen=True)
+class ChildEnv:
+    """Whether the child environment lbench read (``Lab.environ``; the script's copy is
+    ``$WORK/child-env.txt``) holds each of ``variables``: a name, with its value where one is given."""
+    env: dict[str, str]
+    variables: tuple[tuple[str, str | None], ...]
+    how: str = ""
+
+    def value(self, lab: Lab) -> object:
+        return all(name in self.env and (want is None or self.env[name] == want) for name, want in self.variables)
+
+    def shell(self, lab: Lab) -> str:
+        lines = [f"^{shell.ere_literal(name)}=" + ("" if want is None else f"{shell.ere_literal(want)}$")
+                 for name, want in self.variables]
+        return lab.sh_flag(" && ".join(f"grep -qE -- {shell.quote(ere)} \"$WORK/child-env.txt\"" for ere in lines)
+                           or "true")
 
 
 @dataclass(frozen=True)

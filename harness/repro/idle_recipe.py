@@ -18,12 +18,10 @@ The group counts are the claim's figures; its ``[[check]]`` requirements are jud
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import shell
-from harness.engines.devices import is_selection_var
 from harness.repro.recipe import ClaimSpec, verdict_lines
 
 if TYPE_CHECKING:
@@ -220,12 +218,6 @@ def write_equivalence_recipe(path: Path, *, spec: ClaimSpec, lbench_verdict: str
     lines.append('echo "samples in $WORK/times.txt (model, start, pause s, seconds)"')
     lines += verdict_lines(names_map, {}, list(spec.check), lbench_verdict)
     path.write_text("\n".join(lines) + "\n")
-
-
-def changed_env(env: dict[str, str]) -> dict[str, str]:
-    """The variables lbench set or changed for the server (the rest is the caller's environment), and
-    the device selection variable --device set (GGML_VK_VISIBLE_DEVICES), so a recipe drives the same device."""
-    return {k: v for k, v in env.items() if os.environ.get(k) != v or is_selection_var(k)}
 
 
 def body_text(body: bytes | str | dict) -> str:

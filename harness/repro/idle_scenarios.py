@@ -77,7 +77,8 @@ def add_row(rows: list[dict[str, object]], extra: dict[str, object], row: dict[s
 def _recipe_model(model: ResolvedModel, server: Any, engine: LlamaServerEngine) -> dict[str, Any]:
     """What the recipe needs of one model: how to get it, the server's command line, the request."""
     from harness.models.gguf_info import file_sha256, read_model_info
-    from harness.repro.idle_recipe import body_text, changed_env
+    from harness.repro.idle_recipe import body_text
+    from harness.repro.lab import changed_env
 
     try:
         info = read_model_info(model.path).as_dict()

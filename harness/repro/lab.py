@@ -301,11 +301,6 @@ class Lab:
         """``true`` when the client gave up on ``reply`` (curl's status ``000``: no answer in time)."""
         return Lab.sh_flag(f"grep -qx '000' \"$WORK/reply-{reply.sh_n}.status\"")
 
-    @staticmethod
-    def sh_child_env_has(line_ere: str) -> str:
-        """``true`` when the child environment the recipe read holds a line matching ``line_ere``."""
-        return Lab.sh_flag(f"grep -qE -- {shell.quote(line_ere)} \"$WORK/child-env.txt\"")
-
     def environment_set(self) -> dict[str, str]:
         """The variables lbench set or changed for the router (the rest is the caller's environment), and
         the device selection variable --device set (GGML_VK_VISIBLE_DEVICES), so a recipe drives the same device."""
@@ -315,7 +310,7 @@ class Lab:
         env, _ = LlamaServerEngine(self.binary).environment(Setting())
         env["LLAMA_CACHE"] = str(self.run_dir / "llama-cache")
         env.update(self.extra_env)
-        return {k: v for k, v in env.items() if os.environ.get(k) != v or is_selection_var(k)}  # the device too
+        return changed_env(env)
 
     # ---- time and timeline ---------------------------------------------
     def now(self) -> float:
@@ -339,6 +334,13 @@ class Lab:
         else:
             self.act(f"wait_log {shell.quote(ere)} {int(seen)} {float(timeout):g}")
         return self.session.wait_for(kind, model, timeout, after)
+
+    def wait_for_next(self, kind: str, model: str, seen: int, timeout: float = 30.0) -> TimelineEvent | None:
+        """The next ``kind`` event for ``model`` after the first ``seen`` ones (counted, not timed:
+        ``RouterSession.wait_for_nth``).  Recorded for the recipe as a wait until the router log
+        holds more than ``seen`` such lines."""
+        self.act(f"wait_log {shell.quote(log_ere(kind, model) or '')} {int(seen)} {float(timeout):g}")
+        return self.session.wait_for_nth(kind, model, seen + 1, timeout)
 
     def event_frame(self) -> pd.DataFrame:
         return self.session.event_frame()
@@ -504,6 +506,12 @@ _LOG_TEXT = {
     "proxy": ("proxying request to model ", " on port"),
     "cancelled": ("cancelled while waiting for model name=", "(\"|[[:space:]]*$)"),  # inside a JSON error
 }
+
+
+def changed_env(env: dict[str, str]) -> dict[str, str]:
+    """The variables of ``env`` that lbench set or changed (the rest is the caller's environment), and
+    the device selection variable --device set (GGML_VK_VISIBLE_DEVICES), so a recipe drives the same device."""
+    return {k: v for k, v in env.items() if os.environ.get(k) != v or is_selection_var(k)}
 
 
 def log_ere(kind: str | tuple[str, ...], model: str | None) -> str | None:

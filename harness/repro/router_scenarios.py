@@ -26,8 +26,8 @@ from harness.repro.base import (Context, Evidence, Inconclusive, ModelsParams, P
                                 children_from_log, found_child, freeze_while_loading, loaded_and_busy,
                                 long_request_busy, measure, router_scenario, save_evidence, scenario,
                                 scheduler_evictions, spawns_over_cap, write_evidence_table)
-from harness.repro.figures import (PS_VS_PROC, GaveUp, Given, LogBefore, LogBetween, LogCount, LogHas, Measured,
-                                   OkCount, ReplyHas, SseBefore, answered)
+from harness.repro.figures import (PS_VS_PROC, ChildEnv, FirstEvicted, GaveUp, Given, LogBefore, LogBetween, LogCount,
+                                   LogHas, Measured, OkCount, ReplyHas, ReplyStatus, SseBefore, TimeToLine, answered)
 from harness.repro.lab import Lab
 from harness.workloads.swap import Pattern, waves
 
@@ -207,9 +207,7 @@ def same_model_burst(lab: Lab, p: BurstParams, ev: Evidence) -> Iterator[None]:
     queued_b, joined_b = ev.figures["queued_b"], ev.figures["joined_b"]
     # Requests that reach the router after B's load has begun wait for the loading model, not
     # in the queue: only those that found B queued ("queued" or "joined" lines) test the sharing.
-    measure(ev, lab, queue_hits_b_minus_1=Measured(
-        queued_b + joined_b - 1, f"echo $(( $({lab.sh_log_count('queued', b)}) + $({lab.sh_log_count('joined', b)}) - 1 ))",
-        "queued + joined lines for B, minus one"))
+    measure(ev, lab, queue_hits_b_minus_1=LogCount(("queued", "joined"), b, "queued + joined lines for B, minus one", 1))
     ev.figures.update(ok_b=OkCount((b,)).value(lab), entries_for_b=queued_b, queue_hits_b=queued_b + joined_b,
                       after_load_began_b=p.k - queued_b - joined_b)
     # "one load for all of them" is about routing: every request reached B's one child (proxied_b == k).
@@ -239,13 +237,11 @@ def busy_victim(lab: Lab, p: RouterParams, ev: Evidence) -> Iterator[None]:
     lab.request(c)
     a_still_busy = long_thread.is_alive()
     long_thread.join(120)
-    evict = lab.wait_for("evict", timeout=1)
+    lab.wait_for("evict", timeout=1)
     yield
     if not a_still_busy:
         raise Inconclusive("the long request to A finished before C was sent; raise n_predict")
-    measure(ev, lab, victim=Measured(evict.model if evict else None, lab.sh_log_first_evicted(),
-                                     "the model the router log's first eviction line names"),
-            expected=Given(b))
+    measure(ev, lab, victim=FirstEvicted(how="the model the router log's first eviction line names"), expected=Given(b))
     ev.figures.update(busy_model=a, lru_if_busy_ignored=a, a_busy_when_c_sent=a_still_busy)
     ev.lines = lab.lines("proxy", "evict", "spawn")[:12]
 
@@ -263,8 +259,7 @@ def limit_reached(lab: Lab, p: RouterParams, ev: Evidence) -> Iterator[None]:
         raise Inconclusive("A's long request ended before the load was answered")
     measure(ev, lab, says_limit_reached=ReplyHas(reply, "model limit reached",
                                                  "the answer to POST /models/load says 'model limit reached'"),
-            load_status=Measured(reply.status, f"cat \"$WORK/reply-{reply.sh_n}.status\"",
-                                 "HTTP status of POST /models/load"))
+            load_status=ReplyStatus(reply, how="HTTP status of POST /models/load"))
     ev.figures.update(load_body=reply.body[:200], load_ms=round(reply.latency_ms, 1))
     ev.lines = [f"POST /models/load {b} -> {reply.status} {reply.body[:160]}"]
 
@@ -284,12 +279,10 @@ def waiter_recheck(lab: Lab, p: RouterParams, ev: Evidence) -> Iterator[None]:
     a_reply = next((r for r in lab.replies if r.model == a and r.n_predict == long_n), None)
     if a_reply is None:
         raise Inconclusive("the long request to A left no reply")
-    evict = next((e for e in lab.events if e.kind in ("evict", "stop_sent") and e.model == a), None)
-    if queued is None or evict is None:
+    if queued is None or not any(e.kind in ("evict", "stop_sent") and e.model == a for e in lab.events):
         raise Inconclusive("B never queued or A was never evicted")
-    measure(ev, lab, evict_after_a_idle_ms=Measured(
-        round((lab.rel(evict.t) - lab.rel(a_reply.t_done)) * 1000, 1), lab.sh_ms_from_reply_end(a_reply, "evict_a"),
-        f"from the end of {a}'s long request (curl returned) to {a}'s eviction line (the log polled every 20 ms)"),
+    measure(ev, lab, evict_after_a_idle_ms=TimeToLine(a_reply, "evict_a", ("evict", "stop_sent"), a, (
+        f"from the end of {a}'s long request (curl returned) to {a}'s eviction line (the log polled every 20 ms)")),
         b_ok=answered(b))
     ev.figures.update(b_queued=True, a_busy_s=round(a_reply.latency_ms / 1000, 3))
     ev.lines = lab.lines("queued", "evict", "spawn")[:10]
@@ -497,14 +490,13 @@ def cancel_waiting(lab: Lab, p: CancelParams, ev: Evidence) -> Iterator[None]:
     if not a_went_idle:  # C can only get the slot once A is idle: a slow machine, not the rule
         raise Inconclusive(f"{a} was still generating 120 s after B gave up, so {c} could not get the slot yet; "
                            "lower n_predict or rerun on a quieter machine")
-    cancel = next((e for e in lab.events if f"cancelled while waiting for model name={b}" in e.text), None)
+    cancel = next((e for e in lab.events if e.kind == "cancelled" and e.model == b), None)
     measure(ev, lab, c_took_a_slot=LogBefore((("evict", "stop_sent"), a), ("spawn", c),
                                              f"{a}'s stop line comes before {c}'s spawn line in the router log"),
             b_client_gave_up=GaveUp(b_reply, "curl got no answer for B in time (status 000)"),
             b_spawned=LogHas("spawn", b, f"the router log has a spawn line for {b}"),
             c_spawned=LogHas("spawn", c, f"the router log has a spawn line for {c}"), c_ok=answered(c),
-            cancel_logged=Measured(cancel is not None, lab.sh_log_has("cancelled", b),
-                                   f"the router logged {b}'s cancelled wait"))
+            cancel_logged=LogHas("cancelled", b, f"the router logged {b}'s cancelled wait"))
     if cancel is not None and b_reply.error is not None:
         # the router notices the client left on its next poll (the seed: every 200 ms)
         ev.figures["cancel_after_client_left_ms"] = round((cancel.t - b_reply.t_done) * 1000, 1)
@@ -525,18 +517,15 @@ def env_models_max(lab: Lab, p: EnvCapParams, ev: Evidence) -> Iterator[None]:
         lab.request(name)
     time.sleep(0.2)
     yield
-    inherited = " && ".join(f"grep -qxF -- {shlex.quote(f'{k}={v}')} \"$WORK/child-env.txt\"" for k, v in p.reserved.items())
     measure(ev, lab, env_value=Given(p.value),
-            child_sees_models_max_var=Measured("LLAMA_ARG_MODELS_MAX" in env, lab.sh_child_env_has("^LLAMA_ARG_MODELS_MAX="),
+            child_sees_models_max_var=ChildEnv(env, (("LLAMA_ARG_MODELS_MAX", None),),
                                                "the first child's environment holds LLAMA_ARG_MODELS_MAX"),
-            child_sees_router_port=Measured("LLAMA_SERVER_ROUTER_PORT" in env,
-                                            lab.sh_child_env_has("^LLAMA_SERVER_ROUTER_PORT="),
+            child_sees_router_port=ChildEnv(env, (("LLAMA_SERVER_ROUTER_PORT", None),),
                                             "the first child's environment holds LLAMA_SERVER_ROUTER_PORT"),
             router_port_matches=Measured(env.get("LLAMA_SERVER_ROUTER_PORT") == str(lab.router.port),
                                          lab.sh_flag('grep -qx "LLAMA_SERVER_ROUTER_PORT=$PORT" "$WORK/child-env.txt"'),
                                          "LLAMA_SERVER_ROUTER_PORT is the router's port"),
-            reserved_inherited=Measured(all(env.get(k) == v for k, v in p.reserved.items()),
-                                        lab.sh_flag(inherited or "true"),
+            reserved_inherited=ChildEnv(env, tuple((k, str(v)) for k, v in p.reserved.items()),
                                         "the child holds every variable set for the router"))
     ev.figures["peak_children_log"] = children_from_log(lab.events)["peak_children_log"]
     ev.lines = [f"child environment: LLAMA_ARG_MODELS_MAX={env.get('LLAMA_ARG_MODELS_MAX', '(absent)')}, "
@@ -620,22 +609,20 @@ def stopping_counts(lab: Lab, p: StoppingParams, ev: Evidence) -> Iterator[None]
     lab.request(a)
     pid = found_child(lab, a)
     lab.freeze(pid)
-    t_b = lab.now()
     lab.mark("b")
     lab.watch("spawn_b", "spawn", b, st + 60)
     reply = lab.request(b, timeout=st + 60)
     lab.thaw(pid)
     yield
-    exit_a = next((e for e in lab.events if e.kind == "exited" and e.model == a and lab.rel(e.t) >= t_b), None)
+    exit_a = next((e for e in lab.events if e.kind == "exited" and e.model == a and lab.rel(e.t) >= lab.marks["b"]), None)
     spawn_b = next((e for e in lab.events if e.kind == "spawn" and e.model == b), None)
     if exit_a is None or spawn_b is None:
         raise Inconclusive("A never exited or B never spawned")
     # A's exit against B's load on the one /models/sse stream, in the router's order: the log's "exited" line
     # comes from the child's monitor thread and can follow B's spawn line (seen 1 in 3 on build 11434)
-    measure(ev, lab, b_wait_s=Measured(round(lab.rel(spawn_b.t) - t_b, 3), lab.sh_seconds_between("b", "spawn_b"),
-                                       f"seconds from the request for {b} to its spawn line (the log polled every 20 ms)"),
-            b_ok=Measured(reply.status == 200, Lab.sh_flag(f"grep -qx 200 \"$WORK/reply-{reply.sh_n}.status\""),
-                                 f"the request for {b} got HTTP 200"),
+    measure(ev, lab, b_wait_s=TimeToLine("b", "spawn_b", "spawn", b, f"seconds from the request for {b} to its spawn line "
+                                         "(the log polled every 20 ms)"),
+            b_ok=ReplyStatus(reply, 200, f"the request for {b} got HTTP 200"),
             b_spawn_after_a_exit=SseBefore((a, "unloaded"), (b, "loading"), "b", f"/models/sse sent {a} unloaded (its "
                                            f"process exited) before {b} loading, after the request for {b}"),
             kill_timeout_logged=LogHas("kill_timeout", a, "the router logged the force-kill after timeout"))

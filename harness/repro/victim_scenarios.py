@@ -11,9 +11,10 @@ situation where the rule and its negation lead to different, logged evictions.
 
 ``lru-order`` and ``loading-lru`` take ``via = "load"`` to need the slot through
 POST /models/load (``unload_lru()`` picks the victim) instead of a request (``tick()``).
-The figures are computed from the router's timeline by pure functions (``wanted_figures``,
-``lru_round``, ``loading_lru_figures``, ``tick_evictions``), which tests run on constructed
-timelines of the negated rule to show that the checks can come out "contradicted".
+Each figure is an object of harness/repro/figures.py (``wanted_figures``, ``lru_rounds``,
+``loading_lru_figures``, ``lru_get_figures``, ``tick_figures`` declare them), computed from the
+router's timeline and rendered as the recipe's shell; tests run them on constructed timelines of
+the negated rule to show that the checks can come out "contradicted".
 """
 
 from __future__ import annotations
@@ -28,10 +29,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.engines.router import TimelineEvent
 from harness.repro.base import (Context, Evidence, Inconclusive, ModelsParams, RouterParams, found_child,
                                 freeze_while_loading, long_request_busy, measure, router_scenario, scenario)
-from harness.repro.figures import Figure, Given, Measured, OkCount, answered
+from harness.repro.figures import (AnyOf, Figure, FirstEvicted, Given, LogBefore, LogBetween, LogCountBefore, LruRounds,
+                                   OkCount, ReplyStatus, SseSent, TickEvictions, answered, tick_lines)
 from harness.repro.lab import Lab, Reply, log_ere
 
 
@@ -59,12 +60,6 @@ class LoadingLruParams(ModelsParams):
 @dataclass(frozen=True)
 class MultiEvictParams(ModelsParams):
     attempts: int = 3
-
-
-def _first(events: list[TimelineEvent], kind: str, model: str | None = None,
-           after: float | None = None) -> TimelineEvent | None:
-    return next((e for e in events if e.kind == kind and (model is None or e.model == model)
-                 and (after is None or e.t >= after)), None)
 
 
 def fast_child_pid(lab: Lab, model: str, timeout: float = 10.0) -> int | None:
@@ -95,49 +90,25 @@ def fast_child_pid(lab: Lab, model: str, timeout: float = 10.0) -> int | None:
 
 # ---- wanted-victim ---------------------------------------------------------------------
 
-def wanted_figures(events: list[TimelineEvent], a: str, c: str, t_thaw: float) -> dict:
-    """Figures of ``wanted-victim`` from the timeline (times: perf_counter, as the events).
+def wanted_figures(a: str, c: str) -> dict[str, Figure]:
+    """Figures of ``wanted-victim`` after log and time mark ``thaw``.
 
-    A came up after ``t_thaw`` with its own request still queued; C was queued and needed a
-    slot.  The rule: A is not evicted before its request has been proxied (the waiter leaves
-    the queue right before the proxy), and A is served by the spawn that was frozen (one spawn
-    of A before its first proxy).  The negation evicts A at the tick of its status change, so
-    the router logs 'evicting idle LRU name=A' before 'proxying request to model A'."""
-    loaded = _first(events, "status:loaded", a, t_thaw)
-    proxy_a = _first(events, "proxy", a, t_thaw)
-    evict_a = _first(events, "evict", a, t_thaw)
-    spawn_c = _first(events, "spawn", c)
-    first = _first(events, "evict", None, t_thaw)
-    spawns_a = [e for e in events if e.kind == "spawn" and e.model == a]
-    before_proxy = [e for e in spawns_a if proxy_a is None or e.t <= proxy_a.t]
-    return {
-        "a_came_up": loaded is not None,
-        "a_evicted_while_wanted": bool(evict_a and (proxy_a is None or evict_a.t < proxy_a.t)),
-        "a_spawns_before_served": len(before_proxy),
-        "a_evicted_after_served": bool(evict_a and proxy_a and evict_a.t > proxy_a.t),
-        "first_victim": first.model if first else None,
-        "c_spawned_after_a_evicted": bool(spawn_c and evict_a and spawn_c.t > evict_a.t),
-    }
-
-
-def _wanted_shell(lab: Lab, a: str) -> dict[str, tuple[str, str]]:
-    """``wanted_figures`` in shell (figure -> command, what it is): the router log's line order
-    after the thaw (lbench orders the same lines by the time it read them, in the same order), A's
-    coming up from /models/sse."""
-    proxy = f"p=$({lab.sh_log_line_of('proxy', a, 'thaw')}); "
-    evict = f"e=$({lab.sh_log_line_of('evict', a, 'thaw')}); "
-    spawn = log_ere("spawn", a)
-    return {
-        "a_came_up": (lab.sh_flag(f'[ -n "$({lab.sh_sse_first(a, "loaded", "thaw")})" ]'),
-                      f"/models/sse sent {a} loaded after the thaw"),
-        "a_evicted_while_wanted": (lab.sh_flag(proxy + evict + '[ -n "$e" ] && { [ -z "$p" ] || [ "$e" -lt "$p" ]; }'),
-                                   f"an eviction line for {a} after the thaw, before its request's proxy line "
-                                   "(or with none)"),
-        "a_spawns_before_served": (proxy + f"RE={shlex.quote(str(spawn))} awk -v p=\"${{p:-0}}\" '$0 ~ ENVIRON[\"RE\"] "
-                                   "&& (p == 0 || NR <= p) {n++} END {print n + 0}' \"$WORK/router.stderr.log\"",
-                                   f"spawn lines for {a} before its request's proxy line after the thaw"),
-        "a_evicted_after_served": (lab.sh_flag(proxy + evict + '[ -n "$e" ] && [ -n "$p" ] && [ "$e" -gt "$p" ]'),
-                                   f"{a}'s first eviction line after the thaw comes after its request's proxy line")}
+    A came up after the thaw with its own request still queued; C was queued and needed a slot.
+    The rule: A is not evicted before its request has been proxied (the waiter leaves the queue
+    right before the proxy), and A is served by the spawn that was frozen (one spawn of A before
+    its first proxy).  The negation evicts A at the tick of its status change, so the router logs
+    'evicting idle LRU name=A' before 'proxying request to model A'."""
+    return {"a_came_up": SseSent(a, "loaded", "thaw", f"/models/sse sent {a} loaded after the thaw"),
+            "a_evicted_while_wanted": LogBefore(("evict", a), ("proxy", a), f"an eviction line for {a} after the "
+                                                "thaw, before its request's proxy line (or with none)", "thaw", False),
+            "a_spawns_before_served": LogCountBefore("spawn", a, ("proxy", a), "thaw", f"spawn lines for {a} before "
+                                                     "its request's proxy line after the thaw"),
+            "a_evicted_after_served": LogBefore(("proxy", a), ("evict", a), f"{a}'s first eviction line after the "
+                                                "thaw comes after its request's proxy line", "thaw"),
+            "first_victim": FirstEvicted("thaw", how="the model the first eviction line after the thaw names"),
+            "c_spawned_after_a_evicted": LogBefore(("evict", a), ("spawn", c), f"{c}'s spawn line comes after "
+                                                   f"{a}'s eviction line, after the thaw", "thaw"),
+            "c_ok": answered(c)}
 
 
 @router_scenario("wanted-victim", WantedParams, models_max=2)
@@ -159,7 +130,6 @@ def wanted_victim(lab: Lab, p: WantedParams, ev: Evidence) -> Iterator[None]:
         queued_c = lab.wait_for("queued", c, timeout=10, after=after)
         lab.sleep(0.2)
         premature = [e for e in lab.events if e.kind in ("evict", "stop_sent", "kill_loading")]
-        t_thaw = time.perf_counter()
         lab.mark("thaw")
         lab.log_mark("thaw")
         lab.thaw(pid)
@@ -178,10 +148,8 @@ def wanted_victim(lab: Lab, p: WantedParams, ev: Evidence) -> Iterator[None]:
                            f"({premature[0].text.strip()}), so no tick saw A wanted")
     if not b_busy:
         raise Inconclusive(f"the long request to {b} ended before C's request was answered")
-    values = wanted_figures(lab.events, a, c, t_thaw)
-    measure(ev, lab, **{name: Measured(values.pop(name), *shell) for name, shell in _wanted_shell(lab, a).items()},
-            c_ok=answered(c))
-    ev.figures.update(values, expected_victim=a, b_busy_throughout=b_busy, a_ok=answered(a).value(lab))
+    measure(ev, lab, **wanted_figures(a, c))
+    ev.figures.update(expected_victim=a, b_busy_throughout=b_busy, a_ok=answered(a).value(lab))
     ev.lines = lab.lines("queued", "status:loaded", "proxy", "evict", "stop_sent", "exited", "spawn")[:20]
     ev.notes = [f"{b}'s child was frozen (SIGSTOP) with one request in flight from before A was spawned until "
                 f"C's request was answered, so at the tick of A's status change A was the only idle model and "
@@ -190,15 +158,24 @@ def wanted_victim(lab: Lab, p: WantedParams, ev: Evidence) -> Iterator[None]:
 
 # ---- lru-order -------------------------------------------------------------------------
 
-def lru_round(touch_order: list[str], resident_since: dict[str, int], victim: str | None) -> dict:
+def lru_plan(touch_order: list[str], resident_since: dict[str, int]) -> tuple[str, bool]:
     """One round of ``lru-order``: the residents were used in ``touch_order`` (oldest first),
-    ``resident_since`` numbers them by load; what LRU and two wrong rules predict, and the victim."""
+    ``resident_since`` numbers them by load: the model LRU evicts, and whether no wrong rule (first
+    by name, longest resident, most recent) would evict it too."""
     lru = touch_order[0]
-    by_name = sorted(touch_order)[0]
-    oldest_load = min(touch_order, key=lambda m: resident_since[m])
-    mru = touch_order[-1]
-    return {"expected": lru, "victim": victim, "lru": victim == lru,
-            "distinguishing": lru not in (by_name, oldest_load, mru)}
+    wrong = (sorted(touch_order)[0], min(touch_order, key=lambda m: resident_since[m]), touch_order[-1])
+    return lru, lru not in wrong
+
+
+def lru_rounds(plan: list[tuple[str, str, bool]]) -> dict[str, Figure]:
+    """``lru-order``'s figures over its rounds' plan (log mark, LRU model, distinguishing)."""
+    p = tuple(plan)
+    return {"round_victims": LruRounds(p, "victims", "the model each round's first eviction line named"),
+            "rounds": LruRounds(p, "rounds", "rounds that ended in an eviction"),
+            "non_lru_victims": LruRounds(p, "non_lru", "rounds whose victim was not the least recently used model "
+                                         "of the round's use order"),
+            "distinguishing_rounds": LruRounds(p, "distinguishing", "rounds that evicted, whose LRU model is neither "
+                                               "first by name, nor longest resident, nor most recent (the plan's)")}
 
 
 def _touch_order(resident: list[str], since: dict[str, int], rng: random.Random) -> list[str]:
@@ -219,34 +196,6 @@ def _via_load(via: str) -> bool:
     return via == "load"
 
 
-def _lru_shell(rounds: list[dict[str, object]]) -> dict[str, tuple[str, str]]:
-    """``lru-order``'s figures in shell (figure -> command, what it is) from the model each round's
-    eviction line named (``V_i``): the least recently used model of each round is the plan's (its
-    use order), set when written."""
-    victims = " ".join(f'"$V_{i}"' for i in range(1, len(rounds) + 1))
-    expected = " ".join(shlex.quote(str(r["expected"])) for r in rounds)
-    telling = " ".join("1" if r["distinguishing"] else "0" for r in rounds)
-    pairs = f"set -- {victims}; e=({expected}); d=({telling}); i=0; n=0; bad=0; dist=0; for v in \"$@\"; do "
-    count = pairs + ('[ -n "$v" ] && { n=$((n + 1)); dist=$((dist + d[i])); }; [ "$v" = "${e[i]}" ] || '
-                     'bad=$((bad + 1)); i=$((i + 1)); done; ')
-    return {"round_victims": (f"echo {' '.join(f'$V_{i}' for i in range(1, len(rounds) + 1))} | tr ' ' ,",
-                              "the model each round's first eviction line named"),
-            "rounds": (count + "echo $n", "rounds that ended in an eviction"),
-            "non_lru_victims": (count + "echo $bad",
-                                "rounds whose victim was not the least recently used model of the round's use order"),
-            "distinguishing_rounds": (count + "echo $dist", "rounds that evicted, whose LRU model is neither first by "
-                                      "name, nor longest resident, nor most recent (a property of the plan)")}
-
-
-def lru_figures(rounds: list[dict[str, object]]) -> dict[str, object]:
-    """``lru-order``'s figures from its rounds (``lru_round``)."""
-    n = len(rounds)
-    return {"round_victims": ",".join(str(r["victim"]) for r in rounds if r["victim"]), "rounds": n,
-            "lru_victims": sum(bool(r["lru"]) for r in rounds), "non_lru_victims": n - sum(bool(r["lru"]) for r in rounds),
-            "distinguishing_rounds": sum(bool(r["distinguishing"]) for r in rounds),
-            "evictions": sum(1 for r in rounds if r["victim"])}
-
-
 def _lru_cap(p: LruParams) -> int:
     cap = len(p.models) - 1 if p.models_max is None else p.models_max
     if cap < 3 or len(p.models) != cap + 1:
@@ -263,7 +212,7 @@ def lru_order(lab: Lab, p: LruParams, ev: Evidence) -> Iterator[None]:
     cap = _lru_cap(p)
     rng = random.Random(p.seed)
     via_load = _via_load(p.via)
-    rounds = []
+    plan: list[tuple[str, str, bool]] = []
     resident, outside = names[:cap], names[cap]
     since = {}
     for i, n in enumerate(resident):
@@ -279,8 +228,7 @@ def lru_order(lab: Lab, p: LruParams, ev: Evidence) -> Iterator[None]:
         lab.log_mark(f"round{i}")
         reply = lab.post("/models/load", outside) if via_load else lab.request(outside)
         evict = lab.wait_for("evict", timeout=10, after=after)
-        lab.act(f"V_{i}=$({lab.sh_log_first_evicted(after=f'round{i}')})  # the model evicted in round {i}")
-        rounds.append(lru_round(order, since, evict.model if evict else None))
+        plan.append((f"round{i}", *lru_plan(order, since)))
         if evict is None or reply.status != 200:
             break
         resident = [m for m in resident if m != evict.model] + [outside]
@@ -288,25 +236,25 @@ def lru_order(lab: Lab, p: LruParams, ev: Evidence) -> Iterator[None]:
         load_no += 1
         outside = str(evict.model)
     yield
-    values = lru_figures(rounds)
-    measure(ev, lab, **{name: Measured(values.pop(name), *shell) for name, shell in _lru_shell(rounds).items()},
-            rounds_wanted=Given(p.rounds))
-    ev.figures.update(values, path="POST /models/load (unload_lru)" if via_load else "request (tick)")
-    ev.lines = [f"round {i + 1}: least recently used {r['expected']}, evicted {r['victim']}"
-                for i, r in enumerate(rounds)] + lab.lines("evict")[:8]
+    figures = lru_rounds(plan)
+    measure(ev, lab, **figures, rounds_wanted=Given(p.rounds))
+    ev.figures["path"] = "POST /models/load (unload_lru)" if via_load else "request (tick)"
+    victims = LruRounds(tuple(plan), "victims").victims(lab)
+    ev.lines = [f"round {i + 1}: least recently used {lru}, evicted {v}"
+                for i, ((_, lru, _), v) in enumerate(zip(plan, victims))] + lab.lines("evict")[:8]
 
 
 # ---- loading-lru -----------------------------------------------------------------------
 
-def loading_lru_figures(events: list[TimelineEvent], a: str, b: str, t_c: float) -> dict:
+def loading_lru_figures(a: str, c: str) -> dict[str, Figure]:
     """A (loading, least recently used: stamped at its spawn) and B (idle, used after A's spawn)
-    are the candidates when C is requested at ``t_c``: the rule evicts B; the negation evicts A
-    (the router logs 'is still loading, force-killing')."""
-    first = _first(events, "evict", None, t_c)
-    killed = _first(events, "kill_loading", a, t_c)
-    return {"victim": first.model if first else None,
-            "a_killed_while_loading": killed is not None,
-            "a_evicted_while_loading": bool(killed or (first and first.model == a))}
+    are the candidates when C is requested at log mark ``c``: the rule evicts B; the negation
+    evicts A (the router logs 'is still loading, force-killing')."""
+    killed = LogBetween("kill_loading", a, "c", how=f"the router force-killed loading {a} after {c}'s request")
+    return {"victim": FirstEvicted("c", how=f"the model the first eviction line after {c}'s request names"),
+            "a_killed_while_loading": killed,
+            "a_evicted_while_loading": AnyOf((killed, FirstEvicted("c", a)), f"after {c}'s request the router "
+                                             f"force-killed loading {a} or named it in its first eviction line")}
 
 
 @router_scenario("loading-lru", LoadingLruParams, models_max=2)
@@ -323,7 +271,6 @@ def loading_lru(lab: Lab, p: LoadingLruParams, ev: Evidence) -> Iterator[None]:
     lab.request(b)  # B's last use is now later than A's spawn stamp
     lab.settle()  # B still in flight: no victim, and POST /models/load is refused at once
     lab.log_mark("c")
-    t_c = lab.t0 + lab.now()
     load_reply: list[Reply] = []
     if via_load:
         c_thread = threading.Thread(target=lambda: load_reply.append(lab.post("/models/load", c)), daemon=True)
@@ -338,39 +285,25 @@ def loading_lru(lab: Lab, p: LoadingLruParams, ev: Evidence) -> Iterator[None]:
     yield
     if not still_loading:
         raise Inconclusive(f"{a} came up while frozen")
-    values = loading_lru_figures(lab.events, a, b, t_c)
-    if not via_load:
-        c_ok: Figure = answered(c)
-    else:  # POST /models/load answers once C is spawned
-        c_ok = Measured(bool(load_reply) and load_reply[0].status == 200, lab.sh_flag(
-            f"grep -qx 200 \"$WORK/reply-{load_reply[0].sh_n}.status\"") if load_reply else "echo false",
-            f"POST /models/load for {c} got HTTP 200")
-    first_evicted = lab.sh_log_first_evicted(after="c")
-    measure(ev, lab, victim=Measured(values.pop("victim"), first_evicted,
-                                     f"the model the first eviction line after {c}'s request names"),
-            a_evicted_while_loading=Measured(
-                values.pop("a_evicted_while_loading"),
-                lab.sh_flag(f'[ "$({lab.sh_log_count_between("c", None, "kill_loading", a)})" -gt 0 ] || '
-                            f'[ "$({first_evicted})" = {shlex.quote(a)} ]'),
-                f"after {c}'s request the router force-killed loading {a} or named it in its first eviction line"),
-            expected_victim=Given(b), c_ok=c_ok)
-    ev.figures.update(values)
+    c_ok = ReplyStatus(load_reply[0] if load_reply else None, 200, f"POST /models/load for {c} got HTTP 200") \
+        if via_load else answered(c)  # POST /models/load answers once C is spawned
+    measure(ev, lab, **loading_lru_figures(a, c), expected_victim=Given(b), c_ok=c_ok)
     ev.lines = lab.lines("queued", "evict", "stop_sent", "kill_loading", "exited", "spawn")[:14]
 
 
 # ---- lru-get: is a GET a use? ---------------------------------------------------------
 
-def lru_get_figures(events: list[TimelineEvent], a: str, b: str, t_c: float) -> dict:
-    """A and B resident (A requested first, then B, both by POST), then a GET for A, then C
-    requested at ``t_c``: if every request is a use, B is the least recently used and goes; if
-    only POSTs stamp ``last_used``, A goes."""
-    first = _first(events, "evict", None, t_c)
-    return {"victim": first.model if first else None, "lru_by_use": b, "lru_by_post_only": a}
-
-
 @dataclass(frozen=True)
 class LruGetParams(ModelsParams):
     get_path: str = "/props"  # a GET the router proxies to the model's child (proxy_get)
+
+
+def lru_get_figures(a: str, b: str, c: str) -> dict[str, Figure]:
+    """A and B resident (A requested first, then B, both by POST), then a GET for A, then C
+    requested at log mark ``c``: if every request is a use, B is the least recently used and goes;
+    if only POSTs stamp ``last_used``, A goes."""
+    return {"victim": FirstEvicted("c", how=f"the model the first eviction line after {c}'s request names"),
+            "lru_by_use": Given(b), "c_ok": answered(c)}
 
 
 @router_scenario("lru-get", LruGetParams, models_max=2)
@@ -381,10 +314,10 @@ def lru_get(lab: Lab, p: LruGetParams, ev: Evidence) -> Iterator[None]:
     lab.request(b)
     got = lab.get(p.get_path, a)
     lab.settle()  # A still in flight would be skipped: B evicted, as if the GET were a use
-    t_c = lab.t0 + lab.now()
     lab.log_mark("c")
+    t_c = lab.t0 + lab.log_marks["c"]
     lab.request(c)
-    lab.wait_for("evict", timeout=5, after=t_c - lab.t0)
+    lab.wait_for("evict", timeout=5, after=lab.log_marks["c"])
     lab.sleep(0.2)
     yield
     proxied_get = any(e.kind == "proxy" and e.model == a and e.t >= got.t_send for e in lab.events
@@ -392,11 +325,8 @@ def lru_get(lab: Lab, p: LruGetParams, ev: Evidence) -> Iterator[None]:
     if got.status != 200 or not proxied_get:
         raise Inconclusive(f"GET {p.get_path}?model={a} was not proxied to {a} (status {got.status}); "
                            "choose a GET the router proxies")
-    values = lru_get_figures(lab.events, a, b, t_c)
-    measure(ev, lab, victim=Measured(values.pop("victim"), lab.sh_log_first_evicted(after="c"),
-                                     f"the model the first eviction line after {c}'s request names"),
-            lru_by_use=Given(values.pop("lru_by_use")), c_ok=answered(c))
-    ev.figures.update(values, get_status=got.status)
+    measure(ev, lab, **lru_get_figures(a, b, c))
+    ev.figures.update(lru_by_post_only=a, get_status=got.status)
     ev.lines = [f"POST {a}, POST {b}, GET {p.get_path}?model={a} ({got.status}), POST {c}: "
                 f"evicted {ev.figures['victim']}"] + lab.lines("proxy", "evict", "spawn")[:10]
 
@@ -415,30 +345,24 @@ def router_stamp_s(text: str) -> float | None:
     return mins * 60 + secs + ms / 1e3 + us / 1e6
 
 
-def tick_evictions(events: list[TimelineEvent], after: float, before: float) -> dict:
-    """The 'evicting idle LRU ... for a queued request' lines (``tick()``) received in
-    [``after``, ``before``): while every child is frozen, nothing can exit, so no second tick
-    can find a slot short and a victim: all of them come from the tick of the request sent at
-    ``after``.  The negated rule (one eviction per tick) logs one line there and the next only
-    after the first victim has exited."""
-    window = [e for e in events if e.source == "router" and after <= e.t < before]
-    evicts = [e for e in window if e.kind == "evict" and "for a queued request" in e.text]
-    exits = [e for e in window if e.kind == "exited"]
-    if exits:  # a line after an exit may come from that exit's tick
-        evicts = [e for e in evicts if e.t < exits[0].t]
-    stamps = [s for s in (router_stamp_s(e.text) for e in evicts) if s is not None]
-    return {"tick_evictions": len(evicts), "tick_victims": ",".join(str(e.model) for e in evicts),
-            "exits_in_window": len(exits),
-            "tick_span_ms": round((stamps[-1] - stamps[0]) * 1000, 3)
-            if len(stamps) > 1 and len(stamps) == len(evicts) else None}
+def tick_figures(h: str, x: str, y: str) -> dict[str, Figure]:
+    """The 'evicting idle LRU ... for a queued request' lines (``tick()``) between log marks ``y``
+    and ``thaw``: while every child is frozen, nothing can exit, so no second tick can find a slot
+    short and a victim: all of them come from the tick of Y's request.  The negated rule (one
+    eviction per tick) logs one line there and the next only after the first victim has exited."""
+    return {"tick_evictions": TickEvictions("y", "thaw", how="'evicting idle LRU ... for a queued request' lines "
+                                            "between Y's request and the thaw, before the first exit line there"),
+            "tick_victims": TickEvictions("y", "thaw", True, "the models those lines name, in order"),
+            "ok": OkCount((h, x, y), "requests for H, X and Y answered with HTTP 200")}
 
 
-def tick_lines_sh(after: str, until: str) -> str:
-    """``tick_evictions`` in shell: the router log's 'evicting idle LRU ... for a queued request'
-    lines between log marks ``after`` and ``until``, before the first exit line there."""
-    return (f"{Lab.sh_log_lines(after, until)} | awk -v x={shlex.quote(str(log_ere('exited', None)))} "
-            "'$0 ~ x {exit} {print}' | grep -E -- 'for a queued request' | grep -E -- "
-            + shlex.quote(str(log_ere("evict", None))))
+def tick_timing(lab: Lab) -> dict[str, object]:
+    """Exit lines between Y's request and the thaw, and the router's own time from the first to the
+    last tick line (its log stamps; None without them): lbench's, for the reader."""
+    lines, exits = tick_lines(lab, "y", "thaw")
+    stamps = [s for s in (router_stamp_s(e.text) for e in lines) if s is not None]
+    return {"exits_in_window": len(exits), "tick_span_ms": round((stamps[-1] - stamps[0]) * 1000, 3)
+            if len(stamps) > 1 and len(stamps) == len(lines) else None}
 
 
 def _multi_evict_once(ctx: Context, p: MultiEvictParams) -> Evidence:
@@ -479,13 +403,11 @@ def _multi_evict_once(ctx: Context, p: MultiEvictParams) -> Evidence:
                 lab.freeze(pid)
                 pids.append(pid)
             early = [e for e in lab.events if e.kind == "evict"]
-            t_y = time.perf_counter()
             lab.log_mark("y")
             after = lab.now()
             threads.append(lab.request_in_background(y, timeout=180))
             queued_y = lab.wait_for("queued", y, timeout=10, after=after)
             lab.sleep(0.5)
-            t_thaw = time.perf_counter()
             lab.log_mark("thaw")
         finally:
             for pid in pids:
@@ -498,20 +420,13 @@ def _multi_evict_once(ctx: Context, p: MultiEvictParams) -> Evidence:
     if early:
         raise EarlyEviction(f"the router evicted {early[0].model} before Y was requested (a status message of "
                             "Z reached the router before Z was frozen, and its tick found X one slot short)")
-    values = tick_evictions(lab.events, t_y, t_thaw)
-    window = tick_lines_sh("y", "thaw")
-    measure(ev, lab, tick_evictions=Measured(values.pop("tick_evictions"), f"{window} | wc -l | tr -d ' '",
-                                             "'evicting idle LRU ... for a queued request' lines between Y's request "
-                                             "and the thaw, before the first exit line there"),
-            tick_victims=Measured(values.pop("tick_victims"), f"{window} | sed -E 's/.*evicting idle LRU name=(.*) for "
-                                  "a queued request.*$/\\1/' | paste -sd, -", "the models those lines name, in order"),
-            expected_victims=Given(f"{a},{b}"), ok=OkCount((h, x, y), "requests for H, X and Y answered with HTTP 200"))
-    ev.figures.update(values)
+    measure(ev, lab, **tick_figures(h, x, y), expected_victims=Given(f"{a},{b}"))
+    ev.figures.update(tick_timing(lab))
     lab.retry_when(f'[ "$({lab.sh_log_lines(None, "y")} | grep -cE -- {shlex.quote(str(log_ere("evict", None)))})" -gt 0 ]',
                    "the router evicted a model before Y's request (a status message of Z reached it before Z was "
                    "stopped): this attempt cannot show the situation", p.attempts)
     ev.lines = [f"t={lab.rel(e.t):.4f}s {e.source}: {e.text.strip()}" for e in lab.events
-                if e.source == "router" and e.t >= t_y][:12]
+                if e.source == "router" and lab.rel(e.t) >= lab.log_marks["y"]][:12]
     ev.notes = ["A and B were frozen (SIGSTOP) from before Y was requested until 0.5 s after, so neither could "
                 "exit: every eviction line in that window comes from the tick of Y's request"]
     return ev

@@ -202,6 +202,21 @@ class RouterSession:
                     return None
                 self._cond.wait(left)
 
+    def wait_for_nth(self, kind: str, model: str | None, n: int, timeout: float = 30.0) -> TimelineEvent | None:
+        """The ``n``-th event (from 1) of ``kind`` (for ``model``), waiting until it has arrived, or None.
+        Counted, not timed: a line the log reader had not yet passed on when a step began is not taken
+        for a newer one (``wait_for`` with ``after`` would take it)."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                hits = [e for e in self.events if e.kind == kind and (model is None or e.model == model)]
+                if len(hits) >= n:
+                    return hits[n - 1] if n > 0 else None
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self._cond.wait(left)
+
     def event_frame(self) -> pd.DataFrame:
         with self._cond:
             rows = [event_row(e, self.t0) for e in self.events]

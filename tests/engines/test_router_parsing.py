@@ -19,6 +19,9 @@ LINES = {
     "0.00.371.001 I srv  ensure_model: waiting until model name=tiny-q8 is fully loaded...": ("wait", {"model": "tiny-q8"}),
     "I srv  ensure_model_ready: model name=my model is not loaded, loading...": ("load_asked", {"model": "my model"}),
     "0.02.517.176 I srv  proxy_reques: proxying request to model a on port 57261": ("proxy", {"model": "a", "port": "57261"}),
+    # build 11434, router-cancel-waiting-get (tests/repro/test_router_paths.py), 2026-12-03: the waiting GET's client left
+    '0.00.546.023 W srv    operator(): got exception: {"error":{"code":500,"message":"request cancelled while waiting '
+    'for model name=tiny-q4","type":"server_error"}}': ("cancelled", {"model": "tiny-q4"}),
 }
 
 

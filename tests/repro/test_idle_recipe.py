@@ -129,7 +129,7 @@ def test_recipes_carry_the_device_selection_variable(monkeypatch):
     recipe must export it or a maintainer's rerun drives another device (or none)."""
     import os
 
-    from harness.repro.idle_recipe import changed_env
+    from harness.repro.lab import changed_env
 
     from harness.engines.devices import SELECT_ENV
 

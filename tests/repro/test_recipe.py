@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from harness.engines.binary import Binary
-from harness.engines.router import RouterModel, preset_ini
+from harness.engines.router import RouterModel, TimelineEvent, preset_ini
 from harness.repro.claims import HOLDS, Requirement, judge, load_claims
 from harness.repro.lab import Lab, log_ere
 from harness.repro.recipe import _STOP, SCRIPT_WORDS, figure_lines, verdict_lines, write_recipe
@@ -295,48 +295,65 @@ def test_the_sampler_counts_live_children_and_their_memory(tmp_path):
     assert done.stdout.split() == ["2", "13000", "1000", "7000"]  # the zombie and the grandchild left out
 
 
+def _log_lab(tmp_path: Path, lines: list[str], marks: dict[str, int], replies=()) -> tuple[Lab, str]:
+    """``lines`` as the router's log (for the script) and as lbench's timeline (parsed, received at
+    t = the line's index), with log marks after the given lines: the lab and the script's L_ lines."""
+    from harness.engines.router import TimelineEvent, parse_router_line
+    from timeline_lab import timeline_lab
+
+    (tmp_path / "router.stderr.log").write_text("\n".join(lines) + "\n")
+    events = []
+    for i, text in enumerate(lines):
+        kind, detail = parse_router_line(text) or ("other", {})
+        events.append(TimelineEvent(float(i), "router", kind, detail.get("model"), detail, text))
+    lab = timeline_lab(events, replies=list(replies), log_marks={k: n - 0.5 for k, n in marks.items()})
+    return lab, "".join(f"L_{k}={n}; " for k, n in marks.items())
+
+
 def test_lru_rounds_in_shell_agree_with_the_rounds_python_judged(tmp_path):
-    from harness.repro.victim_scenarios import _lru_shell, lru_figures, lru_round
+    from harness.repro.victim_scenarios import lru_plan, lru_rounds
 
     since = {"a": 0, "b": 1, "c": 2}
-    rounds = [lru_round(["b", "a", "c"], since, "b"), lru_round(["c", "b", "a"], since, "c"),
-              lru_round(["a", "b", "c"], since, "b")]  # the last: not LRU, and not a telling round
-    shell = _lru_shell(rounds)
-    got = {name: _bash(f"V_1=b; V_2=c; V_3=b; {command}", tmp_path).stdout.strip()
-           for name, (command, _) in shell.items()}
+    plan = [(f"round{i}", *lru_plan(order, since)) for i, order in
+            enumerate((["b", "a", "c"], ["c", "b", "a"], ["a", "b", "c"]), start=1)]  # the last: not telling
+    evict = "srv  evicting idle LRU name={} for a queued request"
+    lines = ["srv  request for name=d queued at position 1", evict.format("b"), "srv  x", evict.format("c"),
+             evict.format("b")]  # the last round's victim is not its LRU model
+    lab, marks = _log_lab(tmp_path, lines, {"round1": 1, "round2": 3, "round3": 4})
+    figures = lru_rounds(plan)
+    got = {name: _bash(marks + figure.shell(lab), tmp_path).stdout.strip() for name, figure in figures.items()}
     assert got == {"round_victims": "b,c,b", "rounds": "3", "non_lru_victims": "1", "distinguishing_rounds": "2"}
-    python = lru_figures(rounds)  # the values lbench judges, figure by figure
-    assert got == {name: str(python[name]) for name in shell}
-    none = _bash(f"V_1=b; V_2=; V_3=; {shell['rounds'][0]}", tmp_path).stdout.strip()
-    assert none == "1"  # a round without an eviction line is not a round run to its eviction
-
-
-def _wanted_log(tmp_path: Path, evict_first: bool) -> None:
-    """A router log after the thaw (line 3 on) for wanted-victim: the rule (A proxied, then evicted) or its
-    negation (A evicted before its request is proxied)."""
-    head = ["srv  spawning server instance with name=a on port 1", "srv  request for name=c queued at position 1"]
-    proxy, evict = "srv  proxying request to model a on port 1", "srv  evicting idle LRU name=a for a queued request"
-    tail = [evict, proxy] if evict_first else [proxy, evict]
-    (tmp_path / "router.stderr.log").write_text("\n".join(head + tail + ["srv  spawning server instance with name=c on port 2"]) + "\n")
-    (tmp_path / "sse.txt").write_text("5.000\ta\tloaded\n")
-    (tmp_path / "reply-1.status").write_text("200\n")
+    assert got == {name: str(figure.value(lab)) for name, figure in figures.items()}  # what lbench judges
+    lab, marks = _log_lab(tmp_path, lines[:2], {"round1": 1, "round2": 2, "round3": 2})
+    none = _bash(marks + figures["rounds"].shell(lab), tmp_path).stdout.strip()
+    assert none == "1" == str(figures["rounds"].value(lab))  # a round without an eviction line is not run to its end
 
 
 @pytest.mark.parametrize("evict_first", [False, True])
 def test_wanted_victim_figures_in_shell_follow_the_log_order(tmp_path, evict_first):
-    from harness.repro.figures import answered
+    """A router log after the thaw (line 3 on) for wanted-victim: the rule (A proxied, then evicted) or its
+    negation (A evicted before its request is proxied)."""
     from harness.repro.lab import Reply
-    from harness.repro.victim_scenarios import _wanted_shell
+    from harness.repro.victim_scenarios import wanted_figures
 
-    _wanted_log(tmp_path, evict_first)
-    lab = _lab(tmp_path, None)
-    lab.replies = [Reply("c", 0, 1, 200, "", sh_n=1)]
-    commands = {name: command for name, (command, _) in _wanted_shell(lab, "a").items()}
-    commands["c_ok"] = answered("c").shell(lab)
-    got = {name: _bash(f"L_thaw=2; T_thaw=4; {command}", tmp_path).stdout.strip() for name, command in commands.items()}
+    head = ["srv  spawning server instance with name=a on port 1", "srv  request for name=c queued at position 1"]
+    proxy, evict = "srv  proxying request to model a on port 1", "srv  evicting idle LRU name=a for a queued request"
+    tail = [evict, proxy] if evict_first else [proxy, evict]
+    lab, marks = _log_lab(tmp_path, head + tail + ["srv  spawning server instance with name=c on port 2"], {"thaw": 2},
+                          [Reply("c", 0, 1, 200, "", sh_n=1)])
+    (tmp_path / "sse.txt").write_text("5.000\ta\tloaded\n")
+    (tmp_path / "reply-1.status").write_text("200\n")
+    lab.marks = {"thaw": 4.0}
+    lab.session.events.append(TimelineEvent(5.0, "sse", "status:loaded", "a", {}, ""))
+    figures = wanted_figures("a", "c")
+    got = {name: _bash(f"T_thaw=4; {marks}{figure.shell(lab)}", tmp_path).stdout.strip()
+           for name, figure in figures.items()}
     assert got == {"a_came_up": "true", "a_evicted_while_wanted": "true" if evict_first else "false",
                    "a_spawns_before_served": "1", "a_evicted_after_served": "false" if evict_first else "true",
-                   "c_ok": "true"}
+                   "first_victim": "a", "c_spawned_after_a_evicted": "true", "c_ok": "true"}
+    words = {name: str(v).lower() if isinstance(v, bool) else str(v) for name, v in
+             ((name, figure.value(lab)) for name, figure in figures.items())}
+    assert got == words  # what lbench judges
 
 
 def test_a_router_that_refuses_to_start_is_an_observation_when_the_claim_is_about_it(tmp_path):
@@ -407,21 +424,20 @@ def test_a_figure_no_shell_tool_measures_says_why(tmp_path):
 
 @pytest.mark.parametrize("one_per_tick", [False, True])
 def test_one_tick_evictions_in_shell_stop_at_the_first_exit(tmp_path, one_per_tick):
-    """``tick_evictions`` in shell: the tick lines between Y's request and the thaw, before any exit line
-    there (the negated rule: one line, the next only after the first victim exited)."""
+    """The tick lines between Y's request and the thaw, before any exit line there (the negated rule:
+    one line, the next only after the first victim exited), in shell and in Python."""
+    from harness.repro.figures import TickEvictions
+
     lines = ["srv  evicting idle LRU name=zz for a queued request",  # before Y's mark: not counted
              "srv  request for name=y queued at position 2",
              "srv  evicting idle LRU name=a for a queued request"]
     lines += (["srv  instance name=a exited with status 0", "srv  evicting idle LRU name=b for a queued request"]
               if one_per_tick else ["srv  evicting idle LRU name=b for a queued request",
                                     "srv  instance name=a exited with status 0"])
-    (tmp_path / "router.stderr.log").write_text("\n".join(lines + ["srv  evicting idle LRU name=c for a queued request"])
-                                                + "\n")
-    from harness.repro.victim_scenarios import tick_lines_sh
-
-    window = tick_lines_sh("y", "thaw")
-    count = _bash(f"L_y=1; L_thaw=5; {window} | wc -l | tr -d ' '", tmp_path).stdout.strip()
-    assert count == ("1" if one_per_tick else "2")
+    lab, marks = _log_lab(tmp_path, lines + ["srv  evicting idle LRU name=c for a queued request"], {"y": 1, "thaw": 5})
+    for figure, expected in ((TickEvictions("y", "thaw"), "1" if one_per_tick else "2"),
+                             (TickEvictions("y", "thaw", True), "a" if one_per_tick else "a,b")):
+        assert _bash(marks + figure.shell(lab), tmp_path).stdout.strip() == expected == str(figure.value(lab))
 
 
 def test_a_recipe_runs_again_when_its_attempt_could_not_create_the_situation(tmp_path):

@@ -12,8 +12,10 @@ from harness.engines.router import TimelineEvent
 from harness.models.resolve import resolve
 from harness.repro.claims import CONTRADICTED, HOLDS, judge, load_claims
 from harness.repro.registry import SCENARIOS, Context, Inconclusive
-from harness.repro.victim_scenarios import (_touch_order, loading_lru_figures, lru_get_figures, lru_round,
-                                            router_stamp_s, tick_evictions, wanted_figures)
+from harness.repro.lab import Reply
+from harness.repro.victim_scenarios import (_touch_order, loading_lru_figures, lru_get_figures, lru_plan, lru_rounds,
+                                            router_stamp_s, tick_figures, tick_timing, wanted_figures)
+from timeline_lab import timeline_lab
 
 SPECS = {c.id: c for c in load_claims()}
 
@@ -22,72 +24,91 @@ def ev(t: float, kind: str, model: str, source: str = "router") -> TimelineEvent
     return TimelineEvent(t, source, kind, model, {}, f"{kind} {model}")
 
 
-# ---- the checks on constructed timelines ------------------------------------------------
+def values(figures, lab) -> dict:
+    """The scenario's figure objects evaluated on ``lab``'s timeline: what lbench judges."""
+    return {name: figure.value(lab) for name, figure in figures.items()}
 
+
+# ---- the checks on constructed timelines, through the scenarios' own figure objects ------
 
 def test_lru_get_rule_and_its_negation():
     """A GET is a use: B (used before A's GET) goes; if only POSTs stamp last_used, A goes."""
     spec = SPECS["router-victim-lru-get"]
+    ok = [Reply("C", 4, 5, 200, "", sh_n=1)]
     use = [ev(1, "proxy", "A"), ev(2, "proxy", "B"), ev(3, "proxy", "A"), ev(4.1, "evict", "B"), ev(4.3, "spawn", "C")]
-    f = lru_get_figures(use, "A", "B", t_c=4) | {"c_ok": True}
-    assert f["victim"] == "B" and judge(spec, f)[0] == HOLDS
+    f = values(lru_get_figures("A", "B", "C"), timeline_lab(use, replies=ok, log_marks={"c": 4}))
+    assert f["victim"] == "B" and f["c_ok"] is True and judge(spec, f)[0] == HOLDS
     post_only = [ev(1, "proxy", "A"), ev(2, "proxy", "B"), ev(3, "proxy", "A"), ev(4.1, "evict", "A"),
                  ev(4.3, "spawn", "C")]
-    verdict, reason = judge(spec, lru_get_figures(post_only, "A", "B", t_c=4) | {"c_ok": True})
+    verdict, reason = judge(spec, values(lru_get_figures("A", "B", "C"),
+                                         timeline_lab(post_only, replies=ok, log_marks={"c": 4})))
     assert verdict == CONTRADICTED and "was tiny" not in reason and "expected B" in reason
+
 
 def test_wanted_victim_rule_and_its_negation():
     spec = SPECS["router-victim-not-wanted"]
+    ok = [Reply("C", 2, 7, 200, "", sh_n=1)]
     # as build 11434 logs it: A comes up, its request is proxied, then A is evicted for C
     rule = [ev(1, "spawn", "A"), ev(5, "status:loaded", "A", "sse"), ev(5.001, "proxy", "A"),
             ev(6, "evict", "A"), ev(6.1, "exited", "A"), ev(6.2, "spawn", "C"), ev(7, "proxy", "C")]
-    f = wanted_figures(rule, "A", "C", t_thaw=2) | {"c_ok": True}
-    assert f["a_evicted_while_wanted"] is False and f["a_spawns_before_served"] == 1
+    f = values(wanted_figures("A", "C"), timeline_lab(rule, replies=ok, marks={"thaw": 2}, log_marks={"thaw": 2}))
+    assert f["a_came_up"] and f["a_evicted_while_wanted"] is False and f["a_spawns_before_served"] == 1
+    assert f["first_victim"] == "A" and f["c_spawned_after_a_evicted"] is True
     assert judge(spec, f)[0] == HOLDS
     # the negation: A evicted at the tick of its status change, then loaded again for its request
     negated = [ev(1, "spawn", "A"), ev(5, "status:loaded", "A", "sse"), ev(5.0001, "evict", "A"),
                ev(5.1, "exited", "A"), ev(5.2, "spawn", "C"), ev(6, "proxy", "C"), ev(6.5, "evict", "C"),
                ev(6.6, "spawn", "A"), ev(8, "proxy", "A")]
-    f = wanted_figures(negated, "A", "C", t_thaw=2) | {"c_ok": True}
+    f = values(wanted_figures("A", "C"), timeline_lab(negated, replies=ok, marks={"thaw": 2}, log_marks={"thaw": 2}))
     assert f["a_evicted_while_wanted"] is True and f["a_spawns_before_served"] == 2
     verdict, reason = judge(spec, f)
     assert verdict == CONTRADICTED
     assert "A was evicted before its own queued request was proxied (a_evicted_while_wanted) was yes" in reason
 
 
-def test_lru_round_tells_lru_from_the_wrong_rules():
+def test_lru_plan_tells_lru_from_the_wrong_rules():
     since = {"a": 0, "b": 1, "c": 2}
-    r = lru_round(["b", "c", "a"], since, victim="b")
-    assert r == {"expected": "b", "victim": "b", "lru": True, "distinguishing": True}
-    assert lru_round(["b", "c", "a"], since, victim="a")["lru"] is False  # first by name, longest resident
-    assert lru_round(["a", "b", "c"], since, victim="a")["distinguishing"] is False
+    assert lru_plan(["b", "c", "a"], since) == ("b", True)
+    assert lru_plan(["a", "b", "c"], since) == ("a", False)  # first by name and longest resident too
+    assert lru_plan(["c", "a", "b"], since) == ("c", True)
     rng = random.Random(0)
     for _ in range(50):  # the chosen orders always distinguish LRU from the wrong rules
         order = _touch_order(["a", "b", "c"], since, rng)
-        assert sorted(order) == ["a", "b", "c"] and lru_round(order, since, None)["distinguishing"]
+        assert sorted(order) == ["a", "b", "c"] and lru_plan(order, since)[1]
 
 
-def test_lru_spec_contradicted_by_a_non_lru_victim():
+def test_lru_spec_holds_for_lru_victims_and_is_contradicted_by_a_non_lru_victim():
     spec = SPECS["router-victim-lru"]
-    since = {"a": 0, "b": 1, "c": 2}
-    rounds = [lru_round(["b", "c", "a"], since, v) for v in ("b", "a", "b", "b")]  # one wrong victim
-    f = {"rounds": 4, "rounds_wanted": 4, "lru_victims": sum(r["lru"] for r in rounds),
-         "distinguishing_rounds": sum(r["distinguishing"] for r in rounds)}
-    f["non_lru_victims"] = f["rounds"] - f["lru_victims"]
+    plan = [(f"round{i}", "b", True) for i in range(1, 5)]
+    marks = {f"round{i}": float(i) for i in range(1, 5)}
+    rule = [ev(i + 0.5, "evict", "b") for i in range(1, 5)]
+    f = values(lru_rounds(plan), timeline_lab(rule, log_marks=marks)) | {"rounds_wanted": 4}
+    assert f == {"round_victims": "b,b,b,b", "rounds": 4, "non_lru_victims": 0, "distinguishing_rounds": 4,
+                 "rounds_wanted": 4}
+    assert judge(spec, f)[0] == HOLDS
+    one_wrong = [ev(1.5, "evict", "b"), ev(2.5, "evict", "a"), ev(3.5, "evict", "b"), ev(4.5, "evict", "b")]
+    f = values(lru_rounds(plan), timeline_lab(one_wrong, log_marks=marks)) | {"rounds_wanted": 4}
     verdict, reason = judge(spec, f)
     assert verdict == CONTRADICTED and "(non_lru_victims) was 1, expected 0: NOT met" in reason
+    no_eviction = rule[:3]  # the last round evicted nobody
+    f = values(lru_rounds(plan), timeline_lab(no_eviction, log_marks=marks)) | {"rounds_wanted": 4}
+    assert f["rounds"] == 3 and judge(spec, f)[0] == CONTRADICTED
 
 
 def test_loading_lru_rule_and_its_negation():
     spec = SPECS["router-victim-not-loading"]
+    extra = {"expected_victim": "B", "c_ok": True}
     rule = [ev(1, "queued", "C"), ev(1.001, "evict", "B"), ev(1.1, "exited", "B"), ev(1.2, "spawn", "C")]
-    f = loading_lru_figures(rule, "A", "B", t_c=0.5) | {"expected_victim": "B", "c_ok": True}
-    assert judge(spec, f)[0] == HOLDS
+    f = values(loading_lru_figures("A", "C"), timeline_lab(rule, log_marks={"c": 0.5})) | extra
+    assert f["victim"] == "B" and f["a_evicted_while_loading"] is False and judge(spec, f)[0] == HOLDS
     negated = [ev(1, "queued", "C"), ev(1.001, "evict", "A"), ev(1.002, "stop_sent", "A"),
                ev(1.003, "kill_loading", "A"), ev(1.1, "exited", "A"), ev(1.2, "spawn", "C")]
-    f = loading_lru_figures(negated, "A", "B", t_c=0.5) | {"expected_victim": "B", "c_ok": True}
-    assert f["a_killed_while_loading"] and f["victim"] == "A"
+    f = values(loading_lru_figures("A", "C"), timeline_lab(negated, log_marks={"c": 0.5})) | extra
+    assert f["a_killed_while_loading"] and f["victim"] == "A" and f["a_evicted_while_loading"]
     assert judge(spec, f)[0] == CONTRADICTED
+    killed_only = [ev(1, "queued", "C"), ev(1.003, "kill_loading", "A"), ev(1.1, "exited", "A"), ev(1.2, "spawn", "C")]
+    f = values(loading_lru_figures("A", "C"), timeline_lab(killed_only, log_marks={"c": 0.5})) | extra
+    assert f["a_evicted_while_loading"] is True and f["victim"] is None and judge(spec, f)[0] != HOLDS
 
 
 def line(t: float, stamp: str, kind: str, model: str, text: str) -> TimelineEvent:
@@ -98,24 +119,29 @@ def test_tick_evictions_rule_and_its_negation():
     spec = SPECS["router-tick-evicts-several"]
     assert router_stamp_s("0.01.053.903 I srv   tick: x") == 1.053903
     assert router_stamp_s("no stamp") is None
+    marks = {"y": 0.9, "thaw": 1.5}
+    ok = [Reply(m, 0, 2, 200, "", sh_n=i) for i, m in enumerate("HXY", start=1)]
     y = "request for name=Y queued at position 3"
     rule = [line(1.0, "0.01.000.000", "queued", "Y", y),
             line(1.0001, "0.01.000.030", "evict", "A", "tick: evicting idle LRU name=A for a queued request"),
             line(1.0002, "0.01.000.080", "evict", "B", "tick: evicting idle LRU name=B for a queued request"),
             line(2.0, "0.02.000.000", "exited", "A", "run: instance name=A exited with status 0")]
-    f = tick_evictions(rule, after=0.9, before=1.5) | {"expected_victims": "A,B", "ok": 3}
-    assert f["tick_evictions"] == 2 and f["tick_span_ms"] == 0.05
+    lab = timeline_lab(rule, replies=ok, log_marks=marks)
+    f = values(tick_figures("H", "X", "Y"), lab) | {"expected_victims": "A,B"}
+    assert f["tick_evictions"] == 2 and f["ok"] == 3 and tick_timing(lab) == {"exits_in_window": 0, "tick_span_ms": 0.05}
     assert judge(spec, f)[0] == HOLDS
     # the negation: one eviction per tick, the second in the tick of A's exit (after the thaw)
     negated = [rule[0], rule[1], line(2.0, "0.02.000.000", "evict", "B", rule[2].text.split("I srv  ")[1]),
                rule[3]]
-    f = tick_evictions(negated, after=0.9, before=1.5) | {"expected_victims": "A,B", "ok": 3}
+    f = values(tick_figures("H", "X", "Y"), timeline_lab(negated, replies=ok, log_marks=marks))
     assert f["tick_evictions"] == 1
-    assert judge(spec, f)[0] == CONTRADICTED
+    assert judge(spec, f | {"expected_victims": "A,B"})[0] == CONTRADICTED
     # a line logged after an exit inside the window may come from that exit's tick: not counted
     racing = [rule[0], rule[1], line(1.05, "0.01.050.000", "exited", "A", "run: instance name=A exited"),
               line(1.06, "0.01.060.000", "evict", "B", "tick: evicting idle LRU name=B for a queued request")]
-    assert tick_evictions(racing, after=0.9, before=1.5)["tick_evictions"] == 1
+    lab = timeline_lab(racing, replies=ok, log_marks=marks)
+    assert values(tick_figures("H", "X", "Y"), lab)["tick_evictions"] == 1
+    assert tick_timing(lab)["exits_in_window"] == 1
 
 
 # ---- the scenarios on the real router ---------------------------------------------------
@@ -152,7 +178,7 @@ def test_wanted_victim_on_the_real_router(engine_binary, victim_models, tmp_path
 
 def test_lru_order_on_the_real_router(engine_binary, victim_models, tmp_path):
     spec, e = _run("router-victim-lru", engine_binary, victim_models, tmp_path)
-    assert e.figures["rounds"] == 4 and e.figures["evictions"] == 4
+    assert e.figures["rounds"] == 4 and len(e.figures["round_victims"].split(",")) == 4
     assert judge(spec, e.figures)[0] == HOLDS, judge(spec, e.figures)[1]
     assert any(line.startswith("round 1: least recently used") for line in e.lines)
 
