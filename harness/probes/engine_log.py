@@ -29,8 +29,9 @@ PATTERNS = {
 }
 
 
-def _stamp_s(line: str) -> float | None:
-    m = STAMP.match(line)
+def stamp_s(line: str) -> float | None:
+    """The log's own time of ``line`` (``M.SS.mmm.uuu`` since the process started) in seconds, or None."""
+    m = STAMP.match(line.strip())
     if not m:
         return None
     minutes, seconds, millis, micros = (int(x) for x in m.groups())  # M.SS.mmm.uuu since process start
@@ -48,9 +49,9 @@ def parse_startup(text: str) -> dict:
                 if m:
                     facts[key] = convert(m)
         if "load_model: loading model" in line and t_load is None:
-            t_load = _stamp_s(line)
+            t_load = stamp_s(line)
         if "model loaded" in line and t_loaded is None:
-            t_loaded = _stamp_s(line)
+            t_loaded = stamp_s(line)
     if t_load is not None and t_loaded is not None:
         facts["server_load_ms"] = round((t_loaded - t_load) * 1000, 3)
     return facts

@@ -24,7 +24,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 from pathlib import Path
@@ -273,18 +273,6 @@ class Lab:
     def sh_log_has(cls, kind: str | tuple[str, ...], model: str | None = None) -> str:
         return cls.sh_flag(f'[ "$({cls.sh_log_count(kind, model)})" -gt 0 ]')
 
-    @classmethod
-    def sh_log_first(cls, kind: str | tuple[str, ...], model: str | None = None) -> str:
-        """Line number of the first ``kind`` line (for ``model``), empty when there is none."""
-        return cls._sh_log("log_first", kind, model)
-
-    @classmethod
-    def sh_log_before(cls, first: tuple[str | tuple[str, ...], str | None],
-                      then: tuple[str | tuple[str, ...], str | None]) -> str:
-        """``true`` when the router log has both lines and ``first``'s comes before ``then``'s."""
-        return cls.sh_flag(f'a=$({cls.sh_log_first(*first)}); b=$({cls.sh_log_first(*then)}); '
-                           '[ -n "$a" ] && [ -n "$b" ] && [ "$a" -le "$b" ]')
-
     def sh_ok(self, model: str | list[str] | None = None) -> str:
         """How many of the recipe's replies (for ``model``, or any of a list) had HTTP status 200."""
         wanted = [model] if isinstance(model, str) else model
@@ -410,23 +398,44 @@ class Lab:
         self.replies.append(reply)
         return reply
 
-    def child_pid(self, model: str, timeout: float = 10.0) -> int | None:
-        """PID of the router child serving ``model`` (found by its ``--alias``)."""
+    def child_pid(self, model: str, timeout: float = 10.0, poll_s: float = 0.005) -> int | None:
+        """PID of the router child serving ``model`` (found by its ``--alias``), polled every
+        ``poll_s`` (0.0002 finds a child within a millisecond of its spawn, early enough to stop it
+        before its first status message)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            try:
-                for child in psutil.Process(self.router.pid).children():
-                    try:
-                        cmd = child.cmdline()
-                    except (psutil.NoSuchProcess, psutil.ZombieProcess):
-                        continue
-                    if "--alias" in cmd and cmd[cmd.index("--alias") + 1] == model:
-                        self.__dict__.setdefault("_pid_model", {})[child.pid] = model
-                        return child.pid
-            except psutil.NoSuchProcess:
-                raise EngineError("the router is gone") from None
-            time.sleep(0.005)
+            for pid, argv in self._children():
+                if "--alias" in argv[:-1] and argv[argv.index("--alias") + 1] == model:
+                    self.__dict__.setdefault("_pid_model", {})[pid] = model
+                    return pid
+            time.sleep(poll_s)
         return None
+
+    def _children(self) -> Iterator[tuple[int, list[str]]]:
+        """The router's children and their command lines: from its ``/proc/<pid>/task/*/children``
+        lists where Linux has them (no scan of every process), else psutil's."""
+        root = self.router.pid
+        tasks = Path(f"/proc/{root}/task")
+        if tasks.is_dir():
+            for children in tasks.glob("*/children"):
+                try:
+                    pids = children.read_text().split()
+                except OSError:
+                    continue
+                for pid in pids:
+                    try:
+                        yield int(pid), Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+                    except OSError:
+                        continue
+            return
+        try:
+            for child in psutil.Process(root).children():
+                try:
+                    yield child.pid, child.cmdline()
+                except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+                    continue
+        except psutil.NoSuchProcess:
+            raise EngineError("the router is gone") from None
 
     def _pid_sh(self, pid: int) -> str:
         model = getattr(self, "_pid_model", {}).get(pid)

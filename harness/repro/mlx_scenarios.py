@@ -11,8 +11,9 @@
   memory before, after start and one request, after an idle pause, after exit; its
   ``[residency] created residency set N (max_bytes_per_set=M MB)`` lines.
 
-Parsers and judges are pure functions over recorded text, tested in
-tests/repro/test_mlx_scenarios.py: the warning parser on real published mlx-lm output; the
+The parsers of what mlx prints live in harness/engines/mlx_output.py; they and the judges here are
+pure functions over recorded text, tested in tests/repro/test_mlx_scenarios.py: the warning parser on
+real published mlx-lm output; the
 residency-line parser and the probe-record figures have no real output to test on until a Mac
 run (docs/mac.md, "MLX parsers"); the scenarios themselves have not run on a Mac yet.
 """
@@ -28,15 +29,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.engines.mlx_output import RESIDENCY_LINE, residency_sets, wired_limit_warnings
 from harness.repro.base import Context, Evidence, Inconclusive, Params, scenario
 
-# mlx_lm/generate.py, wired_limit(): print(f"[WARNING] Generating with a model that requires {model_mb} MB "
-# f"which is close to the maximum recommended size of {max_rec_mb} MB. This can be slow. ...")
-WARNING_LINE = re.compile(r"\[WARNING\] Generating with a model that requires (?P<model_mb>\d+) MB which is close to "
-                          r"the maximum recommended size of (?P<max_mb>\d+) MB")
-# mlx/backend/metal/resident.cpp, ResidencySets::add_set_locked() with MLX_RESIDENCY_DEBUG set:
-# fprintf(stderr, "[residency] created residency set %zu (max_bytes_per_set=%zu MB)\n", ...)
-RESIDENCY_LINE = re.compile(r"\[residency\] created residency set (?P<n>\d+) \(max_bytes_per_set=(?P<mb>\d+) MB\)")
 DEFAULT_SET_PCT = 5  # MLX_RESIDENCY_SET_MAX_PCT default
 SET_FLOOR_BYTES = 64 << 20
 
@@ -45,16 +40,6 @@ SET_FLOOR_BYTES = 64 << 20
 class MlxParams(Params):
     model: str = ""  # a local MLX model directory; default $LBENCH_MLX_MODEL
     idle_s: float = 30.0  # mlx-server-wiring: the idle pause after the request
-
-
-def wired_limit_warnings(text: str) -> list[tuple[int, int]]:
-    """(model MB, recommended MB) of every wired-limit warning in ``text``."""
-    return [(int(m.group("model_mb")), int(m.group("max_mb"))) for m in WARNING_LINE.finditer(text)]
-
-
-def residency_sets(text: str) -> list[tuple[int, int]]:
-    """(set index, max_bytes_per_set MB) of every residency-set creation line in ``text``."""
-    return [(int(m.group("n")), int(m.group("mb"))) for m in RESIDENCY_LINE.finditer(text)]
 
 
 def expected_set_mb(recommended_bytes: int, pct: int = DEFAULT_SET_PCT) -> int:

@@ -1,7 +1,7 @@
 """Claim scenarios for Ollama (run where Ollama answers on loopback).
 
-The scenarios drive Ollama's HTTP API (``/api/generate``, ``/api/ps``); the parsers they
-rely on are tested here against recorded real outputs (tests/fixtures/ollama/, the
+The scenarios drive Ollama's HTTP API (``/api/generate``, ``/api/ps``); what it says is read by
+harness/engines/ollama_api.py, tested against recorded real outputs (tests/fixtures/ollama/, the
 shapes in shared/reference/platform-probes.md).  No Ollama runs on the machine these
 were written on, so the scenarios themselves have not run against a live Ollama yet.
 """
@@ -9,7 +9,6 @@ were written on, so the scenarios themselves have not run against a live Ollama 
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import threading
 import time
@@ -23,14 +22,14 @@ from typing import Any
 import httpx
 
 from harness.engines.base import Setting
-from harness.engines.http_engines import OllamaEngine, check_loopback
+from harness.engines.http_engines import OllamaEngine, check_loopback, ollama_timings
+from harness.engines.ollama_api import is_queue_full, is_unload, load_intervals, loaded_models, model_paths
 from harness.engines.loopback import free_port
 from harness.errors import EngineError
 
 from harness.repro.base import Context, Evidence, Inconclusive, Params, scenario
 
 DEFAULT_URL = "http://127.0.0.1:11434"
-QUEUE_FULL = "server busy, please try again. maximum pending requests exceeded"
 
 
 @dataclass(frozen=True)
@@ -53,27 +52,6 @@ class OllamaParams(Params):
     max_queue: int = 1
     flood: int = 8
     n_predict: int = 64
-
-
-# ---- parsers (tested on recorded outputs) ------------------------------------------
-
-def loaded_models(ps: dict) -> list[str]:
-    """Model names in a ``GET /api/ps`` reply."""
-    return [m.get("name") or m.get("model") for m in ps.get("models", [])]
-
-
-def load_ms(reply: dict) -> float | None:
-    """``load_duration`` (ns) of an ``/api/generate`` reply, in ms."""
-    v = reply.get("load_duration")
-    return None if v is None else v / 1e6
-
-
-def is_unload(reply: dict) -> bool:
-    return reply.get("done_reason") == "unload"
-
-
-def is_queue_full(status: int | None, body: str) -> bool:
-    return status == 503 and QUEUE_FULL in body
 
 
 # ---- scenarios ---------------------------------------------------------------------
@@ -142,7 +120,8 @@ def ollama_reuse(ctx: Context, p: OllamaParams) -> Evidence:
         model = _model(http, p)
         _generate(http, model, keep_alive=0)
         first, second = _generate(http, model), _generate(http, model)
-    ev.figures.update(model=model, first_load_ms=load_ms(first), second_load_ms=load_ms(second))
+    ev.figures.update(model=model, first_load_ms=ollama_timings(first).get("load_ms"),
+                      second_load_ms=ollama_timings(second).get("load_ms"))
     if ev.figures["first_load_ms"] and ev.figures["second_load_ms"] is not None:
         ev.figures["second_to_first"] = round(ev.figures["second_load_ms"] / ev.figures["first_load_ms"], 4)
     return ev
@@ -180,29 +159,7 @@ def _together(calls: list[Callable[[], object]], timeout: float) -> None:
         t.join(timeout)
 
 
-# ---- one load at a time; eviction (parsers and judges tested on recorded lines) -------------
-
-RUNNER_STARTED = re.compile(r'^time=(?P<time>\S+) .*msg="llama runner started in (?P<s>[0-9.]+) seconds"', re.M)
-SHOW_FROM = re.compile(r"^FROM (?P<path>\S+)", re.M)
-
-
-def _log_time(stamp: str) -> float:
-    """``time=`` of an Ollama log line (RFC 3339 with ms, e.g. 2026-04-10T21:13:59.427+09:00) in Unix s."""
-    from datetime import datetime
-
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-
-
-def load_intervals(log_text: str) -> list[tuple[float, float]]:
-    """(start, end) in Unix seconds of every runner load in an Ollama server log: each
-    ``llama runner started in X seconds`` line ends a load that began X seconds before
-    (``loadStart``, llm/server.go)."""
-    out = []
-    for m in RUNNER_STARTED.finditer(log_text):
-        end = _log_time(m.group("time"))
-        out.append((end - float(m.group("s")), end))
-    return sorted(out)
-
+# ---- one load at a time; eviction (judges tested on recorded lines) -------------
 
 def overlap_figures(intervals: list[tuple[float, float]], resolution_s: float = 0.01) -> dict:
     """Loads whose intervals overlap (one began before the other ended, beyond the log's 1 ms
@@ -212,17 +169,6 @@ def overlap_figures(intervals: list[tuple[float, float]], resolution_s: float = 
     gaps = [b[0] - a[1] for a, b in zip(intervals, intervals[1:])]
     return {"loads": len(intervals), "overlapping_loads": pairs,
             "min_gap_ms": round(min(gaps) * 1000, 1) if gaps else None}
-
-
-def model_paths(show_replies: dict[str, dict]) -> dict[str, str]:
-    """Model name -> its blob path, from ``POST /api/show`` replies (the modelfile's ``FROM`` line):
-    Ollama's ``ByDurationAndName`` breaks keep-alive ties by this path."""
-    out = {}
-    for name, reply in show_replies.items():
-        m = SHOW_FROM.search(reply.get("modelfile", ""))
-        if m:
-            out[name] = m.group("path")
-    return out
 
 
 def eviction_figures(before: list[str], after: list[str], loaded_order: list[str], paths: dict[str, str],

@@ -64,7 +64,6 @@ EXIT_REPRODUCED, EXIT_DIFFERENT, EXIT_NOT_CHECKED = 0, 1, 3
 _FUNCTIONS = [
     "now() { perl -MTime::HiRes=time -e 'printf \"%.3f\\n\", time' 2>/dev/null || date +%s; }",
     'log_count() { grep -cE -- "$1" "$WORK/router.stderr.log" 2>/dev/null || true; }',
-    'log_first() { grep -nE -- "$1" "$WORK/router.stderr.log" 2>/dev/null | head -n 1 | cut -d: -f1; }',
     "wait_log() {  # until the router log holds more than $2 lines matching ERE $1, at most $3 s",
     '  end=$(awk -v a="$(now)" -v b="$3" \'BEGIN {printf \"%.3f\\n\", a + b}\')',
     '  while [ "$(log_count "$1")" -le "$2" ]; do',

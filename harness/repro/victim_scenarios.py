@@ -20,15 +20,13 @@ the negated rule to show that the checks can come out "contradicted".
 from __future__ import annotations
 
 import random
-import re
 import shlex
 import shutil
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
+from harness.probes.engine_log import stamp_s
 from harness.repro.base import (Context, Evidence, Inconclusive, ModelsParams, RouterParams, found_child,
                                 freeze_while_loading, long_request_busy, measure, router_scenario, scenario)
 from harness.repro.figures import (AnyOf, Figure, FirstEvicted, Given, LogBefore, LogBetween, LogCountBefore, LruRounds,
@@ -60,32 +58,6 @@ class LoadingLruParams(ModelsParams):
 @dataclass(frozen=True)
 class MultiEvictParams(ModelsParams):
     attempts: int = 3
-
-
-def fast_child_pid(lab: Lab, model: str, timeout: float = 10.0) -> int | None:
-    """PID of the router child serving ``model``, found within a millisecond of its spawn: reads
-    only the router's ``/proc/<pid>/task/*/children`` lists (``Lab.child_pid`` scans every
-    process, too slow to stop a child before its first status message)."""
-    root = lab.router.pid
-    if not Path(f"/proc/{root}/task").is_dir():
-        return lab.child_pid(model, timeout)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for children in Path(f"/proc/{root}/task").glob("*/children"):
-            try:
-                pids = children.read_text().split()
-            except OSError:
-                continue
-            for pid in pids:
-                try:
-                    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-                except OSError:
-                    continue
-                if b"--alias" in argv[:-1] and argv[argv.index(b"--alias") + 1].decode(errors="replace") == model:
-                    lab.__dict__.setdefault("_pid_model", {})[int(pid)] = model
-                    return int(pid)
-        time.sleep(0.0002)
-    return None
 
 
 # ---- wanted-victim ---------------------------------------------------------------------
@@ -333,18 +305,6 @@ def lru_get(lab: Lab, p: LruGetParams, ev: Evidence) -> Iterator[None]:
 
 # ---- multi-evict: several evictions in one tick -----------------------------------------
 
-ROUTER_STAMP = re.compile(r"^(\d+)\.(\d{2})\.(\d{3})\.(\d{3}) ")
-
-
-def router_stamp_s(text: str) -> float | None:
-    """The router's own log time (``M.SS.mmm.uuu`` since its start) in seconds, or None."""
-    m = ROUTER_STAMP.match(text.strip())
-    if not m:
-        return None
-    mins, secs, ms, us = (int(x) for x in m.groups())
-    return mins * 60 + secs + ms / 1e3 + us / 1e6
-
-
 def tick_figures(h: str, x: str, y: str) -> dict[str, Figure]:
     """The 'evicting idle LRU ... for a queued request' lines (``tick()``) between log marks ``y``
     and ``thaw``: while every child is frozen, nothing can exit, so no second tick can find a slot
@@ -360,7 +320,7 @@ def tick_timing(lab: Lab) -> dict[str, object]:
     """Exit lines between Y's request and the thaw, and the router's own time from the first to the
     last tick line (its log stamps; None without them): lbench's, for the reader."""
     lines, exits = tick_lines(lab, "y", "thaw")
-    stamps = [s for s in (router_stamp_s(e.text) for e in lines) if s is not None]
+    stamps = [s for s in (stamp_s(e.text) for e in lines) if s is not None]
     return {"exits_in_window": len(exits), "tick_span_ms": round((stamps[-1] - stamps[0]) * 1000, 3)
             if len(stamps) > 1 and len(stamps) == len(lines) else None}
 
@@ -392,7 +352,7 @@ def _multi_evict_once(ctx: Context, p: MultiEvictParams) -> Evidence:
             lab.act("KNOWN=$(children_now)")
             poster = threading.Thread(target=lab.post, args=("/models/load", z), daemon=True)
             poster.start()
-            pid_z = fast_child_pid(lab, z)
+            pid_z = lab.child_pid(z, poll_s=0.0002)
             if pid_z is None:
                 raise Inconclusive(f"{z}'s child never appeared")
             lab.freeze_new_child(pid_z)  # (the POST's curl line was recorded before the request, so before this)

@@ -1,4 +1,6 @@
-from harness.probes.engine_log import backend_of_devices, parse_devices, parse_startup
+import pytest
+
+from harness.probes.engine_log import backend_of_devices, parse_devices, parse_startup, stamp_s
 
 CPU_LOG = """0.00.003.208 I srv    load_model: loading model '/m.gguf'
 0.00.005.921 I cmn          init: llama threadpool init, n_threads = 2
@@ -13,6 +15,13 @@ GPU_NAME_OLD = "ggml_metal_device_init: GPU name:   MTL0"  # a captured build-85
 def test_cpu_startup_facts():
     f = parse_startup(CPU_LOG)
     assert f == {"n_threads": 2, "n_slots": 1, "n_ctx_slot": 2048, "server_load_ms": 31.477}
+
+
+def test_log_stamps_are_seconds_since_the_process_started():
+    """M.SS.mmm.uuu, from CPU_LOG's lines and a router line (tests/engines/test_router_parsing.py)."""
+    assert [stamp_s(line) for line in CPU_LOG.splitlines()] == pytest.approx([0.003208, 0.005921, 0.033476, 0.034685])
+    assert stamp_s("0.02.506.877 I srv          join: request for name=a queued at position 1") == pytest.approx(2.506877)
+    assert stamp_s("I srv  unload: stopping model instance name=tiny-f16") is None
 
 
 def test_metal_gpu_name_real_lines():

@@ -6,8 +6,9 @@ output until a Mac run (docs/mac.md, "MLX parsers")."""
 import pytest
 
 from harness.repro.claims import CONTRADICTED, HOLDS, gate_cause, judge, load_claims
-from harness.repro.mlx_scenarios import (expected_set_mb, generate_figures, probe_records, residency_sets,
-                                         server_wiring_figures, warning_figures, wired_limit_warnings)
+from harness.engines.mlx_output import residency_sets, wired_limit_warnings
+from harness.repro.mlx_scenarios import (expected_set_mb, generate_figures, probe_records,
+                                         server_wiring_figures, warning_figures)
 
 SPECS = {c.id: c for c in load_claims()}
 

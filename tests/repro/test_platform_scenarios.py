@@ -1,4 +1,4 @@
-"""Ollama and Metal claim scenarios: parsers on recorded outputs, driving logic on the stand-in.
+"""Ollama and Metal claim scenarios: judges on recorded outputs, driving logic on the stand-in.
 
 No Ollama and no Metal GPU exist on this machine; the scenarios run for real where they do.
 The Ollama driving logic is exercised here against tests/standins/ollama_standin.py only.
@@ -11,26 +11,10 @@ from standins.ollama_standin import OllamaStandIn
 
 from harness.repro.claims import HOLDS, judge, load_claims
 from harness.repro.metal_scenarios import metal_keep_alive_s
-from harness.repro.ollama_scenarios import QUEUE_FULL, is_queue_full, is_unload, load_ms, loaded_models
 from harness.repro.base import Context
 from harness.repro.registry import SCENARIOS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-
-
-def test_ps_parser_on_a_recorded_reply():
-    ps = json.loads((FIXTURES / "ollama" / "api_ps.json").read_text())
-    assert loaded_models(ps) == ["qwen2.5-coder:7b"]
-    assert loaded_models({"models": []}) == []
-
-
-def test_generate_reply_fields():
-    assert load_ms({"load_duration": 250_000_000}) == 250.0
-    assert load_ms({}) is None
-    assert is_unload({"model": "x", "response": "", "done": True, "done_reason": "unload"})
-    assert not is_unload({"done_reason": "length"})
-    body = json.dumps({"error": QUEUE_FULL})
-    assert is_queue_full(503, body) and not is_queue_full(500, body) and not is_queue_full(503, "{}")
 
 
 def test_metal_keep_alive_line():
@@ -60,7 +44,8 @@ def test_platform_specs_have_real_scenarios_and_checks():
 
 
 def test_ollama_load_intervals_from_a_real_log():
-    from harness.repro.ollama_scenarios import load_intervals, overlap_figures
+    from harness.engines.ollama_api import load_intervals
+    from harness.repro.ollama_scenarios import overlap_figures
 
     # tests/fixtures/ollama/runner_started_issue14028.log: the lines of ollama/ollama issue #14028
     # (https://github.com/ollama/ollama/issues/14028, "what does mean by 'llama runner started in XXX
@@ -91,7 +76,8 @@ def test_ollama_load_intervals_from_a_real_log():
 
 
 def test_ollama_eviction_figures_and_the_negations():
-    from harness.repro.ollama_scenarios import eviction_figures, model_paths
+    from harness.engines.ollama_api import model_paths
+    from harness.repro.ollama_scenarios import eviction_figures
 
     spec = next(c for c in load_claims() if c.id == "ollama-vram-eviction")
     paths = model_paths({"a": {"modelfile": "# Modelfile\nFROM /m/blobs/sha256-ffff\n"},

@@ -14,7 +14,7 @@ from harness.repro.claims import CONTRADICTED, HOLDS, judge, load_claims
 from harness.repro.registry import SCENARIOS, Context, Inconclusive
 from harness.repro.lab import Reply
 from harness.repro.victim_scenarios import (_touch_order, loading_lru_figures, lru_get_figures, lru_plan, lru_rounds,
-                                            router_stamp_s, tick_figures, tick_timing, wanted_figures)
+                                            tick_figures, tick_timing, wanted_figures)
 from timeline_lab import timeline_lab
 
 SPECS = {c.id: c for c in load_claims()}
@@ -117,8 +117,6 @@ def line(t: float, stamp: str, kind: str, model: str, text: str) -> TimelineEven
 
 def test_tick_evictions_rule_and_its_negation():
     spec = SPECS["router-tick-evicts-several"]
-    assert router_stamp_s("0.01.053.903 I srv   tick: x") == 1.053903
-    assert router_stamp_s("no stamp") is None
     marks = {"y": 0.9, "thaw": 1.5}
     ok = [Reply(m, 0, 2, 200, "", sh_n=i) for i, m in enumerate("HXY", start=1)]
     y = "request for name=Y queued at position 3"
