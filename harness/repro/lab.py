@@ -19,6 +19,7 @@ recipe in shell on what it observed.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -398,6 +399,32 @@ class Lab:
         self.replies.append(reply)
         return reply
 
+    def wave(self, models: list[str], prompt: str) -> None:
+        """One storm wave for the recipe (the storm driver sends it here): its requests sent together,
+        every body a quoted word; the next wave starts when they are done (``wait_jobs``: every job
+        but the router's)."""
+        self.actions.append(" & ".join(
+            f"curl -sS -o /dev/null -H 'Content-Type: application/json' -d "
+            f"{shell.quote(json.dumps(self.router.request_body(m, prompt, 1)))} "
+            f"\"http://127.0.0.1:$PORT\"{shell.quote(self.router.request_path)}" for m in models) + " & wait_jobs")
+
+    def models_loaded(self, names: list[str], timeout: float) -> int:
+        """How many of ``names`` GET /models lists as loaded, polled until all are or ``timeout``
+        (a startup load can finish before /models/sse is subscribed, so its event may be missed);
+        recorded as the same poll into ``$WORK/models.json``.  A router that never came up: recorded
+        only (a router that starts after all is polled by the recipe), 0."""
+        words = " ".join(shell.quote(n) for n in names)
+        self.act(f"for _ in $(seq {max(1, int(timeout * 10))}); do curl -sS \"http://127.0.0.1:$PORT/models\" > "
+                 f"\"$WORK/models.json\"; [ \"$(models_loaded {words})\" -ge {len(names)} ] && break; sleep 0.1; done")
+        deadline = time.monotonic() + timeout
+        while not self.start_failed:
+            data = self.http.get("/models").json().get("data", [])
+            n = sum(1 for m in data if m.get("id") in names and (m.get("status") or {}).get("value") == "loaded")
+            if n == len(names) or time.monotonic() > deadline:
+                return n
+            time.sleep(0.1)
+        return 0
+
     def child_pid(self, model: str, timeout: float = 10.0, poll_s: float = 0.005) -> int | None:
         """PID of the router child serving ``model`` (found by its ``--alias``), polled every
         ``poll_s`` (0.0002 finds a child within a millisecond of its spawn, early enough to stop it
@@ -547,8 +574,6 @@ def _capture(n: int | None) -> str:
 
 
 def _curl(path: str, body: dict, timeout: float, headers: dict[str, str] | None = None, n: int | None = None) -> str:
-    import json
-
     extra = "".join(f"-H {shell.quote(f'{k}: {v}')} " for k, v in (headers or {}).items())
     return (f"curl -sS -m {float(timeout):g} -H 'Content-Type: application/json' {extra}"
             f"-d {shell.quote(json.dumps(body))} {_capture(n) + ' ' if n is not None else ''}"

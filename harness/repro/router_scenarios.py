@@ -10,7 +10,6 @@ skeleton: several routers, a router that may not start).  Figures are declared o
 
 from __future__ import annotations
 
-import json
 import shlex
 import time
 from collections.abc import Iterator
@@ -114,15 +113,6 @@ class HoldParams(ModelsParams):
 
 # ---- scenarios ------------------------------------------------------------------
 
-def wave_line(lab: Lab, wave: list[str]) -> str:
-    """One storm wave for ``recipe.sh``: its requests sent together, every body a quoted word; the
-    next wave starts when they are done (``wait_jobs``: every job but the router's)."""
-    return " & ".join(
-        f"curl -sS -o /dev/null -H 'Content-Type: application/json' -d "
-        f"{shlex.quote(json.dumps(lab.router.request_body(m, STORM_PROMPT, 1)))} "
-        f"\"http://127.0.0.1:$PORT\"{shlex.quote(lab.router.request_path)}" for m in wave) + " & wait_jobs"
-
-
 @scenario("storm", StormParams)
 def storm(ctx: Context, p: StormParams) -> Evidence:
     """A swap storm (pattern over models under a cap); figures from the swap analysis."""
@@ -136,7 +126,7 @@ def storm(ctx: Context, p: StormParams) -> Evidence:
         lab.note(f"the request plan: {len(plan)} waves, at most {p.concurrency} in flight; "
                  "each wave's requests are sent together")
         for wave in plan:
-            lab.actions.append(wave_line(lab, wave))
+            lab.wave(wave, STORM_PROMPT)
         # the storm driver and request rows of `lbench swap`: resident_at_send comes from /models/sse
         lab.session.drive(plan, concurrency=p.concurrency, n_predict=1, prompt=STORM_PROMPT, emit=rows.append)
         time.sleep(0.2)
@@ -314,27 +304,6 @@ def startup_exceeds(ctx: Context, p: StartupExceedsParams) -> Evidence:
     return ev
 
 
-def _loaded_count(lab: Lab, names: list[str], timeout: float) -> int:
-    """How many of ``names`` GET /models lists as loaded, polled until all are or ``timeout``
-    (a startup load can finish before /models/sse is subscribed, so its event may be missed)."""
-    deadline = time.monotonic() + timeout
-    lab.act(_poll_loaded_sh(names, timeout))
-    while True:
-        data = lab.http.get("/models").json().get("data", [])
-        n = sum(1 for m in data if m.get("id") in names and (m.get("status") or {}).get("value") == "loaded")
-        if n == len(names) or time.monotonic() > deadline:
-            return n
-        time.sleep(0.1)
-
-
-def _poll_loaded_sh(names: list[str], timeout: float) -> str:
-    """The recipe's poll of GET /models (into ``$WORK/models.json``) until every one of ``names``
-    is listed as loaded or ``timeout`` seconds have passed."""
-    words = " ".join(shlex.quote(n) for n in names)
-    return (f"for _ in $(seq {max(1, int(timeout * 10))}); do curl -sS \"http://127.0.0.1:$PORT/models\" > "
-            f"\"$WORK/models.json\"; [ \"$(models_loaded {words})\" -ge {len(names)} ] && break; sleep 0.1; done")
-
-
 @scenario("startup-load", StartupLoadParams)
 def startup_load(ctx: Context, p: StartupLoadParams) -> Evidence:
     """Load-on-startup models under a cap that fits them (the control: the router starts and
@@ -350,13 +319,13 @@ def startup_load(ctx: Context, p: StartupLoadParams) -> Evidence:
         names = [m.name for m in models]
         try:
             with ctx.lab(models, run_dir=run_dir, models_max=cap, start_may_fail=True) as lab:
-                loaded = _loaded_count(lab, names, p.load_timeout_s)
+                loaded = lab.models_loaded(names, p.load_timeout_s)
                 save_evidence(lab, Evidence())
             started = True
         except EngineError:
             started, loaded = False, 0
             lab = ctx.labs[-1]
-            lab.act(_poll_loaded_sh(names, p.load_timeout_s))  # a router that starts after all is polled
+            lab.models_loaded(names, p.load_timeout_s)  # recorded: a router that starts after all is polled
         words = " ".join(shlex.quote(n) for n in names)
         what = "the control" if tag == "control" else f"models_max {cap}"
         measure(ev, lab, **{"control_started" if tag == "control" else "router_started": Measured(

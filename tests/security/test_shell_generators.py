@@ -93,8 +93,6 @@ def _fake_lab(tmp_path: Path, hostile: str, monkeypatch) -> Lab:
 
 def _drive(lab: Lab, hostile: str) -> None:
     """Every step a scenario can record, each carrying the hostile value."""
-    from harness.repro.router_scenarios import wave_line
-
     me = os.getpid()
     lab.__dict__["_pid_model"] = {me: hostile}
     lab.note(f"use order (oldest first): {hostile}, {hostile}")
@@ -104,7 +102,7 @@ def _drive(lab: Lab, hostile: str) -> None:
     lab.thaw(me)
     lab.environ(me)
     lab.sleep(0)
-    lab.actions.append(wave_line(lab, [hostile, "b"]))
+    lab.wave([hostile, "b"], "Hello")
 
 
 def _records(record: Path, suffix: str) -> list[list[str]]:
