@@ -17,5 +17,6 @@ def timeline_lab(events: list[TimelineEvent], *, replies: list[Reply] | None = N
     lab = object.__new__(Lab)
     lab.replies, lab.shell_figures, lab.given, lab.unmeasured = list(replies or []), {}, {}, {}
     lab.t0, lab.marks, lab.log_marks, lab.t_stop = 0.0, dict(marks or {}), dict(log_marks or {}), t_stop
+    lab.watches = {}
     lab.session = SimpleNamespace(events=events)
     return lab

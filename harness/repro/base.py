@@ -246,9 +246,11 @@ def spawns_over_cap(order: list[tuple[str, str, int]], models_max: int) -> int:
 def long_request_busy(lab: Lab, model: str, n_predict: int) -> threading.Thread:
     """Start a long generation on ``model``; return its thread once the router has proxied it.  The
     router log reaches the timeline through a reader thread, so the proxy lines of requests already
-    answered may still be on their way: they are waited for and counted first, and the long request's
-    line is the next one (a late line taken for it would let the steps go on with ``model`` idle)."""
-    answered = sum(1 for r in lab.replies if r.model == model and r.status == 200)
+    answered (any HTTP status: a child's error was proxied too) may still be on their way: they are
+    waited for (up to 10 s; one the router answered itself has none) and counted first, and the
+    long request's line is the next one (a late line taken for it would let the steps go on with
+    ``model`` idle)."""
+    answered = sum(1 for r in lab.replies if r.model == model and r.status is not None)
     lab.session.wait_for_nth("proxy", model, answered, timeout=10)
     seen = sum(1 for e in list(lab.events) if e.kind == "proxy" and e.model == model)
     thread = lab.request_in_background(model, n_predict, ignore_eos=True)

@@ -57,6 +57,20 @@ def _matches(kind: str | tuple[str, ...], model: str | None, event_kind: str, ev
     return event_kind in kinds and (model is None or event_model == model)
 
 
+def _stop(lab: Lab) -> float:
+    """When the router was told to stop (what the recipe sees ends there), seconds since t0."""
+    return float("inf") if lab.t_stop is None else lab.t_stop
+
+
+def _router_lines(lab: Lab, after: str | None = None, until: str | None = None) -> list[TimelineEvent]:
+    """The router log's lines lbench received between log marks ``after`` (None: from the start) and
+    ``until`` (None: until the router was told to stop), in the log's order: the lines the script's
+    ``Lab.sh_log_lines(after, until)`` reads (those numbered above ``L_after``, up to ``L_until``)."""
+    since = lab.log_marks[after] if after else float("-inf")
+    end = lab.log_marks[until] if until else _stop(lab)
+    return [e for e in lab.events if e.source == "router" and since <= lab.rel(e.t) < end]
+
+
 @dataclass(frozen=True)
 class LogCount:
     """Router log lines of ``kind`` (one kind or several) for ``model`` (any when None), less ``minus``."""
@@ -66,7 +80,7 @@ class LogCount:
     minus: int = 0
 
     def value(self, lab: Lab) -> object:
-        return sum(1 for e in lab.events if _matches(self.kind, self.model, e.kind, e.model)) - self.minus
+        return sum(1 for e in _router_lines(lab) if _matches(self.kind, self.model, e.kind, e.model)) - self.minus
 
     def shell(self, lab: Lab) -> str:
         count = lab.sh_log_count(self.kind, self.model)
@@ -78,15 +92,10 @@ class LogHas(LogCount):
     """Whether the router log has a line of ``kind`` for ``model``."""
 
     def value(self, lab: Lab) -> object:
-        return any(_matches(self.kind, self.model, e.kind, e.model) for e in lab.events)
+        return any(_matches(self.kind, self.model, e.kind, e.model) for e in _router_lines(lab))
 
     def shell(self, lab: Lab) -> str:
         return lab.sh_log_has(self.kind, self.model)
-
-
-def _stop(lab: Lab) -> float:
-    """When the router was told to stop (what the recipe sees ends there), seconds since t0."""
-    return float("inf") if lab.t_stop is None else lab.t_stop
 
 
 @dataclass(frozen=True)
@@ -108,15 +117,6 @@ class LogBetween:
     def shell(self, lab: Lab) -> str:
         count = lab.sh_log_count_between(self.start, self.end, self.kind, self.model)
         return lab.sh_flag(f'[ "$({count})" -gt 0 ]')
-
-
-def _router_lines(lab: Lab, after: str | None = None, until: str | None = None) -> list[TimelineEvent]:
-    """The router log's lines lbench received between log marks ``after`` (None: from the start) and
-    ``until`` (None: until the router was told to stop), in the log's order: what the script's
-    ``sed -n "$((L_after + 1)),${L_until}p"`` reads."""
-    since = lab.log_marks[after] if after else float("-inf")
-    end = lab.log_marks[until] if until else _stop(lab)
-    return [e for e in lab.events if e.source == "router" and since <= lab.rel(e.t) < end]
 
 
 def _first_at(lines: list[TimelineEvent], kind: str | tuple[str, ...], model: str | None) -> int | None:
@@ -257,19 +257,19 @@ class LruRounds:
                 f"i=$((i + 1)); done; echo {total}")
 
 
-def _sse_first(lab: Lab, model: str, status: str, after: str) -> float | None:
-    """When /models/sse first sent ``status`` for ``model`` after time mark ``after``, before the
-    router was told to stop (None: it did not)."""
+def _sse_first(lab: Lab, model: str, status: str, after: str) -> int | None:
+    """The position in the stream of the first /models/sse event ``status`` for ``model`` after time
+    mark ``after`` and before the router was told to stop (None: there is none)."""
     since, until = lab.marks[after], _stop(lab)
-    return next((e.t for e in lab.events if e.kind == f"status:{status}" and e.model == model
-                 and since <= lab.rel(e.t) < until), None)
+    stream = [e for e in lab.events if e.source == "sse" and since <= lab.rel(e.t) < until]
+    return next((i for i, e in enumerate(stream) if e.kind == f"status:{status}" and e.model == model), None)
 
 
 @dataclass(frozen=True)
 class SseBefore:
     """Whether /models/sse sent ``first`` (model, status) no later than ``then``, both after time
     mark ``after`` (``Lab.mark``) and before the router was told to stop: one stream, in the
-    router's order."""
+    router's order (lbench: the events' order; the script: its capture's line order)."""
     first: tuple[str, str]
     then: tuple[str, str]
     after: str
@@ -277,13 +277,10 @@ class SseBefore:
 
     def value(self, lab: Lab) -> object:
         u, t = _sse_first(lab, *self.first, self.after), _sse_first(lab, *self.then, self.after)
-        return u is not None and t is not None and t >= u
+        return u is not None and t is not None and u <= t
 
     def shell(self, lab: Lab) -> str:
-        u = lab.sh_sse_first(self.first[0], self.first[1], self.after)
-        t = lab.sh_sse_first(self.then[0], self.then[1], self.after)
-        return lab.sh_flag(f'u=$({u}); l=$({t}); [ -n "$u" ] && [ -n "$l" ] && '
-                           'awk -v u="$u" -v l="$l" \'BEGIN {exit !(u <= l)}\'')
+        return lab.sh_sse_before(self.first, self.then, self.after)
 
 
 @dataclass(frozen=True)
@@ -393,23 +390,23 @@ class AnyOf:
 
 @dataclass(frozen=True)
 class TimeToLine:
-    """Time from ``since`` to the router log's first ``kind`` line for ``model``: ``since`` is a time
-    mark (``Lab.mark``; seconds, 3 decimals) or a reply sent in the background (from its end;
-    milliseconds, 1 decimal).  The script times the line ``Lab.watch`` noted as ``watched`` (it
-    polls the log every 20 ms); lbench, by when it received the line."""
+    """Time from ``since`` to the router log line ``Lab.watch`` waited for as ``watched`` (the next
+    line of its kind and model after those seen when the watch began): ``since`` is a time mark
+    (``Lab.mark``; seconds, 3 decimals) or a reply sent in the background (from its end;
+    milliseconds, 1 decimal).  The script notes when its log got the line (polled every 20 ms);
+    lbench, when it received it."""
     since: str | Reply
     watched: str
-    kind: str | tuple[str, ...]
-    model: str
     how: str = ""
 
     def value(self, lab: Lab) -> object:
-        line = next((e for e in lab.events if _matches(self.kind, self.model, e.kind, e.model)), None)
-        if line is None:
+        kind, model, seen = lab.watches[self.watched]
+        hits = [e for e in _router_lines(lab) if _matches(kind, model, e.kind, e.model)]
+        if len(hits) <= seen:
             return None
         if isinstance(self.since, str):
-            return round(lab.rel(line.t) - lab.marks[self.since], 3)
-        return round((line.t - self.since.t_done) * 1000, 1)
+            return round(lab.rel(hits[seen].t) - lab.marks[self.since], 3)
+        return round((hits[seen].t - self.since.t_done) * 1000, 1)
 
     def shell(self, lab: Lab) -> str:
         if isinstance(self.since, str):

@@ -80,6 +80,7 @@ class Lab:
     unmeasured: dict[str, str] = field(default_factory=dict)  # figures no shell tool can measure -> why
     marks: dict[str, float] = field(default_factory=dict)  # time marks (``mark``), seconds since t0
     log_marks: dict[str, float] = field(default_factory=dict)  # router log marks (``log_mark``), seconds since t0
+    watches: dict[str, tuple[str | tuple[str, ...], str | None, int]] = field(default_factory=dict)  # ``watch``
     t_stop: float | None = None  # when the steps ended and the router was told to stop (seconds since t0)
     start_may_fail: bool = False  # the claim is about whether the router starts: the recipe goes on when it does not
     start_failed: bool = False  # the router never came up (EngineError at the start)
@@ -172,6 +173,7 @@ class Lab:
             raise ValueError(f"no fixed router log text for {kind!r}")
         kinds = kind if isinstance(kind, tuple) else (kind,)
         seen = sum(1 for e in list(self.events) if e.kind in kinds and (model is None or e.model == model))
+        self.watches[name] = (kind, model, seen)
         self.act(f"( wait_log {shell.quote(ere)} {int(seen)} {float(timeout):g} > /dev/null && "
                  f"now > \"$WORK/T_{shell.env_name(name)}\" ) &")
 
@@ -201,28 +203,28 @@ class Lab:
         ere = log_ere(kind, model)
         if ere is None:
             raise ValueError(f"no fixed router log text for {kind!r}")
-        last = f"${{L_{shell.env_name(end)}}}" if end else "\\$"
-        return (f"sed -n \"$((L_{shell.env_name(start)} + 1)),{last}p\" \"$WORK/router.stderr.log\" | "
-                f"grep -cE -- {shell.quote(ere)}")
+        return f"{Lab.sh_log_lines(start, end)} | grep -cE -- {shell.quote(ere)}"
 
     @staticmethod
-    def sh_log_first_evicted(after: str | None = None, until: str | None = None) -> str:
-        """The model named by the router log's first eviction line (after log mark ``after``, up to
-        mark ``until``), in any of the forms the builds write (empty when there is none)."""
+    def sh_log_first_evicted(after: str | None = None) -> str:
+        """The model named by the router log's first eviction line (after log mark ``after``), in any
+        of the forms the builds write (empty when there is none)."""
         forms = ["s/.*evicting idle LRU name=(.*) (for a queued request|to make room for name=).*$/\\1/",
                  "s/.*model name=(.*) went idle, giving up its slot.*$/\\1/",
                  "s/.*removing LRU name=(.*[^[:space:]])[[:space:]]*$/\\1/"]
-        return (f"{Lab.sh_log_lines(after, until)} | grep -m 1 -E -- {shell.quote(log_ere('evict', None))} | sed -E "
+        return (f"{Lab.sh_log_lines(after)} | grep -m 1 -E -- {shell.quote(log_ere('evict', None))} | sed -E "
                 + " ".join(f"-e {shell.quote(f)}" for f in forms))
 
     @staticmethod
     def sh_log_lines(after: str | None = None, until: str | None = None) -> str:
-        """The router log's lines after log mark ``after`` (None: from the start) up to mark ``until``."""
+        """The router log's lines after log mark ``after`` (None: from the start) up to mark ``until``
+        (None: to the end); none when the two marks hold the same count."""
         if after is None and until is None:
             return "cat \"$WORK/router.stderr.log\""
-        first = f"$((L_{shell.env_name(after)} + 1))" if after else "1"
-        last = f"${{L_{shell.env_name(until)}}}" if until else "\\$"
-        return f"sed -n \"{first},{last}p\" \"$WORK/router.stderr.log\""
+        first = f"$L_{shell.env_name(after)}" if after else "0"
+        if until is None:
+            return f"awk -v s=\"{first}\" 'NR > s' \"$WORK/router.stderr.log\""
+        return f"awk -v s=\"{first}\" -v e=\"$L_{shell.env_name(until)}\" 'NR > s && NR <= e' \"$WORK/router.stderr.log\""
 
     @staticmethod
     def sh_log_line_of(kind: str | tuple[str, ...], model: str | None, after: str | None = None) -> str:
@@ -243,6 +245,16 @@ class Lab:
         since = f"$T_{shell.env_name(after_mark)}" if after_mark else "0"
         return (f"M={shell.quote(model)} S={shell.quote(status)} awk -F '\\t' -v a=\"{since}\" "
                 "'$2 == ENVIRON[\"M\"] && $3 == ENVIRON[\"S\"] && $1 >= a {print $1; exit}' \"$WORK/sse.txt\"")
+
+    @staticmethod
+    def sh_sse_before(first: tuple[str, str], then: tuple[str, str], after_mark: str) -> str:
+        """``true`` when /models/sse sent ``first`` (model, status) no later than ``then`` after time
+        mark ``after_mark``, by the capture's line order (one stream: the router's order)."""
+        return Lab.sh_flag(
+            f"M1={shell.quote(first[0])} S1={shell.quote(first[1])} M2={shell.quote(then[0])} S2={shell.quote(then[1])} "
+            f"awk -F '\\t' -v a=\"$T_{shell.env_name(after_mark)}\" '$1 >= a && !u && $2 == ENVIRON[\"M1\"] && "
+            "$3 == ENVIRON[\"S1\"] {u = NR} $1 >= a && !l && $2 == ENVIRON[\"M2\"] && $3 == ENVIRON[\"S2\"] {l = NR} "
+            "END {exit !(u && l && u <= l)}' \"$WORK/sse.txt\"")
 
     @staticmethod
     def sh_log_order(kind: str, models: list[str]) -> str:

@@ -271,7 +271,7 @@ def waiter_recheck(lab: Lab, p: RouterParams, ev: Evidence) -> Iterator[None]:
         raise Inconclusive("the long request to A left no reply")
     if queued is None or not any(e.kind in ("evict", "stop_sent") and e.model == a for e in lab.events):
         raise Inconclusive("B never queued or A was never evicted")
-    measure(ev, lab, evict_after_a_idle_ms=TimeToLine(a_reply, "evict_a", ("evict", "stop_sent"), a, (
+    measure(ev, lab, evict_after_a_idle_ms=TimeToLine(a_reply, "evict_a", (
         f"from the end of {a}'s long request (curl returned) to {a}'s eviction line (the log polled every 20 ms)")),
         b_ok=answered(b))
     ev.figures.update(b_queued=True, a_busy_s=round(a_reply.latency_ms / 1000, 3))
@@ -589,7 +589,7 @@ def stopping_counts(lab: Lab, p: StoppingParams, ev: Evidence) -> Iterator[None]
         raise Inconclusive("A never exited or B never spawned")
     # A's exit against B's load on the one /models/sse stream, in the router's order: the log's "exited" line
     # comes from the child's monitor thread and can follow B's spawn line (seen 1 in 3 on build 11434)
-    measure(ev, lab, b_wait_s=TimeToLine("b", "spawn_b", "spawn", b, f"seconds from the request for {b} to its spawn line "
+    measure(ev, lab, b_wait_s=TimeToLine("b", "spawn_b", f"seconds from the request for {b} to its spawn line "
                                          "(the log polled every 20 ms)"),
             b_ok=ReplyStatus(reply, 200, f"the request for {b} got HTTP 200"),
             b_spawn_after_a_exit=SseBefore((a, "unloaded"), (b, "loading"), "b", f"/models/sse sent {a} unloaded (its "

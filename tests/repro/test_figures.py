@@ -13,7 +13,8 @@ import pytest
 
 from harness.engines.router import TimelineEvent, parse_router_line
 from harness.repro.base import Evidence, measure
-from harness.repro.figures import (DIFFERS, PEAK_CHILDREN, AnyOf, Answered, ChildEnv, FirstEvicted, Given, LogBefore,
+from harness.repro.figures import (DIFFERS, PEAK_CHILDREN, AnyOf, Answered, ChildEnv, FirstEvicted, GaveUp, Given,
+                                   LogBefore, ReplyHas,
                                    LogBetween, LogCount, LogCountBefore, LogHas, LruRounds, Measured, OkCount, ReplyStatus,
                                    SseBefore, SseSent, TickEvictions, TimeToLine, Unmeasured)
 from harness.repro.lab import Lab, Reply
@@ -35,6 +36,9 @@ LOG = [
     "I srv  operator(): instance name=m exited with status -9",
     "0.02.517.176 I srv  proxy_reques: proxying request to model a on port 57261",
     "0.02.517.176 I srv  proxy_reques: proxying request to model a on port 57261",
+    # build 11434, router-cancel-waiting-get, 2026-12-03 (tests/engines/test_router_parsing.py)
+    '0.00.546.023 W srv    operator(): got exception: {"error":{"code":500,"message":"request cancelled while waiting '
+    'for model name=tiny-q4","type":"server_error"}}',
 ]
 
 
@@ -65,15 +69,16 @@ def _word(value: object) -> str:
 
 
 @pytest.mark.parametrize("kind", ["queued", "spawn", "evict", "stop_sent", "kill_loading", "kill_timeout", "exited",
-                                  "proxy", ("evict", "stop_sent")])
-@pytest.mark.parametrize("model", [None, "a", "b", "x", "m", "tiny-q8", "tiny-f16", "nobody"])
+                                  "proxy", "cancelled", ("evict", "stop_sent")])
+@pytest.mark.parametrize("model", [None, "a", "b", "x", "m", "tiny-q8", "tiny-f16", "tiny-q4", "nobody"])
 def test_log_figures_count_the_same_lines_in_python_and_in_shell(tmp_path, kind, model):
     lab = _lab(tmp_path, [])
     for figure in (LogCount(kind, model), LogHas(kind, model), LogCount(kind, model, minus=1)):
         assert _shell(figure.shell(lab), tmp_path) == _word(figure.value(lab)), (figure, kind, model)
 
 
-@pytest.mark.parametrize(("start", "end"), [(0, None), (0, 3), (2, 6), (3, 9), (6, None), (9, None)])
+@pytest.mark.parametrize(("start", "end"), [(0, None), (0, 3), (2, 6), (3, 9), (6, None), (9, None), (0, 0), (3, 3),
+                                           (10, 10)])
 @pytest.mark.parametrize(("kind", "model"), [("spawn", "b"), (("evict", "stop_sent"), "tiny-f16"), ("kill_loading", "m"),
                                              ("proxy", "a"), ("exited", "m"), ("queued", "b")])
 def test_lines_between_log_marks_are_the_same_lines_in_python_and_in_shell(tmp_path, start, end, kind, model):
@@ -137,7 +142,8 @@ def test_first_evicted_model_is_the_same_in_python_and_in_shell(tmp_path, after,
         assert figure.value(lab) == "tiny-q8"
 
 
-@pytest.mark.parametrize(("after", "until"), [(0, 10), (0, 3), (2, 3), (3, 10), (0, 2), (8, 10)])
+@pytest.mark.parametrize(("after", "until"), [(0, 10), (0, 3), (2, 3), (3, 10), (0, 2), (8, 10), (0, 0), (2, 2),
+                                              (3, 3)])
 @pytest.mark.parametrize("names", [False, True])
 def test_tick_evictions_are_the_same_in_python_and_in_shell(tmp_path, after, until, names):
     lab, marks = _marked(tmp_path, y=after, thaw=until)
@@ -166,7 +172,9 @@ def test_any_of_is_the_same_in_python_and_in_shell(tmp_path, after):
     ([(1.0, "a", "unloaded"), (2.0, "b", "loading")], 0.5, True),
     ([(1.0, "b", "loading"), (2.0, "a", "unloaded")], 0.5, False),
     ([(1.0, "a", "unloaded"), (2.0, "b", "loading"), (3.0, "a", "unloaded")], 1.5, False),  # A's unload before the mark
-    ([(2.0, "b", "loading")], 0.5, False)])
+    ([(2.0, "b", "loading")], 0.5, False),
+    ([(1.0002, "b", "loading"), (1.0004, "a", "unloaded")], 0.5, False),  # one millisecond: the stream's order decides
+    ([(1.0002, "a", "unloaded"), (1.0004, "b", "loading")], 0.5, True)])
 def test_status_order_on_models_sse_is_the_same_in_python_and_in_shell(tmp_path, sse, after, expected):
     """The script keeps /models/sse as time<TAB>model<TAB>status with its clock; lbench as timeline events."""
     lab = _lab(tmp_path, [])
@@ -186,6 +194,7 @@ def test_reply_figures_read_the_same_replies_in_python_and_in_shell(tmp_path):
     lab = _lab(tmp_path, replies)
     figures = [OkCount(), OkCount(("b",)), OkCount(("a", "b")), Answered("a"), Answered("b"), ReplyStatus(None, 200)]
     figures += [ReplyStatus(r, is_) for r in replies for is_ in (None, 200, 503)]
+    figures += [GaveUp(r) for r in replies] + [ReplyHas(r, text) for r in replies for text in ("ok", "limit", "x")]
     for figure in figures:
         assert _shell(figure.shell(lab), tmp_path) == _word(figure.value(lab)), figure
 
@@ -208,22 +217,26 @@ def test_every_figure_measured_differently_is_named_in_the_claims_doc():
         assert f"`{figure}`" in text, figure
 
 
-@pytest.mark.parametrize(("kind", "model"), [("spawn", "b"), ("exited", "m"), (("evict", "stop_sent"), "tiny-f16"),
-                                             ("spawn", "nobody")])
-def test_time_to_a_watched_line_is_the_same_in_python_and_in_shell(tmp_path, kind, model):
-    """The script's watch notes the line's time in $WORK/T_<name> (here: when lbench received it, the
-    log's line index); from a time mark in seconds, from a background reply's end in milliseconds."""
+@pytest.mark.parametrize(("kind", "model", "seen"), [("spawn", "b", 0), ("exited", "m", 0), ("proxy", "a", 1),
+                                                     ("proxy", "a", 2), (("evict", "stop_sent"), "tiny-f16", 0),
+                                                     ("spawn", "nobody", 0)])
+def test_time_to_a_watched_line_is_the_same_in_python_and_in_shell(tmp_path, kind, model, seen):
+    """``Lab.watch`` saw ``seen`` such lines: the script notes in $WORK/T_<name> when its log gets the next
+    one (here: when lbench received it, the line's index); from a time mark in seconds, from a background
+    reply's end in milliseconds."""
     lab = _lab(tmp_path, [])
-    lab.marks = {"m": 0.25}
+    lab.marks, lab.watches = {"m": 0.25}, {"w": (kind, model, seen)}
     reply = Reply("a", 0.0, 0.75, 200, "", sh_n=1)
-    line = next((e for e in lab.events if LogHas(kind, model).value(timeline_lab([e]))), None)
-    if line is not None:
-        (tmp_path / "T_w").write_text(f"{line.t}\n")
+    hits = [e for e in lab.events if LogHas(kind, model).value(timeline_lab([e]))]
+    if len(hits) > seen:
+        (tmp_path / "T_w").write_text(f"{hits[seen].t}\n")
     (tmp_path / "reply-1.done").write_text("0.75\n")
-    for figure in (TimeToLine("m", "w", kind, model), TimeToLine(reply, "w", kind, model)):
+    for figure in (TimeToLine("m", "w"), TimeToLine(reply, "w")):
         out, value = _shell("T_m=0.25; " + figure.shell(lab), tmp_path), figure.value(lab)
         assert (float(out) == value) if value is not None else out == "", (figure, out, value)
-        assert (figure.value(lab) is None) is (line is None)
+        assert (value is None) is (len(hits) <= seen)
+    if (kind, seen) == ("proxy", 1):
+        assert TimeToLine("m", "w").value(lab) == 9 - 0.25  # the second proxy line (index 9), not the first
 
 
 @pytest.mark.parametrize("variables", [(("LLAMA_ARG_MODELS_MAX", None),), (("LLAMA_ARG_MODELS_MAX", "1"),),
