@@ -251,8 +251,7 @@ def long_request_busy(lab: Lab, model: str, n_predict: int) -> threading.Thread:
     long request's line is the next one (a late line taken for it would let the steps go on with
     ``model`` idle)."""
     answered = sum(1 for r in lab.replies if r.model == model and r.status is not None)
-    lab.session.wait_for_nth("proxy", model, answered, timeout=10)
-    seen = sum(1 for e in list(lab.events) if e.kind == "proxy" and e.model == model)
+    seen = lab.lines_seen("proxy", model, at_least=answered)
     thread = lab.request_in_background(model, n_predict, ignore_eos=True)
     if lab.wait_for_next("proxy", model, seen, timeout=30) is None:
         raise Inconclusive(f"the long request to {model} was never proxied")

@@ -32,7 +32,7 @@ from typing import Protocol
 
 from harness import shell
 from harness.engines.router import TimelineEvent
-from harness.repro.lab import Lab, Reply, log_ere
+from harness.repro.lab import Lab, Reply, line_ere
 
 # figures a recipe measures differently from lbench, and how (each named in docs/claims.md)
 PS_VS_PROC = ("the script samples the router's tree with ps every 20 ms; lbench reads /proc/<pid>/statm and the "
@@ -163,7 +163,7 @@ class LogCountBefore:
         return sum(1 for e in lines[:end] if _matches(self.kind, self.model, e.kind, e.model))
 
     def shell(self, lab: Lab) -> str:
-        ere = shell.quote(log_ere(self.kind, self.model) or "")
+        ere = shell.quote(line_ere(self.kind, self.model))
         return (f"p=$({lab.sh_log_line_of(*self.before, self.after)}); RE={ere} awk -v p=\"${{p:-0}}\" "
                 "'$0 ~ ENVIRON[\"RE\"] && (p == 0 || NR < p) {n++} END {print n + 0}' \"$WORK/router.stderr.log\"")
 
@@ -214,9 +214,9 @@ class TickEvictions:
         return ",".join(str(e.model) for e in lines) if self.names else len(lines)
 
     def shell(self, lab: Lab) -> str:
-        window = (f"{lab.sh_log_lines(self.after, self.until)} | awk -v x={shell.quote(log_ere('exited', None) or '')} "
+        window = (f"{lab.sh_log_lines(self.after, self.until)} | awk -v x={shell.quote(line_ere('exited', None))} "
                   "'$0 ~ x {exit} {print}' | grep -E -- 'for a queued request' | grep -E -- "
-                  + shell.quote(log_ere("evict", None) or ""))
+                  + shell.quote(line_ere("evict", None)))
         if self.names:
             return (f"{window} | sed -E 's/.*evicting idle LRU name=(.*) for a queued request.*$/\\1/' "
                     "| paste -sd, -")

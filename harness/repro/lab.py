@@ -168,11 +168,8 @@ class Lab:
     def watch(self, name: str, kind: str | tuple[str, ...], model: str | None, timeout: float) -> None:
         """From here on, the recipe notes in ``$WORK/T_<name>`` when the router log gets its next
         ``kind`` line (for ``model``): a background wait (``wait_log``), so the steps go on."""
-        ere = log_ere(kind, model)
-        if ere is None:
-            raise ValueError(f"no fixed router log text for {kind!r}")
-        kinds = kind if isinstance(kind, tuple) else (kind,)
-        seen = sum(1 for e in list(self.events) if e.kind in kinds and (model is None or e.model == model))
+        ere = line_ere(kind, model)
+        seen = self.lines_seen(kind, model)
         self.watches[name] = (kind, model, seen)
         self.act(f"( wait_log {shell.quote(ere)} {int(seen)} {float(timeout):g} > /dev/null && "
                  f"now > \"$WORK/T_{shell.env_name(name)}\" ) &")
@@ -200,9 +197,7 @@ class Lab:
     def sh_log_count_between(start: str, end: str | None, kind: str | tuple[str, ...], model: str | None) -> str:
         """``kind`` lines (for ``model``) the router logged between log marks ``start`` and ``end``
         (None: to the end of the log)."""
-        ere = log_ere(kind, model)
-        if ere is None:
-            raise ValueError(f"no fixed router log text for {kind!r}")
+        ere = line_ere(kind, model)
         return f"{Lab.sh_log_lines(start, end)} | grep -cE -- {shell.quote(ere)}"
 
     @staticmethod
@@ -212,7 +207,7 @@ class Lab:
         forms = ["s/.*evicting idle LRU name=(.*) (for a queued request|to make room for name=).*$/\\1/",
                  "s/.*model name=(.*) went idle, giving up its slot.*$/\\1/",
                  "s/.*removing LRU name=(.*[^[:space:]])[[:space:]]*$/\\1/"]
-        return (f"{Lab.sh_log_lines(after)} | grep -m 1 -E -- {shell.quote(log_ere('evict', None))} | sed -E "
+        return (f"{Lab.sh_log_lines(after)} | grep -m 1 -E -- {shell.quote(line_ere('evict', None))} | sed -E "
                 + " ".join(f"-e {shell.quote(f)}" for f in forms))
 
     @staticmethod
@@ -230,9 +225,7 @@ class Lab:
     def sh_log_line_of(kind: str | tuple[str, ...], model: str | None, after: str | None = None) -> str:
         """The log line number (the whole log's) of the first ``kind`` line for ``model`` after
         log mark ``after``; empty when there is none."""
-        ere = log_ere(kind, model)
-        if ere is None:
-            raise ValueError(f"no fixed router log text for {kind!r}")
+        ere = line_ere(kind, model)
         start = f"$((L_{shell.env_name(after)} + 1))" if after else "1"
         return (f"RE={shell.quote(ere)} awk -v s=\"{start}\" 'NR >= s && $0 ~ ENVIRON[\"RE\"] {{print NR; exit}}' "
                 "\"$WORK/router.stderr.log\"")
@@ -272,9 +265,7 @@ class Lab:
 
     @staticmethod
     def _sh_log(function: str, kind: str | tuple[str, ...], model: str | None) -> str:
-        ere = log_ere(kind, model)
-        if ere is None:
-            raise ValueError(f"no fixed router log text for {kind!r}")
+        ere = line_ere(kind, model)
         return f"{function} {shell.quote(ere)}"
 
     @classmethod
@@ -336,11 +327,21 @@ class Lab:
             self.act(f"wait_log {shell.quote(ere)} {int(seen)} {float(timeout):g}")
         return self.session.wait_for(kind, model, timeout, after)
 
+    def lines_seen(self, kind: str | tuple[str, ...], model: str | None, at_least: int = 0,
+                   timeout: float = 10.0) -> int:
+        """How many ``kind`` lines (one kind or several) for ``model`` the timeline holds; with
+        ``at_least``, once it holds that many or ``timeout`` has passed (lines logged before now may
+        still be on their way through the log reader).  Not recorded: the recipe reads its log file."""
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if at_least > 0:
+            self.session.wait_for_nth(kinds, model, at_least, timeout)
+        return sum(1 for e in list(self.events) if e.kind in kinds and (model is None or e.model == model))
+
     def wait_for_next(self, kind: str, model: str, seen: int, timeout: float = 30.0) -> TimelineEvent | None:
         """The next ``kind`` event for ``model`` after the first ``seen`` ones (counted, not timed:
         ``RouterSession.wait_for_nth``).  Recorded for the recipe as a wait until the router log
         holds more than ``seen`` such lines."""
-        self.act(f"wait_log {shell.quote(log_ere(kind, model) or '')} {int(seen)} {float(timeout):g}")
+        self.act(f"wait_log {shell.quote(line_ere(kind, model))} {int(seen)} {float(timeout):g}")
         return self.session.wait_for_nth(kind, model, seen + 1, timeout)
 
     def event_frame(self) -> pd.DataFrame:
@@ -560,6 +561,14 @@ def changed_env(env: dict[str, str]) -> dict[str, str]:
     """The variables of ``env`` that lbench set or changed (the rest is the caller's environment), and
     the device selection variable --device set (GGML_VK_VISIBLE_DEVICES), so a recipe drives the same device."""
     return {k: v for k, v in env.items() if os.environ.get(k) != v or is_selection_var(k)}
+
+
+def line_ere(kind: str | tuple[str, ...], model: str | None) -> str:
+    """``log_ere``, for a kind that must have a fixed log text (ValueError otherwise)."""
+    ere = log_ere(kind, model)
+    if ere is None:
+        raise ValueError(f"no fixed router log text for {kind!r}")
+    return ere
 
 
 def log_ere(kind: str | tuple[str, ...], model: str | None) -> str | None:

@@ -31,7 +31,7 @@ from harness.repro.base import (Context, Evidence, Inconclusive, ModelsParams, R
                                 freeze_while_loading, long_request_busy, measure, router_scenario, scenario)
 from harness.repro.figures import (AnyOf, Figure, FirstEvicted, Given, LogBefore, LogBetween, LogCountBefore, LruRounds,
                                    OkCount, ReplyStatus, SseSent, TickEvictions, answered, tick_lines)
-from harness.repro.lab import Lab, Reply, log_ere
+from harness.repro.lab import Lab, Reply, line_ere
 
 
 # ---- parameters (the spec's [params]) -------------------------------------------------------
@@ -382,7 +382,7 @@ def _multi_evict_once(ctx: Context, p: MultiEvictParams) -> Evidence:
                             "Z reached the router before Z was frozen, and its tick found X one slot short)")
     measure(ev, lab, **tick_figures(h, x, y), expected_victims=Given(f"{a},{b}"))
     ev.figures.update(tick_timing(lab))
-    lab.retry_when(f'[ "$({lab.sh_log_lines(None, "y")} | grep -cE -- {shlex.quote(str(log_ere("evict", None)))})" -gt 0 ]',
+    lab.retry_when(f'[ "$({lab.sh_log_lines(None, "y")} | grep -cE -- {shlex.quote(line_ere("evict", None))})" -gt 0 ]',
                    "the router evicted a model before Y's request (a status message of Z reached it before Z was "
                    "stopped): this attempt cannot show the situation", p.attempts)
     ev.lines = [f"t={lab.rel(e.t):.4f}s {e.source}: {e.text.strip()}" for e in lab.events

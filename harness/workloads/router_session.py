@@ -202,14 +202,17 @@ class RouterSession:
                     return None
                 self._cond.wait(left)
 
-    def wait_for_nth(self, kind: str, model: str | None, n: int, timeout: float = 30.0) -> TimelineEvent | None:
-        """The ``n``-th event (from 1) of ``kind`` (for ``model``), waiting until it has arrived, or None.
+    def wait_for_nth(self, kind: str | tuple[str, ...], model: str | None, n: int, timeout: float = 30.0
+                     ) -> TimelineEvent | None:
+        """The ``n``-th event (from 1) of ``kind`` (one kind or several; for ``model``), waiting until it
+        has arrived, or None.
         Counted, not timed: a line the log reader had not yet passed on when a step began is not taken
         for a newer one (``wait_for`` with ``after`` would take it)."""
         deadline = time.monotonic() + timeout
         with self._cond:
             while True:
-                hits = [e for e in self.events if e.kind == kind and (model is None or e.model == model)]
+                kinds = kind if isinstance(kind, tuple) else (kind,)
+                hits = [e for e in self.events if e.kind in kinds and (model is None or e.model == model)]
                 if len(hits) >= n:
                     return hits[n - 1] if n > 0 else None
                 left = deadline - time.monotonic()
