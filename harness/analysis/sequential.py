@@ -78,20 +78,29 @@ def spending_boundary(fractions: Iterable[float], alpha: float, kind: str = "obf
     fr = [float(t) for t in fractions]
     if not fr or any(b <= a for a, b in zip(fr, fr[1:])) or fr[0] <= 0 or fr[-1] > 1 + 1e-12:
         raise ValueError(f"information fractions must increase in (0, 1], got {fr}")
-    out = [float(stats.norm.isf(spend(fr[0], alpha, kind)))]
-    x, f = _first(fr[0], 0.0)
-    for k in range(1, len(fr)):
-        x, f = _truncate(x, f, out[-1] * math.sqrt(fr[k - 1]))
-        dt = fr[k] - fr[k - 1]
-        target = spend(fr[k], alpha, kind) - spend(fr[k - 1], alpha, kind)
-        t = fr[k]
-        def excess(c: float, x: np.ndarray = x, f: np.ndarray = f, t: float = t, dt: float = dt,
-                   target: float = target) -> float:
-            return _exit_mass(x, f, c * math.sqrt(t), dt, 0.0) - target
-        out.append(float(optimize.brentq(excess, -3.0, 15.0, xtol=1e-7)))
-        if k + 1 < len(fr):
-            x, f = _propagate(x, f, dt, 0.0)
-    return out
+    spend(fr[0], alpha, kind)  # an unknown spending kind is refused before any work
+    return list(_boundary(tuple(fr), float(alpha), kind)[0])
+
+
+@lru_cache(maxsize=512)
+def _boundary(fr: tuple[float, ...], alpha: float, kind: str) -> tuple[tuple[float, ...], np.ndarray, np.ndarray]:
+    """The boundary at looks ``fr`` and the score's density (grid, values) at the last look, before
+    truncation; built from the boundary of ``fr[:-1]`` (cached), so a sequence of looks made one by one
+    (``lbench ab``'s looks as its rounds come in) costs one step per look."""
+    if len(fr) == 1:
+        x, f = _first(fr[0], 0.0)
+        return (float(stats.norm.isf(spend(fr[0], alpha, kind))),), x, f
+    before, x, f = _boundary(fr[:-1], alpha, kind)
+    x, f = _truncate(x, f, before[-1] * math.sqrt(fr[-2]))
+    dt = fr[-1] - fr[-2]
+    target = spend(fr[-1], alpha, kind) - spend(fr[-2], alpha, kind)
+    t = fr[-1]
+
+    def excess(c: float) -> float:
+        return _exit_mass(x, f, c * math.sqrt(t), dt, 0.0) - target
+    c = float(optimize.brentq(excess, -3.0, 15.0, xtol=1e-7))
+    x_next, f_next = _propagate(x, f, dt, 0.0)
+    return (*before, c), x_next, f_next
 
 
 @lru_cache(maxsize=64)

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 from harness.analysis.swap_served import storm_events
 from harness.report.swap import timeline_png
 from harness.report.render import render_report
+from harness.report.ab import ab_context, rerun_script
 from harness.report.gate_bench import GATE_FIGURES, gate_bench_context
 
 
@@ -212,6 +213,37 @@ def gate_bench_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, li
     return "\n".join(parts), []
 
 
+def ab_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[str]]:
+    """A gate job: the verdict with its interval and the A/A floor beside it, both builds and the model,
+    the interleaved rounds with per-round ratios, and a script that reruns the job."""
+    c = ab_context(run, analysis)
+    parts = [f"**Verdict: {md(c['verdict_words'])}**", ""] + [f"- {md(f)}" for f in c["findings"]] + [""]
+    parts += ["| group | contrast | ratio | interval | margin | verdict |", "|---|---|---|---|---|---|"]
+    for r in c["b_rows"] + c["aa_rows"]:
+        parts.append(f"| {md(r.get('group'))} | {md(r.get('contrast'))} | {r['ratio']:.3f} | "
+                     f"[{r['ratio_ci_low']:.3f}, {r['ratio_ci_high']:.3f}] | ±{r['margin']:.1%} | {md(r.get('verdict'))} |")
+    parts += ["", "The A/A row is a second copy of A in the same rounds (true ratio 1): the noise floor of this machine "
+              "during this job.", "", "| side | build | commit | llama-server sha256 | extra arguments | model sha256 |",
+              "|---|---|---|---|---|---|"]
+    for name, s in (("A", c["side_a"]), ("B", c["side_b"])):
+        models = "; ".join(f"{md(m.get('label'))} `{md(m.get('sha256'))}`" for m in s["models"])
+        parts.append(f"| {name} | {md(s['build'])} ({md(s['version'])}) | `{md(s['commit'])}` | `{md(s['sha256'])}` | "
+                     f"`{md(s['extra_args'])}` | {models} |")
+    parts += ["", "| group | round | order | A (ms) | A/A (ms) | B (ms) | B / A | A/A / A |", "|---|---|---|---|---|---|---|---|"]
+
+    def num(v: object, spec: str) -> str:
+        return "–" if not isinstance(v, (int, float)) or v != v else format(v, spec)
+    for r in c["per_round"]:
+        parts.append(f"| {md(r.get('group'))} | {r.get('round')} | {md(r.get('order'))} | {num(r.get('a_ms'), '.2f')} | "
+                     f"{num(r.get('aa_ms'), '.2f')} | {num(r.get('b_ms'), '.2f')} | {num(r.get('b_over_a'), '.3f')} | "
+                     f"{num(r.get('aa_over_a'), '.3f')} |")
+    name = f"rerun-{file_stem(run.run_id)}.sh"
+    text = rerun_script(run, command_text(run.record.command))
+    (out_dir / name).write_text(text)
+    parts += [""] + _script_block("Rerun the gate job", name, text)
+    return "\n".join(parts), []
+
+
 def claim_recipes(run_dir: Path, claim_dir: Path) -> list[Path]:
     """The recipes a claim's verdict rests on: ``claims/<id>/recipe.sh``, or one per repetition
     (``rep-N/recipe.sh``, in repetition order).  Not the recipes of a scenario's single routers
@@ -255,6 +287,7 @@ SECTIONS: dict[str, Callable[[Run, dict, Path], tuple[str, list[str]]]] = {
     "swap": swap_section,
     "repro": repro_section,
     "gate-bench": gate_bench_section,
+    "ab": ab_section,
 }
 
 

@@ -143,7 +143,7 @@ def prepare_idle(spec: IdleSpec, *, llama_server: str | None = None, results: st
     return prepared
 
 
-def _model_entry(m: ResolvedModel) -> dict:
+def model_entry(m: ResolvedModel) -> dict:
     f = local_file(m)
     return {"label": m.label, "ref": m.ref, "source": m.source, "sha256": file_sha256(f) if f else None,
             **m.info.as_dict(), **({"origin": m.origin} if m.origin else {})}
@@ -200,7 +200,7 @@ def execute_idle(prep: PreparedIdle, reporter: Reporter = QuietReporter(), *, ex
     session = RunSession(prep.results_root, prep.kind, {
         "config": spec.as_dict(),
         "engine": {**prep.engine.facts(), "llama_idle": str(prep.llama_idle) if prep.llama_idle else None},
-        "models": [_model_entry(m) for m in prep.models],
+        "models": [model_entry(m) for m in prep.models],
         "cells": [],
         "client": client,
         "like_for_like": like,
