@@ -64,13 +64,19 @@ def _exit_mass(x: np.ndarray, f: np.ndarray, b_next: float, dt: float, drift: fl
 
 
 def _propagate(x: np.ndarray, f: np.ndarray, dt: float, drift: float) -> tuple[np.ndarray, np.ndarray]:
+    """The density after an increment of variance ``dt``: a discrete convolution with the Gaussian
+    kernel on a uniform grid (step at most 1/25 sd of the increment), O(n k) instead of a dense matrix."""
     d = math.sqrt(dt)
-    grid = np.linspace(x[0] - 8 * d + drift * dt, x[-1] + 8 * d + drift * dt,
-                       int((x[-1] - x[0] + 16 * d) / (_STEP * d)) + 1)
-    w = np.full(x.size, x[1] - x[0] if x.size > 1 else 0.0)
+    h = min(float(x[1] - x[0]) if x.size > 1 else _STEP * d, _STEP * d)
+    fine = np.arange(x[0], x[-1] + h / 2, h) if x.size > 1 else x
+    g = np.interp(fine, x, f) if x.size > 1 else f
+    w = np.full(fine.size, h if fine.size > 1 else 0.0)
     w[0] = w[-1] = w[0] / 2  # trapezoid weights
-    kernel = stats.norm.pdf((grid[:, None] - x[None, :] - drift * dt) / d) / d
-    return grid, kernel @ (f * w)
+    m = int(math.ceil(8 * d / h))
+    kernel = stats.norm.pdf(np.arange(-m, m + 1) * h / d) / d
+    values = np.convolve(g * w, kernel, mode="full")  # grid point j: fine[0] - m h + j h, shifted by the drift
+    grid = fine[0] - m * h + drift * dt + h * np.arange(values.size)
+    return grid, values
 
 
 def spending_boundary(fractions: Iterable[float], alpha: float, kind: str = "obf") -> list[float]:
