@@ -129,7 +129,9 @@ def execute_gate_job(prepared: PreparedGateJob, reporter: Reporter, *, execute: 
                           "slower_rule": cfg.slower_rule, "min_rounds": cfg.min_rounds, "max_rounds": cfg.max_rounds,
                           "position_term": cfg.position, "spending": cfg.spending, "gated_pauses": list(prepared.pauses)},
                "sides": {arm: _side(prepared.preps[arm]) for arm in ("a", "b")}}
-    with RunSession(prepared.results_root, KIND, {"ab": section}, reporter) as session:
+    base = prepared.preps["a"]  # the job's engine and models, as a run lists them: side A's (B's are in ``ab.sides``)
+    with RunSession(prepared.results_root, KIND, {"ab": section, "engine": base.engine.facts(),
+                                                  "models": section["sides"]["a"]["models"]}, reporter) as session:
         job_id = session.run_id
 
         def on_run(row: dict) -> None:
