@@ -183,7 +183,7 @@ def trust_list(archive: Archive = None, results: ResultsDir = None) -> None:
     where = _archive(archive, results)
     keys = trusted_keys(where)
     for k in keys.values():
-        print_wrapped(out, f"{k.key}  {k.label or '-'}  trusted {k.added_at}")
+        print_wrapped(out, f"{k.key}  label \"{k.label or '-'}\"  trusted {k.added_at}")
     print_wrapped(out, f"{len(keys)} trusted runner keys in {trust_path(where)}")
 
 
@@ -196,8 +196,10 @@ def history_list(archive: Archive = None, results: ResultsDir = None) -> None:
       lbench history list --archive /srv/lbench-history
     """
     from rich.table import Table
+    from rich.text import Text
 
     from harness.history.catalog import list_machines
+    from harness.terminal import printable
 
     where = _archive(archive, results)
     if not where.is_dir():
@@ -209,8 +211,9 @@ def history_list(archive: Archive = None, results: ResultsDir = None) -> None:
     for m in machines:
         builds = (", ".join(map(str, m.builds)) if len(m.builds) <= 6
                   else f"{m.builds[0]}…{m.builds[-1]} ({len(m.builds)})")
-        table.add_row(m.machine_id, m.label, str(m.runs), " ".join(f"{k}:{v}" for k, v in m.kinds.items()),
-                      builds, m.first or "", m.last or "")
+        table.add_row(*(Text(printable(c)) for c in (  # data, never rich markup
+            m.machine_id, m.label, str(m.runs), " ".join(f"{k}:{v}" for k, v in m.kinds.items()), builds,
+            m.first or "", m.last or "")))
     out.print(table)
     print_wrapped(out, f"{sum(m.runs for m in machines)} runs on {len(machines)} machines in {where}")
 
