@@ -106,15 +106,22 @@ def history_key() -> None:
 @app.command("sign")
 def history_sign(
     dirs: list[Path] = typer.Argument(..., metavar="RUN_DIR...", help="Run directories this runner made."),
+    other_machine: bool = typer.Option(False, "--other-machine",
+                                       help="Also sign runs whose manifest names another host (or none), knowingly: "
+                                            "this runner then vouches for files it did not make, e.g. "
+                                            "lbench history sign --other-machine DIR. " + shown("refused")),
 ) -> None:
     """Sign runs this runner made before lbench signed runs (writes signature.json into each).
 
-    Sign only runs this machine made: a signature says "this runner vouches for these files".
+    Sign only runs this machine made: a signature says "this runner vouches for these files". A run
+    whose manifest names another host (or no host) is refused unless --other-machine is given.
 
     \b
     Examples:
       lbench history sign results/20261201T061512Z-idle-a07e
     """
+    import socket
+
     from harness.attest import key_id, runner_key, sign_run
     from harness.record import parse_record
     from harness.untrusted import read_json
@@ -128,6 +135,12 @@ def history_sign(
         if record.status == "running":
             raise BadInput("the run is still running (status 'running')", where=str(d),
                            hint="sign it once it has ended")
+        made_on, here = record.host.hostname, socket.gethostname()
+        if made_on != here and not other_machine:
+            raise BadInput(f"the run was made on {'host ' + repr(made_on) if made_on else 'an unnamed host'}, "
+                           f"not on this one ({here!r}): a signature says this runner vouches for its files",
+                           where=str(d), hint="sign it on the runner that made it; or, knowingly, "
+                                              "lbench history sign --other-machine DIR")
         sign_run(d, key)
         print_wrapped(out, f"signed {record.run_id} with {key_id(key)[:16]}…")
 
