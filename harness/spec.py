@@ -279,6 +279,7 @@ class IdleSpec:
         check_axes(self, ("pauses_s", "keep_alive", "sleep_idle_seconds", "cache_state", "engines", *CPU_KNOBS), where)
         server_policy.check_args(self.server_args, f"{where}: server_args / --server-arg")
         server_policy.check_unsafe_args(self.unsafe_server_args)
+        check_model_refs(self.models, where)
         if not self.models:
             raise BadInput("no models given", where=where, hint="--model tiny-q8 (or a .gguf path)")
         self.pauses_s = validate_pauses(list(self.pauses_s), f"{where}: pauses")
@@ -447,6 +448,16 @@ def check_int(spec: object, key: str, minimum: int, maximum: int, where: str) ->
                        where=f"{where}: --{key.replace('_', '-')}")
 
 
+def check_model_refs(models: object, where: str) -> None:
+    """Model references (aliases or .gguf paths) that a file system can hold: no name of a folder
+    level over 255 bytes, 4096 in all (was an ``ENAMETOOLONG`` traceback)."""
+    for ref in models if isinstance(models, list) else []:
+        text = str(ref)
+        if len(text.encode()) > 4096 or any(len(part.encode()) > 255 for part in text.split("/")):
+            raise BadInput(f"model file name too long ({len(text):,} characters): {text[:80]}…", where=f"{where}: models",
+                           hint="a name is at most 255 bytes per folder level (4096 in all); rename the file")
+
+
 def check_name(name: object, where: str) -> None:
     """A run's name (shown in listings and reports): 1 to MAX_NAME characters, none a control character."""
     if not isinstance(name, str) or not 1 <= len(name) <= MAX_NAME or not name.isprintable():
@@ -512,6 +523,7 @@ class SwapSpec:
         server_policy.check_args(self.server_args, f"{where}: server_args / --server-arg")
         server_policy.check_unsafe_args(self.unsafe_server_args)
         check_timeout(self, "request_timeout_s", where, "derived from the models and the concurrency")
+        check_model_refs(self.models, where)
         if len(self.models) < 2:
             raise BadInput(f"a swap storm needs at least two models, got {len(self.models)}", where=f"{where}: --model",
                            hint="give at least two with --model (e.g. -m tiny-q8 -m tiny-q4); one model never swaps "
