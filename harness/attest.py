@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import stat
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,7 +58,7 @@ def check_key_folders(path: Path) -> None:
     """Refuse a key whose folders another user could write (as ssh does for its keys): each folder
     from the key's up to ``/`` must be owned by this user or root and not writable by group or
     others, unless it is sticky (``/tmp``: nobody may replace another's entry there)."""
-    if os.name == "nt":  # no POSIX owners or modes
+    if sys.platform == "win32":  # no POSIX owners or modes
         return
     me = os.getuid()
     folder = Path(os.path.abspath(path)).parent
@@ -76,7 +77,7 @@ def check_key_folders(path: Path) -> None:
 
 def check_key_file(path: Path, st: os.stat_result) -> None:
     """Refuse a key file another user owns or can read or write (ssh: "UNPROTECTED PRIVATE KEY FILE")."""
-    if os.name == "nt":
+    if sys.platform == "win32":
         return
     if st.st_uid != os.getuid():
         raise BadInput(f"the runner key is owned by another user (uid {st.st_uid}), not you (uid {os.getuid()})",

@@ -161,7 +161,8 @@ def idle_script(run_id: str, record: RunRecord, cell: Cell, samples: pd.DataFram
               "ask() {",
               "  curl -s -o /dev/null -w '%{time_total}\\n' -H 'Content-Type: application/json' "
               '--data-binary @request.json "$URL/completion"',
-              "}", f"i=0; while [ \"$i\" -lt {shell.number(warmup)} ]; do ask > /dev/null; i=$((i + 1)); done  # unmeasured warm-up",
+              "}", f"i=0; while [ \"$i\" -lt {shell.number(warmup)} ]; do ask > /dev/null; i=$((i + 1)); done"
+                   "  # unmeasured warm-up",
               "# the pauses in the order lbench ran them (seconds of silence, then one request)",
               "set -- " + " ".join(pauses),
               ": > times.txt",
@@ -170,7 +171,8 @@ def idle_script(run_id: str, record: RunRecord, cell: Cell, samples: pd.DataFram
     lines += [shell.comment(f"lbench found: {headline or '(no headline)'}")]
     if wake and wake.get("has_step"):
         upper = wake.get("second_last_s") if wake.get("second_first_s") is not None else None
-        woken_sel = f"$1 >= {shell.number(wake['first_woken_s'])}" + (f" && $1 <= {shell.number(upper)}" if upper is not None else "")
+        woken_sel = (f"$1 >= {shell.number(wake['first_woken_s'])}"
+                     + (f" && $1 <= {shell.number(upper)}" if upper is not None else ""))
         lines += [f"warm=$(awk '$1 <= {shell.number(wake['last_warm_s'])} {{print $2 * 1000}}' times.txt | median)",
                   f"woken=$(awk '{woken_sel} {{print $2 * 1000}}' times.txt | median)",
                   f'echo "warm (pauses <= {shell.number(wake["last_warm_s"])} s): $warm ms; woken (pauses >= '
@@ -188,7 +190,8 @@ def idle_script(run_id: str, record: RunRecord, cell: Cell, samples: pd.DataFram
         lbench_step = ref_long >= ref_short * STEP_RATIO
         lines += [f"short=$(awk '$1 == {shell.number(first)} {{print $2 * 1000}}' times.txt | median)",
                   f"long=$(awk '$1 == {shell.number(last)} {{print $2 * 1000}}' times.txt | median)",
-                  f'echo "after {shell.number(first)} s: $short ms; after {shell.number(last)} s: $long ms (lbench: {ms(ref_short)} and '
+                  f'echo "after {shell.number(first)} s: $short ms; after {shell.number(last)} s: $long ms '
+                  f'(lbench: {ms(ref_short)} and '
                   f'{ms(ref_long)} ms, {"a rise of 10% or more" if lbench_step else "within 10%"})"',
                   f"if awk -v a=\"$short\" -v b=\"$long\" 'BEGIN {{exit !((b >= a * {STEP_RATIO}) == "
                   f"{int(lbench_step)})}}'; then",
