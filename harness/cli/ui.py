@@ -118,12 +118,12 @@ def print_error(exc: Exception, code: int) -> None:
         if i == 0:
             lines = wrap_words(f"{prefix} {para}", width, rest="    ")
             head = lines[0][len(prefix):] if lines[0].startswith(prefix) else lines[0]
-            console.print(Text.assemble((prefix, "bold red"), printable(head, None)), soft_wrap=True, highlight=False)
+            console.print(Text.assemble((prefix, "bold red"), printable(head)), soft_wrap=True, highlight=False)
             lines = lines[1:]
         else:
             lines = wrap_words(para.strip(), width, first="  " if para.startswith("  ") else "", rest="    ")
         for line in lines:
-            console.print(printable(line, None), markup=False, highlight=False, soft_wrap=True)
+            console.print(printable(line), markup=False, highlight=False, soft_wrap=True)
 
 
 def wrap(atoms: list[str], width: int, *, first: str = "", rest: str = "    ") -> list[str]:
