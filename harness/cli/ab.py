@@ -40,7 +40,7 @@ def ab(
                                             "--env-axis GGML_VK_KEEPALIVE_MS=unset,30000. " + shown("none")),
     server_args_axis: list[str] = typer.Option(None, "--server-args-axis", metavar="ARGS",
                                                help="Server-args axis of both sides' cells, as for lbench idle, "
-                                                    "e.g. --server-args-axis='--no-sleep 30'. " + shown("none")),
+                                                    "e.g. --server-args-axis='--cache-reuse 256'. " + shown("none")),
     prompt_tokens: str = typer.Option(None, "--prompt-tokens", metavar="N",
                                       help="New prompt tokens per request, as for lbench idle, e.g. 0,512. "
                                            + shown("0")),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +21,7 @@ from harness.errors import BadInput
 from harness.untrusted import inside as untrusted_inside, read_bytes
 from harness import schema, shell
 from harness.kinds import find_kind
+from harness.terminal import printable
 from harness.report.redact import Redactor
 from harness.store import Run
 from harness.analysis.frames import json_frame
@@ -39,8 +40,9 @@ from harness.report.gate_bench import GATE_FIGURES, gate_bench_context
 
 def md(value: object) -> str:
     """A user string (model name, setting, note, reason) made inert in Markdown outside code
-    blocks: no HTML, and a pipe cannot split a table cell."""
-    return (str(value).replace("&", "&amp;").replace("`", "'").replace("<", "&lt;").replace(">", "&gt;")
+    blocks: no HTML, and a pipe cannot split a table cell; control characters escaped and a huge
+    value cut with a marker (harness/terminal.py)."""
+    return (printable(value).replace("&", "&amp;").replace("`", "'").replace("<", "&lt;").replace(">", "&gt;")
             .replace("|", "\\|").replace("\n", " "))
 
 
@@ -336,9 +338,27 @@ def _check_out_dir(out_dir: Path) -> None:
 LBENCH_PROGRAMS = ("lbench", "__main__.py", "harness")  # sys.argv[0] of the console script / python -m harness
 
 
+MAX_COMMAND = 8192  # characters of a recorded command shown whole
+
+
+def capped(value: object) -> object:
+    """A JSON value with every string cut to ``printable``'s limit, with its marker (a manifest from
+    elsewhere can hold a 60 MB string; the bundle shows it once, cut)."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, Mapping):
+        return {str(k)[:200]: capped(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [capped(v) for v in value]
+    return value
+
+
 def command_text(raw: object) -> str:
     """The run's recorded command (``RunRecord.command``), re-quoted word by word (harness/shell.py):
-    a manifest from elsewhere cannot put a second command, a substitution or a fence end into the bundle."""
+    a manifest from elsewhere cannot put a second command, a substitution or a fence end into the bundle.
+    A command longer than ``MAX_COMMAND`` characters is shown cut, as a comment (it cannot be run whole)."""
+    if isinstance(raw, str) and len(raw) > MAX_COMMAND:
+        return shell.comment(f"recorded command, cut (not runnable as shown): {printable(raw)}")
     cmd = shell.normalized_command(raw)
     if cmd is None:
         return "# (the recorded command is not a shell command line; not shown)"
@@ -390,8 +410,8 @@ def _write_bundle(runs: list[Run], out_dir: Path, *, redact: bool) -> Path:
                                                  "preset")}
                           for m in run.record.models] or _claim_models(run),
                "lbench": run.record.lbench_version, "schema_version": run.record.schema_version}
-        parts += ["<details><summary>Environment</summary>", "", "```json", json.dumps(env, indent=2, default=str),
-                  "```", "", "</details>", ""]
+        parts += ["<details><summary>Environment</summary>", "",
+                  *shell.fence(json.dumps(capped(env), indent=2, default=str), "json"), "", "</details>", ""]
     text = red("\n".join(parts))
     for script in out_dir.glob("rerun-*.sh"):  # the scripts carry paths too
         script.write_text(red(script.read_text()))

@@ -93,7 +93,7 @@ def make_engine(spec: IdleSpec, llama_server: str | None, options: dict) -> tupl
     kind = registry.require(spec.server_engine, "idle")
     assert kind.make_server is not None  # the registry refuses an 'idle' engine without one
     engine_options = EngineOptions(llama_server=llama_server, ctx_size=spec.ctx_size,
-                                   server_args=list(spec.server_args), match=spec.match,
+                                   server_args=[*spec.server_args, *spec.unsafe_server_args], match=spec.match,
                                    client_spin=spec.client_spin,
                                    **{k: v for k, v in options.items() if v is not None})
     return kind.name, kind.make_server(engine_options)
