@@ -107,3 +107,17 @@ def test_look_levels_spend_little_early_and_reach_alpha_at_the_end():
 def test_bad_designs_are_refused(kw):
     with pytest.raises(BadInput):
         RoundsConfig(**kw).check()
+
+
+def test_the_simulated_job_keeps_its_false_alarm_rate_and_catches_a_large_slowdown():
+    """harness.analysis.gate_sim.rounds_trials: lbench's own rounds and looks on drawn runs (a loose
+    seeded check of the rates the simulation prints, not a timing)."""
+    from harness.analysis.gate_sim import RoundsNoise, rounds_trials
+
+    rng = np.random.default_rng(0)
+    noise = RoundsNoise(0.02, round_sd=0.2, position=(0.0, 0.05, 0.1), round_s=10.0)
+    cfg = RoundsConfig(budget_s=300.0)
+    same = [s for s, _ in rounds_trials(noise, 1.0, cfg, 40, rng)]
+    slow = [s for s, _ in rounds_trials(noise, 1.15, cfg, 20, rng)]
+    assert same.count("fail") <= 2 and same.count("pass") >= 30  # round and position effects removed by the fit
+    assert slow.count("fail") >= 18
