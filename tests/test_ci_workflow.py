@@ -163,7 +163,9 @@ def test_the_hosted_workflow_states_its_policies():
     assert "--list-devices" in backend["run"] and backend["id"] == "backend"
     ab = step(HOSTED, "A/B")["run"]
     assert "--a-arg --device --a-arg none --b-arg --device --b-arg none" in ab  # the fallback: both sides
-    context = step(HOSTED, "Say where the verdict is made")["run"]
+    context_step = step(HOSTED, "Say where the verdict is made")
+    assert context_step["env"]["RUNNER_LABEL"] == job["runs-on"]  # the label it states is the one it ran on
+    context = context_step["run"]
     assert "virtual machine" in context and "CPU fallback" in context and "GITHUB_STEP_SUMMARY" in context
     assert "virtual machine" in step(HOSTED, "Verdict")["run"]
 
