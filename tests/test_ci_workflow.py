@@ -305,6 +305,24 @@ def test_the_backend_step_falls_back_to_the_cpu_when_no_metal_device_is_listed(t
     assert "Available devices" in r.stdout  # what the binary printed is in the job log
 
 
+@pytest.mark.engine
+def test_the_cpu_fallback_arguments_start_a_real_server_that_answers(engine_env):
+    """The hosted workflow's fallback passes `--device none` to both sides; the pinned llama-server
+    takes it (no offload) and a short run of the Mac design answers every request."""
+    from conftest import run_cli
+
+    (fallback,) = re.findall(r"fallback=\((--a-arg[^)]*)\)", step(HOSTED, "A/B")["run"])
+    words = shlex.split(fallback)
+    a_side = [w for i, w in enumerate(words) if i % 2 and words[i - 1] == "--a-arg"]
+    assert a_side == ["--device", "none"] == [w for i, w in enumerate(words) if i % 2 and words[i - 1] == "--b-arg"]
+    server_args = [x for w in a_side for x in ("--server-arg", w)]
+    r = run_cli("idle", "--spec", "ci-gate-mac", "-m", "tiny-q8", *server_args, "--pauses", "0", "--reps", "2",
+                "--warmup", "1", "--self-check", "0", "--no-report", env=engine_env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    (manifest,) = Path(engine_env["LBENCH_RESULTS_DIR"]).glob("*/manifest.json")
+    assert '"--device"' in manifest.read_text() and '"none"' in manifest.read_text()
+
+
 def test_the_pr_comment_is_one_comment_updated_by_each_run(tmp_path):
     """The self-hosted workflow's github-script step, run under node with a stand-in GitHub API: the
     first run creates the comment, a later run updates it (ten runs, one comment)."""
