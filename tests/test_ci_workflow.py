@@ -132,7 +132,9 @@ def test_both_workflows_share_the_gate_design(workflow):
         assert needed in ab, needed
     assert "NOTHING HERE HAS RUN ON macOS" in text
     assert "3 inconclusive" in text and "4 unproven on this machine" in text and "INCONCLUSIVE_FAILS" in text
-    assert 'lbench evidence latest --results "$RESULTS"' in text.replace("lbench-venv/bin/", "")
+    # evidence of the gate job itself, named by the run id gate.json holds ('latest' is the job's last idle run)
+    assert 'job=$(jq -r .run_id "$OUT/gate.json"' in text
+    assert 'lbench evidence "$job" --results "$RESULTS"' in text.replace("lbench-venv/bin/", "")
 
 
 def test_the_self_hosted_workflow_states_its_policies():
