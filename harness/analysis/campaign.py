@@ -122,8 +122,8 @@ def interleaved_rounds(campaign: Campaign, preps: Mapping[str, Any], cfg: Rounds
     """Rounds of every arm in ``cfg.arms`` (``preps[arm]``: what ``campaign.measure`` runs), in the
     balanced random order of harness/analysis/rounds.py, until a look decides, ``cfg.max_rounds`` are
     run or the next round would end past ``cfg.budget_s`` (judged from the mean round so far).  The
-    budget fixes the planned rounds after the first round (the information fraction of a look is
-    rounds / planned; the final look spends what is left).  ``manifest(round, arm)``: what each run's
+    planned rounds are those the budget holds at the mean round so far (the information fraction of a
+    look is rounds / planned, never moving back; the final look spends what is left).  ``manifest(round, arm)``: what each run's
     manifest records of the job; ``on_run(row)``/``on_look(look)``: told as each is made."""
     cfg.check()
     res = RoundsResult(runs={arm: [] for arm in cfg.arms}, planned_rounds=cfg.max_rounds)
@@ -144,17 +144,19 @@ def interleaved_rounds(campaign: Campaign, preps: Mapping[str, Any], cfg: Rounds
             res.rows.append(row)
             if on_run:
                 on_run(row)
-        now = clock()
-        res.elapsed_s = now - start
-        if round_no == 1 and cfg.budget_s is not None:
-            res.planned_rounds = max(1, min(cfg.max_rounds, int(cfg.budget_s // max(now - t0, 1e-9))))
+        res.elapsed_s = clock() - start
         mean_round = res.elapsed_s / round_no
-        final = (round_no >= res.planned_rounds
-                 or (cfg.budget_s is not None and res.elapsed_s + mean_round > cfg.budget_s))
+        if cfg.budget_s is not None:  # the rounds the rest of the budget holds at the mean round so far
+            left = int(max(cfg.budget_s - res.elapsed_s, 0.0) // max(mean_round, 1e-9))
+            res.planned_rounds = max(round_no, min(cfg.max_rounds, round_no + left))
+        final = round_no >= res.planned_rounds
         if round_no < cfg.min_rounds and not final:
             continue
         levels = res.levels()
-        fractions.append(1.0 if final else round_no / res.planned_rounds)
+        # the information fraction: rounds / planned, increasing from look to look (a re-planned budget
+        # never moves it back), 1 at the last look the budget allows
+        t = round_no / res.planned_rounds
+        fractions.append(1.0 if final else min(max(t, fractions[-1] + 1e-3 if fractions else t), 1 - 1e-3))
         level = look_level(fractions, cfg.alpha / 2 / max(len(levels), 1), cfg.spending)
         look = judge_look(levels, res.orders, cfg, round_no=round_no, level_one_sided=level, final=final)
         res.looks.append(look)
