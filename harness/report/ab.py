@@ -8,7 +8,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import matplotlib.pyplot as plt
+
 from harness import shell
+from harness.report.html import data_uri
+from harness.report.plots import figure_png, plain
 from harness.schema import records
 from harness.store import Run
 
@@ -49,6 +53,7 @@ def ab_context(run: Run, analysis: dict) -> dict:
                 "arms": ",".join(str(a) for a in design.get("arms") or []),
                 "gated pauses (s)": ", ".join(f"{float(p):g}" for p in design.get("gated_pauses") or [])},
             "side_a": side_facts(section, "a"), "side_b": side_facts(section, "b"),
+            "plot": data_uri(rounds_png(list(analysis.get("per_round") or []), final, run.run_id)),
             "host": run.record.host.facts, "engine": {}}
 
 
@@ -67,3 +72,28 @@ def rerun_script(run: Run, command: str) -> str:
             lines.append(shell.comment(f"{title} model {m['label']}: sha256 {m['sha256']}"))
     lines += [command, ""]
     return "\n".join(lines)
+
+
+def rounds_png(per_round: list[dict], final: list[dict], run_id: str) -> bytes:
+    """Per gated group, each round's B / A and A/A / A ratios (log scale) with the final look's
+    intervals as bands: a verdict and its noise floor side by side."""
+    groups = list(dict.fromkeys(str(r.get("group")) for r in per_round))
+    fig, axes = plt.subplots(1, max(len(groups), 1), figsize=(4.6 * max(len(groups), 1), 3.2), squeeze=False)
+    for ax, group in zip(axes[0], groups):
+        rows = [r for r in per_round if str(r.get("group")) == group]
+        for key, name, colour in (("b_over_a", "B vs A", "tab:red"), ("aa_over_a", "A/A", "tab:blue")):
+            pts = [(r["round"], r[key]) for r in rows if isinstance(r.get(key), (int, float)) and r[key] > 0]
+            if pts:
+                ax.plot(*zip(*pts), "o", ms=4, color=colour, alpha=0.8, label=f"{name} per round")
+            for c in final:
+                if c.get("group") == group and c.get("contrast") == name:
+                    ax.axhspan(c["ratio_ci_low"], c["ratio_ci_high"], color=colour, alpha=0.15,
+                               label=f"{name} {c['ratio']:.3f} [{c['ratio_ci_low']:.3f}, {c['ratio_ci_high']:.3f}]")
+        ax.axhline(1.0, color="0.3", lw=0.8)
+        ax.set_yscale("log")
+        ax.set_title(plain(group), fontsize=9)
+        ax.set_xlabel("round")
+        ax.set_ylabel("ratio to A (log)")
+        ax.legend(fontsize=7, loc="best")
+    fig.suptitle(plain(f"gate job {run_id}: per-round ratios, the final look's intervals shaded"), fontsize=9)
+    return figure_png(fig)
