@@ -90,6 +90,9 @@ def gate_bench(
                                + shown("15m")),
     ab_margin: str = typer.Option(None, "--ab-margin", metavar="M", help="With --ab: the jobs' margin, as lbench ab's "
                                   "--margin (e.g. 0=0.03,1=0.10). " + shown("lbench ab's default")),
+    round_s: float = typer.Option(30.0, "--round-s", help="With --simulate: seconds one round of lbench ab takes "
+                                  "(its budget's clock; a job's rounds table shows it), e.g. --round-s 8. "
+                                  + shown("30")),
     llama_server: LlamaServer = None,
     results: ResultsDir = None,
 ) -> None:
@@ -109,6 +112,7 @@ def gate_bench(
           --runs-per-side 3
       lbench gate-bench --ab --trials 10 --budget 15m   # lbench ab's own design
       lbench gate-bench --simulate --trials 400 --seed 0
+      lbench gate-bench --simulate --sd 0.013 --sd 0.05 --round-s 8 --ab-margin 0.03
       lbench gate-bench --simulate --sd 0.2 --sd 0.38 --within-sd 0.08 \\
           --stall-p 0.05 --reps 8
     """
@@ -121,8 +125,11 @@ def gate_bench(
     if simulate:
         from harness.runs.gate_bench import SimulatedGateBenchSpec
 
+        if round_s <= 0:
+            raise BadInput(f"--round-s must be > 0 seconds, got {round_s}", where="--round-s")
         sim = SimulatedGateBenchSpec(cfg, trials=trials or 400, seed=seed, spreads=tuple(sd) if sd else None,
-                                     reps=reps, within_sd=within_sd, stall_p=stall_p)
+                                     reps=reps or 5, within_sd=within_sd, stall_p=stall_p,
+                                     job=_job_config(budget, ab_margin), round_s=round_s)
         with RichReporter() as rep:
             run = executor.execute(executor.prepare(sim, options, rep), rep)
         return print_simulation(run)
@@ -238,8 +245,10 @@ def print_simulation(run: Run) -> None:
                   f"{_pct(r['fail +10%']):>8} {_pct(r['fail +20%']):>8} {_pct(r['inconclusive at 1']):>7} "
                   f"{_pct(r['pass at 1']):>6} {r['coverage A/A (ratio 1)']:>5.1%} "
                   f"{_pct(r['passed with --inconclusive-ok at +10%']):>11}", markup=False, soft_wrap=True)
-    out.print(f"ab, the gate job ({max(trials // 4, 10)} trials per cell; lbench ab's defaults: arms a,b,aa, "
-              "15-minute budget): fail / pass / unproven rates, mean rounds and minutes", markup=False, soft_wrap=True)
+    ab = section.get("ab") or {}
+    out.print(f"ab, the gate job ({max(trials // 4, 10)} trials per cell; arms {','.join(ab.get('arms', []))}, margin "
+              f"{ab.get('margin', 0):.0%}, alpha {ab.get('alpha')}, budget {ab.get('budget_s')} s, {ab.get('round_s')} s "
+              "per round): fail / pass / unproven rates, mean rounds and minutes", markup=False, soft_wrap=True)
     out.print(f"{'noise (run sd)':<40} {'rounds':>6} {'fail@1':>15} {'pass@1':>6} {'unprov@1':>8} {'fail+3%':>7} "
               f"{'fail+10%':>8} {'min@1':>6} {'min+10%':>7}", markup=False, soft_wrap=True)
     for r in analysis.get("ab", []):

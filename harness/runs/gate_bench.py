@@ -175,6 +175,8 @@ class SimulatedGateBenchSpec:
     reps: int = 5
     within_sd: float | None = None
     stall_p: float | None = None
+    job: RoundsConfig = field(default_factory=RoundsConfig)  # the ab cells: lbench ab's design
+    round_s: float = 30.0  # the ab cells: seconds one round of the job takes (the budget's clock)
 
 
 @dataclass(frozen=True)
@@ -339,7 +341,9 @@ def _simulate(prepared: PreparedSimulation, reporter: Reporter) -> Run:
     section = {"mode": "simulated", "trials": spec.trials, "seed": spec.seed, "margin": spec.cfg.threshold,
                "alpha": spec.cfg.alpha, "run_model": dict(model.__dict__),
                "within_given": spec.within_sd is not None and spec.stall_p is not None,
-               "spreads_given": bool(spec.spreads)}
+               "spreads_given": bool(spec.spreads),
+               "ab": {"margin": spec.job.margin, "alpha": spec.job.alpha, "budget_s": spec.job.budget_s,
+                      "arms": list(spec.job.arms), "round_s": spec.round_s}}
     with RunSession(prepared.results_root, KIND, {"gate_bench": section}, reporter) as session:
         def keep(campaign: str) -> Callable[[dict], None]:
             def one(row: dict) -> None:  # each cell's figures journaled as the cell ends
@@ -349,8 +353,8 @@ def _simulate(prepared: PreparedSimulation, reporter: Reporter) -> Run:
 
         simulate_gate(spec.cfg, trials=spec.trials, seed=spec.seed, spreads=table, reps=spec.reps,
                       on_row=keep("gate"))
-        noises = {name: RoundsNoise(run_model(v, spec.reps).run_sd) for name, v in table.items()} if table else None
-        simulate_rounds(RoundsConfig(), trials=max(spec.trials // 4, 10), seed=spec.seed, noises=noises,
-                        on_row=keep("ab"))
+        noises = ({name: RoundsNoise(run_model(v, spec.reps).run_sd, round_s=spec.round_s) for name, v in table.items()}
+                  if table else None)
+        simulate_rounds(spec.job, trials=max(spec.trials // 4, 10), seed=spec.seed, noises=noises, on_row=keep("ab"))
     assert session.run is not None
     return session.run
