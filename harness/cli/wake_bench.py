@@ -34,6 +34,8 @@ def wake_bench(
     seed: int = typer.Option(0, "--seed", help="Seed of the simulation and the permutations (e.g. --seed 1)."),
     within_sd: float = typer.Option(None, "--within-sd", help="Simulate this within-pause log sd instead of the "
                                     "run's (e.g. --within-sd 0.05). " + shown("measured on the first run")),
+    pause_sd: float = typer.Option(None, "--pause-sd", help="Simulate this pause-to-pause log sd instead of the "
+                                   "run's (e.g. --pause-sd 0). " + shown("measured on the first run")),
     stall_p: float = typer.Option(None, "--stall-p", help="Simulate this stall rate instead of the run's (e.g. "
                                   "--stall-p 0.028). " + shown("measured on the first run")),
     stall_sizes: str = typer.Option(None, "--stall-sizes", help="Simulated stall sizes, x the pause's median, "
@@ -44,7 +46,7 @@ def wake_bench(
     """Measure the wake model's error rates (a benchmark that prints figures, not a test):
     simulated cells calibrated on a real idle run (its grid, within-pause spread, pause-to-pause
     scatter, stall rate and stall sizes, all measured through the wake model itself) with no step
-    and with steps of +10%, +25% and +100%, with and without stalls; and the recorded cells with
+    and with steps of +10%, +25%, +50% and +100%, with and without stalls; and the recorded cells with
     their pause labels permuted (no step can be there: every step found is a false one). Saved
     to results/benchmarks/<bench id>/wake-bench.json.
 
@@ -87,6 +89,10 @@ def wake_bench(
         if not 0 < within_sd <= 3:
             raise BadInput(f"--within-sd must be in (0, 3], got {within_sd}", where="--within-sd")
         given["within_sd"] = within_sd
+    if pause_sd is not None:
+        if not 0 <= pause_sd <= 3:
+            raise BadInput(f"--pause-sd must be in [0, 3], got {pause_sd}", where="--pause-sd")
+        given["pause_sd"] = pause_sd
     if stall_p is not None:
         if not 0 <= stall_p < 0.5:
             raise BadInput(f"--stall-p must be in [0, 0.5) (stalls are the sparse mode), got {stall_p}",
@@ -115,13 +121,13 @@ def wake_bench(
               f"{', '.join(cal.given) or 'nothing'}; {trials} simulated cells per "
               f"condition, seed {seed} (simulated cells, not timings).", markup=False, soft_wrap=True)
     out.print(f"{'step':>6} {'stalls':>6} {'no clear step':>28} {'step at its place':>28} "
-              f"{'coverage (reported)':>28} {'false stall flags/sample':>28} {'stalls caught':>28} shapes",
-              markup=False, soft_wrap=True)
+              f"{'place interval holds it':>28} {'coverage (reported)':>28} {'false stall flags/sample':>28} "
+              f"{'stalls caught':>28} shapes", markup=False, soft_wrap=True)
 
     def show(r: dict[str, Any]) -> None:
         out.print(f"{'+' + format(r['step'], '.0%') if r['step'] else 'flat':>6} {'yes' if r['stalls'] else 'no':>6} "
                   f"{_pct(r['no_clear_step']):>28} {_pct(r['step_at_place']):>28} "
-                  f"{_pct(r['coverage_when_reported']):>28} {_pct(r['false_flag_per_sample']):>28} "
+                  f"{_pct(r['place_interval_holds_place']):>28} {_pct(r['coverage_when_reported']):>28} {_pct(r['false_flag_per_sample']):>28} "
                   f"{_pct(r['stalls_flagged']):>28} {r['shapes']}", markup=False, soft_wrap=True)
 
     rows = simulate(cal, trials=trials, seed=seed, place_s=place, on_row=show)

@@ -157,15 +157,17 @@ def test_stalls_alone_give_none():
     assert fit.as_row()["stall_text"].startswith("stalls (left out of the fit): 4 of 108")
 
 
-def test_the_penalty_interval_counts_the_search_for_the_step():
-    """A step of 11% at the edge of MIN_STEP: refits on resamples often find no step (penalty 0) or one
-    elsewhere, so the interval that counts that search reaches 0 and the answer is no clear step."""
+def test_the_penalty_interval_is_at_each_resamples_own_place_with_no_mass_at_zero():
+    """An 11% step at sd 0.10 (z ~ 5.7 between the two halves): the test calls it, and its penalty's
+    interval comes from each resample's own place, so no resample counts as a penalty of 0 (the rule
+    issue 44 replaced turned "where" into "whether")."""
     rng = np.random.default_rng(1)
     p = np.repeat(DEFAULT_GRID, 6)
     y = np.where(p >= 1.1, 106.0, 95.0) * rng.lognormal(0, 0.10, p.size)
     fit = fit_shape(p, y)
-    assert fit.shape == "none" and fit.note.startswith("BIC chose step (a wake step between 1 s and 1.1 s)")
-    assert "searched again on each of 300 resamples, includes 0" in fit.note
+    assert fit.shape == "step" and fit.p_value <= 0.01
+    assert fit.penalty_ci[0] > 0 and fit.penalty_ci[0] < 11.0 < fit.penalty_ci[1]
+    assert fit.threshold_ci[0] <= 1.1 <= fit.threshold_ci[1] and fit.place_share >= 0.95
 
 
 def test_compare_and_the_gate_read_the_robust_model():
