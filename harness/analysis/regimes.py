@@ -30,6 +30,7 @@ MIN_STEP = 0.10  # a step smaller than 10% is not called a regime change
 MIN_BIC_GAIN = 6.0  # a richer shape must lower BIC by this much (Kass & Raftery: "strong")
 N_PERM = 999  # label shuffles of the step test (sequential: fewer when the p-value is clearly large)
 STEP_ALPHA = 0.01  # the step test's level: at most 1% of flat curves are called a step
+N_BOOT = 1000  # bootstrap resamples: the place's shares and the percentile intervals (>= 1000 for 2.5% tails)
 
 
 def classify(samples: pd.DataFrame, thresholds: dict[tuple[str, str], float | None]) -> pd.Series:
@@ -221,7 +222,7 @@ def _stall_rows(levels: np.ndarray, idx: np.ndarray, y: np.ndarray, fl: wake_fit
 
 
 def fit_shape(pauses: npt.ArrayLike, latency_ms: npt.ArrayLike, *, min_step: float = MIN_STEP, seed: int = 0,
-              n_boot: int = 300, min_gain: float | None = None, blocks: npt.ArrayLike | None = None,
+              n_boot: int = N_BOOT, min_gain: float | None = None, blocks: npt.ArrayLike | None = None,
               n_perm: int = N_PERM, alpha: float = STEP_ALPHA) -> ShapeFit:
     """The one wake model on one cell's samples (see ``ShapeFit`` and ``harness.analysis.wake_fit``).
 
@@ -236,6 +237,9 @@ def fit_shape(pauses: npt.ArrayLike, latency_ms: npt.ArrayLike, *, min_step: flo
     y = np.asarray(latency_ms, dtype=float)
     blk = None if blocks is None else pd.to_numeric(pd.Series(np.asarray(blocks, dtype=object)),
                                                     errors="coerce").to_numpy(dtype=float)
+    if p.shape != y.shape or (blk is not None and blk.shape != y.shape):
+        raise ValueError(f"pauses, latencies and blocks differ in length: {p.shape}, {y.shape}, "
+                         f"{None if blk is None else blk.shape}")
     ok = np.isfinite(p) & np.isfinite(y) & (y > 0)
     p, y = p[ok], y[ok]
     blk = None if blk is None else blk[ok]
@@ -281,18 +285,20 @@ def fit_shape(pauses: npt.ArrayLike, latency_ms: npt.ArrayLike, *, min_step: flo
 
     code = int(main.shape[0])
     candidate = _place(ShapeFit(names[code], bics, **common), main, 0, levels) if code else None
+    clearest = candidate
+    if clearest is None and test is not None:  # no shape rises by min_step: the best rising step, for the note
+        best = wake_fit.fit_batch(b_logy[None, :], b_idx, levels, min_step=min_step, min_gain=min_gain, force=1)
+        clearest = _place(ShapeFit("step", bics), best, 0, levels) if best.shape[0] else None
+    where = (f"at its clearest, between {clearest.last_warm_s:g} s and {clearest.first_woken_s:g} s, the curve "
+             f"rises {100 * clearest.rise:.0f}%" if clearest else "the curve does not rise")
     if test is not None and not test.p_value <= alpha:
-        what = (f"the clearest {candidate.threshold_text()[2:]} (+{100 * candidate.rise:.0f}%)" if candidate
-                else "no rising curve")
-        return flat(f"{what} is no clearer than with the pause labels shuffled{_within(test)}: "
+        return flat(f"{where}, no more clearly than with the pause labels shuffled{_within(test)}: "
                     f"p = {test.p_value:.2g} ({test.n_perm} shuffles; a step is called at p <= {alpha:g})")
     if candidate is None:
         if test is None:
             return flat()
-        best = wake_fit.fit_batch(b_logy[None, :], b_idx, levels, min_step=min_step, min_gain=min_gain, force=1)
-        rise = _place(ShapeFit("step", bics), best, 0, levels).rise if best.shape[0] else math.nan
-        return flat(f"the curve rises (p = {test.p_value:.2g} against shuffled pause labels), but by "
-                    f"{100 * rise:.0f}% at its clearest step, less than the {100 * min_step:.0f}% a wake step must be")
+        return flat(f"{where} (p = {test.p_value:.2g} against shuffled pause labels), less than the "
+                    f"{100 * min_step:.0f}% a wake step must be")
     fit = candidate
     wh, wl, wu = (int(a[0]) for a in (main.warm_hi, main.woken_lo, main.woken_hi))
     fit.n_warm, fit.n_woken = int((b_idx < wh).sum()), int(((b_idx >= wl) & (b_idx < wu)).sum())

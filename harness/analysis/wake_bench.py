@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
-from harness.analysis.regimes import ShapeFit, design_blocks, fit_shape
+from harness.analysis.regimes import N_BOOT, ShapeFit, design_blocks, fit_shape
 
 STEPS = (0.0, 0.10, 0.25, 0.50, 1.00)  # flat, +10%, +25%, +50%, +100%
 
@@ -145,7 +145,7 @@ def _cp(k: int, n: int) -> dict:
 
 
 def simulate(cal: Calibration, *, trials: int = 200, seed: int = 0, place_s: float | None = None,
-             steps: tuple[float, ...] = STEPS, n_boot: int = 300,
+             steps: tuple[float, ...] = STEPS, n_boot: int = N_BOOT,
              on_row: Callable[[dict], None] | None = None) -> list[dict]:
     """One row per (step, stalls or not): the figures of the module doc (each passed to ``on_row``
     as soon as it is counted)."""
@@ -194,7 +194,7 @@ def simulate(cal: Calibration, *, trials: int = 200, seed: int = 0, place_s: flo
 
 
 def permuted(samples: pd.DataFrame, source: str, *, permutations: int = 100, seed: int = 0,
-             value: str = "latency_ms", n_boot: int = 300) -> dict:
+             value: str = "latency_ms", n_boot: int = N_BOOT) -> dict:
     """A recorded cell with its pause labels shuffled ``permutations`` times: shapes found (all false)."""
     p = samples["pause_requested_s"].to_numpy(dtype=float)
     y = samples[value].to_numpy(dtype=float)
