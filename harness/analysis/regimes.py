@@ -349,24 +349,25 @@ def _place_shares(fit: ShapeFit, boot: wake_fit.BatchFit, levels: np.ndarray) ->
         if per[chosen].sum() >= 0.95 * total or per[j] == 0:
             break
         chosen[j] = True
-    runs: list[dict] = []
+    runs: list[dict[str, int]] = []
     for j in np.flatnonzero(chosen):
         if runs and runs[-1]["hi"] == j - 1:
             runs[-1]["hi"] = int(j)
         else:
             runs.append({"lo": int(j), "hi": int(j)})
-    pieces = []
+    pieces: list[dict[str, Any]] = []
     for r in runs:
         inside = (woken >= r["lo"]) & (woken <= r["hi"])
         pieces.append({"last_warm_s": float(levels[int(warm[inside].min()) - 1]),
                        "first_woken_s": float(levels[r["hi"]]), "share": float(inside.sum() / total),
                        "first_woken_range_s": (float(levels[r["lo"]]), float(levels[r["hi"]]))})
-    pieces.sort(key=lambda x: -x["share"])
+    pieces.sort(key=lambda x: -float(x["share"]))
     fit.place_set = pieces
     main = pieces[0]
-    fit.place_share = main["share"]
-    fit.place_interval_s = (main["last_warm_s"], main["first_woken_s"])
-    fit.threshold_ci = main["first_woken_range_s"]
+    fit.place_share = float(main["share"])
+    fit.place_interval_s = (float(main["last_warm_s"]), float(main["first_woken_s"]))
+    lo, hi = main["first_woken_range_s"]
+    fit.threshold_ci = (float(lo), float(hi))
 
 
 def _interval(draws: np.ndarray) -> tuple[float, float]:

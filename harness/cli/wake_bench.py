@@ -127,7 +127,8 @@ def wake_bench(
     def show(r: dict[str, Any]) -> None:
         out.print(f"{'+' + format(r['step'], '.0%') if r['step'] else 'flat':>6} {'yes' if r['stalls'] else 'no':>6} "
                   f"{_pct(r['no_clear_step']):>28} {_pct(r['step_at_place']):>28} "
-                  f"{_pct(r['place_interval_holds_place']):>28} {_pct(r['coverage_when_reported']):>28} {_pct(r['false_flag_per_sample']):>28} "
+                  f"{_pct(r['place_interval_holds_place']):>28} {_pct(r['coverage_when_reported']):>28} "
+                  f"{_pct(r['false_flag_per_sample']):>28} "
                   f"{_pct(r['stalls_flagged']):>28} {r['shapes']}", markup=False, soft_wrap=True)
 
     rows = simulate(cal, trials=trials, seed=seed, place_s=place, on_row=show)
