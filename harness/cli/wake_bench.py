@@ -31,6 +31,11 @@ def wake_bench(
                                                                  "--permutations 20); 0 skips them."),
     place: float = typer.Option(None, "--place", help="Simulated step's first woken pause in seconds (e.g. --place "
                                                       "1.1). " + shown("the grid's middle pause")),
+    grid: str = typer.Option(None, "--grid", help="Simulate this pause grid instead of a run's: 'default' (lbench "
+                             "idle's 18 pauses) or seconds as --pauses takes them; needs --within-sd, reads no run "
+                             "and permutes nothing (e.g. --grid default --reps 6 --within-sd 0.228). "
+                             + shown("the first run's")),
+    reps: int = typer.Option(6, "--reps", help="Repetitions per pause with --grid (e.g. --reps 12)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the simulation and the permutations (e.g. --seed 1)."),
     within_sd: float = typer.Option(None, "--within-sd", help="Simulate this within-pause log sd instead of the "
                                     "run's (e.g. --within-sd 0.05). " + shown("measured on the first run")),
@@ -55,6 +60,7 @@ def wake_bench(
       lbench idle && lbench wake-bench
       lbench wake-bench --runs 20261203T120000Z-idle-1a2b --trials 50
       lbench wake-bench --permutations 0 --place 1.1 --seed 1
+      lbench wake-bench --grid default --reps 6 --within-sd 0.228 --stall-p 0.028 --stall-sizes 3.6,11.4
     """
     from harness.analysis.stats import measured
     from harness.analysis.wake_bench import calibrate, calibration_row, permuted, simulate
@@ -68,22 +74,40 @@ def wake_bench(
     if permutations < 0:
         raise BadInput(f"--permutations must be >= 0, got {permutations}", where="--permutations")
     root = paths.results_dir(results)
-    cells = []
-    for ref in runs or ["latest"]:
-        run = open_run(check_ref(ref), root, kinds=("idle",))
-        kind = find_kind(run.record.kind)
-        if kind is None or "pause_sweep" not in kind.features:  # a sweep of pauses: idle (and calibrate) runs
-            raise BadInput(f"run {run.run_id} is a {run.record.kind} run", where=ref,
-                           hint="give an idle run (lbench runs lists them)")
-        good = measured(run.table("samples"))
-        if good.empty:
-            raise BadInput(f"run {run.run_id} has no measured samples", where=ref, hint="give a finished idle run")
-        for (model, setting), g in good.groupby(["model", "setting"]):
-            if g["pause_requested_s"].nunique() < 3:
-                raise BadInput(f"run {run.run_id}, {model} · {setting}: fewer than 3 pauses", where=ref,
-                               hint="the wake model needs a grid of pauses: give a default idle run")
-            cells.append((f"{run.run_id} {model} · {setting}", g))
-    cal = calibrate(cells[0][1], cells[0][0])
+    cells: list[tuple[str, Any]] = []
+    if grid is not None:
+        from harness.analysis.wake_bench import Calibration
+        from harness.spec import DEFAULT_PAUSES_S, parse_pauses
+
+        if runs:
+            raise BadInput("--grid and --runs both given", where="--grid", hint="give one: a run, or a grid by hand")
+        if within_sd is None:
+            raise BadInput("--grid needs --within-sd (there is no run to measure it on)", where="--grid",
+                           hint="e.g. --grid default --within-sd 0.228")
+        if not 2 <= reps <= 100:
+            raise BadInput(f"--reps must be in [2, 100], got {reps}", where="--reps")
+        pauses = sorted(set(DEFAULT_PAUSES_S if grid.strip() == "default" else parse_pauses(grid, "--grid")))
+        if len(pauses) < 3:
+            raise BadInput(f"--grid needs at least 3 pauses, got {len(pauses)}", where="--grid")
+        # the level only sets the ms scale of the penalty: every rate is the same at any level
+        cal = Calibration(f"given: {len(pauses)} pauses x {reps} reps", tuple(pauses), reps, 100.0, within_sd, 0.0, 0.0,
+                          given=("grid", "reps"))
+    else:
+        for ref in runs or ["latest"]:
+            run = open_run(check_ref(ref), root, kinds=("idle",))
+            kind = find_kind(run.record.kind)
+            if kind is None or "pause_sweep" not in kind.features:  # a sweep of pauses: idle (and calibrate) runs
+                raise BadInput(f"run {run.run_id} is a {run.record.kind} run", where=ref,
+                               hint="give an idle run (lbench runs lists them)")
+            good = measured(run.table("samples"))
+            if good.empty:
+                raise BadInput(f"run {run.run_id} has no measured samples", where=ref, hint="give a finished idle run")
+            for (model, setting), g in good.groupby(["model", "setting"]):
+                if g["pause_requested_s"].nunique() < 3:
+                    raise BadInput(f"run {run.run_id}, {model} · {setting}: fewer than 3 pauses", where=ref,
+                                   hint="the wake model needs a grid of pauses: give a default idle run")
+                cells.append((f"{run.run_id} {model} · {setting}", g))
+        cal = calibrate(cells[0][1], cells[0][0])
     given: dict[str, Any] = {}
     if within_sd is not None:
         if not 0 < within_sd <= 3:
@@ -108,7 +132,7 @@ def wake_bench(
                            where="--stall-sizes", hint="e.g. --stall-sizes 3.6,11.4")
         given["stall_sizes"] = sizes
     if given:
-        cal = dataclasses.replace(cal, given=tuple(sorted(given)), **given)
+        cal = dataclasses.replace(cal, given=tuple(sorted({*cal.given, *given})), **given)
     if place is not None and not (min(cal.pauses_s) < place <= max(cal.pauses_s) and place in cal.pauses_s):
         raise BadInput(f"--place {place:g} is not a pause of the grid after its first",
                        where="--place", hint="one of " + ", ".join(f"{p:g}" for p in cal.pauses_s[1:]))

@@ -35,3 +35,18 @@ def test_wake_bench_prints_and_saves_its_figures(tmp_path):
     assert len(data["simulation"]) == 10 and all(sum(r["shapes"].values()) == 10 for r in data["simulation"])
     (perm,) = data["permuted"]
     assert perm["permutations"] == 3 and perm["source"].startswith(run_id)
+
+
+def test_wake_bench_on_a_grid_given_by_hand_reads_no_run(tmp_path):
+    for args, where in ((["--grid", "default"], "--within-sd"), (["--grid", "0,1", "--within-sd", "0.1"], "--grid"),
+                        (["--grid", "default", "--within-sd", "0.1", "--reps", "1"], "--reps")):
+        res = run_cli("wake-bench", "--results", str(tmp_path), *args)
+        assert res.returncode == 2 and where in res.stdout + res.stderr, args
+    res = run_cli("wake-bench", "--results", str(tmp_path), "--grid", "0,0.5,1,1.5", "--reps", "4",
+                  "--within-sd", "0.05", "--trials", "10")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "calibrated on given: 4 pauses x 4 reps" in " ".join(res.stdout.split())
+    (saved,) = (tmp_path / "benchmarks").glob("*-wake-bench-*/wake-bench.json")
+    data = json.loads(saved.read_text())
+    assert data["calibration"]["given"] == ["grid", "reps", "within_sd"] and data["permuted"] == []
+    assert data["calibration"]["pauses_s"] == [0.0, 0.5, 1.0, 1.5] and len(data["simulation"]) == 5
