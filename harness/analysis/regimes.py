@@ -2,10 +2,11 @@
 (after a reload).  Pooling them hides regressions, so every comparison is made
 within a regime.
 
-One model of the wake curve (``wake_model``): the shape of log latency against pause,
-chosen among none / step / two steps / ramp by BIC (``fit_shape``).  A step counts only
-when it is clear: a rise of at least ``MIN_STEP`` in median terms, and a penalty whose
-bootstrap interval (samples resampled within each side) excludes 0.  Every surface reads
+One model of the wake curve (``wake_model``, ``fit_shape``): whether there is a step, by a
+permutation test on every sample (``wake_fit.step_test``, a step called at p <= ``STEP_ALPHA``);
+then where, the shape among step / two steps / ramp by BIC on the bulk with the place's interval
+from bootstrap refits; then how much, the penalty at each refit's own place.  A step counts only
+when it rises by at least ``MIN_STEP`` in median terms.  Every surface reads
 this one model: analysis.json's ``wake`` rows, the findings and the headline, the wake
 table and the plot, the terminal, evidence, and compare/gate (``wake_thresholds``).
 ``cold`` is the known mechanism of ``--sleep-idle-seconds``: a pause at or beyond it
@@ -89,8 +90,8 @@ class ShapeFit:
     change points and sigma.  A richer shape replaces a simpler one only when its BIC is lower by
     at least ``MIN_BIC_GAIN`` (6: "strong" evidence on Kass and Raftery's scale).  A step (or ramp)
     counts only if each rise is at least ``min_step`` (10%) in the bulk's geometric mean, and only
-    if the penalty's bootstrap interval, with the whole search repeated on every resample, excludes
-    0.  ``last_warm_s`` / ``first_woken_s``: the wake threshold lies in (last_warm_s, first_woken_s],
+    if the step test rejects a flat curve (p <= ``STEP_ALPHA``); ``note`` says why where it does not.
+    ``last_warm_s`` / ``first_woken_s``: the wake threshold lies in (last_warm_s, first_woken_s],
     the only interval a grid can support.  For a ramp they are the ramp's start and end.
     ``stalls``: per pause, the samples of the slow mode that the fit leaves out (rate, size).
     """

@@ -187,7 +187,7 @@ def fit_batch(logy: np.ndarray, level_idx: np.ndarray, levels: np.ndarray, *, mi
     # ramp: flat to levels[i], linear to levels[k] (k >= i + 2), flat after
     ii, kk = (np.array(x, dtype=int) for x in zip(*[(i, k) for i in range(n_levels) for k in range(i + 2, n_levels)])) \
         if n_levels >= 3 else (np.zeros(0, dtype=int), np.zeros(0, dtype=int))
-    if ii.size:
+    if ii.size and force in (None, 2):  # a forced shape needs only its own candidates
         w = np.clip((levels[None, :] - levels[ii, None]) / (levels[kk, None] - levels[ii, None]), 0.0, 1.0)
         a_, b_, c_ = cnt @ ((1 - w) ** 2).T, cnt @ ((1 - w) * w).T, cnt @ (w ** 2).T
         u, v = s @ (1 - w).T, s @ w.T
@@ -200,7 +200,7 @@ def fit_batch(logy: np.ndarray, level_idx: np.ndarray, levels: np.ndarray, *, mi
     # two steps: warm = [0, c1), woken = [c1, c2), second = [c2, L)
     pairs = [(c1, c2) for c1 in range(1, n_levels) for c2 in range(c1 + 1, n_levels)]
     c1s, c2s = (np.array(x, dtype=int) for x in zip(*pairs)) if pairs else (np.zeros(0, int), np.zeros(0, int))
-    if c1s.size:
+    if c1s.size and force in (None, 3):
         m0, m1, m2 = mean(0, c1s), mean(c1s, c2s), mean(c2s, n_levels)
         pick(3, bic(sse(0, c1s) + sse(c1s, c2s) + sse(c2s, n_levels), N_PARAMS[3]), (m1 > m0) & (m2 > m1),
              ((m1 - m0) >= rise) & ((m2 - m1) >= rise))

@@ -90,7 +90,7 @@ def wake_bench(
         if len(pauses) < 3:
             raise BadInput(f"--grid needs at least 3 pauses, got {len(pauses)}", where="--grid")
         # the level only sets the ms scale of the penalty: every rate is the same at any level
-        cal = Calibration(f"given: {len(pauses)} pauses x {reps} reps", tuple(pauses), reps, 100.0, within_sd, 0.0, 0.0,
+        cal = Calibration("a grid given by hand", tuple(pauses), reps, 100.0, within_sd, 0.0, 0.0,
                           given=("grid", "reps"))
     else:
         for ref in runs or ["latest"]:

@@ -45,7 +45,7 @@ def test_wake_bench_on_a_grid_given_by_hand_reads_no_run(tmp_path):
     res = run_cli("wake-bench", "--results", str(tmp_path), "--grid", "0,0.5,1,1.5", "--reps", "4",
                   "--within-sd", "0.05", "--trials", "10")
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "calibrated on given: 4 pauses x 4 reps" in " ".join(res.stdout.split())
+    assert "calibrated on a grid given by hand: 4 pauses x 4 reps" in " ".join(res.stdout.split())
     (saved,) = (tmp_path / "benchmarks").glob("*-wake-bench-*/wake-bench.json")
     data = json.loads(saved.read_text())
     assert data["calibration"]["given"] == ["grid", "reps", "within_sd"] and data["permuted"] == []
