@@ -86,7 +86,9 @@ def findings(wake: list[dict], good: pd.DataFrame) -> list[str]:
             text += (f"step test p = {w['p_value']:.2g} ({w['n_perm']} shuffles of the pause labels{within}, stall "
                      f"rule re-applied on each; a step is called at p <= {w['alpha']:g}, so at most "
                      f"{100 * w['alpha']:g}% of flat curves are); ")
-        text += (f"shape by BIC on the bulk (stalls left out) among {', '.join(w['bic']) or 'none'}"
+        tested = w.get("p_value") is not None  # the test answered none against a step: BIC chooses among rising shapes
+        shapes = [s for s in w["bic"] if not (tested and s == "none")]
+        text += (f"shape by BIC on the bulk (stalls left out) among {', '.join(shapes) or 'none'}"
                  f" (chosen: {w['shape']}); {reps} reps per pause")
         if w.get("has_step") and w.get("place_support") is not None:
             text += (f"; the step's place held in {100 * w['place_support']:.0f}% of {w['n_boot']} refits on "
