@@ -292,6 +292,8 @@ def fit_shape(pauses: npt.ArrayLike, latency_ms: npt.ArrayLike, *, min_step: flo
         clearest = _place(ShapeFit("step", bics), best, 0, levels) if best.shape[0] else None
     where = (f"at its clearest, between {clearest.last_warm_s:g} s and {clearest.first_woken_s:g} s, the curve "
              f"rises {100 * clearest.rise:.0f}%" if clearest else "the curve does not rise")
+    if test is not None and test.n_perm == 0:
+        return flat("no boundary between pauses to test: a step needs at least 2 pauses")
     if test is not None and not test.p_value <= alpha:
         return flat(f"{where}, no more clearly than with the pause labels shuffled{_within(test)}: "
                     f"p = {test.p_value:.2g} ({test.n_perm} shuffles; a step is called at p <= {alpha:g})")

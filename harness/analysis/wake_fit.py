@@ -252,7 +252,7 @@ def _sequential(bics: np.ndarray, min_gain: float, n_shapes: int) -> np.ndarray:
     shape = np.zeros(bics.shape[0], dtype=int)
     best = bics[:, 0].copy()
     for code in range(1, n_shapes):  # simplest first: a richer shape must beat the current choice by min_gain
-        better = bics[:, code] <= best - min_gain
+        better = (bics[:, code] <= best - min_gain) & np.isfinite(bics[:, code])  # inf - gain is inf: no candidate
         shape = np.where(better, code, shape)
         best = np.where(better, bics[:, code], best)
     return shape

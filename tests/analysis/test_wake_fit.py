@@ -100,3 +100,14 @@ def test_the_test_shuffles_within_repetition_blocks():
     logy = rng.normal(0, 0.05, p.size) + np.log(1.3) * _blocks()
     t = wake_fit.step_test(logy, idx, len(GRID), _blocks(), n_perm=999, rng=rng)
     assert t.blocked and t.p_value > 0.01
+
+
+def test_one_pause_has_no_step_to_test_or_fit():
+    """One pause: no boundary, so the test has nothing to shuffle and no shape can be chosen, not even with
+    the flat curve ruled out (an all-inf BIC row chooses none)."""
+    levels, idx = _grid([0.0], 3)
+    t = wake_fit.step_test(np.log(np.array([1.0, 1.1, 0.9])), idx, 1, rng=np.random.default_rng(0))
+    assert t.p_value == 1.0 and t.n_perm == 0
+    fit = wake_fit.fit_batch(np.log(np.array([[1.0, 1.1, 0.9]])), idx, levels, min_step=0.1, min_gain=6.0,
+                             allow_none=False)
+    assert fit.shape.tolist() == [0]
