@@ -60,8 +60,9 @@ def headline(wake: list[dict], summary: pd.DataFrame) -> list[str]:
         else:
             woken_where = f"after a pause of {w['first_woken_s']:g} s" + (
                 " or more" if w.get("second_first_s") is None else f" (to {w['second_last_s']:g} s)")
+        place = f" ({w['place_text']})" if w.get("place_text") else ""
         text = (f"{cell}: {woken_where} the first token takes {ms_ci(w['woken_median_ms'], w['woken_ci'])}, "
-                f"against {ms_ci(w['warm_median_ms'], w['warm_ci'])} {warm_where}: {w['text']}, "
+                f"against {ms_ci(w['warm_median_ms'], w['warm_ci'])} {warm_where}: {w['text']}{place}, "
                 f"penalty {ms_ci(w['penalty_ms'], w['penalty_ci'])}")
         lines.append(text + _stalls(w) + ".")
     return lines
@@ -79,12 +80,20 @@ def findings(wake: list[dict], good: pd.DataFrame) -> list[str]:
         cell = good[(good["model"] == w["model"]) & (good["setting"] == w["setting"])]
         n_reps = cell.groupby("pause_requested_s").size()
         reps = int(n_reps.min()) if len(n_reps) else 0
-        text = (f"{w['model']} · {w['setting']}: shape by BIC on the bulk (stalls left out) among {', '.join(w['bic']) or 'none'}"
-                f" (chosen: {w['shape']}); {reps} reps per pause")
+        text = f"{w['model']} · {w['setting']}: "
+        if w.get("p_value") is not None:
+            within = " within each repetition" if w.get("test_blocked") else ""
+            text += (f"step test p = {w['p_value']:.2g} ({w['n_perm']} shuffles of the pause labels{within}, stall "
+                     f"rule re-applied on each; a step is called at p <= {w['alpha']:g}, so at most "
+                     f"{100 * w['alpha']:g}% of flat curves are); ")
+        tested = w.get("p_value") is not None  # the test answered none against a step: BIC chooses among rising shapes
+        shapes = [s for s in w["bic"] if not (tested and s == "none")]
+        text += (f"shape by BIC on the bulk (stalls left out) among {', '.join(shapes) or 'none'}"
+                 f" (chosen: {w['shape']}); {reps} reps per pause")
         if w.get("has_step") and w.get("place_support") is not None:
             text += (f"; the step's place held in {100 * w['place_support']:.0f}% of {w['n_boot']} refits on "
-                     f"resampled data (the penalty's interval comes from the same refits, so it counts the "
-                     f"step's place having been chosen from the data)")
+                     f"resampled data; the penalty's interval comes from the same refits, each at its own "
+                     f"place (so it counts the place having been chosen from the data, never as a penalty of 0)")
         if w.get("note"):
             text += f"; {w['note']}"
         text += "."

@@ -28,7 +28,8 @@ from harness.untrusted import read_json
 T = TypeVar("T")
 
 ANALYSIS_FILE = "analysis.json"
-ANALYSIS_VERSION = 5  # 4: a storm's n_failed_requests; 5: the robust wake model (stalls out of the fit)
+ANALYSIS_VERSION = 6  # 4: a storm's n_failed_requests; 5: the robust wake model (stalls out of the fit);
+# 6: the wake step test, the place's interval (issue 44)
 # bump ANALYSIS_VERSION when the content changes: older files are recomputed on read
 
 

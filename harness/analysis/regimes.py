@@ -2,10 +2,11 @@
 (after a reload).  Pooling them hides regressions, so every comparison is made
 within a regime.
 
-One model of the wake curve (``wake_model``): the shape of log latency against pause,
-chosen among none / step / two steps / ramp by BIC (``fit_shape``).  A step counts only
-when it is clear: a rise of at least ``MIN_STEP`` in median terms, and a penalty whose
-bootstrap interval (samples resampled within each side) excludes 0.  Every surface reads
+One model of the wake curve (``wake_model``, ``fit_shape``): whether there is a step, by a
+permutation test on every sample (``wake_fit.step_test``, a step called at p <= ``STEP_ALPHA``);
+then where, the shape among step / two steps / ramp by BIC on the bulk with the place's interval
+from bootstrap refits; then how much, the penalty at each refit's own place.  A step counts only
+when it rises by at least ``MIN_STEP`` in median terms.  Every surface reads
 this one model: analysis.json's ``wake`` rows, the findings and the headline, the wake
 table and the plot, the terminal, evidence, and compare/gate (``wake_thresholds``).
 ``cold`` is the known mechanism of ``--sleep-idle-seconds``: a pause at or beyond it
@@ -28,6 +29,9 @@ from harness.analysis import wake_fit
 
 MIN_STEP = 0.10  # a step smaller than 10% is not called a regime change
 MIN_BIC_GAIN = 6.0  # a richer shape must lower BIC by this much (Kass & Raftery: "strong")
+N_PERM = 999  # label shuffles of the step test (sequential: fewer when the p-value is clearly large)
+STEP_ALPHA = 0.01  # the step test's level: at most 1% of flat curves are called a step
+N_BOOT = 1000  # bootstrap resamples: the place's shares and the percentile intervals (>= 1000 for 2.5% tails)
 
 
 def classify(samples: pd.DataFrame, thresholds: dict[tuple[str, str], float | None]) -> pd.Series:
@@ -86,8 +90,8 @@ class ShapeFit:
     change points and sigma.  A richer shape replaces a simpler one only when its BIC is lower by
     at least ``MIN_BIC_GAIN`` (6: "strong" evidence on Kass and Raftery's scale).  A step (or ramp)
     counts only if each rise is at least ``min_step`` (10%) in the bulk's geometric mean, and only
-    if the penalty's bootstrap interval, with the whole search repeated on every resample, excludes
-    0.  ``last_warm_s`` / ``first_woken_s``: the wake threshold lies in (last_warm_s, first_woken_s],
+    if the step test rejects a flat curve (p <= ``STEP_ALPHA``); ``note`` says why where it does not.
+    ``last_warm_s`` / ``first_woken_s``: the wake threshold lies in (last_warm_s, first_woken_s],
     the only interval a grid can support.  For a ramp they are the ramp's start and end.
     ``stalls``: per pause, the samples of the slow mode that the fit leaves out (rate, size).
     """
@@ -116,6 +120,16 @@ class ShapeFit:
     stall_size_ci: tuple[float, float] = (math.nan, math.nan)  # order-statistic 95% interval (>= 6 stalls)
     stall_size_range: tuple[float, float] = (math.nan, math.nan)
     stalls: list[dict] = field(default_factory=list)  # per pause: n, n_stalls, rate, rate_ci, bounds, values
+    p_value: float | None = None  # the step test's (wake_fit.step_test); None: not tested
+    n_perm: int = 0  # label shuffles it drew
+    test_statistic: float | None = None
+    test_blocked: bool = False  # shuffled within repetitions
+    alpha: float = math.nan  # the test's level
+    place_shares: list[dict] = field(default_factory=list)  # per place chosen by a resample: its share
+    place_share: float | None = None  # share of resamples whose place lies in place_interval_s
+    place_set: list[dict] = field(default_factory=list)  # the runs of places holding >= 95% of resamples, most first
+    place_interval_s: tuple[float, float] = (math.nan, math.nan)  # (last warm, first woken) bounds of that run
+    n_boot_no_rise: int = 0  # resamples where the chosen shape had no rising place (left out of the intervals)
 
     def as_row(self) -> dict:
         """The fit as analysis.json keeps it (``wake`` rows): one dict every surface reads."""
@@ -133,11 +147,33 @@ class ShapeFit:
                 "stall_rate": self.n_stalls / self.n_samples if self.n_samples else math.nan,
                 "stall_rate_ci": self.stall_rate_ci, "stall_size": self.stall_size,
                 "stall_size_ci": self.stall_size_ci, "stall_size_range": self.stall_size_range,
-                "stall_text": self.stall_text(), "stalls": self.stalls}
+                "stall_text": self.stall_text(), "stalls": self.stalls,
+                "p_value": self.p_value, "n_perm": self.n_perm, "test_statistic": self.test_statistic,
+                "test_blocked": self.test_blocked, "alpha": self.alpha, "place_shares": self.place_shares,
+                "place_share": self.place_share, "place_interval_s": self.place_interval_s,
+                "place_set": self.place_set,
+                "place_text": self.place_text(), "n_boot_no_rise": self.n_boot_no_rise}
 
     @property
     def has_step(self) -> bool:
         return self.shape != "none"
+
+    @property
+    def rise(self) -> float:
+        """Woken over warm median, minus 1 (nan without a step)."""
+        if self.woken_median_ms is None or not self.warm_median_ms > 0:
+            return math.nan
+        return self.woken_median_ms / self.warm_median_ms - 1
+
+    def place_text(self) -> str:
+        """How sure the place is, in words: "" without a step or a bootstrap."""
+        if not self.has_step or self.place_share is None:
+            return ""
+        lo, hi = self.place_interval_s
+        what = "the ramp lies" if self.shape == "ramp" else "the step lies"
+        others = "".join(f" and between {p['last_warm_s']:g} and {p['first_woken_s']:g} s in "
+                         f"{100 * p['share']:.0f}%" for p in self.place_set[1:])
+        return f"{what} between {lo:g} and {hi:g} s in {100 * self.place_share:.0f}% of {self.n_boot} resamples{others}"
 
     def threshold_text(self) -> str:
         if self.shape == "none":
@@ -186,35 +222,49 @@ def _stall_rows(levels: np.ndarray, idx: np.ndarray, y: np.ndarray, fl: wake_fit
     return rows
 
 
-def fit_shape(pauses: npt.ArrayLike, latency_ms: npt.ArrayLike, *, min_step: float = MIN_STEP, seed: int = 0, n_boot: int = 300,
-              min_gain: float | None = None) -> ShapeFit:
+def fit_shape(pauses: npt.ArrayLike, latency_ms: npt.ArrayLike, *, min_step: float = MIN_STEP, seed: int = 0,
+              n_boot: int = N_BOOT, min_gain: float | None = None, blocks: npt.ArrayLike | None = None,
+              n_perm: int = N_PERM, alpha: float = STEP_ALPHA) -> ShapeFit:
     """The one wake model on one cell's samples (see ``ShapeFit`` and ``harness.analysis.wake_fit``).
-    ``n_boot=0``: no bootstrap, so no intervals and no clarity check (the BIC choice as it stands).
+
+    Whether: the permutation test on every sample (``blocks``: each sample's repetition, within which
+    the pause labels are shuffled); a step needs p <= ``alpha``.  Where and how much: BIC's shape among
+    the rising ones on the bulk, bootstrapped at each resample's own place.  ``n_perm=0`` and
+    ``n_boot=0``: no test, no bootstrap, BIC's choice among all four shapes as it stands.
     """
     from harness.analysis.intervals import median_interval
 
     p = np.asarray(pauses, dtype=float)
     y = np.asarray(latency_ms, dtype=float)
+    blk = None if blocks is None else pd.to_numeric(pd.Series(np.asarray(blocks, dtype=object)),
+                                                    errors="coerce").to_numpy(dtype=float)
+    if p.shape != y.shape or (blk is not None and blk.shape != y.shape):
+        raise ValueError(f"pauses, latencies and blocks differ in length: {p.shape}, {y.shape}, "
+                         f"{None if blk is None else blk.shape}")
     ok = np.isfinite(p) & np.isfinite(y) & (y > 0)
     p, y = p[ok], y[ok]
+    blk = None if blk is None else blk[ok]
     n = y.size
     if n == 0:
         return ShapeFit("none", {})
     min_gain = MIN_BIC_GAIN if min_gain is None else min_gain
     order = np.argsort(p, kind="stable")
     p, y = p[order], y[order]
+    if blk is not None:
+        blk = blk[order]
+        blk = None if np.isnan(blk).any() else blk  # a block is a repetition; without one for every sample, no blocks
     levels, idx = np.unique(p, return_inverse=True)
     logy = np.log(y)
     fl = wake_fit.flag_stalls(idx, logy, levels)
     bulk = ~fl.mask
     b_idx, b_logy = idx[bulk], logy[bulk]
     rng = np.random.default_rng(seed)
-    reps = wake_fit.resample_within_pauses(b_logy, b_idx, n_boot, rng)
-    batch = wake_fit.fit_batch(np.vstack([b_logy[None, :], reps]), b_idx, levels, min_step=min_step,
-                               min_gain=min_gain)
-    code = int(batch.shape[0])
+    tested = n_perm > 0
+    test = wake_fit.step_test(logy, idx, levels.size, blk, n_perm=n_perm, rng=rng) if tested else None
+    main = wake_fit.fit_batch(b_logy[None, :], b_idx, levels, min_step=min_step, min_gain=min_gain,
+                              allow_none=not tested)
     names = wake_fit.SHAPES
-    bics = {names[c]: round(float(batch.bic[0, c]), 3) for c in range(4) if np.isfinite(batch.bic[0, c])}
+    bics = {names[c]: round(float(main.bic[0, c]), 3) for c in range(4) if np.isfinite(main.bic[0, c])}
     n_stalls = int(fl.mask.sum())
     ratios = np.sort(y[fl.mask] / np.exp(fl.median_log[idx[fl.mask]]))
     size_ci = median_interval(ratios)[:2] if n_stalls else (math.nan, math.nan)
@@ -223,42 +273,104 @@ def fit_shape(pauses: npt.ArrayLike, latency_ms: npt.ArrayLike, *, min_step: flo
               "stall_size": float(np.median(ratios)) if n_stalls else None,
               "stall_size_ci": (float(size_ci[0]), float(size_ci[1])),
               "stall_size_range": (float(ratios[0]), float(ratios[-1])) if n_stalls else (math.nan, math.nan),
-              "stalls": _stall_rows(levels, idx, y, fl)}
-    boot_all = np.exp(reps)
+              "stalls": _stall_rows(levels, idx, y, fl), "alpha": alpha}
+    if test is not None:
+        common.update(p_value=test.p_value, n_perm=test.n_perm, test_statistic=test.statistic,
+                      test_blocked=test.blocked)
 
     def flat(note: str = "") -> ShapeFit:
-        meds = np.median(boot_all, axis=1) if n_boot else np.array([math.nan])
+        boot = np.exp(wake_fit.resample_within_pauses(b_logy, b_idx, n_boot, rng)) if n_boot else None
+        meds = np.median(boot, axis=1) if boot is not None else np.array([math.nan])
         return ShapeFit("none", bics, warm_median_ms=float(np.median(y[bulk])), n_warm=int(bulk.sum()),
                         note=note, warm_ci=_interval(meds), **common)
 
-    if code == 0:
-        return flat()
-    shape = names[code]
-    wh, wl, wu, s2 = (int(a[0]) for a in (batch.warm_hi, batch.woken_lo, batch.woken_hi, batch.second_lo))
-    if shape == "ramp":
-        fit = ShapeFit(shape, bics, last_warm_s=float(levels[wh - 1]), first_woken_s=float(levels[wl]), **common)
-    else:
-        fit = ShapeFit(shape, bics, last_warm_s=float(levels[wl - 1]), first_woken_s=float(levels[wl]), **common)
-        if shape == "two steps":
-            fit.second_last_s, fit.second_first_s = float(levels[s2 - 1]), float(levels[s2])
-    fit.warm_median_ms, fit.woken_median_ms = float(batch.warm_median_ms[0]), float(batch.woken_median_ms[0])
-    fit.penalty_ms = fit.woken_median_ms - fit.warm_median_ms
+    code = int(main.shape[0])
+    candidate = _place(ShapeFit(names[code], bics, **common), main, 0, levels) if code else None
+    clearest = candidate
+    if clearest is None and test is not None:  # no shape rises by min_step: the best rising step, for the note
+        best = wake_fit.fit_batch(b_logy[None, :], b_idx, levels, min_step=min_step, min_gain=min_gain, force=1)
+        clearest = _place(ShapeFit("step", bics), best, 0, levels) if best.shape[0] else None
+    where = (f"at its clearest, between {clearest.last_warm_s:g} s and {clearest.first_woken_s:g} s, the curve "
+             f"rises {100 * clearest.rise:.0f}%" if clearest else "the curve does not rise")
+    if test is not None and test.n_perm == 0:
+        return flat("no boundary between pauses to test: a step needs at least 2 pauses")
+    if test is not None and not test.p_value <= alpha:
+        return flat(f"{where}, no more clearly than with the pause labels shuffled{_within(test)}: "
+                    f"p = {test.p_value:.2g} ({test.n_perm} shuffles; a step is called at p <= {alpha:g})")
+    if candidate is None:
+        if test is None:
+            return flat()
+        return flat(f"{where} (p = {test.p_value:.2g} against shuffled pause labels), less than the "
+                    f"{100 * min_step:.0f}% a wake step must be")
+    fit = candidate
+    wh, wl, wu = (int(a[0]) for a in (main.warm_hi, main.woken_lo, main.woken_hi))
     fit.n_warm, fit.n_woken = int((b_idx < wh).sum()), int(((b_idx >= wl) & (b_idx < wu)).sum())
     if n_boot:
-        fit.penalty_ci = _interval(batch.penalty_ms[1:])
-        warm_m = np.median(boot_all[:, b_idx < wh], axis=1)
-        woken_m = np.median(boot_all[:, (b_idx >= wl) & (b_idx < wu)], axis=1)
-        fit.warm_ci, fit.woken_ci = _interval(warm_m), _interval(woken_m)
-        stepped = batch.shape[1:] > 0
-        fit.place_support = float(np.mean(stepped & (batch.woken_lo[1:] == wl) & (batch.warm_hi[1:] == wh)))
-        if stepped.any():
-            fit.threshold_ci = _interval(levels[batch.woken_lo[1:][stepped]])
-    if n_boot and not fit.penalty_ci[0] > 0:  # BIC liked a step, but the refits' penalty interval includes 0: not clear
-        none_share = float(np.mean(batch.shape[1:] == 0)) if n_boot else math.nan
-        return flat(f"BIC chose {shape} ({fit.threshold_text()}), but its penalty's 95% interval "
-                    f"[{fit.penalty_ci[0]:.3g}, {fit.penalty_ci[1]:.3g}] ms, with the step searched again on each "
-                    f"of {n_boot} resamples, includes 0 ({100 * none_share:.0f}% of them found no step)")
+        reps = wake_fit.resample_within_pauses(b_logy, b_idx, n_boot, rng)
+        boot = wake_fit.fit_batch(reps, b_idx, levels, min_step=min_step, min_gain=min_gain, force=code)
+        boot_all = np.exp(reps)
+        fit.warm_ci = _interval(np.median(boot_all[:, b_idx < wh], axis=1))
+        fit.woken_ci = _interval(np.median(boot_all[:, (b_idx >= wl) & (b_idx < wu)], axis=1))
+        fit.penalty_ci = _interval(boot.penalty_ms[boot.shape > 0])  # each at its resample's own place
+        fit.n_boot_no_rise = int((boot.shape == 0).sum())
+        fit.place_support = float(np.mean((boot.woken_lo == wl) & (boot.warm_hi == wh)))
+        _place_shares(fit, boot, levels)
     return fit
+
+
+def _within(test: wake_fit.StepTest) -> str:
+    return " within each repetition" if test.blocked else ""
+
+
+def _place(fit: ShapeFit, batch: wake_fit.BatchFit, row: int, levels: np.ndarray) -> ShapeFit:
+    """Set ``fit``'s place and medians from row ``row`` of a batch fit."""
+    wh, wl, s2 = (int(a[row]) for a in (batch.warm_hi, batch.woken_lo, batch.second_lo))
+    fit.last_warm_s = float(levels[wh - 1])
+    fit.first_woken_s = float(levels[wl])
+    if fit.shape == "two steps":
+        fit.second_last_s, fit.second_first_s = float(levels[s2 - 1]), float(levels[s2])
+    fit.warm_median_ms, fit.woken_median_ms = float(batch.warm_median_ms[row]), float(batch.woken_median_ms[row])
+    fit.penalty_ms = fit.woken_median_ms - fit.warm_median_ms
+    return fit
+
+
+def _place_shares(fit: ShapeFit, boot: wake_fit.BatchFit, levels: np.ndarray) -> None:
+    """How often each place was chosen over the resamples; the fewest places that hold at least 95% of
+    them (the most chosen first), as runs of neighbouring places: the place's interval is the run that
+    holds the most, the others are reported beside it."""
+    has = boot.shape > 0
+    if not has.any():
+        return
+    total = int(boot.shape.size)
+    pairs, counts = np.unique(np.column_stack([boot.warm_hi[has], boot.woken_lo[has]]), axis=0, return_counts=True)
+    fit.place_shares = [{"last_warm_s": float(levels[a - 1]), "first_woken_s": float(levels[b]),
+                         "share": float(c / total)} for (a, b), c in zip(pairs, counts)]
+    woken, warm = boot.woken_lo[has], boot.warm_hi[has]
+    per = np.bincount(woken, minlength=levels.size)
+    chosen = np.zeros(levels.size, dtype=bool)
+    for j in np.argsort(-per, kind="stable"):
+        if per[chosen].sum() >= 0.95 * total or per[j] == 0:
+            break
+        chosen[j] = True
+    runs: list[dict[str, int]] = []
+    for j in np.flatnonzero(chosen):
+        if runs and runs[-1]["hi"] == j - 1:
+            runs[-1]["hi"] = int(j)
+        else:
+            runs.append({"lo": int(j), "hi": int(j)})
+    pieces: list[dict[str, Any]] = []
+    for r in runs:
+        inside = (woken >= r["lo"]) & (woken <= r["hi"])
+        pieces.append({"last_warm_s": float(levels[int(warm[inside].min()) - 1]),
+                       "first_woken_s": float(levels[r["hi"]]), "share": float(inside.sum() / total),
+                       "first_woken_range_s": (float(levels[r["lo"]]), float(levels[r["hi"]]))})
+    pieces.sort(key=lambda x: -float(x["share"]))
+    fit.place_set = pieces
+    main = pieces[0]
+    fit.place_share = float(main["share"])
+    fit.place_interval_s = (float(main["last_warm_s"]), float(main["first_woken_s"]))
+    lo, hi = main["first_woken_range_s"]
+    fit.threshold_ci = (float(lo), float(hi))
 
 
 def _interval(draws: np.ndarray) -> tuple[float, float]:
@@ -279,8 +391,20 @@ def wake_model(samples: pd.DataFrame, value: str = "latency_ms") -> dict[tuple[s
         if "sleep_idle_s" in g:
             sleep = pd.to_numeric(g["sleep_idle_s"], errors="coerce")
             g = g[~(sleep.notna() & (g["pause_requested_s"] >= sleep))]
-        out[(model, setting)] = fit_shape(g["pause_requested_s"], g[value])
+        out[(model, setting)] = fit_shape(g["pause_requested_s"], g[value], blocks=design_blocks(g))
     return out
+
+
+def design_blocks(g: pd.DataFrame) -> np.ndarray | None:
+    """Each sample's repetition block (run and rep: ``lbench idle`` runs every pause once per rep, in a
+    shuffled order), within which the step test shuffles pause labels; None where a sample has no rep."""
+    if "rep" not in g:
+        return None
+    rep = pd.to_numeric(g["rep"], errors="coerce")
+    if rep.isna().any():
+        return None
+    keys = pd.Series(list(zip(g["run_id"], rep)) if "run_id" in g else rep.tolist(), index=g.index)
+    return pd.factorize(keys)[0].astype(float)
 
 
 def wake_thresholds(shapes: dict[tuple[str, str], ShapeFit]) -> dict[tuple[str, str], float | None]:

@@ -7,17 +7,19 @@ pause's median) are its stall flags; the within-pause spread is the sd of the bu
 around each pause's bulk mean (n/(n-1) corrected); the between-pause spread is what the bulk's
 pause means scatter around the fitted shape beyond what the within-pause spread explains.
 
-**Simulation** (``simulate``): a curve on the run's grid (pauses x reps): level x exp(pause
-effect N(0, pause_sd)) x lognormal(0, within_sd) per sample; a step multiplies the pauses from
+**Simulation** (``simulate``): a curve on the run's grid (pauses x reps, each rep a block that runs
+every pause once, as ``lbench idle`` does): level x exp(pause effect N(0, pause_sd)) x
+lognormal(0, within_sd) per sample; a step multiplies the pauses from
 ``place_s`` on by 1 + step; with stalls, each sample stalls with the measured rate and takes a
 stall size drawn from the measured ones.  Per condition: the share of fits with each answer, the
-step found at its true place, the coverage of the penalty interval among fits that report a step
+step found at its true place (the point estimate), the step reported with its place interval
+holding the true place, the coverage of the penalty interval among fits that report a step
 (against the curve's own true penalty: woken minus warm median of the bulk's distributions at the
 true place, given the curve's pause levels; and against the nominal level x step, which also
 counts the pause levels' scatter), the share answering "no clear step", and the stall flags' rates.
 
-**Permutation** (``permuted``): a recorded cell with its pause labels shuffled has no step; every
-step the model finds there is a false one.
+**Permutation** (``permuted``): a recorded cell with its pause labels shuffled (within each
+repetition, where the run has them) has no step; every step the model finds there is a false one.
 
 Every figure is a count over seeded trials with an exact (Clopper-Pearson) 95% interval.
 """
@@ -31,9 +33,9 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
-from harness.analysis.regimes import ShapeFit, fit_shape
+from harness.analysis.regimes import N_BOOT, ShapeFit, design_blocks, fit_shape
 
-STEPS = (0.0, 0.10, 0.25, 1.00)  # flat, +10%, +25%, +100%
+STEPS = (0.0, 0.10, 0.25, 0.50, 1.00)  # flat, +10%, +25%, +50%, +100%
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,8 @@ def calibrate(samples: pd.DataFrame, source: str, *, value: str = "latency_ms") 
     y = samples[value].to_numpy(dtype=float)
     ok = np.isfinite(p) & np.isfinite(y) & (y > 0)
     p, y = p[ok], y[ok]
-    fit = fit_shape(p, y, n_boot=0)
+    blocks = design_blocks(samples)
+    fit = fit_shape(p, y, blocks=None if blocks is None else blocks[ok])
     bounds = {s["pause_s"]: s["stall_above_ms"] for s in fit.stalls}
     stall = np.array([bounds.get(float(a)) is not None and v > bounds[float(a)] for a, v in zip(p, y)], dtype=bool)
     logy = np.log(y)
@@ -103,12 +106,14 @@ def _ramp_means(levels: np.ndarray, means: np.ndarray, fit: ShapeFit) -> np.ndar
 
 
 def _curve(cal: Calibration, rng: np.random.Generator, step: float, place_s: float, stalls: bool
-           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """One simulated cell: pauses, latencies, which samples stalled, and the curve's true penalty
-    (woken minus warm median of the bulk's distributions at the true place, given its pause levels)."""
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, np.ndarray]:
+    """One simulated cell: pauses, latencies, which samples stalled, the curve's true penalty (woken
+    minus warm median of the bulk's distributions at the true place, given its pause levels) and each
+    sample's repetition block."""
     levels = np.asarray(cal.pauses_s)
     effect = np.exp(rng.normal(0.0, cal.pause_sd, levels.size)) * np.where(levels >= place_s, 1.0 + step, 1.0)
     p = np.repeat(levels, cal.reps)
+    blocks = np.tile(np.arange(cal.reps), levels.size)
     y = cal.level_ms * np.repeat(effect, cal.reps) * rng.lognormal(0.0, cal.within_sd, p.size)
     stalled: np.ndarray = np.zeros(p.size, dtype=bool)
     if stalls and cal.stall_p > 0 and cal.stall_sizes:
@@ -116,7 +121,7 @@ def _curve(cal: Calibration, rng: np.random.Generator, step: float, place_s: flo
         y[stalled] *= rng.choice(np.asarray(cal.stall_sizes), int(stalled.sum()))
     mu = np.log(cal.level_ms * effect)
     truth = _mixture_median(mu[levels >= place_s], cal.within_sd) - _mixture_median(mu[levels < place_s], cal.within_sd)
-    return p, y, stalled, truth
+    return p, y, stalled, truth, blocks
 
 
 def _mixture_median(mu: np.ndarray, sd: float) -> float:
@@ -140,7 +145,7 @@ def _cp(k: int, n: int) -> dict:
 
 
 def simulate(cal: Calibration, *, trials: int = 200, seed: int = 0, place_s: float | None = None,
-             steps: tuple[float, ...] = STEPS, n_boot: int = 300,
+             steps: tuple[float, ...] = STEPS, n_boot: int = N_BOOT,
              on_row: Callable[[dict], None] | None = None) -> list[dict]:
     """One row per (step, stalls or not): the figures of the module doc (each passed to ``on_row``
     as soon as it is counted)."""
@@ -154,12 +159,15 @@ def simulate(cal: Calibration, *, trials: int = 200, seed: int = 0, place_s: flo
         for step in steps:
             rng = np.random.default_rng([seed, int(step * 1000), int(stalls)])
             shapes: dict[str, int] = {}
-            at_place = covered = covered_nominal = reported = flagged = injected = caught = n_samples = 0
+            at_place = in_interval = covered = covered_nominal = reported = flagged = injected = caught = 0
+            n_samples = 0
             for _ in range(trials):
-                p, y, stalled, truth = _curve(cal, rng, step, place, stalls)
-                fit = fit_shape(p, y, seed=int(rng.integers(2 ** 31)), n_boot=n_boot)
+                p, y, stalled, truth, blocks = _curve(cal, rng, step, place, stalls)
+                fit = fit_shape(p, y, seed=int(rng.integers(2 ** 31)), n_boot=n_boot, blocks=blocks)
                 shapes[fit.shape] = shapes.get(fit.shape, 0) + 1
                 at_place += fit.shape == "step" and fit.first_woken_s == place and fit.last_warm_s == last_warm
+                lo_s, hi_s = fit.place_interval_s
+                in_interval += fit.has_step and lo_s <= last_warm and place <= hi_s
                 if fit.has_step:
                     reported += 1
                     lo, hi = fit.penalty_ci
@@ -175,6 +183,7 @@ def simulate(cal: Calibration, *, trials: int = 200, seed: int = 0, place_s: flo
                          "shapes": shapes, "no_clear_step": _cp(shapes.get("none", 0), trials),
                          "any_shape": _cp(trials - shapes.get("none", 0), trials),
                          "step_at_place": _cp(at_place, trials),
+                         "place_interval_holds_place": _cp(in_interval, trials),
                          "coverage_when_reported": _cp(covered, reported),
                          "coverage_nominal_when_reported": _cp(covered_nominal, reported),
                          "false_flag_per_sample": _cp(flagged, n_samples),
@@ -185,16 +194,21 @@ def simulate(cal: Calibration, *, trials: int = 200, seed: int = 0, place_s: flo
 
 
 def permuted(samples: pd.DataFrame, source: str, *, permutations: int = 100, seed: int = 0,
-             value: str = "latency_ms", n_boot: int = 300) -> dict:
+             value: str = "latency_ms", n_boot: int = N_BOOT) -> dict:
     """A recorded cell with its pause labels shuffled ``permutations`` times: shapes found (all false)."""
     p = samples["pause_requested_s"].to_numpy(dtype=float)
     y = samples[value].to_numpy(dtype=float)
+    blocks = design_blocks(samples)
+    groups = [np.flatnonzero(blocks == b) for b in np.unique(blocks)] if blocks is not None else [np.arange(p.size)]
     rng = np.random.default_rng(seed)
     shapes: dict[str, int] = {}
     for _ in range(permutations):
-        fit = fit_shape(rng.permutation(p), y, seed=int(rng.integers(2 ** 31)), n_boot=n_boot)
+        shuffled = p.copy()
+        for pos in groups:  # within each repetition, as the test itself shuffles
+            shuffled[pos] = rng.permutation(p[pos])
+        fit = fit_shape(shuffled, y, seed=int(rng.integers(2 ** 31)), n_boot=n_boot, blocks=blocks)
         shapes[fit.shape] = shapes.get(fit.shape, 0) + 1
-    original = fit_shape(p, y)
+    original = fit_shape(p, y, blocks=blocks)
     return {"source": source, "permutations": permutations, "shapes": shapes,
             "false_shape": _cp(permutations - shapes.get("none", 0), permutations),
             "original": original.threshold_text(), "original_stalls": original.stall_text()}

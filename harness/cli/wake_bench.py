@@ -31,9 +31,16 @@ def wake_bench(
                                                                  "--permutations 20); 0 skips them."),
     place: float = typer.Option(None, "--place", help="Simulated step's first woken pause in seconds (e.g. --place "
                                                       "1.1). " + shown("the grid's middle pause")),
+    grid: str = typer.Option(None, "--grid", help="Simulate this pause grid instead of a run's: 'default' (lbench "
+                             "idle's 18 pauses) or seconds as --pauses takes them; needs --within-sd, reads no run "
+                             "and permutes nothing (e.g. --grid default --reps 6 --within-sd 0.228). "
+                             + shown("the first run's")),
+    reps: int = typer.Option(6, "--reps", help="Repetitions per pause with --grid (e.g. --reps 12)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the simulation and the permutations (e.g. --seed 1)."),
     within_sd: float = typer.Option(None, "--within-sd", help="Simulate this within-pause log sd instead of the "
                                     "run's (e.g. --within-sd 0.05). " + shown("measured on the first run")),
+    pause_sd: float = typer.Option(None, "--pause-sd", help="Simulate this pause-to-pause log sd instead of the "
+                                   "run's (e.g. --pause-sd 0). " + shown("measured on the first run")),
     stall_p: float = typer.Option(None, "--stall-p", help="Simulate this stall rate instead of the run's (e.g. "
                                   "--stall-p 0.028). " + shown("measured on the first run")),
     stall_sizes: str = typer.Option(None, "--stall-sizes", help="Simulated stall sizes, x the pause's median, "
@@ -44,7 +51,7 @@ def wake_bench(
     """Measure the wake model's error rates (a benchmark that prints figures, not a test):
     simulated cells calibrated on a real idle run (its grid, within-pause spread, pause-to-pause
     scatter, stall rate and stall sizes, all measured through the wake model itself) with no step
-    and with steps of +10%, +25% and +100%, with and without stalls; and the recorded cells with
+    and with steps of +10%, +25%, +50% and +100%, with and without stalls; and the recorded cells with
     their pause labels permuted (no step can be there: every step found is a false one). Saved
     to results/benchmarks/<bench id>/wake-bench.json.
 
@@ -53,6 +60,7 @@ def wake_bench(
       lbench idle && lbench wake-bench
       lbench wake-bench --runs 20261203T120000Z-idle-1a2b --trials 50
       lbench wake-bench --permutations 0 --place 1.1 --seed 1
+      lbench wake-bench --grid default --reps 6 --within-sd 0.228 --stall-p 0.028 --stall-sizes 3.6,11.4
     """
     from harness.analysis.stats import measured
     from harness.analysis.wake_bench import calibrate, calibration_row, permuted, simulate
@@ -66,27 +74,49 @@ def wake_bench(
     if permutations < 0:
         raise BadInput(f"--permutations must be >= 0, got {permutations}", where="--permutations")
     root = paths.results_dir(results)
-    cells = []
-    for ref in runs or ["latest"]:
-        run = open_run(check_ref(ref), root, kinds=("idle",))
-        kind = find_kind(run.record.kind)
-        if kind is None or "pause_sweep" not in kind.features:  # a sweep of pauses: idle (and calibrate) runs
-            raise BadInput(f"run {run.run_id} is a {run.record.kind} run", where=ref,
-                           hint="give an idle run (lbench runs lists them)")
-        good = measured(run.table("samples"))
-        if good.empty:
-            raise BadInput(f"run {run.run_id} has no measured samples", where=ref, hint="give a finished idle run")
-        for (model, setting), g in good.groupby(["model", "setting"]):
-            if g["pause_requested_s"].nunique() < 3:
-                raise BadInput(f"run {run.run_id}, {model} · {setting}: fewer than 3 pauses", where=ref,
-                               hint="the wake model needs a grid of pauses: give a default idle run")
-            cells.append((f"{run.run_id} {model} · {setting}", g))
-    cal = calibrate(cells[0][1], cells[0][0])
+    cells: list[tuple[str, Any]] = []
+    if grid is not None:
+        from harness.analysis.wake_bench import Calibration
+        from harness.spec import DEFAULT_PAUSES_S, parse_pauses
+
+        if runs:
+            raise BadInput("--grid and --runs both given", where="--grid", hint="give one: a run, or a grid by hand")
+        if within_sd is None:
+            raise BadInput("--grid needs --within-sd (there is no run to measure it on)", where="--grid",
+                           hint="e.g. --grid default --within-sd 0.228")
+        if not 2 <= reps <= 100:
+            raise BadInput(f"--reps must be in [2, 100], got {reps}", where="--reps")
+        pauses = sorted(set(DEFAULT_PAUSES_S if grid.strip() == "default" else parse_pauses(grid, "--grid")))
+        if len(pauses) < 3:
+            raise BadInput(f"--grid needs at least 3 pauses, got {len(pauses)}", where="--grid")
+        # the level only sets the ms scale of the penalty: every rate is the same at any level
+        cal = Calibration("a grid given by hand", tuple(pauses), reps, 100.0, within_sd, 0.0, 0.0,
+                          given=("grid", "reps"))
+    else:
+        for ref in runs or ["latest"]:
+            run = open_run(check_ref(ref), root, kinds=("idle",))
+            kind = find_kind(run.record.kind)
+            if kind is None or "pause_sweep" not in kind.features:  # a sweep of pauses: idle (and calibrate) runs
+                raise BadInput(f"run {run.run_id} is a {run.record.kind} run", where=ref,
+                               hint="give an idle run (lbench runs lists them)")
+            good = measured(run.table("samples"))
+            if good.empty:
+                raise BadInput(f"run {run.run_id} has no measured samples", where=ref, hint="give a finished idle run")
+            for (model, setting), g in good.groupby(["model", "setting"]):
+                if g["pause_requested_s"].nunique() < 3:
+                    raise BadInput(f"run {run.run_id}, {model} · {setting}: fewer than 3 pauses", where=ref,
+                                   hint="the wake model needs a grid of pauses: give a default idle run")
+                cells.append((f"{run.run_id} {model} · {setting}", g))
+        cal = calibrate(cells[0][1], cells[0][0])
     given: dict[str, Any] = {}
     if within_sd is not None:
         if not 0 < within_sd <= 3:
             raise BadInput(f"--within-sd must be in (0, 3], got {within_sd}", where="--within-sd")
         given["within_sd"] = within_sd
+    if pause_sd is not None:
+        if not 0 <= pause_sd <= 3:
+            raise BadInput(f"--pause-sd must be in [0, 3], got {pause_sd}", where="--pause-sd")
+        given["pause_sd"] = pause_sd
     if stall_p is not None:
         if not 0 <= stall_p < 0.5:
             raise BadInput(f"--stall-p must be in [0, 0.5) (stalls are the sparse mode), got {stall_p}",
@@ -102,7 +132,7 @@ def wake_bench(
                            where="--stall-sizes", hint="e.g. --stall-sizes 3.6,11.4")
         given["stall_sizes"] = sizes
     if given:
-        cal = dataclasses.replace(cal, given=tuple(sorted(given)), **given)
+        cal = dataclasses.replace(cal, given=tuple(sorted({*cal.given, *given})), **given)
     if place is not None and not (min(cal.pauses_s) < place <= max(cal.pauses_s) and place in cal.pauses_s):
         raise BadInput(f"--place {place:g} is not a pause of the grid after its first",
                        where="--place", hint="one of " + ", ".join(f"{p:g}" for p in cal.pauses_s[1:]))
@@ -115,13 +145,14 @@ def wake_bench(
               f"{', '.join(cal.given) or 'nothing'}; {trials} simulated cells per "
               f"condition, seed {seed} (simulated cells, not timings).", markup=False, soft_wrap=True)
     out.print(f"{'step':>6} {'stalls':>6} {'no clear step':>28} {'step at its place':>28} "
-              f"{'coverage (reported)':>28} {'false stall flags/sample':>28} {'stalls caught':>28} shapes",
-              markup=False, soft_wrap=True)
+              f"{'place interval holds it':>28} {'coverage (reported)':>28} {'false stall flags/sample':>28} "
+              f"{'stalls caught':>28} shapes", markup=False, soft_wrap=True)
 
     def show(r: dict[str, Any]) -> None:
         out.print(f"{'+' + format(r['step'], '.0%') if r['step'] else 'flat':>6} {'yes' if r['stalls'] else 'no':>6} "
                   f"{_pct(r['no_clear_step']):>28} {_pct(r['step_at_place']):>28} "
-                  f"{_pct(r['coverage_when_reported']):>28} {_pct(r['false_flag_per_sample']):>28} "
+                  f"{_pct(r['place_interval_holds_place']):>28} {_pct(r['coverage_when_reported']):>28} "
+                  f"{_pct(r['false_flag_per_sample']):>28} "
                   f"{_pct(r['stalls_flagged']):>28} {r['shapes']}", markup=False, soft_wrap=True)
 
     rows = simulate(cal, trials=trials, seed=seed, place_s=place, on_row=show)

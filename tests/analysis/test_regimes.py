@@ -157,15 +157,17 @@ def test_stalls_alone_give_none():
     assert fit.as_row()["stall_text"].startswith("stalls (left out of the fit): 4 of 108")
 
 
-def test_the_penalty_interval_counts_the_search_for_the_step():
-    """A step of 11% at the edge of MIN_STEP: refits on resamples often find no step (penalty 0) or one
-    elsewhere, so the interval that counts that search reaches 0 and the answer is no clear step."""
+def test_the_penalty_interval_is_at_each_resamples_own_place_with_no_mass_at_zero():
+    """An 11% step at sd 0.10 (z ~ 5.7 between the two halves): the test calls it, and its penalty's
+    interval comes from each resample's own place, so no resample counts as a penalty of 0 (the rule
+    issue 44 replaced turned "where" into "whether")."""
     rng = np.random.default_rng(1)
     p = np.repeat(DEFAULT_GRID, 6)
     y = np.where(p >= 1.1, 106.0, 95.0) * rng.lognormal(0, 0.10, p.size)
     fit = fit_shape(p, y)
-    assert fit.shape == "none" and fit.note.startswith("BIC chose step (a wake step between 1 s and 1.1 s)")
-    assert "searched again on each of 300 resamples, includes 0" in fit.note
+    assert fit.shape == "step" and fit.p_value <= 0.01
+    assert fit.penalty_ci[0] > 0 and fit.penalty_ci[0] < 11.0 < fit.penalty_ci[1]
+    assert fit.threshold_ci[0] <= 1.1 <= fit.threshold_ci[1] and fit.place_share >= 0.95
 
 
 def test_compare_and_the_gate_read_the_robust_model():
@@ -174,3 +176,105 @@ def test_compare_and_the_gate_read_the_robust_model():
     p, y = issue_default_run(0)
     frame = pd.DataFrame({"model": "m", "setting": "s", "pause_requested_s": p, "latency_ms": y})
     assert wake_thresholds(wake_model(frame)) == {("m", "s"): pytest.approx(0.4)}
+
+
+# ----------------------------------------------------------------------------- issue 44: whether, then where, then how much
+# Samples are built around the issue's figures with fixed seeds (named per test).
+
+GRID = DEFAULT_GRID
+REPS = 6
+# issue 44's default run (18 pauses x 6 reps, synthetic 1B Q8 on a fresh VM): per-pause medians 77 and 79 ms
+# at 0 and 0.2 s, then 84-125 ms at every pause from 0.4 s to 4 s, spread over that range in no order (the issue
+# gives the range, not the order; the run's BIC put the step at 0.2-0.4 s, so its lowest woken medians were not
+# the first ones after the step, and here they are at 2 and 4 s)
+ISSUE_44_MEDIANS = [77.0, 79.0, 96.0, 110.0, 92.0, 125.0, 101.0, 88.0, 117.0, 95.0, 104.0, 90.0, 113.0, 99.0,
+                    84.0, 121.0, 107.0, 86.0]
+WITHIN_SD = 0.228  # this VM's quiet within-pause log sd (docs/statistics.md, run 20261203T134639Z-idle-b7f3)
+
+
+def _blocks():
+    return np.tile(np.arange(REPS), len(GRID))
+
+
+def issue_44_run(seed: int):
+    """Six samples per pause with log sd ``WITHIN_SD`` (seeded), each pause scaled so its median is exactly
+    the issue's per-pause median."""
+    rng = np.random.default_rng(seed)
+    p = np.repeat(GRID, REPS)
+    z = rng.lognormal(0, WITHIN_SD, (len(GRID), REPS))
+    y = (z / np.median(z, axis=1, keepdims=True) * np.array(ISSUE_44_MEDIANS)[:, None]).ravel()
+    return p, y
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_issue_44_curve_gives_a_step_between_0_2_and_0_4_s(seed):
+    """12 warm samples against 96 woken ones, about 3 standard errors apart: the plot shows a step and so must
+    the answer, with the place's interval and a penalty interval that does not reach 0.  Seeds 1 and 2 are two
+    draws of the generator; how often a draw at this spread gives this answer is the next test."""
+    p, y = issue_44_run(seed)
+    fit = fit_shape(p, y, blocks=_blocks())
+    assert fit.shape == "step" and (fit.last_warm_s, fit.first_woken_s) == (0.2, 0.4)
+    assert fit.p_value <= 0.01 and fit.test_blocked
+    assert fit.penalty_ci[0] > 0 and fit.penalty_ci[0] < fit.penalty_ms < fit.penalty_ci[1]
+    lo, hi = fit.place_interval_s
+    assert lo <= 0.2 and 0.4 <= hi <= 0.6 and fit.place_share >= 0.9
+    shares = {(s["last_warm_s"], s["first_woken_s"]): s["share"] for s in fit.place_shares}
+    assert max(shares, key=shares.get) == (0.2, 0.4) and sum(shares.values()) == pytest.approx(1.0)
+
+
+def test_how_often_the_issue_44_curve_is_called_a_step_at_this_spread():
+    """40 seeded draws of the issue's curve at sd 0.228 (not a timing): the test calls a step in most of them,
+    at 0.2-0.4 s in most of those; a draw that is called flat is the test holding its 1% level at a step of
+    ~3 standard errors at the grid's edge (measured over 60 draws: 80% called a step, 68% at 0.2-0.4 s)."""
+    found = at_place = 0
+    for seed in range(40):
+        p, y = issue_44_run(seed)
+        fit = fit_shape(p, y, blocks=_blocks(), n_boot=20)
+        found += fit.has_step
+        at_place += fit.has_step and (fit.last_warm_s, fit.first_woken_s) == (0.2, 0.4)
+    assert found >= 26 and at_place >= 20
+
+
+def test_the_report_says_how_sure_the_place_is_in_words():
+    p, y = issue_44_run(1)
+    fit = fit_shape(p, y, blocks=_blocks())
+    assert fit.place_text() == "the step lies between 0.2 and 0.4 s in 98% of 1000 resamples"
+    wide = fit_shape(*issue_44_run(0), blocks=_blocks())  # a draw whose place is less sure: two runs of places
+    assert wide.place_text() == "the step lies between 0 and 0.6 s in 94% of 1000 resamples and between 2 and 2.5 s in 3%"
+    row = fit.as_row()
+    assert row["place_text"] == fit.place_text() and row["p_value"] == fit.p_value and row["n_perm"] == 999
+
+
+def test_a_flat_curve_with_two_stalls_gives_none_and_says_why():
+    rng = np.random.default_rng(4)
+    p = np.repeat(GRID, REPS)
+    y = 95.0 * rng.lognormal(0, WITHIN_SD, p.size)
+    late = np.flatnonzero(p >= 2.5)
+    y[late[[0, 7]]] = [760.0, 1088.0]  # 8x and 11x: two stalls late in the grid
+    fit = fit_shape(p, y, blocks=_blocks())
+    assert fit.shape == "none" and fit.n_stalls == 2 and fit.p_value > 0.01
+    assert "no more clearly than with the pause labels shuffled within each repetition: p = " in fit.note
+    assert fit.place_text() == "" and fit.penalty_ms is None
+
+
+def test_a_five_fold_step_with_slow_warm_samples_is_found():
+    """Back to back 1.2-1.6 ms with two of six at 10 and 35 ms (stalls), after every pause 5-20 ms (issue 33's
+    second case, seed 1): the test re-applies the stall rule on every shuffle, so the two slow warm samples
+    neither hide the step nor make the test invalid."""
+    rng = np.random.default_rng(1)
+    pauses = [0.0, 0.5, 1.0, 1.5, 2.5]
+    p = np.repeat(pauses, 6)
+    y = np.concatenate([[1.2, 1.3, 1.5, 1.6, 10.0, 35.0]]
+                       + [np.exp(rng.uniform(np.log(5), np.log(20), 6)) for _ in pauses[1:]])
+    fit = fit_shape(p, y, blocks=np.tile(np.arange(6), 5))
+    assert fit.shape == "step" and (fit.last_warm_s, fit.first_woken_s) == (0.0, 0.5) and fit.p_value <= 0.01
+    assert fit.n_stalls == 2 and fit.penalty_ci[0] > 3.0
+
+
+def test_a_significant_rise_under_min_step_is_not_a_wake_step():
+    rng = np.random.default_rng(5)
+    p = np.repeat(GRID, REPS)
+    y = np.where(p >= 1.2, 103.0, 100.0) * rng.lognormal(0, 0.01, p.size)  # +3% at sd 0.01: clear, but small
+    fit = fit_shape(p, y, blocks=_blocks())
+    assert fit.shape == "none" and fit.note.endswith("(p = 0.001 against shuffled pause labels), less than the 10% a wake step must be")
+    assert "the curve rises 3%" in fit.note
