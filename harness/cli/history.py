@@ -326,7 +326,8 @@ def trend(
     first, with the `lbench bisect` command that finds its build.
 
     Each machine is read, plotted and written in turn (memory bounded by one machine's page); plots
-    whose points did not change come from the archive's plot cache.
+    whose points did not change come from the archive's plot cache. Needs the history extra
+    (pip install 'lbench[history]').
 
     \b
     Examples:
