@@ -98,29 +98,37 @@ def gate_bench(
           --stall-p 0.05 --reps 8
     """
     from harness.analysis.gate import load_config
-    from harness.runs.executors import RunOptions
-    from harness.runs.gate_bench import SimulatedGateBenchSpec, bench, measured_spec
+    from harness.runs.executors import RunOptions, get_executor
 
     cfg = load_config(None, alpha=alpha, threshold=margin)
     options = RunOptions(llama_server=llama_server, results=results)
+    executor = get_executor("gate-bench")
     if simulate:
+        from harness.runs.gate_bench import SimulatedGateBenchSpec
+
         sim = SimulatedGateBenchSpec(cfg, trials=trials or 400, seed=seed, spreads=tuple(sd) if sd else None,
                                      reps=reps, within_sd=within_sd, stall_p=stall_p)
         with RichReporter() as rep:
-            run, analysis = bench(sim, options, rep)
-        return print_simulation(run, analysis)
+            run = executor.execute(executor.prepare(sim, options, rep), rep)
+        return print_simulation(run)
     if sd or within_sd is not None or stall_p is not None:
         raise BadInput("--sd, --within-sd and --stall-p describe simulated runs", where="gate-bench",
                        hint="add --simulate, or leave them out to measure real runs")
     trials = trials or 10
+    from harness.analysis.gate_config import parse_gate_on
     from harness.cli.idle import build_spec
+    from harness.runs.gate_bench import GateBenchSpec, with_printer
     from harness.spec import parse_pauses
 
     slow_model = slow_model or slowed_alias(model, extra_layers)
     spec_a = build_spec(None, models=[model], pauses_s=parse_pauses(pauses), reps=reps, warmup=warmup,
                         threads=_one(threads), cpus=_one(cpus), omp_wait=_one(omp_wait), client_cpus=client_cpus)
-    spec = measured_spec(spec_a, cfg, model=model, slow_model=slow_model, trials=trials, runs_per_side=runs_per_side,
-                         gate_on=gate_on, threads=threads, cpus=cpus, client_cpus=client_cpus, omp_wait=omp_wait)
+    design = {"model": model, "slow_model": slow_model, "trials": trials, "runs_per_side": runs_per_side,
+              "pauses_s": spec_a.pauses_s, "reps": spec_a.reps, "warmup": spec_a.warmup, "threads": threads,
+              "cpus": cpus, "client_cpus": client_cpus, "omp_wait_policy": omp_wait, "gate_on": gate_on or "warm",
+              "margin": cfg.threshold, "alpha": cfg.alpha}
+    spec = GateBenchSpec(spec_a, slow_model, cfg, trials=trials, runs_per_side=runs_per_side,
+                         gate_on=parse_gate_on(gate_on), design=design)
 
     def show(row: dict) -> None:
         console.print(f"trial {row['trial']}: {row['condition']} -> gate {row['gate_status']} "
@@ -128,7 +136,9 @@ def gate_bench(
                       f"{row['worst_ratio_ci_high']:.3f}])", markup=False, highlight=False)
 
     with RichReporter() as rep:
-        run, analysis = bench(spec, options, rep, on_decision=show)
+        prepared = with_printer(executor.prepare(spec, options, rep), show)
+        run = executor.execute(prepared, rep)
+    analysis = _analysis(run)
     out.print(f"gate-bench {run.run_id}: {trials} trials x {runs_per_side} runs per side, {model} vs {slow_model}, "
               f"pauses {pauses} s, {spec_a.reps} reps, margin {cfg.threshold:.0%}", markup=False, soft_wrap=True)
     for r in analysis.get("rates", []):
@@ -139,6 +149,13 @@ def gate_bench(
     for line in analysis.get("findings", []):
         out.print(line, markup=False, soft_wrap=True)
     out.print(f"saved: {run.dir} (decisions table; lbench report {run.run_id})", markup=False, soft_wrap=True)
+
+
+def _analysis(run: Run) -> dict:
+    """The finished run's analysis.json (harness.analysis.gate_bench.summarize_run)."""
+    from harness.analysis.persisted import load_analysis
+
+    return load_analysis(run)
 
 
 def _pct0(value: float | None) -> str:
@@ -159,12 +176,13 @@ def _spread(r: dict) -> str:
     return name if name.startswith("given sd") else f"{name[:33]} {r['run_sd']:.3g}"
 
 
-def print_simulation(run: Run, analysis: dict) -> None:
+def print_simulation(run: Run) -> None:
     """``--simulate``: the figures of the finished run (harness.analysis.gate_sim, read back from its
-    ``simulated`` table, ``analysis``), as tables."""
+    ``simulated`` table), as tables."""
     from harness.analysis.gate_sim import design_label
 
     section = run.record.section("gate_bench")
+    analysis = _analysis(run)
     model = section["run_model"]
     trials = section["trials"]
     out.print(f"gate-bench --simulate {run.run_id}: {trials} trials per cell, seed {section['seed']}, margin "

@@ -40,8 +40,6 @@ from harness.analysis.campaign import Execute, Judge
 from harness.analysis.compare import judge_runs
 from harness.analysis.gate import GateConfig, GateOutcome
 from harness.analysis.gate_bench import simulated_rows, slowdown_size
-from harness.analysis.gate_config import parse_gate_on
-from harness.analysis.persisted import load_analysis
 from harness.analysis.gate_sim import RunModel, simulate_ab, simulate_gate
 from harness.errors import BadInput
 from harness.runs.campaign import idle_campaign
@@ -279,28 +277,3 @@ def _simulate(prepared: PreparedSimulation, reporter: Reporter) -> Run:
                     on_row=keep("ab"))
     assert session.run is not None
     return session.run
-
-
-# ---- the command's workflow (lbench gate-bench parses its options and prints these) ------------------
-
-def measured_spec(idle: IdleSpec, cfg: GateConfig, *, model: str, slow_model: str, trials: int, runs_per_side: int,
-                  gate_on: str | None, threads: str | None, cpus: str | None, client_cpus: str | None,
-                  omp_wait: str | None) -> GateBenchSpec:
-    """A benchmark on real runs of side A's ``idle`` spec against ``slow_model``, its design as asked."""
-    design = {"model": model, "slow_model": slow_model, "trials": trials, "runs_per_side": runs_per_side,
-              "pauses_s": idle.pauses_s, "reps": idle.reps, "warmup": idle.warmup, "threads": threads,
-              "cpus": cpus, "client_cpus": client_cpus, "omp_wait_policy": omp_wait, "gate_on": gate_on or "warm",
-              "margin": cfg.threshold, "alpha": cfg.alpha}
-    return GateBenchSpec(idle, slow_model, cfg, trials=trials, runs_per_side=runs_per_side,
-                         gate_on=parse_gate_on(gate_on), design=design)
-
-
-def bench(spec: GateBenchSpec | SimulatedGateBenchSpec, options: RunOptions, reporter: Reporter,
-          on_decision: Callable[[dict], None] | None = None) -> tuple[Run, dict]:
-    """Prepare and execute one gate-bench run; the finished run and its analysis (figures by
-    ``harness.analysis.gate_bench.summarize_run``).  ``on_decision``: each decision row, as it is made."""
-    prepared = prepare_gate_bench(spec, options, reporter)
-    if on_decision is not None:
-        prepared = with_printer(prepared, on_decision)
-    run = execute_gate_bench(prepared, reporter)
-    return run, load_analysis(run)
