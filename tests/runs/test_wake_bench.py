@@ -4,7 +4,7 @@ store wrote, the calibration with given figures, the rows handed over as compute
 import json
 
 import pytest
-from idle_runs import make_idle_run
+from test_gate_cli import make_idle_run  # tests/cli is on pythonpath (pyproject)
 
 from harness.errors import BadInput
 from harness.runs.wake_bench import calibrated, recorded_cells, run_wake_bench
