@@ -20,6 +20,7 @@ sign anything), nor anything once the key has leaked (docs/history.md, "Who can 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import stat
@@ -34,6 +35,7 @@ from harness.errors import BadInput
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from harness.untrusted import MAX_JSON_BYTES, MAX_TABLE_BYTES, open_regular, read_json
+from harness.atomic import atomic_write_text
 
 SIGNATURE_FILE = "signature.json"
 FORMAT = "lbench-run-signature/1"
@@ -41,6 +43,12 @@ DERIVED = frozenset({"analysis.json", "report.html"})  # recomputed from the res
 MAX_SIGNED_FILES = 10_000
 MAX_DEPTH = 8
 KEY_ID_LEN = 64  # hex of the 32-byte Ed25519 public key
+
+
+def can_sign() -> bool:
+    """Whether ``cryptography`` (lbench's history extra) is installed; a core install's runs are
+    unsigned, and ``lbench history sign`` signs them once the extra is there."""
+    return importlib.util.find_spec("cryptography") is not None
 
 
 def key_path() -> Path:
@@ -189,8 +197,6 @@ def _payload(key: str, files: dict[str, str]) -> bytes:
 
 def sign_run(run_dir: Path, key: Ed25519PrivateKey | None = None) -> Path:
     """Write ``signature.json`` into ``run_dir``: every regular file's sha256, signed."""
-    from harness.atomic import atomic_write_text
-
     key = key if key is not None else runner_key()
     kid = key_id(key)
     files = {rel: _sha256_file(p) for rel, p in regular_files(run_dir).items()

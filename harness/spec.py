@@ -18,6 +18,7 @@ from harness import knob_axes, typed_toml
 from harness.knob_axes import parse_keep_alive as parse_keep_alive  # re-exported: the axis lives there
 from harness.errors import BadInput
 from harness.toml_input import read_toml
+from harness.probes.devices.sampler import MIN_INTERVAL_S
 
 # llama-idle covers 0-4 s in 0.8 s steps; the penalty appears between ~0.8 and ~1.6 s
 # on Apple Silicon, so the default grid is dense there.
@@ -424,8 +425,6 @@ SWAP_PATTERNS = ("round-robin", "uniform", "zipf", "ping-pong", "burst")
 
 def check_device_sampling(spec: IdleSpec, where: str) -> None:
     """The device-probe fields' forms (which probes exist is checked when the run is prepared)."""
-    from harness.probes.devices.sampler import MIN_INTERVAL_S
-
     if not isinstance(spec.device_probes, str) or not spec.device_probes.strip():
         raise BadInput(f"bad device probes {spec.device_probes!r}", where=f"{where}: --device-probes",
                        hint="auto, off, or a comma list such as nvml,fdinfo (lbench probes lists them)")

@@ -21,6 +21,7 @@ history_sign  # harness/cli/history.py
 trust_add  # harness/cli/history.py
 trust_remove  # harness/cli/history.py
 trust_list  # harness/cli/history.py
+_history_extra  # harness/cli/history.py: the history group's callback (says when the history extra is absent)
 
 # signal handlers and context managers: the signature is the protocol's
 signum  # harness/cli/__init__.py: _sigterm(signum, frame)

@@ -107,11 +107,3 @@ def _boundary(fr: tuple[float, ...], alpha: float, kind: str) -> tuple[tuple[flo
     c = float(optimize.brentq(excess, -3.0, 15.0, xtol=1e-7))
     x_next, f_next = _propagate(x, f, dt, 0.0)
     return (*before, c), x_next, f_next
-
-
-@lru_cache(maxsize=64)
-def look_levels(min_rounds: int, max_rounds: int, alpha: float, kind: str = "obf") -> tuple[float, ...]:
-    """Nominal one-sided level per look for ab's looks at rounds min_rounds..max_rounds, information
-    fraction rounds / max_rounds; ``alpha`` is the overall one-sided level (alpha_gate / 2)."""
-    fractions = [n / max_rounds for n in range(min_rounds, max_rounds + 1)]
-    return tuple(float(stats.norm.sf(c)) for c in spending_boundary(fractions, alpha, kind))

@@ -14,11 +14,19 @@ import typer
 from harness.cli.options import ResultsDir, shown
 from harness.cli.ui import out, print_wrapped
 from harness.errors import BadInput
+from harness.history import require_extra
 
 if TYPE_CHECKING:
     import pandas as pd
 
-app = typer.Typer(help="Keep runs from many machines in one archive, and query it.", no_args_is_help=True)
+app = typer.Typer(help="Keep runs from many machines in one archive, and query it (needs the history extra: "
+                       "pip install 'lbench[history]').", no_args_is_help=True)
+
+
+@app.callback()
+def _history_extra(ctx: typer.Context) -> None:
+    """Every history command needs the history extra; --help does not."""
+    require_extra(f"lbench history {ctx.invoked_subcommand or ''}".strip())
 
 Archive = Annotated[Optional[str], typer.Option(
     "--archive", metavar="DIR",
@@ -334,7 +342,8 @@ def trend(
     first, with the `lbench bisect` command that finds its build.
 
     Each machine is read, plotted and written in turn (memory bounded by one machine's page); plots
-    whose points did not change come from the archive's plot cache.
+    whose points did not change come from the archive's plot cache. Needs the history extra
+    (pip install 'lbench[history]').
 
     \b
     Examples:
@@ -343,6 +352,7 @@ def trend(
       lbench trend --bisect --dry-run
       lbench trend --bisect --change 2
     """
+    require_extra("lbench trend")
     from harness.history.series import SERIES
     from harness.history.trend import build_site, write_site
 

@@ -37,7 +37,7 @@ out = _LazyConsole(highlight=False)  # results go to stdout, chatter to stderr
 
 
 class RichReporter:
-    """Implements harness.runner.Reporter with rich progress bars.
+    """Implements harness.runs.idle.Reporter with rich progress bars.
 
     The sweep bar does not auto-refresh: a refresh thread rendering while a response
     arrives holds the GIL and delayed the timed request by up to 5 ms (the switch

@@ -4,7 +4,6 @@ and on that run with its pause labels permuted (harness/analysis/wake_bench.py).
 from __future__ import annotations
 
 import dataclasses
-import json
 from typing import Any
 
 import typer
@@ -62,12 +61,8 @@ def wake_bench(
       lbench wake-bench --permutations 0 --place 1.1 --seed 1
       lbench wake-bench --grid default --reps 6 --within-sd 0.228 --stall-p 0.028 --stall-sizes 3.6,11.4
     """
-    from harness.analysis.stats import measured
-    from harness.analysis.wake_bench import calibrate, calibration_row, permuted, simulate
-    from harness.atomic import atomic_write_text
-    from harness.baselines import check_ref
-    from harness.kinds import find_kind
-    from harness.store import new_run_id, open_run
+    from harness.runs.wake_bench import calibrated, recorded_cells, run_wake_bench
+    from harness.store import new_run_id
 
     if trials < 10:
         raise BadInput(f"--trials must be >= 10, got {trials}", where="--trials")
@@ -93,21 +88,8 @@ def wake_bench(
         cal = Calibration("a grid given by hand", tuple(pauses), reps, 100.0, within_sd, 0.0, 0.0,
                           given=("grid", "reps"))
     else:
-        for ref in runs or ["latest"]:
-            run = open_run(check_ref(ref), root, kinds=("idle",))
-            kind = find_kind(run.record.kind)
-            if kind is None or "pause_sweep" not in kind.features:  # a sweep of pauses: idle (and calibrate) runs
-                raise BadInput(f"run {run.run_id} is a {run.record.kind} run", where=ref,
-                               hint="give an idle run (lbench runs lists them)")
-            good = measured(run.table("samples"))
-            if good.empty:
-                raise BadInput(f"run {run.run_id} has no measured samples", where=ref, hint="give a finished idle run")
-            for (model, setting), g in good.groupby(["model", "setting"]):
-                if g["pause_requested_s"].nunique() < 3:
-                    raise BadInput(f"run {run.run_id}, {model} · {setting}: fewer than 3 pauses", where=ref,
-                                   hint="the wake model needs a grid of pauses: give a default idle run")
-                cells.append((f"{run.run_id} {model} · {setting}", g))
-        cal = calibrate(cells[0][1], cells[0][0])
+        cells = recorded_cells(runs or ["latest"], root)
+        cal = calibrated(cells, {})
     given: dict[str, Any] = {}
     if within_sd is not None:
         if not 0 < within_sd <= 3:
@@ -155,16 +137,10 @@ def wake_bench(
                   f"{_pct(r['false_flag_per_sample']):>28} "
                   f"{_pct(r['stalls_flagged']):>28} {r['shapes']}", markup=False, soft_wrap=True)
 
-    rows = simulate(cal, trials=trials, seed=seed, place_s=place, on_row=show)
-    perm_rows = []
-    for source, g in cells if permutations else []:
-        res = permuted(g, source, permutations=permutations, seed=seed)
-        perm_rows.append(res)
+    def show_permuted(source: str, res: dict[str, Any]) -> None:
         out.print(f"permuted {source}: false shapes {_pct(res['false_shape'])} {res['shapes']}; unpermuted: "
                   f"{res['original']}", markup=False, soft_wrap=True)
-    out_dir = root / "benchmarks" / bench_id
-    out_dir.mkdir(parents=True, exist_ok=True)
-    saved = {"schema_version": 1, "bench_id": bench_id, "seed": seed, "trials": trials,
-             "calibration": calibration_row(cal), "simulation": rows, "permuted": perm_rows}
-    atomic_write_text(out_dir / "wake-bench.json", json.dumps(saved, indent=2, default=str))
-    out.print(f"saved: {out_dir}/wake-bench.json", markup=False, soft_wrap=True)
+
+    bench = run_wake_bench(cal, cells, bench_id, root, trials=trials, permutations=permutations, seed=seed,
+                           place=place, on_row=show, on_permuted=show_permuted)
+    out.print(f"saved: {bench.saved.parent}/wake-bench.json", markup=False, soft_wrap=True)

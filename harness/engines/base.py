@@ -2,19 +2,24 @@
 
 A workload gets a ``Server`` and calls ``complete_one_token()``; it never knows
 which engine is behind it.  An ``Engine`` knows how to describe itself and how to
-start a server for one model under one ``Setting``.
+start a server for one model under one ``Setting``.  What a server or an engine can do beyond
+that is an optional capability in the protocol, ``None`` where it has none (``ServerDefaults``,
+``EngineDefaults``): the runs and workloads ask the protocol, never ``getattr``.
 """
 
 from __future__ import annotations
 
-import subprocess  # noqa: F401  (named in SwapBackend's annotations)
+import subprocess  # noqa: F401  (named in RunningServer's and SwapBackend's annotations)
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from harness.engines.binary import Binary
     from harness.engines.devices import DeviceChoice
+    from harness.engines.one_token import OneTokenClient
 
 
 NO_ARGS = "none"  # the server-args axis value that adds nothing (kept in Setting.server_args to be labelled)
@@ -135,6 +140,25 @@ class Server(Protocol):
 
     def close(self) -> None: ...
 
+    @property
+    def client(self) -> "OneTokenClient | None":
+        """The keep-alive client the requests go through (its body, its per-request deadline, its
+        connection's reconnects), or None (a server whose requests cannot be bounded or shown)."""
+        ...
+
+    @property
+    def floor(self) -> "Callable[[str], Completion] | None":
+        """One GET of a path on the requests' connection, timed like a completion (the HTTP floor),
+        or None where the server has none to compare with."""
+        ...
+
+
+class ServerDefaults:
+    """The optional capabilities a server without them declares: no client to bound, no HTTP floor."""
+
+    client: "OneTokenClient | None" = None
+    floor: "Callable[[str], Completion] | None" = None
+
 
 class Engine(Protocol):
     name: str
@@ -177,6 +201,16 @@ class Engine(Protocol):
         """The accelerator devices its servers use, checked (None: not an engine lbench builds)."""
         ...
 
+    def residency(self, setting: Setting) -> dict | None:
+        """Whether Metal residency sets are in effect for a cell, from the machine (None: not a
+        Metal engine on this host)."""
+        ...
+
+    def preflight(self) -> None:
+        """The engine's own checks before any run directory (something answers at --url ...);
+        raises ``BadInput``.  Engines without any do nothing."""
+        ...
+
 
 class EngineDefaults:
     """What an engine does when it declares nothing else: no binary of lbench's, the setting's
@@ -200,12 +234,24 @@ class EngineDefaults:
         """The accelerator devices its servers use (None: an engine lbench does not build)."""
         return None
 
+    def residency(self, setting: Setting) -> dict | None:
+        return None
+
+    def preflight(self) -> None:
+        """No checks of its own."""
+
 
 class RunningServer(Server, Protocol):
     """A started server; also a context manager that stops it on exit."""
 
     argv: list[str]
     port: int | None
+
+    @property
+    def proc(self) -> "subprocess.Popen | None":
+        """The server process lbench started (its exit status, state and loaded libraries), or None
+        (a server lbench talks to but did not start)."""
+        ...
 
     def log_tail(self, n: int = 40) -> str: ...
 

@@ -47,8 +47,6 @@ def backend_of(path: Path) -> str:
     """The backend a llama-server was built for: its engine.json in lbench's cache, else the shared
     libraries it links (a static GPU build still links the driver's loader), else cpu (Metal on macOS
     is built in: the device list says so)."""
-    from harness.engines import provision
-
     stamp = provision.cached_stamp(path)
     if stamp and isinstance(stamp.get("backend"), str):
         return str(stamp["backend"])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.engines import provision
+from harness.engines import backends, provision
 from harness.engines.binary import Binary, locate
 from harness.errors import BadInput
 
@@ -23,8 +23,6 @@ def binary_for_build(build: int) -> Binary:
 
 def binary_for_backend(backend: str, build: int | None = None) -> Binary:
     """The cached llama-server built for ``backend`` (``lbench engine install --backend B`` first)."""
-    from harness.engines import backends
-
     backends.get(backend)
     plan = provision.plan_build(build=build, backend=backend)
     if not plan.is_built():

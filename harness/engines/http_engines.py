@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from harness.engines import processes, reserved
-from harness.engines.base import Completion, EngineDefaults, Setting
+from harness.engines.base import Completion, EngineDefaults, ServerDefaults, Setting
 from harness.engines.prompts import IDLE_PROMPT
 from harness.engines.readiness import wait_until_ready
 from harness.engines.loopback import HOST, free_port
@@ -55,13 +55,14 @@ def check_loopback(url: str, where: str) -> str:
     return f"http://{parts.netloc}"
 
 
-class _Handle:
-    """A server an engine talks to; closes what lbench started (nothing for external servers)."""
+class _Handle(ServerDefaults):
+    """A server an engine talks to; closes what lbench started (nothing for external servers).
+    No HTTP floor: these engines' health paths are not llama-server's."""
 
     def __init__(self, base_url: str, client: OneTokenClient, argv: list[str], proc: subprocess.Popen | None = None,
                  log_path: Path | None = None) -> None:
         self.base_url = base_url
-        self.client = client
+        self.client: OneTokenClient = client
         self.argv = argv
         self.port = urlsplit(base_url).port
         self.proc = proc

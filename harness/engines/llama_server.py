@@ -23,6 +23,7 @@ from harness.engines.prompt_eval import PromptEvalClient
 from harness.engines.prompts import IDLE_PROMPT
 from harness.engines.readiness import wait_until_ready
 from harness.errors import BadInput, EngineError
+from harness.probes.engine_log import list_devices
 
 # llama-server settings that must never leak in from the user's environment
 SCRUBBED_ENV_PREFIXES = ("LLAMA_ARG_", "GGML_METAL_")
@@ -78,8 +79,6 @@ class LlamaServerEngine(EngineDefaults):
         self.client_spin = client_spin
 
     def facts(self) -> dict:
-        from harness.probes.engine_log import list_devices
-
         return {"engine": self.name, **self.binary.as_dict(), "ctx_size": self.ctx_size,
                 "extra_args": self.extra_args, "stray_configs": stray_configs(),
                 "devices": list_devices(self.binary.path), "openmp": openmp_build(self.binary.path),

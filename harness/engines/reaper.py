@@ -35,6 +35,7 @@ from pathlib import Path
 import psutil
 
 from harness.atomic import atomic_write_json
+from harness import paths
 
 SWEEP_QUIET_PASSES = 3  # consecutive empty sweeps before the watchdog stops looking
 SWEEP_LIMIT_S = 20.0
@@ -127,8 +128,6 @@ def sweep(groups: dict[int, tuple[float, str]], limit_s: float = SWEEP_LIMIT_S) 
 # ---- ledger ------------------------------------------------------------------------------------
 
 def ledger_dir() -> Path:
-    from harness import paths
-
     return paths.cache_dir() / "live"
 
 

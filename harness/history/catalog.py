@@ -46,6 +46,12 @@ import pyarrow.parquet as pq
 from harness.errors import BadInput
 from harness.history.archive import CATALOG_DIR, Added, Refused, _read_source, copy_runs, run_dirs
 from harness.history.table_bounds import check_run_tables
+from harness.analysis.intervals import clopper_pearson, median_interval
+from harness.analysis.frames import json_frame
+from harness.history.run_medians import idle_medians
+from harness.analysis.persisted import analyze, read_analysis
+from harness.attest import verify_run
+from harness.store import Run
 
 if TYPE_CHECKING:
     from harness.record import RunRecord
@@ -102,8 +108,6 @@ def swap_setting(config: Mapping[str, Any]) -> str:
 
 
 def _median_row(run_id: str, model: str, setting: str, metric: str, values: Iterable[object]) -> dict | None:
-    from harness.analysis.intervals import median_interval
-
     x = np.asarray([v for v in values if _num(v) is not None], dtype=float)
     if x.size == 0:
         return None
@@ -134,8 +138,6 @@ def _idle_metrics(record: RunRecord, analysis: dict) -> list[dict]:
 
 
 def _swap_metrics(record: RunRecord, analysis: dict) -> list[dict]:
-    from harness.analysis.frames import json_frame
-
     rows: list[dict] = []
     setting = swap_setting(record.config)
     swaps = json_frame(analysis.get("swaps") or {})
@@ -160,7 +162,6 @@ def _swap_metrics(record: RunRecord, analysis: dict) -> list[dict]:
     if rss is not None:
         rows.append({"run_id": record.run_id, "model": all_models, "setting": setting, "metric": "peak_rss_mb",
                      "value": rss / 1e6, "lo": None, "hi": None, "n": _num(figures.get("n_memory_samples"))})
-    from harness.analysis.intervals import clopper_pearson
 
     failed, sent = _num(figures.get("n_failed_requests")), _num(figures.get("n_requests"))
     if failed is not None and sent:
@@ -175,8 +176,6 @@ METRICS_OF_KIND = {"idle": _idle_metrics, "swap": _swap_metrics}
 
 
 def _idle_table_metrics(dirs: list[Path], metrics: pd.DataFrame) -> tuple[list[dict], list[str]]:
-    from harness.history.run_medians import idle_medians
-
     return idle_medians(dirs, metrics)
 
 
@@ -187,8 +186,6 @@ TABLE_METRICS_OF_KIND = {"idle": _idle_table_metrics}
 
 def run_metrics(run: Run) -> list[dict]:
     """The catalog's metric rows of one run (a ``harness.store.Run``), from its analysis."""
-    from harness.analysis.persisted import analyze, read_analysis
-
     metrics_of = METRICS_OF_KIND.get(run.record.kind)
     if metrics_of is None:
         return []
@@ -269,8 +266,6 @@ def _write_table(frame: pd.DataFrame, schema: pa.Schema, path: Path) -> None:
 def _signer(run_dir: Path, skipped: list[str], rel: str) -> str | None:
     """The runner key whose signature covers the run's files exactly (None: unsigned, or a signature
     that does not verify, or files it does not cover); trust in the key is decided when read."""
-    from harness.attest import verify_run
-
     try:
         verified = verify_run(run_dir)
     except BadInput as exc:
@@ -291,8 +286,6 @@ def load(archive: Path, *, quiet: bool = True) -> Catalog:
 
 
 def refresh(archive: Path, *, quiet: bool = True) -> Catalog:
-    from harness.store import Run
-
     archive = Path(archive)
     cdir = catalog_dir(archive)
     runs = _read_table(cdir / "runs.parquet", RUN_COLUMNS)

@@ -38,6 +38,7 @@ from typing import TypedDict, Unpack
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+from harness.history.series import SERIES
 
 MAX_PVALUE = 0.001  # Otava's default significance for the merge step
 WINDOW = 50  # Otava's default sliding window (points)
@@ -259,8 +260,6 @@ def _share_interval(before: np.ndarray, after: np.ndarray, n_before: np.ndarray,
 
 
 def bisect_command(series: str, model: str, before: int | None, after: int | None) -> str | None:
-    from harness.history.series import SERIES
-
     if before is None or after is None or before == after:
         return None
     lo, hi = sorted((before, after))
@@ -274,8 +273,6 @@ def bisect_command(series: str, model: str, before: int | None, after: int | Non
 
 def scale_of(points: pd.DataFrame) -> str:
     """The scale of the series these rows belong to (``Series.scale``; log when unknown)."""
-    from harness.history.series import SERIES
-
     spec = SERIES.get(str(points["series"].iloc[0])) if len(points) else None
     return spec.scale if spec is not None else "log"
 

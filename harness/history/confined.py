@@ -29,6 +29,8 @@ from typing import Any
 import pandas as pd
 
 from harness.errors import BadInput
+from harness.history.query import check_read_only, connect
+from harness.history.catalog import refresh
 
 TIMEOUT_S = 60.0
 STARTUP_S = 120.0  # the child's start (imports, the views): not counted in the query's bound
@@ -64,8 +66,6 @@ def _child(archive: str, sql: str, address_space: int, conn: Any) -> None:  # ru
             pass
     try:
         import pyarrow as pa
-
-        from harness.history.query import check_read_only, connect
 
         con = connect(Path(archive).resolve(), refresh_catalog=False)
         try:
@@ -105,8 +105,6 @@ def run_confined(archive: Path, sql: str, *, timeout_s: float = TIMEOUT_S,
                  address_space: int = ADDRESS_SPACE_BYTES) -> pd.DataFrame:
     """The statement's rows, run in a confined child process (see the module's docstring)."""
     import pyarrow as pa
-
-    from harness.history.catalog import refresh
 
     archive = Path(archive)
     if not archive.is_dir():

@@ -29,8 +29,11 @@ import pandas as pd
 
 from harness.errors import BadInput
 from harness.analysis.intervals import median_ranks
-from harness.history.catalog import METRIC_COLUMNS, RUN_COLUMNS, catalog_dir, refresh
+from harness.history.catalog import METRIC_COLUMNS, RUN_COLUMNS, _arrow, _read_table, catalog_dir, refresh
 from harness.history.run_medians import MEMORY_LIMIT
+from harness.history.trust import trusted_keys
+from harness.schema import table_schema
+from harness.history.archive import MACHINE_ID, RUN_ID
 
 if TYPE_CHECKING:
     from duckdb import DuckDBPyConnection
@@ -55,7 +58,6 @@ def connect(archive: Path, *, refresh_catalog: bool = True, tables: bool = True)
         raise BadInput("no history archive there", where=str(archive),
                        hint="add runs first: lbench history add RESULTS_DIR (or give --archive)")
     catalog = refresh(archive) if refresh_catalog else None
-    from harness.history.trust import trusted_keys
 
     keys = pd.DataFrame({"key": pd.Series(sorted(trusted_keys(archive)), dtype="string")})
     con = duckdb.connect(":memory:", config={"memory_limit": MEMORY_LIMIT, "autoinstall_known_extensions": False,
@@ -70,7 +72,6 @@ def connect(archive: Path, *, refresh_catalog: bool = True, tables: bool = True)
             con.execute(f"CREATE VIEW {name} AS SELECT *{_TRUSTED if name == 'runs' else ''} "
                         f"FROM read_parquet('{_sql_path(path)}')")
         else:  # an empty archive, or a read-only one whose catalog could not be saved: held in memory
-            from harness.history.catalog import _arrow
 
             catalog = catalog or refresh(archive)
             con.register(f"_{name}_catalog", _arrow(getattr(catalog, name), schema))
@@ -88,8 +89,6 @@ def connect(archive: Path, *, refresh_catalog: bool = True, tables: bool = True)
                 f"regexp_extract(filename, '([^/]+)/[^/]+/[^/]+$', 1) AS machine_id "
                 f"FROM read_parquet([{listed}], filename = true, union_by_name = true)")
         else:
-            from harness.schema import table_schema
-
             schema = table_schema(table)
             empty = schema.empty() if schema is not None else pd.DataFrame({"run_id": pd.Series(dtype="string")})
             if "run_id" not in empty:
@@ -106,9 +105,6 @@ def connect(archive: Path, *, refresh_catalog: bool = True, tables: bool = True)
 
 def _cataloged_dirs(archive: Path, catalog: Catalog | None) -> list[Path]:
     """The run directories the catalog lists, each ``<machine id>/<run id>`` inside the archive."""
-    from harness.history.archive import MACHINE_ID, RUN_ID
-    from harness.history.catalog import _read_table
-
     runs = catalog.runs if catalog is not None else _read_table(catalog_dir(archive) / "runs.parquet", RUN_COLUMNS)
     out = []
     for rel in sorted(str(r) for r in runs["dir"].dropna()):

@@ -33,7 +33,14 @@ import numpy as np
 import pandas as pd
 
 from harness.history.changes import GROUP, WINDOW, ChangePoint, detect, scale_of, usable
-from harness.history.series import SERIES
+from harness.history.series import SERIES, all_series
+from harness.report.plots import DPI, plain, plt
+from harness.shell import join
+from harness.history.catalog import catalog_dir, load
+from harness.history.plot_cache import PLOT_DIR, PlotCache, plot_key
+from harness.history.query import connect
+from harness.report.html import data_uri, environment, scrolling_tables, write_page
+from harness.atomic import atomic_write_text
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -78,8 +85,6 @@ _FIGURE: list = []  # one Figure, Axes and footer per process, emptied for each 
 def _figure() -> tuple[Figure, Axes, Text]:
     """This process' figure for the trend plots, emptied of the last plot's artists (not cleared:
     clearing the axes would make every tick again)."""
-    from harness.report.plots import plt
-
     if not _FIGURE:
         fig, ax = plt.subplots(figsize=(8, 3.4))
         ax.set_xlabel("engine build")
@@ -113,8 +118,6 @@ def plot_series(points: pd.DataFrame, changes: list[ChangePoint], title: str, un
     """One series' plot as PNG bytes: ``points`` sorted by build (``ORDER``), ``changes`` indexed
     into them (a change at index 0 is drawn half a build before the first point: its runs before
     are older than the plot); ``note`` is added to the plot's footer."""
-    from harness.report.plots import DPI, plain
-
     pts = points.sort_values(ORDER, na_position="first").reset_index(drop=True)
     xs, builds = x_positions(pts["build"])
     fig, ax, footer = _figure()
@@ -191,8 +194,6 @@ def _points(g: pd.DataFrame) -> list[dict[str, Any]]:
 
 def list_command(archive: Path, series: str, machine_id: str, model: str, setting: str) -> str:
     """The command that lists every run of one series (the page's tables list the newest only)."""
-    from harness.shell import join
-
     return join(["lbench", "history", "query", "-", "--series", series, "--machine", machine_id, "-m", model,
                  "--setting", setting, "--archive", str(archive)])
 
@@ -362,12 +363,6 @@ def build_site(archive: Path, *, machine: str | None = None, model: str | None =
     machine's newest ``builds`` engine builds (None: all).  With ``out``, each machine's page is
     written there as soon as it is built and not kept (memory bounded by one machine's page);
     without, every page's context is kept in ``machines`` (``write_site`` writes them)."""
-    from harness.history.catalog import catalog_dir, load
-    from harness.history.plot_cache import PLOT_DIR, PlotCache, plot_key
-    from harness.history.query import connect
-    from harness.history.series import all_series
-    from harness.report.html import data_uri
-
     if points < 0:
         raise ValueError("points must be >= 0")
     if builds is not None and builds < 1:
@@ -500,17 +495,12 @@ def build_site(archive: Path, *, machine: str | None = None, model: str | None =
 def page_writer(template: str) -> Callable[[dict[str, Any], Path], Path]:
     """``write(context, path)``: ``harness.report.html.write_page`` with the template compiled once
     (not once per page)."""
-    from harness.atomic import atomic_write_text
-    from harness.report.html import environment, scrolling_tables
-
     compiled = environment().get_template(template)
     return lambda context, path: atomic_write_text(path, scrolling_tables(compiled.render(**context)))
 
 
 def write_site(site: TrendSite, out: Path) -> Path:
     """The index page, and the machine pages ``build_site`` kept (those it wrote are there already)."""
-    from harness.report.html import write_page
-
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     kept = {m: c for m, c in site.machines.items() if "groups" in c}

@@ -15,6 +15,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from harness.errors import BadInput
+from harness.attest import check_key_id
+from harness.untrusted import read_json
+from harness.atomic import atomic_write_json
 
 TRUST_FILE = ".trusted-keys.json"
 MAX_KEYS = 10_000
@@ -33,9 +36,6 @@ def trust_path(archive: Path) -> Path:
 
 def trusted_keys(archive: Path) -> dict[str, TrustedKey]:
     """The archive's allow-list (empty when it has none)."""
-    from harness.attest import check_key_id
-    from harness.untrusted import read_json
-
     path = trust_path(archive)
     if not (path.exists() or path.is_symlink()):
         return {}
@@ -55,16 +55,12 @@ def trusted_keys(archive: Path) -> dict[str, TrustedKey]:
 
 
 def _save(archive: Path, keys: dict[str, TrustedKey]) -> None:
-    from harness.atomic import atomic_write_json
-
     Path(archive).mkdir(parents=True, exist_ok=True)
     atomic_write_json(trust_path(archive), {"keys": [{"key": k.key, "label": k.label, "added_at": k.added_at}
                                                      for k in keys.values()]})
 
 
 def trust_key(archive: Path, key: str, label: str) -> TrustedKey:
-    from harness.attest import check_key_id
-
     k = check_key_id(key, "KEY")
     keys = trusted_keys(archive)
     entry = TrustedKey(k, label[:200], datetime.now(timezone.utc).isoformat(timespec="seconds"))
@@ -74,8 +70,6 @@ def trust_key(archive: Path, key: str, label: str) -> TrustedKey:
 
 
 def untrust_key(archive: Path, key: str) -> TrustedKey:
-    from harness.attest import check_key_id
-
     k = check_key_id(key, "KEY")
     keys = trusted_keys(archive)
     if k not in keys:

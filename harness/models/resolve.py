@@ -24,9 +24,11 @@ from typing import TypedDict, Unpack
 from harness import paths
 from harness.engines import registry
 from harness.errors import BadInput
-from harness.models import packaged, presets
+from harness.models import discover, packaged, presets
 from harness.models.gguf_info import ModelInfo, read_model_info, remember_sha256
 from harness.models.synth import synthesize
+from harness.units import size_text
+from harness.models.mlx_synth import mlx_info, synthesize_mlx
 
 DISK_HEADROOM = 1 << 30
 
@@ -97,7 +99,6 @@ def ensure_synthetic(shape: presets.Shape, quant: presets.Quant, *, seed: int = 
             hint="free some space or set LBENCH_CACHE_DIR to a bigger disk",
         )
     size = presets.expected_bytes(shape, quant)
-    from harness.units import size_text
 
     announce(f"generating synthetic model {shape.name}-{quant.name} ({size_text(size)}, once) into {out}")
     result = synthesize(shape, quant, out, seed=seed, progress=progress)
@@ -120,8 +121,6 @@ def resolve(ref: str, *, progress: Callable[[int, int], None] | None = None,
     if ref in packaged.PACKAGED:
         return resolve_packaged(packaged.PACKAGED[ref])
     if not _looks_like_path(ref):
-        from harness.models import discover
-
         hits = discover.matches(ref, discover.discover())
         if len(hits) > 1:
             raise BadInput(f"alias {ref!r} matches {len(hits)} models", where="discovered model folders",
@@ -188,8 +187,6 @@ def resolve_for_engine(ref: str, engine: str, **kwargs: Unpack[ResolveOptions]) 
     a server-side model name for openai and ollama."""
     source = registry.get(engine).model_source
     if source == "mlx-dir":
-        from harness.models.mlx_synth import mlx_info, synthesize_mlx
-
         path = Path(ref).expanduser()
         if path.is_dir():
             return ResolvedModel(ref, path.name, path, "directory", ModelInfo(**mlx_info(path)))

@@ -36,6 +36,10 @@ from harness.report.swap import timeline_png
 from harness.report.render import render_report
 from harness.report.ab import ab_context, rerun_script
 from harness.report.gate_bench import GATE_FIGURES, gate_bench_context
+from harness.analysis.device import perturbation, perturbation_sentence, setting_table
+from harness.report.device import device_vs_pause_png, setting_markdown
+from harness.report.repro import evidence_links
+from harness.probes.host import virtual_status
 
 
 def md(value: object) -> str:
@@ -115,9 +119,6 @@ def idle_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[str
 def device_section(run: Run, samples: pd.DataFrame, out_dir: Path) -> tuple[list[str], list[str]]:
     """Device sampling: the perturbation check (interleaved runs), the per-setting before/after table
     (device memory during the longest pause, the request after it) and memory across the pause."""
-    from harness.analysis.device import perturbation, perturbation_sentence, setting_table
-    from harness.report.device import device_vs_pause_png, setting_markdown
-
     dev = run.table("device_samples")
     lines = [""] + [f"- {md(perturbation_sentence(p))}" for p in perturbation(samples)]
     lines += [""] + setting_markdown(setting_table(samples, dev), run.run_id, md)
@@ -181,7 +182,6 @@ def repro_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[st
         parts.append(f"- engine: llama-server build {engine.get('build_number')} ({engine.get('backend')}), "
                      f"{engine.get('source_package', 'source: ' + str(engine.get('source')))}, "
                      f"sha256 `{md(engine.get('sha256'))}`")
-        from harness.report.repro import evidence_links
 
         links = evidence_links(run.dir, r.get("evidence_dir"))  # a path from a table: plain names inside the run
         claim_dir = run.dir / str(r.get("evidence_dir") or "") if links else run.dir / ".none"
@@ -388,7 +388,6 @@ def _write_bundle(runs: list[Run], out_dir: Path, *, redact: bool) -> Path:
         parts += [_summary_line(run), ""]
         if synthetic:
             parts += ["> **Synthetic model(s)**, random weights: " + "; ".join(md(_synthetic_text(m)) for m in synthetic), ""]
-        from harness.probes.host import virtual_status
 
         virtual = virtual_status([run.record.host.facts])
         said = {True: "yes", False: "no"}.get(virtual["virtual"], "not known")

@@ -8,6 +8,7 @@ from harness.probes.host import virtual_mac_warning
 from harness.report import plots
 from harness.report.html import data_uri, run_context
 from harness.store import Run
+from harness.report.device import device_vs_pause_png
 
 
 def idle_context(run: Run, analysis: dict) -> dict:
@@ -18,7 +19,6 @@ def idle_context(run: Run, analysis: dict) -> dict:
     wake = analysis["wake"]  # the one wake model: headline, table and plot all read it
     figures = []
     dev = run.table("device_samples")
-    from harness.report.device import device_vs_pause_png
 
     for model in dict.fromkeys(good["model"]) if not good.empty else []:
         device_png = device_vs_pause_png(good, dev, model, run.run_id)

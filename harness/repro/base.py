@@ -37,6 +37,7 @@ from harness.repro.figures import PEAK_CHILDREN, Figure, Given, Unmeasured
 from harness.repro.lab import Lab
 from harness.repro.recipe import write_lab_recipe
 from harness.schema import apply_schema
+from harness.analysis.swap_served import with_inferred_evictions, with_repeated_evictions_marked
 
 
 class Inconclusive(Exception):
@@ -294,8 +295,6 @@ def scheduler_evictions(events: pd.DataFrame) -> int:
     if events.empty:
         return 0
     if {"model", "t_s"} <= set(events.columns):
-        from harness.analysis.swap_served import with_inferred_evictions, with_repeated_evictions_marked
-
         return int(with_repeated_evictions_marked(with_inferred_evictions(events))["kind"].eq("evict").sum())
     evict_lines = int((events["kind"] == "evict").sum())
     unload_stops = int(((events["kind"] == "stop_sent")

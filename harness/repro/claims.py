@@ -45,10 +45,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from harness import resources, typed_toml
-from harness.engines import registry
+from harness import resources, shell, typed_toml
+from harness.engines import registry, server_policy
 from harness.errors import BadInput
 from harness.toml_input import read_toml
+from harness.repro.registry import SCENARIOS
+from harness.probes.proc_events import available
+from harness.probes.macos import read_paravirtual_reason
 
 OPS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq,
        "!=": operator.ne}
@@ -153,9 +156,6 @@ def check_params(params: dict[str, Any], where: str) -> None:
     """The parameters a scenario receives, as far as lbench can judge them without running it:
     environment variables (``reserved``) are variable names and never ones lbench reserves;
     extra server arguments and variables are on the allow-list (engines/server_policy.py)."""
-    from harness import shell
-    from harness.engines import server_policy
-
     env = typed_toml.value(params.get("reserved", {}), dict[str, str | int | float], "params.reserved", where, _FIX)
     for k in env:
         try:
@@ -186,8 +186,6 @@ def _requirement(table: object, where: str) -> Requirement:
 
 
 def load_claim(path: Path) -> ClaimSpec:
-    from harness.repro.registry import SCENARIOS
-
     where = str(path)
     spec = typed_toml.load(_ClaimFile, read_toml(path, "claim spec"), where, fix=_FIX)
     src = spec.source
@@ -263,8 +261,6 @@ def _mlx_metal() -> tuple[bool, str]:
 
 @lru_cache(maxsize=1)
 def _proc_events() -> tuple[bool, str]:
-    from harness.probes.proc_events import available
-
     return available()
 
 
@@ -309,8 +305,6 @@ def availability(backend: str) -> dict[str, tuple[bool, str]]:
 @lru_cache(maxsize=1)
 def _paravirtual() -> str | None:
     """Why Metal/MLX claims are not checkable on a virtual Mac (None on a real one, or off macOS)."""
-    from harness.probes.macos import read_paravirtual_reason
-
     return read_paravirtual_reason()
 
 

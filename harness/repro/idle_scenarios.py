@@ -22,7 +22,11 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from harness.repro.base import Context, Evidence, Params, scenario, write_evidence_table
-from harness.workloads.idle import run_idle_sweep
+from harness.workloads.idle import pause_schedule, run_idle_sweep
+from harness.analysis.verdicts import ALPHA, GroupData, MIN_SAMPLES, VerdictConfig, decide_groups
+from harness.models.gguf_info import file_sha256, read_model_info
+from harness.repro.idle_recipe import body_text, write_equivalence_recipe
+from harness.repro.lab import changed_env
 
 if TYPE_CHECKING:
     from harness.models.resolve import ResolvedModel
@@ -41,8 +45,6 @@ class EquivalenceParams(Params):
 
 def equivalence_groups(samples: pd.DataFrame, short: list[float], long: list[float]) -> list:
     """GroupData per (model, long pause): per start, short-pause latencies vs that pause's."""
-    from harness.analysis.verdicts import GroupData
-
     m = samples[(samples["phase"] == "measure") & samples["error"].isna()]
     groups = []
     for model, g in m.groupby("model", sort=False):
@@ -76,10 +78,6 @@ def add_row(rows: list[dict[str, object]], extra: dict[str, object], row: dict[s
 
 def _recipe_model(model: ResolvedModel, server: Any, engine: LlamaServerEngine) -> dict[str, Any]:
     """What the recipe needs of one model: how to get it, the server's command line, the request."""
-    from harness.models.gguf_info import file_sha256, read_model_info
-    from harness.repro.idle_recipe import body_text
-    from harness.repro.lab import changed_env
-
     try:
         info = read_model_info(model.path).as_dict()
     except Exception:  # the recipe names it by hash all the same
@@ -92,8 +90,6 @@ def _recipe_model(model: ResolvedModel, server: Any, engine: LlamaServerEngine) 
 @scenario("idle-equivalence", EquivalenceParams)
 def idle_equivalence(ctx: Context, p: EquivalenceParams) -> Evidence:
     """Fresh servers per model; per (model, long pause) an equivalence verdict against the short pauses."""
-    from harness.analysis.verdicts import VerdictConfig, decide_groups
-
     refs = list(p.models)
     short = [float(x) for x in p.short_pauses_s]
     long = [float(x) for x in p.long_pauses_s]
@@ -116,9 +112,6 @@ def idle_equivalence(ctx: Context, p: EquivalenceParams) -> Evidence:
     write_evidence_table(frame, ctx.claim_dir, "samples")
 
     def recipe(spec: ClaimSpec, verdict: str) -> None:  # recipe.sh, once lbench's verdict is known
-        from harness.analysis.verdicts import ALPHA, MIN_SAMPLES
-        from harness.repro.idle_recipe import write_equivalence_recipe
-        from harness.workloads.idle import pause_schedule
 
         schedules = {s: [p for _, p in pause_schedule(short + long, reps, s)] for s in range(1, starts + 1)}
         write_equivalence_recipe(ctx.claim_dir / "recipe.sh", spec=spec, lbench_verdict=verdict, binary=ctx.binary,

@@ -36,11 +36,13 @@ import psutil
 
 from harness.engines.binary import Binary
 from harness.engines.devices import is_selection_var
-from harness.engines.router import RouterModel, RouterProcess, TimelineEvent
+from harness.engines.router import RouterModel, RouterProcess, TimelineEvent, router_argv
 from harness import shell
 from harness.errors import EngineError
 from harness.probes.process_tree import TreeSample
 from harness.workloads.router_session import RouterSession
+from harness.engines.base import Setting
+from harness.engines.llama_server import LlamaServerEngine
 
 
 @dataclass
@@ -108,8 +110,6 @@ class Lab:
         if self.session.backend is not None:
             return self.session.backend
         from types import SimpleNamespace
-
-        from harness.engines.router import router_argv
 
         preset = self.run_dir / "preset.ini"
         return SimpleNamespace(argv=router_argv(self.binary, 0, preset, self.models_max, self.sleep_idle_seconds),
@@ -297,9 +297,6 @@ class Lab:
     def environment_set(self) -> dict[str, str]:
         """The variables lbench set or changed for the router (the rest is the caller's environment), and
         the device selection variable --device set (GGML_VK_VISIBLE_DEVICES), so a recipe drives the same device."""
-        from harness.engines.base import Setting
-        from harness.engines.llama_server import LlamaServerEngine
-
         env, _ = LlamaServerEngine(self.binary).environment(Setting())
         env["LLAMA_CACHE"] = str(self.run_dir / "llama-cache")
         env.update(self.extra_env)

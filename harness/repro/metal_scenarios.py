@@ -29,6 +29,7 @@ from harness.engines.llama_server import LlamaServerEngine
 from harness.repro.base import Context, Evidence, Inconclusive, Params, scenario, write_evidence_table
 from harness.repro.idle_scenarios import add_row, equivalence_groups
 from harness.workloads.idle import run_idle_sweep
+from harness.analysis.verdicts import VerdictConfig, decide_groups
 
 if TYPE_CHECKING:
     from harness.analysis.verdicts import Verdict
@@ -72,8 +73,6 @@ def metal_keep_alive_s(log_text: str) -> int | None:
 
 
 def _verdicts(samples: pd.DataFrame, short: list[float], long: list[float], margin: float) -> list:
-    from harness.analysis.verdicts import VerdictConfig, decide_groups
-
     return decide_groups(equivalence_groups(samples, short, long), VerdictConfig(margin=margin))
 
 

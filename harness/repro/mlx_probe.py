@@ -20,6 +20,7 @@ import io
 import json
 import sys
 from typing import Any, cast
+from harness.probes.macos import read_wired_bytes
 
 
 def _emit(**record: object) -> None:
@@ -32,8 +33,6 @@ def _device_info(mx: Any) -> dict:
 
 
 def _wired() -> int | None:
-    from harness.probes.macos import read_wired_bytes
-
     return read_wired_bytes()
 
 

@@ -31,6 +31,9 @@ from pathlib import Path
 
 from harness.engines.mlx_output import RESIDENCY_LINE, residency_sets, wired_limit_warnings
 from harness.repro.base import Context, Evidence, Inconclusive, Params, scenario
+from harness.engines.base import Setting
+from harness.engines.http_engines import MlxServerEngine
+from harness.probes.macos import read_wired_bytes
 
 DEFAULT_SET_PCT = 5  # MLX_RESIDENCY_SET_MAX_PCT default
 SET_FLOOR_BYTES = 64 << 20
@@ -154,10 +157,6 @@ def residency_lines_possible(mlx_version: str) -> bool:
 
 @scenario("mlx-server-wiring", MlxParams)
 def server_wiring(ctx: Context, p: MlxParams) -> Evidence:
-    from harness.engines.base import Setting
-    from harness.engines.http_engines import MlxServerEngine
-    from harness.probes.macos import read_wired_bytes
-
     model = _mlx_model(p)
     model_bytes = _model_bytes(model)
     import mlx.core as mx

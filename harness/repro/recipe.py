@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from harness import shell
 from harness.repro.figures import PEAK_CHILDREN
+from harness.models.gguf_info import file_sha256, read_model_info
+from harness.report.rerun import _hash_check, model_recipe
 
 if TYPE_CHECKING:
     from harness.repro.lab import Lab
@@ -141,9 +143,6 @@ def shell_value(value: object) -> str:
 
 def _models(models: list) -> tuple[list[str], dict[str, str]]:
     """Lines naming each model (model_recipe + hash check) and its variable, by model path."""
-    from harness.models.gguf_info import file_sha256, read_model_info
-    from harness.report.rerun import _hash_check, model_recipe
-
     lines: list[str] = []
     by_path: dict[str, str] = {}
     for m in models:

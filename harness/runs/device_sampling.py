@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import BadInput
 from harness.probes.devices import registry
 from harness.probes.devices.sampler import DEFAULT_GUARD_S, DeviceSampler
 from harness.spec import IdleSpec
 from harness.store import RunWriter
+
+if TYPE_CHECKING:
+    from harness.engines.base import RunningServer
 
 CELL_KEYS = ("cell", "model", "setting")
 
@@ -45,13 +48,12 @@ def interleave_plan(reps: int, seed: int) -> list[bool]:
     return plan
 
 
-def for_cell(prep: Any, server: Any, writer: RunWriter, common: dict, cell: Any
+def for_cell(prep: Any, server: RunningServer, writer: RunWriter, common: dict, cell: Any
              ) -> tuple[DeviceSampler | None, Callable[[int], bool] | None]:
     spec: IdleSpec = prep.spec
     if not prep.device_probes:
         return None, None
-    proc = getattr(server, "proc", None)
-    pid = getattr(proc, "pid", None)
+    pid = None if server.proc is None else server.proc.pid
     probes = registry.build(prep.device_probes, pid)
     cell.device_sampling = {"sources": list(prep.device_probes), "pid": pid,
                             "devices": [f"{p.name}:{p.device}" for p in probes],

@@ -17,6 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from harness.errors import BadInput
 from harness.kinds import unknown_kind
+from harness.spec import IdleSpec, SwapSpec
+from harness.runs.idle import execute_idle, prepare_idle
+from harness.runs.swap import execute_swap, prepare_swap
+from harness.repro.claims import ClaimSpec
+from harness.runs.repro import execute_repro
+from harness.runs.gate_bench import GateBenchSpec, execute_gate_bench, prepare_gate_bench
 
 if TYPE_CHECKING:
     from harness.runs.idle import Reporter
@@ -52,36 +58,24 @@ class Executor:
 
 class _Idle(Executor):
     def spec_class(self) -> type:
-        from harness.spec import IdleSpec
-
         return IdleSpec
 
     def prepare(self, spec: Any, options: RunOptions, reporter: Reporter) -> Any:
-        from harness.runs.idle import prepare_idle
-
         return prepare_idle(spec, llama_server=options.llama_server, results=options.results, reporter=reporter,
                             kind=self.name, llama_idle_path=options.llama_idle, engine_options=options.engine_options)
 
     def execute(self, prepared: Any, reporter: Reporter, *, extra_manifest: dict | None = None) -> Run:
-        from harness.runs.idle import execute_idle
-
         return execute_idle(prepared, reporter, extra_manifest=extra_manifest)
 
 
 class _Swap(Executor):
     def spec_class(self) -> type:
-        from harness.spec import SwapSpec
-
         return SwapSpec
 
     def prepare(self, spec: Any, options: RunOptions, reporter: Reporter) -> Any:
-        from harness.runs.swap import prepare_swap
-
         return prepare_swap(spec, llama_server=options.llama_server, results=options.results, reporter=reporter)
 
     def execute(self, prepared: Any, reporter: Reporter, *, extra_manifest: dict | None = None) -> Run:
-        from harness.runs.swap import execute_swap
-
         return execute_swap(prepared, reporter)
 
 
@@ -94,8 +88,6 @@ class PreparedRepro:
 
 class _Repro(Executor):
     def spec_class(self) -> type:
-        from harness.repro.claims import ClaimSpec
-
         return ClaimSpec
 
     def prepare(self, spec: Any, options: RunOptions, reporter: Reporter) -> Any:
@@ -105,26 +97,18 @@ class _Repro(Executor):
         return PreparedRepro(list(spec), options.binary, options.results)
 
     def execute(self, prepared: Any, reporter: Reporter, *, extra_manifest: dict | None = None) -> Run:
-        from harness.runs.repro import execute_repro
-
         return execute_repro(prepared.claims, prepared.binary, results=prepared.results, reporter=reporter)
 
 
 class _GateBench(Executor):
     def spec_class(self) -> type:
-        from harness.runs.gate_bench import GateBenchSpec
-
         return GateBenchSpec
 
     def prepare(self, spec: Any, options: RunOptions, reporter: Reporter) -> Any:
         """``spec``: a GateBenchSpec (real runs) or a SimulatedGateBenchSpec (``--simulate``)."""
-        from harness.runs.gate_bench import prepare_gate_bench
-
         return prepare_gate_bench(spec, options, reporter)
 
     def execute(self, prepared: Any, reporter: Reporter, *, extra_manifest: dict | None = None) -> Run:
-        from harness.runs.gate_bench import execute_gate_bench
-
         return execute_gate_bench(prepared, reporter)
 
 

@@ -25,12 +25,14 @@ def history_sides(baseline: list[str], candidate: list[str] | None, results: str
                   machine: str | None, model: str | None, setting: str | None
                   ) -> tuple[list[Run], list[Run], HistoryBaseline]:
     from harness import baselines, paths
+    from harness.history import require_extra
     from harness.history.archive import archive_dir
     from harness.history.catalog import run_settings
     from harness.history.gate_hook import WINDOW, history_baseline, open_runs
     from harness.history.gate_state import last_gate, record_gate, state_key
     from harness.history.series import SERIES
 
+    require_extra("lbench gate --baseline history:<series>")
     if len(baseline) != 1:
         raise BadInput(f"a history baseline stands alone; {len(baseline)} --baseline values were given",
                        where="--baseline", hint="give one --baseline history:<series> (its runs are the baseline)")

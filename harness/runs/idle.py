@@ -80,7 +80,7 @@ class PreparedIdle:
 def fit_default_ctx(spec: IdleSpec, engine: Engine, models: list[ResolvedModel], reporter: Reporter) -> None:
     """A default the user never set must fit the model: the default context (2048) becomes the
     smallest trained context among the models when that is less (a context given is checked, not changed)."""
-    trained: list[int] = [n for m in models if (n := getattr(m.info, "n_ctx_train", None))]
+    trained: list[int] = [n for m in models if (n := m.info.n_ctx_train)]
     if spec.ctx_size_given or not trained or min(trained) >= spec.ctx_size:
         return
     spec.ctx_size = min(trained)
@@ -359,9 +359,9 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
                                                     writer.log_path(log_name.replace(".log", "-lv4.log")))
             if verbose is not None:
                 cell.startup_metal = engine_log.parse_startup(verbose)
-                residency = getattr(prep.engine, "residency", None)  # in effect or not: from the machine, not the log
+                residency = prep.engine.residency(setting)  # in effect or not: from the machine, not the log
                 if residency is not None:
-                    cell.startup_metal["residency"] = residency(setting)
+                    cell.startup_metal["residency"] = residency
                 if cell.cache is not None and weights is not None:  # that start read the model: purge again
                     cell.cache = prepare_cache(weights, setting.cache_state)
             t_start = time.perf_counter()
@@ -375,11 +375,11 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
                     after = pagecache.resident_fraction(weights)
                     cell.cache["resident_pct_when_ready"] = None if after is None else round(100 * after, 2)
                 cell.startup = engine_log.parse_startup(server.log_tail(400))
-                libs = devices.driver_libs(getattr(server, "pid", None))
+                libs = devices.driver_libs(None if server.proc is None else server.proc.pid)
                 if libs:  # the device driver the server loaded (lavapipe: libvulkan_lvp.so)
                     cell.startup["driver_libs"] = libs
-                client = getattr(server, "client", None)
-                if client is not None and getattr(client, "body", None):
+                client = server.client
+                if client is not None and client.body:
                     cell.request_body = client.body.decode(errors="replace")
                 writer.save_manifest()
                 if spec.self_check:
@@ -410,9 +410,8 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
                     device_sampling.finish(sampler, cell)
                 if "http_floor" in KINDS[prep.kind].features:  # the floor after the same pauses (calibrate)
                     run_floor_block(server, sorted(set(spec.pauses_s)), spec.reps, emit)
-                connection = getattr(client, "connection", None)
-                if connection is not None:  # the server closed the idle connection: reopened before the clock
-                    cell.reconnects = connection.reconnects
+                if client is not None:  # the server closed the idle connection: reopened before the clock
+                    cell.reconnects = client.connection.reconnects
             cell.sweep_wall_s = totals.wall_s
             denominator = totals.sum_pause_requested_s + totals.sum_server_ms / 1000.0
             cell.efficiency = totals.wall_s / denominator if denominator > 0 else None
@@ -476,7 +475,7 @@ class IdleCell:
 
 
 def _death_of(server: RunningServer) -> Callable[[], str | None] | None:
-    proc = getattr(server, "proc", None)
+    proc = server.proc
     if proc is None:
         return None
     return lambda: None if proc.poll() is None else f"exit status {proc.returncode}"
@@ -484,7 +483,7 @@ def _death_of(server: RunningServer) -> Callable[[], str | None] | None:
 
 def _process_state(server: RunningServer) -> str | None:
     """The server process's scheduler state ("stopped" for a SIGSTOPped one), when it can be read."""
-    proc = getattr(server, "proc", None)
+    proc = server.proc
     if proc is None:
         return None
     import psutil

@@ -15,6 +15,7 @@ from harness.engines import server_flags
 from harness.engines.base import NO_ARGS
 from harness.errors import BadInput
 from harness.engines.router import preset_ini, RouterModel
+from harness.engines.llama_server import cpu_placement_hint
 
 if TYPE_CHECKING:
     from harness.runs.idle import PreparedIdle
@@ -69,13 +70,10 @@ def check_idle(prep: PreparedIdle) -> None:
     for value in spec.cpus:
         check_cpus(value, "--cpus")
     if any(v is not None for v in spec.cpus) and shutil.which("taskset") is None:
-        from harness.engines.llama_server import cpu_placement_hint
-
         raise BadInput("CPU placement (--cpus) needs taskset (util-linux)", where="--cpus", hint=cpu_placement_hint())
     check_cpus(spec.client_cpus, "--client-cpus")
-    if hasattr(prep.engine, "preflight"):  # the engine's own checks (e.g. something answers at --url)
-        prep.engine.preflight()
-    binary = getattr(prep.engine, "binary", None)  # a llama.cpp server lbench starts: ask it about its flags
+    prep.engine.preflight()  # the engine's own checks (e.g. something answers at --url)
+    binary = prep.engine.binary  # a llama.cpp server lbench starts: ask it about its flags
     if binary is not None:
         server_flags.check_run(binary.path, spec.ctx_size, list(spec.server_args),
                                [(m.label, m.info.n_ctx_train) for m in prep.models],

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from harness.probes.macos import read_thermal_state, thermal_warnings
+from harness.probes.macos import blind_spots, read_thermal_state, thermal_warnings
+from harness.probes.windows import read_gpu_memory
+from harness.probes.sleepwatch import SLEEP_FLAG_S, sleep_warning
 
 BUSY_PCT = 20.0  # another process using more than this share of one core is worth a warning
 MIN_REPS = 6  # fewer reps per pause: no 95% order-statistic interval for a median
@@ -72,7 +74,6 @@ def snapshot(interval_s: float = 0.2, top: int = 3) -> dict:
     facts["cpu0_mhz"] = round(int(freq) / 1000) if freq and freq.isdigit() else None
 
     facts["thermal"] = read_thermal_state()  # macOS: throttling, warning levels, power source; None elsewhere
-    from harness.probes.windows import read_gpu_memory
 
     windows_gpu = read_gpu_memory()  # Windows: the PDH adapter counters (typeperf); None elsewhere
     if windows_gpu is not None:
@@ -100,14 +101,11 @@ def assess(before: dict, after: dict, samples: pd.DataFrame, value: str = "laten
                         "during the run")
 
     warnings += thermal_warnings(before.get("thermal"), after.get("thermal"))
-    from harness.probes.macos import blind_spots
 
     warnings += blind_spots(before)
     if before.get("governor") != after.get("governor") and after.get("governor"):
         warnings.append(f"CPU governor changed during the run: {before.get('governor')} -> {after.get('governor')}")
     if samples is not None and not samples.empty and "slept_s" in samples:
-        from harness.probes.sleepwatch import SLEEP_FLAG_S, sleep_warning
-
         slept = sleep_warning(samples["slept_s"].tolist(), "the sleep-counting clock")
         if slept:
             warnings.append(slept.replace("see the slept_s column", f"see the slept_s column (> {SLEEP_FLAG_S:g} s)"))

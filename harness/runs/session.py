@@ -21,6 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from harness.attest import can_sign, sign_run
+from harness.history import INSTALL_EXTRA
 from harness.probes.host import host_facts
 from harness.record import fingerprint_of
 from harness.runs import quality
@@ -100,8 +102,10 @@ class RunSession:
     def _sign(self) -> None:
         """signature.json: this runner vouches for the run's files (harness/attest.py); a run that
         cannot be signed is kept as it is, said once."""
-        from harness.attest import sign_run
-
+        if not can_sign():
+            self.message(f"the run is unsigned: signing comes with the history extra ({INSTALL_EXTRA}; then "
+                         "lbench history sign RUN_DIR signs it)")
+            return
         try:
             sign_run(self.writer.dir)
             self.writer.signed = True

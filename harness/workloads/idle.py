@@ -156,9 +156,8 @@ class Deadlines:
 
 def set_request_timeout(server: Server, timeout_s: float) -> None:
     """Bound every request of ``server`` by ``timeout_s`` where its client allows (socket timeout)."""
-    client = getattr(server, "client", None)
-    if client is not None and hasattr(client, "set_timeout"):
-        client.set_timeout(timeout_s)
+    if server.client is not None:
+        server.client.set_timeout(timeout_s)
 
 
 def _past_deadline(c: Completion, deadline_s: float) -> bool:
@@ -330,13 +329,13 @@ def run_self_check(server: Server, n: int, emit: Callable[[dict], None], warm: i
         keep(sample_row(c, phase="selfcheck-warmup" if i < warm else "selfcheck", rep=None, seq=-(warm + n) + i,
                         pause_requested_s=0.0, pause_actual_s=None if last is None else c.t_send - last))
         last = c.t_done
-    floor = getattr(server, "floor", None)
+    floor = server.floor
     if floor is not None:
         for phase, path in FLOOR_PATHS.items():
             for _ in range(n):
                 c = floor(path)
-                keep(floor_row(c, phase=phase, seq=-1, pause_requested_s=0.0, pause_actual_s=c.t_send - last,
-                               path=path))
+                keep(floor_row(c, phase=phase, seq=-1, pause_requested_s=0.0,
+                               pause_actual_s=None if last is None else c.t_send - last, path=path))
                 last = c.t_done
     return self_check_figures(rows)
 
@@ -344,7 +343,7 @@ def run_self_check(server: Server, n: int, emit: Callable[[dict], None], warm: i
 def run_floor_block(server: Server, pauses_s: list[float], reps: int, emit: Callable[[dict], None],
                     path: str = "/health") -> None:
     """The HTTP floor after pauses: GET ``path`` after each pause, as the sweep does completions."""
-    floor = getattr(server, "floor", None)
+    floor = server.floor
     if floor is None:
         return
     last = time.perf_counter()

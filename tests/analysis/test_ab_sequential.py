@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 import pytest
 from scipy import optimize, stats
 
-from harness.analysis.sequential import _exit_mass, _first, _propagate, _truncate, look_levels, spending_boundary
+from harness.analysis.sequential import _exit_mass, _first, _propagate, _truncate, spending_boundary
 
 
 def crossing_probabilities(boundary: Sequence[float], fractions: Iterable[float], drift: float = 0.0) -> list[float]:
@@ -58,5 +58,5 @@ def test_lan_demets_spending_boundaries_and_their_level():
     assert crossing_probability(b, fr) == pytest.approx(0.025, abs=2e-4)
     pocock = spending_boundary(fr, 0.025, "pocock")
     assert max(pocock) - min(pocock) < 0.06 and crossing_probability(pocock, fr) == pytest.approx(0.025, abs=2e-4)
-    levels = look_levels(3, 10, 0.025, "obf")
+    levels = [float(stats.norm.sf(c)) for c in spending_boundary([n / 10 for n in range(3, 11)], 0.025, "obf")]
     assert len(levels) == 8 and all(a < b for a, b in zip(levels, levels[1:])) and levels[-1] < 0.025

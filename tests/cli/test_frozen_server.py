@@ -13,7 +13,7 @@ import psutil
 import pytest
 from conftest import REPO
 
-from harness.engines.base import Completion
+from harness.engines.base import Completion, ServerDefaults
 from harness.errors import BadInput
 from harness.spec import IdleSpec
 from harness.workloads.idle import (REQUEST_DEADLINE_FLOOR_S, WARMUP_DEADLINE_S, DeadlineExceeded, Deadlines,
@@ -87,7 +87,7 @@ def _cont(pid: int) -> None:
         pass
 
 
-class ScriptedServer:
+class ScriptedServer(ServerDefaults):  # no client to bound, no HTTP floor
     """Answers from a script of latencies (seconds), with a client that cannot be bounded:
     the sweep must still refuse an answer that came after the deadline.  (Unit test of the
     sweep's bookkeeping; the real engine is frozen in the test above.)"""

@@ -7,7 +7,7 @@ llama-server); it checks pause order, accounting and emission.
 import time
 from collections import Counter
 
-from harness.engines.base import Completion
+from harness.engines.base import Completion, ServerDefaults
 from harness.workloads.idle import pause_schedule, run_idle_sweep, sleep_until
 
 
@@ -28,7 +28,7 @@ def test_sleep_until_never_wakes_early():
         assert time.perf_counter() >= deadline
 
 
-class ScriptedServer:
+class ScriptedServer(ServerDefaults):  # no client to bound, no HTTP floor
     base_url = "scripted://"
 
     def __init__(self):
