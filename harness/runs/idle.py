@@ -26,7 +26,6 @@ from harness.models.gguf_info import file_sha256
 from harness.models.resolve import ResolvedModel, local_file, resolve_for_engine
 from harness.probes import engine_log, pagecache
 from harness.runs import device_sampling
-from harness.probes.memory import build_probes, combine
 from harness.spec import IdleSpec
 from harness.runs.session import RunSession
 from harness.store import Run, RunWriter
@@ -330,9 +329,6 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
             cell.n_samples += 1
 
     weights = local_file(model)
-    probes, cell.probes = build_probes(weights)
-    if not spec.request_probes:  # --no-request-probes: nothing read around the timed requests
-        probes, cell.probes = [], {name: "off (--no-request-probes)" for name in cell.probes}
     if setting.cache_state != "as-is":
         if weights is None:
             notes.append("cache state needs a local model file; this model lives on the server")
@@ -395,11 +391,11 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
                                             "(a busy host, or the server's own threads taking the CPUs? "
                                             "see docs/instrument.md)"))
                     writer.save_manifest()
-                sampler, sampling_on = device_sampling.for_cell(prep, server, writer, common, cell)
+                sampler, sampling_on = device_sampling.for_cell(prep, server, writer, common, cell, weights)
                 try:
                     totals = run_idle_sweep(server, spec.pauses_s, reps=spec.reps, seed=spec.seed,
                                             warmup=spec.warmup, shuffle=spec.shuffle, emit=emit,
-                                            on_progress=reporter.advance, probe=combine(probes),
+                                            on_progress=reporter.advance,
                                             alive=_death_of(server), deadlines=deadlines,
                                             device_sampler=sampler, sampling_on=sampling_on)
                 except DeadlineExceeded as exc:  # say what the server was doing, while it still exists
@@ -454,7 +450,6 @@ class IdleCell:
     error: str | None = None
     cache: dict | None = None
     startup: dict = field(default_factory=dict)
-    probes: dict = field(default_factory=dict)
     # set only on the paths that measure them (absent from the manifest otherwise)
     ready_s: float | None = None
     deadlines: dict | None = None
