@@ -355,6 +355,9 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
                                                     writer.log_path(log_name.replace(".log", "-lv4.log")))
             if verbose is not None:
                 cell.startup_metal = engine_log.parse_startup(verbose)
+                cell.fit = engine_log.fit(cell.startup_metal, model.label)
+                if cell.fit is not None and cell.fit["warning"]:  # said before the measured server starts
+                    reporter.message(f"warning: {label}: {cell.fit['warning']}")
                 residency = getattr(prep.engine, "residency", None)  # in effect or not: from the machine, not the log
                 if residency is not None:
                     cell.startup_metal["residency"] = residency(setting)
@@ -456,6 +459,7 @@ class IdleCell:
     port: int | None = None
     request_body: str | None = None
     startup_metal: dict | None = None
+    fit: dict | None = None  # offloaded layers / total from the facts start, and the warning when not all fit
     llama_idle_summaries: list | None = None
     axis_knobs: dict = field(default_factory=dict)  # env / server-args / prompt-tokens axes of the cell
     n_errors: int | None = None
@@ -463,7 +467,7 @@ class IdleCell:
     reconnects: int | None = None  # times the one-token client reopened a connection the server had closed
 
     OPTIONAL = ("ready_s", "deadlines", "port", "request_body", "startup_metal", "llama_idle_summaries", "n_errors",
-                "device_sampling", "reconnects")
+                "device_sampling", "reconnects", "fit")
 
     def as_manifest(self) -> dict:
         out = asdict(self)
