@@ -207,3 +207,23 @@ def test_swap_rerun_script_quotes_names_and_checks_the_cap():
     assert "printf 'model = %s\\n' \"$MODEL_1\" >> preset.ini" in text
     assert '"$LLAMA_SERVER" --port "$PORT" --models-preset preset.ini' in text
     assert "Real Model, Q4_K_M" in text and 'if [ "$peak" -le 1 ]' in text
+
+
+def test_every_report_carries_the_virtual_machine_flag(tmp_path):
+    """Every page rendered from runs (swap, repro, gate-bench, compare, idle, calibrate: base.html.j2) says when
+    a run behind it was measured on a virtual machine; the idle and calibrate pages keep their own virtual-Mac
+    banner instead of a second one."""
+    import json
+
+    run = _run_with(tmp_path, "tiny-q8")
+    assert "Virtual machine:" not in render_report(run).read_text()  # a host that does not say: no banner
+    manifest = json.loads((run.dir / "manifest.json").read_text())
+    manifest["host"] = {"os": "Linux", "cpu_model": "AMD EPYC", "virtual": True}
+    (run.dir / "manifest.json").write_text(json.dumps(manifest))
+    html = render_report(open_run(run.dir, tmp_path)).read_text()
+    assert "<b>Virtual machine:</b> measured on a virtual machine (Linux AMD EPYC)" in html
+    manifest["host"] = {"os": "Darwin", "cpu_model": "Apple M1 (Virtual)", "virtual": True,
+                        "mac_gpu_model": "Apple Paravirtual device"}
+    (run.dir / "manifest.json").write_text(json.dumps(manifest))
+    html = render_report(open_run(run.dir, tmp_path)).read_text()
+    assert "Virtual Mac:" in html and "<b>Virtual machine:</b>" not in html
