@@ -25,4 +25,5 @@ for arg in "$@"; do
     -n*|--numprocesses|--numprocesses=*|no:xdist|-pno:xdist) workers=() ;;
   esac
 done
-exec .venv/bin/python -m pytest -p no:cacheprovider "${workers[@]}" "$@"
+# ${workers[@]+...}: an empty array under set -u is an error in bash 3.2 (macOS's /bin/bash)
+exec .venv/bin/python -m pytest -p no:cacheprovider ${workers[@]+"${workers[@]}"} "$@"
