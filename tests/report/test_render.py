@@ -227,3 +227,24 @@ def test_every_report_carries_the_virtual_machine_flag(tmp_path):
     (run.dir / "manifest.json").write_text(json.dumps(manifest))
     html = render_report(open_run(run.dir, tmp_path)).read_text()
     assert "Virtual Mac:" in html and "<b>Virtual machine:</b>" not in html
+
+
+def test_evidence_carries_the_residency_decision_and_the_fit_warning(tmp_path):
+    """A Mac cell's record (as runs/idle.py writes it: startup_metal.residency from probes/residency.py, fit from
+    engine_log.fit) reaches the evidence bundle; the values are decision inputs, no Mac ran here."""
+    import json
+
+    from harness.probes.engine_log import fit
+    from harness.probes.residency import decide
+    from harness.report.evidence import write_evidence
+
+    run = _run_with(tmp_path, "tiny-q8")
+    manifest = json.loads((run.dir / "manifest.json").read_text())
+    decision = decide("none", macos="14.6.1", sdk="15.2", arch="arm64")
+    manifest["cells"][0]["startup_metal"] = {"residency": decision.as_dict()}
+    manifest["cells"][0]["fit"] = fit({"offloaded_layers": "20/33"}, "tiny-q8")
+    (run.dir / "manifest.json").write_text(json.dumps(manifest))
+    md = write_evidence([open_run(run.dir, tmp_path)], tmp_path / "ev", redact=False).read_text()
+    assert "**Metal residency sets** (decided from the machine, not the log):" in md
+    assert "macOS 14.6.1 (&lt; 15): no residency set is ever created" in md
+    assert "**Not wholly on the GPU**:" in md and "put 20 of 33 layers on the GPU (61%)" in md
