@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import stat
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,12 +50,53 @@ def key_path() -> Path:
     return paths.config_dir() / "runner-key.pem"
 
 
+KEY_HINT = ("keep the runner key a regular file of yours, mode 0600, in a folder only you (or root) can write: "
+            "chmod 600 KEY; chmod go-w FOLDER (or move it away and let lbench make a new one, then trust that)")
+
+
+def check_key_folders(path: Path) -> None:
+    """Refuse a key whose folders another user could write (as ssh does for its keys): each folder
+    from the key's up to ``/`` must be owned by this user or root and not writable by group or
+    others, unless it is sticky (``/tmp``: nobody may replace another's entry there)."""
+    if sys.platform == "win32":  # no POSIX owners or modes
+        return
+    me = os.getuid()
+    folder = Path(os.path.abspath(path)).parent
+    for d in [folder, *folder.parents]:
+        try:
+            st = os.stat(d)
+        except OSError:
+            continue  # not made yet: made below with mode 0700
+        if st.st_uid not in (me, 0):
+            raise BadInput(f"the runner key's folder {d} is owned by another user (uid {st.st_uid}), who could "
+                           "replace the key", where=str(path), hint=KEY_HINT)
+        if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+            raise BadInput(f"the runner key's folder {d} is writable by others (mode {stat.S_IMODE(st.st_mode):04o}, "
+                           "not sticky): anyone could replace the key", where=str(path), hint=KEY_HINT)
+
+
+def check_key_file(path: Path, st: os.stat_result) -> None:
+    """Refuse a key file another user owns or can read or write (ssh: "UNPROTECTED PRIVATE KEY FILE")."""
+    if sys.platform == "win32":
+        return
+    if st.st_uid != os.getuid():
+        raise BadInput(f"the runner key is owned by another user (uid {st.st_uid}), not you (uid {os.getuid()})",
+                       where=str(path), hint=KEY_HINT)
+    if st.st_mode & 0o077:
+        raise BadInput(f"the runner key is readable or writable by others (mode {stat.S_IMODE(st.st_mode):04o}): "
+                       "anyone who read it can sign runs as this runner", where=str(path),
+                       hint=f"chmod 600 {path}, and if others may have read it, move it away, let lbench make a new "
+                            "one, trust the new key and remove the old one (lbench history trust remove OLD)")
+
+
 def _load_private(path: Path) -> Ed25519PrivateKey:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    fd, _ = open_regular(path, max_bytes=16 * 1024, what="runner key")
+    check_key_folders(path)
+    fd, _ = open_regular(path, max_bytes=16 * 1024, what="runner key", hint=KEY_HINT)
     with os.fdopen(fd, "rb") as fh:
+        check_key_file(path, os.fstat(fh.fileno()))
         data = fh.read()
     try:
         key = serialization.load_pem_private_key(data, password=None)
@@ -80,6 +122,7 @@ def runner_key(create: bool = True) -> Ed25519PrivateKey:
     key = Ed25519PrivateKey.generate()
     pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                             serialization.NoEncryption())
+    check_key_folders(path)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)

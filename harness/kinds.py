@@ -1,6 +1,6 @@
 """The kinds of run lbench knows, as plain facts: a leaf that imports nothing of lbench.
 
-Each kind (idle, calibrate, swap, repro, gate-bench) has a name, a title, a report template, the table
+Each kind (idle, calibrate, swap, repro, gate-bench, ab) has a name, a title, a report template, the table
 the runs listing counts, what it compares as, and a few flags.  What each layer does with a
 kind lives beside that layer's functions, in a table keyed by the kind's name:
 
@@ -42,6 +42,7 @@ KINDS: dict[str, RunKind] = {k.name: k for k in (
     RunKind("swap", "router swap storm", "swap.html.j2", "requests", compare_as="swap", latest_compares=True),
     RunKind("repro", "claim reproductions", "repro.html.j2", "verdicts"),
     RunKind("gate-bench", "gate benchmark", "gate_bench.html.j2", "decisions"),
+    RunKind("ab", "A/B gate job", "ab.html.j2", "rounds"),
 )}
 
 

@@ -2,11 +2,13 @@
 
 ``--env-axis GGML_VK_KEEPALIVE_MS=unset,30000`` makes one cell per value (``unset``: the variable
 is removed from the server's environment, whatever lbench's own environment holds);
-``--server-args-axis none --server-args-axis "--no-sleep 30"`` one cell per set of arguments
+``--server-args-axis none --server-args-axis "--cache-reuse 256"`` one cell per set of arguments
 (``none``: no extra argument); ``--prompt-tokens 0,512`` one cell per prompt length (0: the
 one-token cached decode; N: N new tokens evaluated after the pause, engines/prompt_eval.py).
-Each is subject to the loopback rule (engines/reserved.py): a variable or argument that sets the
-address, port or model, or fetches from the network, is refused before a run directory exists.
+Each is subject to the server allow-list (engines/server_policy.py, which applies the loopback rule
+of engines/reserved.py first): a variable or argument that sets the address, port or model, loads
+code, runs commands, connects off the machine or is not known to be safe for a measurement is
+refused before a run directory exists.
 
 The Metal ``--keep-alive`` axis is one instance of the env axis: each value is the environment it
 sets (``keep_alive_env``: ``none`` is ``GGML_METAL_NO_RESIDENCY=1``, N is
@@ -24,7 +26,7 @@ import itertools
 import re
 import shlex
 
-from harness.engines import reserved
+from harness.engines import server_policy
 from harness.engines.base import NO_ARGS, keep_alive_env
 from harness.errors import BadInput
 
@@ -46,10 +48,7 @@ def parse_env_axis(item: object, where: str = "--env-axis") -> tuple[str, list[s
         raise BadInput(f"bad env axis {text!r}"[:300], where=where,
                        hint="NAME=value1,value2 (unset: not in the server's environment), "
                             "e.g. --env-axis GGML_VK_KEEPALIVE_MS=unset,30000")
-    reserved.check_env({name: None}, where)
-    if name.upper().startswith(("LLAMA_ARG_HF", "LLAMA_ARG_MODEL", "LLAMA_ARG_HOST", "LLAMA_ARG_PORT")):
-        raise BadInput(f"environment variable {name} is reserved: lbench sets the address, port and model itself",
-                       where=where, hint=f"drop {name}")
+    server_policy.check_env({name: None}, where)
     if name in OWNED_ENV:
         raise BadInput(f"{name} is set by lbench's {OWNED_ENV[name]} axis", where=where,
                        hint=f"use {OWNED_ENV[name]} instead")
@@ -89,7 +88,7 @@ def keep_alive_axis(values: list[str], where: str = "--keep-alive") -> list[tupl
     out = []
     for value in dict.fromkeys(parse_keep_alive(v, where) for v in values or ["default"]):
         pairs = keep_alive_env(value)
-        reserved.check_env(dict(pairs), where)
+        server_policy.check_env(dict(pairs), where)
         out.append((value, pairs))
     return out
 
@@ -103,8 +102,8 @@ def parse_server_args_value(item: object, where: str = "--server-args-axis") -> 
         args = tuple(shlex.split(text))
     except ValueError as exc:
         raise BadInput(f"bad server arguments {text!r}: {exc}"[:300], where=where,
-                       hint="quote them as in a shell, e.g. --server-args-axis='--no-sleep 30'") from None
-    reserved.check_args(args, where)
+                       hint="quote them as in a shell, e.g. --server-args-axis='--cache-reuse 256'") from None
+    server_policy.check_args(args, where)
     return args
 
 

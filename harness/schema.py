@@ -200,7 +200,7 @@ DECISION_COLUMNS: dict[str, tuple[str, str]] = {
     "run_id": ("str", "the gate-bench run the row belongs to"),
     "trial": ("Int64", "trial number, from 1 (trials share no runs)"),
     "condition": ("str", "A/A (A vs A2: a fail is a false alarm) or slowed (A vs B: a fail is a detection)"),
-    "gate_status": ("str", "the gate's outcome: pass, fail, inconclusive or refuse"),
+    "gate_status": ("str", "the gate's outcome: pass, fail, inconclusive or refuse (gate jobs: unproven too)"),
     "gating_groups": ("Int64", "groups that voted"),
     "groups_slower": ("Int64", "voting groups judged slower"),
     "groups_inconclusive": ("Int64", "voting groups judged inconclusive"),
@@ -212,6 +212,7 @@ DECISION_COLUMNS: dict[str, tuple[str, str]] = {
     "a_run_ids": ("str", "run ids of side A, space-separated"),
     "b_run_ids": ("str", "run ids of the other side (A2 or B), space-separated"),
     "trial_wall_s": ("float64", "wall time of the trial's runs, seconds"),
+    "job_run_id": ("str", "gate-bench --ab: the lbench ab gate job that made the decision (null otherwise)"),
 }
 
 SIMULATED_COLUMNS: dict[str, tuple[str, str]] = {
@@ -231,6 +232,38 @@ SIMULATED_COLUMNS: dict[str, tuple[str, str]] = {
     "value": ("float64", "the rate (count / trials), the coverage, or the mean rounds"),
     "value_ci_low": ("float64", "exact (Clopper-Pearson) 95% interval of a rate, low end (null otherwise)"),
     "value_ci_high": ("float64", "its high end"),
+}
+
+
+ROUND_COLUMNS: dict[str, tuple[str, str]] = {
+    "run_id": ("str", "the ab gate job the row belongs to"),
+    "round": ("Int64", "round number, from 1 (each round runs every arm once)"),
+    "position": ("Int64", "the arm's place in its round, from 1 (the order is randomised and balanced)"),
+    "arm": ("str", "a (base), b (head) or aa (a second copy of a: the A/A floor)"),
+    "idle_run_id": ("str", "the idle run the arm made in this round (its own run directory)"),
+    "group": ("str", "the gated group: a pause (and setting)"),
+    "level_log": ("float64", "log of the run's median latency in the group (ms)"),
+    "median_ms": ("float64", "the run's median latency in the group, ms"),
+    "round_wall_s": ("float64", "seconds from the round's start to the end of this run"),
+}
+
+LOOK_COLUMNS: dict[str, tuple[str, str]] = {
+    "run_id": ("str", "the ab gate job the row belongs to"),
+    "round": ("Int64", "the round after which the look was made"),
+    "final": ("boolean", "the last look the budget allowed"),
+    "level_one_sided": ("float64", "the look's nominal one-sided level per group (alpha spending, Bonferroni)"),
+    "status": ("str", "the job's status at the look: continue, pass, fail, inconclusive or unproven"),
+    "reason": ("str", "why, in words"),
+    "group": ("str", "the gated group"),
+    "contrast": ("str", "B vs A (b against the mean of a and aa) or A/A (aa against a)"),
+    "ratio": ("float64", "the contrast as a ratio of medians, round and position effects removed"),
+    "ratio_ci_low": ("float64", "its interval at the look's level, low end"),
+    "ratio_ci_high": ("float64", "its high end"),
+    "verdict": ("str", "B vs A: slower, faster, no change or inconclusive; A/A: differs, inside the band or "
+                       "wider than the margin"),
+    "margin": ("float64", "the group's equivalence margin (relative)"),
+    "df": ("Int64", "residual degrees of freedom of the fit"),
+    "residual_sd": ("float64", "the fit's residual sd of a run's log level (the noise a contrast sees)"),
 }
 
 
@@ -272,6 +305,8 @@ TABLES: dict[str, TableSchema] = {t.name: t for t in (
     TableSchema("verdicts", "repro runs: one row per claim checked", VERDICT_COLUMNS),
     TableSchema("decisions", "gate-bench runs: one row per gate decision on real runs", DECISION_COLUMNS),
     TableSchema("simulated", "gate-bench --simulate runs: one row per figure of a simulated cell", SIMULATED_COLUMNS),
+    TableSchema("rounds", "ab gate jobs: one row per idle run and gated group", ROUND_COLUMNS),
+    TableSchema("looks", "ab gate jobs: one row per contrast, group and look", LOOK_COLUMNS),
 )}
 
 

@@ -8,6 +8,8 @@ early: a newline in a ``# engine: PATH`` comment would turn the rest of the path
 
 from __future__ import annotations
 
+import math
+import numbers
 import re
 import shlex
 from collections.abc import Iterable
@@ -36,6 +38,72 @@ def inert(text: object) -> str:
 def comment(text: object) -> str:
     """A comment line (``# text``) that stays one comment whatever ``text`` holds."""
     return "# " + inert(text)
+
+
+def line(template: str, *values: object) -> str:
+    """One line of code: ``template`` (lbench's own text, never data) with each ``{}`` filled by a
+    value written as one quoted word (``quote``), e.g. ``line("MODEL=${{MODEL:-{}}}", name)``.  A
+    value can hold anything (a newline stays inside its quotes); the template may not hold a line
+    break."""
+    if _UNPRINTABLE.search(template.replace("\t", "")):
+        raise ValueError(f"a code template is one line: {template!r}")
+    return template.format(*(quote(v) for v in values))
+
+
+def number(value: object) -> str:
+    """A finite number written for shell or awk text (``%g``): ValueError for anything else, so a
+    value read from a file cannot reach code as text."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise ValueError(f"not a finite number: {value!r}")
+    return str(int(value)) if isinstance(value, numbers.Integral) else f"{float(value):g}"
+
+
+def script(lines: Iterable[str]) -> str:
+    """The text of a generated script from its lines (each made by ``line``, ``comment``, ``join``,
+    ``export`` or lbench's own constant text).  Every line is checked: a line break or other control
+    character may only stand inside single quotes (where a quoted value puts it), never in code,
+    inside double quotes or in a comment; a script that breaks this is a bug in lbench and is
+    refused (ValueError) rather than written."""
+    out = list(lines)
+    for text in out:
+        _check_line(text)
+    return "\n".join(out) + "\n"
+
+
+_WORD_START = frozenset(" \t;&|()")
+
+
+def _check_line(text: str) -> None:
+    """Raise ValueError when a control character in ``text`` could end a command or a comment: one
+    outside single quotes (in code, in double quotes, in a comment)."""
+    state, i, n = "code", 0, len(text)
+    while i < n:
+        c = text[i]
+        if state == "squote":
+            if c == "'":
+                state = "code"
+        elif c in "\t":
+            pass
+        elif _UNPRINTABLE.match(c):
+            raise ValueError(f"control character {c!r} outside single quotes in a script line: {text[:200]!r}")
+        elif state == "comment":
+            pass
+        elif c == "\\":
+            i += 1
+            if i < n and _UNPRINTABLE.match(text[i]) and text[i] != "\t":
+                raise ValueError(f"escaped line break in a script line: {text[:200]!r}")
+        elif state == "dquote":
+            if c == '"':
+                state = "code"
+        elif c == "'":
+            state = "squote"
+        elif c == '"':
+            state = "dquote"
+        elif c == "#" and (i == 0 or text[i - 1] in _WORD_START):
+            state = "comment"
+        i += 1
+    if state in ("squote", "dquote"):
+        raise ValueError(f"unterminated quote in a script line: {text[:200]!r}")
 
 
 def env_name(name: str) -> str:

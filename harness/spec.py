@@ -12,7 +12,7 @@ import shlex
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from harness.engines import registry, reserved
+from harness.engines import registry, server_policy
 from harness.engines.base import Setting
 from harness import knob_axes, typed_toml
 from harness.knob_axes import parse_keep_alive as parse_keep_alive  # re-exported: the axis lives there
@@ -226,6 +226,8 @@ class IdleSpec:
     sleep_idle_seconds: list[int | None] = field(default_factory=lambda: [None])
     ctx_size: int = 2048  # lowered to the model's trained context when smaller, unless given (ctx_size_given)
     server_args: list[str] = field(default_factory=list)
+    # passed knowingly on the command line (--unsafe-server-arg), never from a spec file (engines/server_policy.py)
+    unsafe_server_args: list[str] = field(default_factory=list)
     shuffle: bool = True  # shuffle pause order per repetition (off only for calibration blocks)
     cache_state: list[str] = field(default_factory=lambda: ["as-is"])
     engines: list[str] = field(default_factory=lambda: ["llama-server"])
@@ -272,7 +274,9 @@ class IdleSpec:
     def validate(self, where: str = "spec") -> "IdleSpec":
         check_types(self, where)
         check_axes(self, ("pauses_s", "keep_alive", "sleep_idle_seconds", "cache_state", "engines", *CPU_KNOBS), where)
-        reserved.check_args(self.server_args, f"{where}: server_args / --server-arg")
+        server_policy.check_args(self.server_args, f"{where}: server_args / --server-arg")
+        server_policy.check_unsafe_args(self.unsafe_server_args)
+        check_model_refs(self.models, where)
         if not self.models:
             raise BadInput("no models given", where=where, hint="--model tiny-q8 (or a .gguf path)")
         self.pauses_s = validate_pauses(list(self.pauses_s), f"{where}: pauses")
@@ -372,6 +376,9 @@ class IdleSpec:
         return asdict(self)
 
 
+COMMAND_LINE_ONLY = frozenset({"unsafe_server_args"})  # what a spec file (untrusted) may never set
+
+
 def _spec_table(path: Path, section: str, spec_class: type, example_hint: str) -> dict:
     """The keys of a TOML spec (its ``[section]`` table, or the top level), refused when the file
     is missing, is not TOML, or names a key ``spec_class`` does not have."""
@@ -383,7 +390,11 @@ def _spec_table(path: Path, section: str, spec_class: type, example_hint: str) -
     if not isinstance(table, dict):
         raise BadInput(f"[{section}] in the spec must be a table, got {type(table).__name__}", where=where,
                        hint=f"write [{section}] on its own line, then key = value lines (or the keys at the top)")
-    known = {f.name for f in fields(spec_class)}
+    known = {f.name for f in fields(spec_class)} - COMMAND_LINE_ONLY
+    if COMMAND_LINE_ONLY & set(table):
+        raise BadInput(f"{', '.join(sorted(COMMAND_LINE_ONLY & set(table)))} is never read from a spec file",
+                       where=where, hint="a server argument lbench refuses is passed knowingly on the command line: "
+                                         "--unsafe-server-arg ARG (recorded in the manifest)")
     unknown = sorted(set(table) - known)
     if unknown:
         raise BadInput(f"unknown keys in {section} spec: {', '.join(unknown)}", where=where,
@@ -434,6 +445,16 @@ def check_int(spec: object, key: str, minimum: int, maximum: int, where: str) ->
                        where=f"{where}: --{key.replace('_', '-')}")
 
 
+def check_model_refs(models: object, where: str) -> None:
+    """Model references (aliases or .gguf paths) that a file system can hold: no name of a folder
+    level over 255 bytes, 4096 in all (was an ``ENAMETOOLONG`` traceback)."""
+    for ref in models if isinstance(models, list) else []:
+        text = str(ref)
+        if len(text.encode()) > 4096 or any(len(part.encode()) > 255 for part in text.split("/")):
+            raise BadInput(f"model file name too long ({len(text):,} characters): {text[:80]}…", where=f"{where}: models",
+                           hint="a name is at most 255 bytes per folder level (4096 in all); rename the file")
+
+
 def check_name(name: object, where: str) -> None:
     """A run's name (shown in listings and reports): 1 to MAX_NAME characters, none a control character."""
     if not isinstance(name, str) or not 1 <= len(name) <= MAX_NAME or not name.isprintable():
@@ -472,6 +493,8 @@ class SwapSpec:
     ctx_size: int = 512
     parallel: int = 1
     server_args: list[str] = field(default_factory=list)
+    # passed knowingly on the command line (--unsafe-server-arg), never from a spec file (engines/server_policy.py)
+    unsafe_server_args: list[str] = field(default_factory=list)
     sample_hz: float = 100.0
     reuse_connections: bool = False
     cache_state: str = "as-is"  # cold: evict a model's file from the page cache before each swap-in
@@ -494,8 +517,10 @@ class SwapSpec:
     def validate(self, where: str = "swap options") -> "SwapSpec":
         check_types(self, where)
         self.env_pairs()  # names, one value each, the loopback rule
-        reserved.check_args(self.server_args, f"{where}: server_args / --server-arg")
+        server_policy.check_args(self.server_args, f"{where}: server_args / --server-arg")
+        server_policy.check_unsafe_args(self.unsafe_server_args)
         check_timeout(self, "request_timeout_s", where, "derived from the models and the concurrency")
+        check_model_refs(self.models, where)
         if len(self.models) < 2:
             raise BadInput(f"a swap storm needs at least two models, got {len(self.models)}", where=f"{where}: --model",
                            hint="give at least two with --model (e.g. -m tiny-q8 -m tiny-q4); one model never swaps "

@@ -20,3 +20,21 @@ def ms(value: float | None) -> str:
         return "–"
     a = abs(value)
     return f"{value:.0f}" if a >= 100 else f"{value:.1f}" if a >= 10 else f"{value:.2f}" if a >= 1 else f"{value:.3f}"
+
+
+DURATION_UNITS = {"s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str) -> float:
+    """``"15m"`` -> 900.0, ``"90s"``/``"90"`` -> 90.0, ``"1h"`` -> 3600.0; ValueError on anything else."""
+    t = text.strip().lower()
+    for unit in sorted(DURATION_UNITS, key=len, reverse=True):
+        if t.endswith(unit):
+            t, factor = t[: -len(unit)].strip(), DURATION_UNITS[unit]
+            break
+    else:
+        factor = 1.0
+    value = float(t) * factor
+    if not (value == value and value not in (float("inf"), float("-inf"))):
+        raise ValueError(f"not a duration: {text!r}")
+    return value

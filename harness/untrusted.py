@@ -23,9 +23,13 @@ MAX_JSON_DEPTH = 64  # lbench nests at most ~8 levels
 MAX_TABLE_BYTES = 4 * 1024 * 1024 * 1024  # a journal; 10 million samples are ~3 GiB of JSON lines
 
 
-def open_regular(path: Path, *, max_bytes: int, what: str = "file") -> tuple[int, int]:
+RUN_HINT = "lbench reads only regular files inside a run directory; copy the run again"
+
+
+def open_regular(path: Path, *, max_bytes: int, what: str = "file", hint: str = RUN_HINT) -> tuple[int, int]:
     """Open ``path`` for reading without following a final symlink or blocking on a FIFO.
-    Returns (fd, size); the caller closes fd.  Refuses what is not a regular file, or too large."""
+    Returns (fd, size); the caller closes fd.  Refuses what is not a regular file, or too large
+    (``hint``: what to do, for a file that is not part of a run: a key, a trust list)."""
     path = Path(path)
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
@@ -34,12 +38,12 @@ def open_regular(path: Path, *, max_bytes: int, what: str = "file") -> tuple[int
         reason = "is a symbolic link" if path.is_symlink() else (exc.strerror or str(exc))
         raise BadInput(f"cannot read the {what}: it {reason}" if path.is_symlink() else
                        f"cannot read the {what}: {reason}", where=str(path),
-                       hint="lbench reads only regular files inside a run directory; copy the run again") from None
+                       hint=hint) from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise BadInput(f"the {what} is not a regular file (a FIFO, device or directory)", where=str(path),
-                           hint="lbench reads only regular files inside a run directory; copy the run again")
+                           hint=hint)
         if st.st_size > max_bytes:
             raise BadInput(f"the {what} is {st.st_size:,} bytes, over lbench's limit of {max_bytes:,}",
                            where=str(path), hint="this is not a file lbench wrote; copy the run again")
@@ -51,8 +55,8 @@ def open_regular(path: Path, *, max_bytes: int, what: str = "file") -> tuple[int
     return fd, st.st_size
 
 
-def read_bytes(path: Path, *, max_bytes: int, what: str = "file") -> bytes:
-    fd, size = open_regular(path, max_bytes=max_bytes, what=what)
+def read_bytes(path: Path, *, max_bytes: int, what: str = "file", hint: str = RUN_HINT) -> bytes:
+    fd, size = open_regular(path, max_bytes=max_bytes, what=what, hint=hint)
     with os.fdopen(fd, "rb") as fh:
         data = fh.read(max_bytes + 1)
     if len(data) > max_bytes:  # grew while read
@@ -76,12 +80,12 @@ def depth(value: Any, limit: int) -> int:
 
 
 def read_json(path: Path, *, what: str = "file", max_bytes: int | None = None,
-              max_depth: int | None = None) -> Any:
+              max_depth: int | None = None, hint: str = RUN_HINT) -> Any:
     """A JSON document from an untrusted file: regular, bounded in size and depth, valid UTF-8.
     NaN and Infinity are read as they were written by older lbench versions (Python's json)."""
     max_bytes = MAX_JSON_BYTES if max_bytes is None else max_bytes
     max_depth = MAX_JSON_DEPTH if max_depth is None else max_depth
-    data = read_bytes(path, max_bytes=max_bytes, what=what)
+    data = read_bytes(path, max_bytes=max_bytes, what=what, hint=hint)
     try:
         value = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:

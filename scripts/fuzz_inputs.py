@@ -34,7 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness import shell  # noqa: E402
-from harness.engines import reserved  # noqa: E402
+from harness.engines import reserved, server_policy  # noqa: E402
 from harness.errors import BadInput  # noqa: E402
 from harness.repro.claims import load_claim  # noqa: E402
 from harness.spec import IdleSpec, SwapSpec, load_spec, load_swap_spec  # noqa: E402
@@ -118,6 +118,16 @@ def case_args(rng: random.Random) -> str:
         return "refused"
     if any(a.split("=", 1)[0] in reserved.RESERVED_FLAGS for a in args):
         raise AssertionError(f"a reserved flag passed: {args!r}")
+    # the allow-list (engines/server_policy.py): accepted only when every flag is a measurement flag
+    flags = [server_policy.flag_name(a) for a in args]
+    try:
+        server_policy.check_args(args, "fuzz")
+    except BadInput:
+        if all(f is None or f in server_policy.MEASUREMENT_FLAGS for f in flags):
+            raise AssertionError(f"refused with only measurement flags: {args!r}")
+        return "refused"
+    if any(f is not None and f not in server_policy.MEASUREMENT_FLAGS for f in flags):
+        raise AssertionError(f"a flag off the allow-list passed: {args!r}")
     return "accepted"
 
 

@@ -10,7 +10,7 @@ from harness.spec import IdleSpec, SwapSpec
 
 def test_env_axis_parses_values_and_unset():
     assert knob_axes.parse_env_axis("GGML_VK_KEEPALIVE_MS=unset,30000") == ("GGML_VK_KEEPALIVE_MS", [None, "30000"])
-    assert knob_axes.parse_env_axis("X=1,1,2") == ("X", ["1", "2"])  # duplicates once
+    assert knob_axes.parse_env_axis("GGML_X=1,1,2") == ("GGML_X", ["1", "2"])  # duplicates once
 
 
 @pytest.mark.parametrize("item, words", [
@@ -21,7 +21,7 @@ def test_env_axis_parses_values_and_unset():
     ("GGML_METAL_NO_RESIDENCY=1", "--keep-alive"),
     ("NOEQUALS", "bad env axis"),
     ("1BAD=2", "bad env axis"),
-    ("X=a,,b", "empty value"),
+    ("GGML_X=a,,b", "empty value"),
 ])
 def test_env_axis_refusals(item, words):
     with pytest.raises(BadInput) as e:
@@ -32,7 +32,7 @@ def test_env_axis_refusals(item, words):
 
 def test_server_args_axis_values_and_loopback_rule():
     assert knob_axes.parse_server_args_value("none") == ("none",)
-    assert knob_axes.parse_server_args_value("--no-sleep 30") == ("--no-sleep", "30")
+    assert knob_axes.parse_server_args_value("--cache-reuse 30") == ("--cache-reuse", "30")
     for bad in ("--host 0.0.0.0", "--port=80", "-hf x/y", "--ho 0.0.0.0"):
         with pytest.raises(BadInput, match="reserved"):
             knob_axes.parse_server_args_value(bad)
@@ -42,16 +42,16 @@ def test_server_args_axis_values_and_loopback_rule():
 
 def test_idle_spec_expands_every_axis_into_cells():
     spec = IdleSpec(models=["tiny-q8"], env_axis=["GGML_VK_KEEPALIVE_MS=unset,30000"],
-                    server_args_axis=["none", "--no-sleep 30"], prompt_tokens=[0, 512]).validate()
+                    server_args_axis=["none", "--cache-reuse 30"], prompt_tokens=[0, 512]).validate()
     settings = spec.settings()
     assert len(settings) == 2 * 2 * 2
     labels = [s.label for s in settings]
     assert len(set(labels)) == 8  # every cell its own group
     assert "keep-alive=default,GGML_VK_KEEPALIVE_MS=unset,args=none" in labels
-    assert "keep-alive=default,GGML_VK_KEEPALIVE_MS=30000,args=--no-sleep 30,prompt=512" in labels
-    s = next(s for s in settings if s.label.endswith("args=--no-sleep 30,prompt=512"))
-    assert s.extra_args() == ["--no-sleep", "30"] and s.prompt_tokens == 512
-    assert s.axis_knobs() == {"env": {"GGML_VK_KEEPALIVE_MS": s.env[0][1]}, "server_args": ["--no-sleep", "30"],
+    assert "keep-alive=default,GGML_VK_KEEPALIVE_MS=30000,args=--cache-reuse 30,prompt=512" in labels
+    s = next(s for s in settings if s.label.endswith("args=--cache-reuse 30,prompt=512"))
+    assert s.extra_args() == ["--cache-reuse", "30"] and s.prompt_tokens == 512
+    assert s.axis_knobs() == {"env": {"GGML_VK_KEEPALIVE_MS": s.env[0][1]}, "server_args": ["--cache-reuse", "30"],
                               "prompt_tokens": 512}
     assert Setting().axis_knobs() == {} and Setting().label == "keep-alive=default"  # old labels unchanged
 
@@ -74,18 +74,18 @@ def test_spec_refusals_before_any_run():
     with pytest.raises(BadInput, match="prompt length"):
         IdleSpec(models=["tiny-q8"], prompt_tokens=["-1"]).validate()  # type: ignore[list-item]
     with pytest.raises(BadInput, match="given twice"):
-        IdleSpec(models=["tiny-q8"], env_axis=["A=1", "A=2"]).validate()
+        IdleSpec(models=["tiny-q8"], env_axis=["GGML_A=1", "GGML_A=2"]).validate()
     with pytest.raises(BadInput, match="cannot take --env-axis"):
         IdleSpec(models=["m"], engines=["ollama"], prompt_tokens=[0, 16]).validate()
     with pytest.raises(BadInput, match="cells"):
-        IdleSpec(models=["tiny-q8"], env_axis=[f"V{i}=" + ",".join(str(j) for j in range(10)) for i in range(5)]
+        IdleSpec(models=["tiny-q8"], env_axis=[f"GGML_V{i}=" + ",".join(str(j) for j in range(10)) for i in range(5)]
                  ).validate()
 
 
 def test_swap_spec_takes_one_value_per_storm():
     assert SwapSpec(env=["GGML_VK_KEEPALIVE_MS=unset"]).validate().env_pairs() == (("GGML_VK_KEEPALIVE_MS", None),)
     with pytest.raises(BadInput, match="one value per storm"):
-        SwapSpec(env=["A=1,2"]).validate()
+        SwapSpec(env=["GGML_A=1,2"]).validate()
     with pytest.raises(BadInput, match="reserved"):
         SwapSpec(env=["LLAMA_ARG_HOST=0.0.0.0"]).validate()
 
@@ -93,16 +93,16 @@ def test_swap_spec_takes_one_value_per_storm():
 def test_keep_alive_is_an_env_axis_instance():
     """--keep-alive expands with the env axes, each value becomes the Metal residency variables it sets
     (applied by the env axes' loop, recorded in axis_knobs); its label and field stay as they were."""
-    spec = IdleSpec(models=["tiny-q8"], keep_alive=["default", "none", "30s"], env_axis=["X=1,unset"]).validate()
+    spec = IdleSpec(models=["tiny-q8"], keep_alive=["default", "none", "30s"], env_axis=["GGML_X=1,unset"]).validate()
     settings = spec.settings()
-    assert [s.label for s in settings] == [f"keep-alive={k},X={x}" for k in ("default", "none", "30s")
+    assert [s.label for s in settings] == [f"keep-alive={k},GGML_X={x}" for k in ("default", "none", "30s")
                                            for x in ("1", "unset")]
     assert [s.keep_alive for s in settings] == ["default"] * 2 + ["none"] * 2 + ["30"] * 2
     none, thirty = settings[2], settings[5]
-    assert none.knob_env() == (("GGML_METAL_NO_RESIDENCY", "1"), ("X", "1"))
-    assert thirty.knob_env() == (("GGML_METAL_RESIDENCY_KEEP_ALIVE_S", "30"), ("X", None))
-    assert none.axis_knobs() == {"keep_alive": {"GGML_METAL_NO_RESIDENCY": "1"}, "env": {"X": "1"}}
-    assert settings[0].axis_knobs() == {"env": {"X": "1"}} and Setting().knob_env() == ()
+    assert none.knob_env() == (("GGML_METAL_NO_RESIDENCY", "1"), ("GGML_X", "1"))
+    assert thirty.knob_env() == (("GGML_METAL_RESIDENCY_KEEP_ALIVE_S", "30"), ("GGML_X", None))
+    assert none.axis_knobs() == {"keep_alive": {"GGML_METAL_NO_RESIDENCY": "1"}, "env": {"GGML_X": "1"}}
+    assert settings[0].axis_knobs() == {"env": {"GGML_X": "1"}} and Setting().knob_env() == ()
     assert knob_axes.n_env_settings(spec.env_axis, spec.keep_alive) == 6
     with pytest.raises(BadInput, match="bad keep-alive value"):
         knob_axes.keep_alive_axis(["-5"])

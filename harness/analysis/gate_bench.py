@@ -38,6 +38,7 @@ def error_rates(decisions: pd.DataFrame) -> pd.DataFrame:
                      "passed": int((sub["gate_status"] == "pass").sum()),
                      "inconclusive": int((sub["gate_status"] == "inconclusive").sum()),
                      "refused": int((sub["gate_status"] == "refuse").sum()),
+                     "unproven": int((sub["gate_status"] == "unproven").sum()),
                      "rate": fails / n if n else float("nan"), "rate_ci_low": low, "rate_ci_high": high,
                      "minutes_per_decision": float(sub["trial_wall_s"].mean() / 60) if n else float("nan")})
     return pd.DataFrame(rows)
@@ -62,6 +63,12 @@ def sentences(rates: pd.DataFrame, size: list[dict], *, goal_false_alarm: float 
                    f"[{r.rate_ci_low:.0%}, {r.rate_ci_high:.0%}]); this {verdict} the goal of <= {goal_false_alarm:.0%}"
                    + (f" ({_trials_needed(goal_false_alarm)} failure-free decisions would be needed to show it)"
                       if verdict != "meets" and not r.failed else "") + ".")
+    if "A/A" in by.index and by.loc["A/A", "decisions"]:
+        r = by.loc["A/A"]
+        low, high = clopper_pearson(int(r.passed), int(r.decisions))
+        out.append(f"Unchanged builds called no change: {int(r.passed)} of {int(r.decisions)} A/A decisions "
+                   f"({r.passed / r.decisions:.0%}, 95% interval [{low:.0%}, {high:.0%}]); {int(r.inconclusive)} "
+                   f"inconclusive, {int(r.get('unproven', 0))} unproven.")
     if "slowed" in by.index and by.loc["slowed", "decisions"]:
         r = by.loc["slowed"]
         verdict = ("meets" if r.rate_ci_low >= goal_detection else

@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
-from harness.analysis.verdicts import decide_groups, GroupData, RunSamples, Verdict, VerdictConfig
+from harness.analysis.verdicts import decide_groups, GroupData, RunSamples
 from harness.analysis.gate import decide, verdict_config
-from harness.analysis.campaign import Campaign, sequential_ab
+from harness.analysis.campaign import Campaign, interleaved_rounds
 from harness.analysis.intervals import clopper_pearson
-from harness.analysis.gate_config import GateConfig
+from harness.analysis.gate_config import GateConfig, RoundsConfig
+from harness.analysis.rounds import order_of_round
 
 # per-run log sd of the per-run median, measured in earlier sessions on this 2-core VM (issue 22,
 # docs/statistics.md): gate-bench 20261201T054030Z-gate-bench-4371 (pause 0 and 1.5 s, default
@@ -82,32 +83,6 @@ def gate_trials(model: RunModel, n_runs: int, ratio: float, cfg: GateConfig, tri
     return statuses, covered / trials
 
 
-def ab_trials(model: RunModel, ratio: float, cfg: GateConfig, trials: int, rng: np.random.Generator, *,
-              min_rounds: int = 3, max_rounds: int = 10, spending: str = "obf") -> list[tuple[str, int]]:
-    """Outcomes and rounds of ``trials`` simulated ``lbench ab`` sessions (the rounds of lbench's
-    ``ab``, ``harness.analysis.campaign.sequential_ab``, with simulated runs)."""
-
-    sd_b = model.between_sd(rng)
-
-    def execute(side: str, reporter: object) -> np.ndarray:
-        return model.runs(rng, 1, ratio if side == "B" else 1.0, sd_b)[0]
-
-    def judge(a_runs: Sequence[RunSamples], b_runs: Sequence[RunSamples], vcfg: VerdictConfig
-              ) -> tuple[list[Verdict], dict]:
-        return decide_groups(_group(a_runs, b_runs), vcfg), {}
-
-    class Quiet:
-        def message(self, text: str) -> None:
-            pass
-    out = []
-    for _ in range(trials):
-        res = sequential_ab(Campaign(execute, Quiet(), judge), "A", "B", cfg, min_rounds=min_rounds,
-                            max_rounds=max_rounds, spending=spending)
-        assert res.outcome is not None  # max_rounds >= min_rounds: at least one look
-        out.append((res.outcome.status, len(res.a_runs)))
-    return out
-
-
 def _rate(k: int, n: int) -> dict:
     lo, hi = clopper_pearson(k, n)
     return {"k": k, "n": n, "rate": k / n if n else math.nan, "ci": [lo, hi]}
@@ -155,33 +130,88 @@ def simulate_gate(cfg: GateConfig, *, trials: int = 200, seed: int = 0, spreads:
     return rows
 
 
-AB_DESIGNS = ((3, 10, "obf"), (3, 10, "pocock"), (3, 20, "obf"))  # (min rounds, max rounds, spending)
+# ---- lbench ab: the gate job's rounds (harness/analysis/rounds.py) on simulated runs --------------
+
+@dataclass(frozen=True)
+class RoundsNoise:
+    """What moves a run's log level in the gate job: ``run_sd``, the sd of a run's own level (a fresh
+    server's start and its samples' median: the residual of the rounds' fit), ``round_sd``, what a
+    round shares (the machine's state then: removed by the fit's round effect), ``position``, the
+    extra log level of the 2nd, 3rd, ... run of a round (removed by the position effect), and
+    ``round_s``, the wall time of one round (the budget's clock)."""
+
+    run_sd: float
+    round_sd: float = 0.0
+    position: tuple[float, ...] = ()
+    round_s: float = 30.0
 
 
-def simulate_ab(cfg: GateConfig, *, trials: int = 200, seed: int = 0, spreads: Mapping[str, float | RunModel] | None = None,
-                designs: Sequence[tuple[int, int, str]] = AB_DESIGNS, reps: int = 5,
-                on_row: Callable[[dict], None] | None = None) -> list[dict]:
-    """One row per (spread, ab design), as ``simulate_gate``."""
+def rounds_trials(noise: RoundsNoise, ratio: float, cfg: RoundsConfig, trials: int, rng: np.random.Generator
+                  ) -> list[tuple[str, int]]:
+    """Outcomes and rounds of ``trials`` simulated gate jobs: lbench's own ``interleaved_rounds`` and
+    ``judge_look`` on runs whose level is drawn from ``noise`` (B's shifted by ``log(ratio)``); the clock
+    advances by ``round_s / arms`` per run, so ``cfg.budget_s`` bounds the rounds as it would."""
+    clock = [0.0]
+    per_run = noise.round_s / len(cfg.arms)
+    state: dict[str, float] = {}
+
+    def execute(arm: str, reporter: object, extra_manifest: dict | None = None) -> float:
+        assert extra_manifest is not None
+        rnd, pos = extra_manifest["round"], extra_manifest["position"]
+        if state.get("round") != rnd:
+            state.update(round=rnd, shared=float(rng.normal(0.0, noise.round_sd)) if noise.round_sd else 0.0)
+        clock[0] += per_run
+        shift = (math.log(ratio) if arm == "b" else 0.0) + (noise.position[pos - 1] if pos <= len(noise.position) else 0.0)
+        return state["shared"] + shift + float(rng.normal(0.0, noise.run_sd))
+
+    class Quiet:
+        def message(self, text: str) -> None:
+            pass
+    def where(c: RoundsConfig) -> Callable[[int, str], dict]:
+        def manifest(rnd: int, arm: str) -> dict:
+            return {"round": rnd, "position": order_of_round(c.arms, rnd, c.seed).index(arm) + 1}
+        return manifest
+
+    out = []
+    for t in range(trials):
+        c = replace(cfg, seed=cfg.seed + t)
+        res = interleaved_rounds(Campaign(execute, Quiet()), {a: a for a in cfg.arms}, c, clock=lambda: clock[0],
+                                 levels_of=lambda level: {"g": level}, manifest=where(c))
+        out.append((res.status, len(res.orders)))
+    return out
+
+
+ROUNDS_RATIOS = {"A/A (ratio 1)": 1.0, "+3%": 1.03, "+5%": 1.05, "+10%": 1.10}
+
+
+def simulate_rounds(cfg: RoundsConfig, *, trials: int = 200, seed: int = 0,
+                    noises: Mapping[str, RoundsNoise] | None = None, ratios: Mapping[str, float] = ROUNDS_RATIOS,
+                    on_row: Callable[[dict], None] | None = None) -> list[dict]:
+    """One row per noise: for each true ratio, how often the gate job fails, passes, ends unproven or
+    inconclusive, its mean rounds and minutes (rates with exact intervals)."""
     rng = np.random.default_rng(seed + 1)
     rows = []
-    for name, spread in (spreads or SPREADS).items():
-        model = run_model(spread, reps)
-        sd = model.run_sd
-        for min_rounds, max_rounds, spending in designs:
-            row = {"spread": name, "run_sd": sd, "spending": spending, "min_rounds": min_rounds,
-                   "max_rounds": max_rounds, "trials": trials}
-            for label, ratio in RATIOS.items():
-                r = 1 + cfg.threshold if ratio is None else ratio
-                res = ab_trials(model, r, cfg, trials, rng, min_rounds=min_rounds, max_rounds=max_rounds,
-                                spending=spending)
-                st = [s for s, _ in res]
-                row[f"fail {label}"] = _rate(st.count("fail"), trials)
-                row[f"pass {label}"] = _rate(st.count("pass"), trials)
-                row[f"mean rounds {label}"] = float(np.mean([n for _, n in res]))
-            rows.append(row)
-            if on_row is not None:
-                on_row(row)
+    for name, noise in (noises or ROUNDS_NOISES).items():
+        planned = cfg.max_rounds if cfg.budget_s is None else max(1, min(cfg.max_rounds, int(cfg.budget_s // noise.round_s)))
+        row = {"spread": name, "run_sd": noise.run_sd, "spending": cfg.spending, "min_rounds": cfg.min_rounds,
+               "max_rounds": planned, "trials": trials}
+        for label, ratio in ratios.items():
+            res = rounds_trials(noise, ratio, cfg, trials, rng)
+            st = [s for s, _ in res]
+            for status in ("fail", "pass", "unproven", "inconclusive"):
+                row[f"{status} {label}"] = _rate(st.count(status), trials)
+            row[f"mean rounds {label}"] = float(np.mean([n for _, n in res]))
+            row[f"mean minutes {label}"] = float(np.mean([n for _, n in res])) * noise.round_s / 60
+        rows.append(row)
+        if on_row is not None:
+            on_row(row)
     return rows
+
+
+# the gate job's noise on this 2-core VM, the residual sd of the rounds' fit in real gate jobs
+# (docs/statistics.md, "The gate job", names the runs)
+ROUNDS_NOISES = {"warm, 1B Q8 (pause 0)": RoundsNoise(0.013, 0.0, (), 25.0),
+                 "woken, 1B Q8 (pause 1 s)": RoundsNoise(0.05, 0.0, (), 25.0)}
 
 
 def design_label(row: dict) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from harness.analysis import calibration, gate_bench, idle, repro, swap, swap_served
+from harness.analysis import ab, calibration, gate_bench, idle, repro, swap, swap_served
 from harness.schema import apply_schema
 from harness.store import Run
 
@@ -23,6 +23,7 @@ SUMMARIZERS: dict[str, Callable[[Run], dict]] = {
     "swap": swap.summarize_run,
     "repro": repro.summarize_run,
     "gate-bench": gate_bench.summarize_run,
+    "ab": ab.summarize_run,
 }
 
 DERIVED: dict[str, Callable[[dict[str, pd.DataFrame]], dict[str, pd.DataFrame]]] = {

@@ -19,7 +19,7 @@ from harness.cli import (ab, baseline, bisect, compare, engine, evidence, export
                          idle, model, probes, repro, runs, swap, wake_bench)
 from harness.cli.ui import print_error
 from harness.cli.version import version_callback
-from harness.errors import LbenchError
+from harness.errors import BadInput, LbenchError
 
 app = typer.Typer(
     name="lbench",
@@ -110,6 +110,14 @@ def main() -> None:
     except SystemExit:
         raise
     except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:  # a path given by someone (a model file, a run): bad input, one line
+            _stop_children()
+            name = str(exc.filename or "")
+            print_error(BadInput(f"file name too long ({len(name):,} characters): {name[:80]}"
+                                 + ("…" if len(name) > 80 else ""),
+                                 hint="a name is at most 255 bytes per folder level (4096 in all); rename the file "
+                                      "or give a shorter path"), 2)
+            sys.exit(2)
         if exc.errno not in WRITE_ERRNOS:
             raise
         _stop_children()  # e.g. a report or log that could not be written: one line, not a traceback

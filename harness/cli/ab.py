@@ -1,35 +1,28 @@
-"""``lbench ab``: interleaved A/B rounds (fresh server each run) with a sequential stop."""
+"""``lbench ab``: the CI gate job (A, B and an A/A arm interleaved, a fresh server each run, a sequential stop);
+the workflow lives in harness/runs/ab.py and harness/runs/ab_output.py, this module parses and prints."""
 
 from __future__ import annotations
 
 import copy
 import shlex
-import json
-import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import typer
 
-from harness.analysis.gate_config import GateConfig
+from harness.analysis.gate_config import RoundsConfig
 from harness.cli.idle import build_spec
-from harness.cli.options import (BackendOpt, DeviceOpt, GateOn, InconclusiveOk, Margin, ResultsDir, SlowerRule, default,
-                                  select_device, shown)
+from harness.cli.options import BackendOpt, DeviceOpt, ResultsDir, select_device, shown
 from harness.cli.ui import RichReporter, console, out, print_wrapped
 from harness.errors import BadInput
-from harness.spec import IdleSpec, parse_pauses
-
-if TYPE_CHECKING:
-    from harness.analysis.campaign import ABResult
-    from harness.analysis.gate import GateOutcome
-    from harness.analysis.verdicts import Verdict, VerdictConfig
-    from harness.store import Run
+from harness.spec import parse_pauses
 
 
 def ab(
+    spec_file: Path = typer.Option(None, "--spec", help="Idle spec of both sides (a TOML path or a bundled spec's "
+                                   "name, e.g. ci-gate-mac); options below override it. " + shown("gate")),
     model: list[str] = typer.Option(None, "--model", "-m", metavar="MODEL", help="GGUF path or alias (both sides)."),
-    pauses: str = typer.Option(None, "--pauses", help="Pause grid, as for lbench idle."),
-    reps: int = typer.Option(None, "--reps", help=f"Repetitions per run. {shown(default(IdleSpec, 'reps'))}"),
+    pauses: str = typer.Option(None, "--pauses", help="Pause grid, as for lbench idle. " + shown("the spec's: 0,1")),
+    reps: int = typer.Option(None, "--reps", help="Repetitions per run. " + shown("the spec's: 8")),
     a_server: str = typer.Option(None, "--a-llama-server", help="llama-server binary of side A. "
                                  + shown("$LBENCH_LLAMA_SERVER, then PATH, then lbench's cached build")),
     b_server: str = typer.Option(None, "--b-llama-server", help="llama-server binary of side B. "
@@ -47,64 +40,85 @@ def ab(
                                             "--env-axis GGML_VK_KEEPALIVE_MS=unset,30000. " + shown("none")),
     server_args_axis: list[str] = typer.Option(None, "--server-args-axis", metavar="ARGS",
                                                help="Server-args axis of both sides' cells, as for lbench idle, "
-                                                    "e.g. --server-args-axis='--no-sleep 30'. " + shown("none")),
+                                                    "e.g. --server-args-axis='--cache-reuse 256'. " + shown("none")),
     prompt_tokens: str = typer.Option(None, "--prompt-tokens", metavar="N",
                                       help="New prompt tokens per request, as for lbench idle, e.g. 0,512. "
                                            + shown("0")),
-    min_rounds: int = typer.Option(3, "--min-rounds", help="Rounds before the first look (>= 2: the run-level t "
-                                                           "statistic needs two runs per side)."),
-    max_rounds: int = typer.Option(10, "--max-rounds", help="Round budget (the information fraction of a look "
-                                                            "is rounds / max rounds)."),
-    margin: Margin = None,
-    alpha: float = typer.Option(None, "--alpha", help="Overall two-sided level, spent over the looks. "
-                                                      f"{shown(default(GateConfig, 'alpha'))}"),
-    spending: str = typer.Option("obf", "--spending", help="Alpha-spending function over the looks: 'obf' "
-                                                           "(Lan-DeMets O'Brien-Fleming-like) or 'pocock'."),
-    slower_rule: SlowerRule = None,
-    gate_on: GateOn = None,
-    inconclusive_ok: InconclusiveOk = False,
+    arms: str = typer.Option(None, "--arms", metavar="ARMS",
+                             help="Arms of every round: a (base), b (head), aa (a second copy of a: the A/A floor "
+                                  "that decides whether a verdict counts), e.g. --arms a,b. " + shown("a,b,aa")),
+    budget: str = typer.Option("15m", "--budget", metavar="DURATION",
+                               help="Wall-clock budget of the rounds, e.g. 15m, 900s, 1h; the stop rule ends "
+                                    "sooner when it can. " + shown("15m")),
+    seed: int = typer.Option(0, "--seed", help="Seed of the arms' randomised, balanced order in the rounds. "
+                             + shown("0")),
+    min_rounds: int = typer.Option(None, "--min-rounds", help="Rounds before the first look. "
+                                   + shown(f"{RoundsConfig.min_rounds} (the fit needs them to estimate its noise)")),
+    max_rounds: int = typer.Option(RoundsConfig.max_rounds, "--max-rounds",
+                                   help="Most rounds, whatever the budget. " + shown(RoundsConfig.max_rounds)),
+    margin: str = typer.Option(None, "--margin", "--threshold", metavar="M",
+                               help="Equivalence margin m of every gated pause (band [1/(1+m), 1+m]), or per pause, "
+                                    "e.g. --margin 0=0.03,1=0.10. " + shown(RoundsConfig.margin)),
+    alpha: float = typer.Option(RoundsConfig.alpha, "--alpha",
+                                help="Overall two-sided level, spent over the looks and split over the gated "
+                                     "groups: a false 'slower' has chance alpha/2. " + shown(RoundsConfig.alpha)),
+    spending: str = typer.Option(RoundsConfig.spending, "--spending",
+                                 help="Alpha-spending function over the looks: 'obf' (Lan-DeMets O'Brien-Fleming-like) "
+                                      "or 'pocock'. " + shown(RoundsConfig.spending)),
+    slower_rule: str = typer.Option(RoundsConfig.slower_rule, "--slower-rule", metavar="RULE",
+                                    help="'zero': slower when the interval lies above 1; 'margin': above 1+m. "
+                                         + shown(RoundsConfig.slower_rule)),
+    gate_on: str = typer.Option(None, "--gate-on", metavar="PAUSES",
+                                help="Pauses that vote, e.g. 0,1 (each its own group). " + shown("every pause of the spec")),
+    inconclusive_ok: bool = typer.Option(False, "--inconclusive-ok",
+                                         help="Exit 0 when inconclusive or unproven (not evidence of no slowdown)."),
     results: ResultsDir = None,
-    junit_path: Path = typer.Option(None, "--junit", help="Write the final look's JUnit XML here (as lbench gate)."),
-    json_path: Path = typer.Option(None, "--json", help="Write the final look's JSON verdict here (as lbench "
-                                                        "gate: both sides' run ids), with the looks."),
+    junit_path: Path = typer.Option(None, "--junit", help="Write the verdict as JUnit XML here."),
+    json_path: Path = typer.Option(None, "--json", help="Write the JSON verdict here: status, contrasts, rounds, "
+                                                        "every run id."),
     md_path: Path = typer.Option(None, "--markdown", help="Write the Markdown summary here (also appended to "
                                                           "$GITHUB_STEP_SUMMARY when set)."),
 ) -> None:
-    """Run A and B in alternating rounds (ABBA order, a fresh server per run) until the gate's verdict
-    is decided or --max-rounds is spent. From --min-rounds on it looks after every round at the level
-    an alpha-spending boundary gives that look (--spending), so the stated error rates hold whatever
-    the stopping round (simulated: lbench gate-bench --simulate). Exit codes as for lbench gate.
+    """The CI gate job: A (base), B (head) and A/A (a second copy of A) in interleaved rounds, each run
+    on a fresh server, the order inside each round randomised and balanced, until the sequential stop
+    rule decides or the --budget is spent. Per gated pause, a fit of every round (round and position
+    effects removed) gives B against A and the A/A floor; a verdict counts only when the A/A contrast
+    shows no difference and lies inside the band. Exit 0 no slowdown, 1 slower, 2 bad input,
+    3 inconclusive, 4 unproven on this machine (the A/A floor moved or is wider than the margin).
+    The job is a run of its own (lbench evidence latest). docs/statistics.md, "The gate job".
 
     \b
     Examples:
-      lbench ab -m tiny-q8 --pauses 0,0.5,1 --reps 6 --b-arg --threads --b-arg 1
-      lbench ab -m tiny-q8 --a-llama-server /opt/old/llama-server \\
-          --b-llama-server ./build/bin/llama-server --json ab.json --junit ab.xml
-      lbench ab -m tiny-q8 --backend vulkan --device 0 --b-arg --threads --b-arg 1
-      lbench ab -m tiny-q8 --a-backend cpu --b-backend vulkan --device 0
+      lbench ab -m tiny-q8 --b-arg --threads --b-arg 1 --budget 5m
+      lbench ab --spec ci-gate-mac --a-llama-server base/bin/llama-server \\
+          --b-llama-server head/bin/llama-server --budget 15m --json gate.json --junit gate.xml
+      lbench ab --margin 0=0.03,1=0.10 --budget 15m
+      lbench ab -m tiny-q8 --a-backend cpu --b-backend vulkan --device 0 --arms a,b
     """
-    from harness.analysis.gate import load_config
-    from harness.cli.verdicts import print_verdicts
-    from harness.runs.ab import run_ab
+    from harness.analysis.gate_config import EXIT_CODES, budget_seconds, parse_arms, parse_margins
+    from harness.analysis.sequential import SPENDING
+    from harness.engines.builds import server_path
+    from harness.runs.ab import GateJobSpec
     from harness.runs.executors import RunOptions, get_executor
 
-    from harness.analysis.gate_config import parse_gate_on
-    from harness.analysis.sequential import SPENDING
-    from harness.analysis.verdicts import ratio_words
-    from harness.analysis.campaign import MIN_LOOK_ROUNDS
-
-    if min_rounds < MIN_LOOK_ROUNDS or max_rounds < min_rounds:
-        raise BadInput(f"need {MIN_LOOK_ROUNDS} <= --min-rounds <= --max-rounds", where=f"{min_rounds} / {max_rounds}",
-                       hint="the run-level statistic needs two runs per side before its first look")
+    budget_s = budget_seconds(budget)
     if spending not in SPENDING:
         raise BadInput(f"--spending must be one of {', '.join(SPENDING)}, got {spending!r}", where="--spending")
-    cfg = load_config(None, alpha=alpha, threshold=margin, slower_rule=slower_rule)
-    groups_on = parse_gate_on(gate_on)
-    spec = build_spec(None, models=model or None, pauses_s=parse_pauses(pauses) if pauses else None, reps=reps,
-                      env_axis=env_axis or None, server_args_axis=server_args_axis or None,
+    gate_pauses = _pauses(gate_on, "--gate-on") if gate_on else None
+    default_margin, margins = parse_margins(margin)
+    arm_list = parse_arms(arms)
+    cfg = RoundsConfig(arms=arm_list, margin=default_margin, alpha=alpha, slower_rule=slower_rule, seed=seed,
+                       min_rounds=min_rounds if min_rounds is not None else RoundsConfig.min_rounds,
+                       max_rounds=max_rounds, budget_s=budget_s, spending=spending,
+                       margins={f"pause {p:g} s": m for p, m in margins.items()})
+    cfg.check()
+    spec = build_spec(spec_file or Path("gate"), models=model or None, pauses_s=parse_pauses(pauses) if pauses else None,
+                      reps=reps, env_axis=env_axis or None, server_args_axis=server_args_axis or None,
                       prompt_tokens=[p for p in prompt_tokens.split(",") if p.strip()] if prompt_tokens else None)
-    from harness.engines.builds import server_path
-
+    unknown = [p for p in margins if not any(abs(p - q) < 1e-9 for q in spec.pauses_s)]
+    if unknown:
+        raise BadInput(f"--margin names pauses the spec does not have: {', '.join(f'{p:g}' for p in unknown)}",
+                       where="--margin", hint=f"the spec's pauses: {', '.join(f'{p:g}' for p in spec.pauses_s)}")
     a_path = server_path(a_backend or backend, a_server)
     b_path = server_path(b_backend or backend, b_server)
     select_device(a_backend or backend, device, a_path, (b_backend or backend, b_path))  # each side that takes one
@@ -112,66 +126,39 @@ def ab(
     spec_a.server_args = list(spec.server_args) + list(a_arg or [])
     spec_b.server_args = list(spec.server_args) + list(b_arg or [])
     spec_a.validate("--a-arg"), spec_b.validate("--b-arg")  # both sides' bad input before either side starts
+    job = GateJobSpec(spec_a, spec_b, cfg, llama_server_a=a_path, llama_server_b=b_path, gate_pauses=gate_pauses,
+                      design={"spec": spec.name, "budget": budget})
+    executor = get_executor("ab")
     with RichReporter() as rep:
         for side, server, extra in (("A", a_path, a_arg), ("B", b_path, b_arg)):
             rep.message(f"side {side}: " + (f"llama-server {server}" if server else "the default llama-server")
                         + (f", extra server arguments: {shlex.join(extra)}" if extra else ", no extra server arguments"))
-        prep_a = get_executor("idle").prepare(spec_a, RunOptions(llama_server=a_path, results=results), rep)
-        prep_b = get_executor("idle").prepare(spec_b, RunOptions(llama_server=b_path, results=results), rep)
-        from harness.analysis.compare import judge_runs
+        prepared = executor.prepare(job, RunOptions(results=results), rep)
+        run = executor.execute(prepared, rep)
+    from harness.analysis.persisted import load_analysis
+    from harness.runs.ab_output import gate_job_outputs
 
-        def judge(a_runs: list[Run], b_runs: list[Run], vcfg: VerdictConfig) -> tuple[list[Verdict], dict[str, Any]]:
-            return judge_runs(a_runs, b_runs, vcfg, gate_on=groups_on)
-        res = run_ab(prep_a, prep_b, cfg, min_rounds=min_rounds, max_rounds=max_rounds, reporter=rep, judge=judge,
-                     spending=spending)
-    from harness.record import check_comparable
+    analysis = load_analysis(run)
+    texts = gate_job_outputs(run, analysis)
+    from harness.runs.gate_output import write_gate_outputs
 
-    flags = check_comparable([r.record for r in res.a_runs], [r.record for r in res.b_runs]).flags
-    if flags:  # what the comparison spans, said once (e.g. backend: cpu vs vulkan)
-        print_wrapped(console, "A and B differ in: " + "; ".join(flags), style="yellow")
-    print_verdicts(res.verdicts, res.info, res.a_runs, res.b_runs)
-    for look in res.looks:
-        out.print(f"look after round {look['round']}: {look['status']} (two-sided level at this look "
-                  f"{look['alpha_per_look']:.3g}, {spending} spending)", markup=False)
-    outcome = res.outcome
-    assert outcome is not None  # max_rounds >= min_rounds: at least one look
-    outcome.inconclusive_ok = inconclusive_ok
-    from harness.cli.verdicts import group_name, next_step_lines
-
-    for line in next_step_lines(outcome) if outcome.status == "inconclusive" else []:
-        print_wrapped(console, "next step: " + line)
-    _write_artefacts(res, outcome, junit_path, json_path, md_path)
-    gating = [v for v in res.verdicts if v.primary]
-    why = "; ".join(f"{group_name(v)}: {ratio_words(v.ratio, *v.ratio_ci)}, {v.verdict}" for v in gating)
-    console.print(f"ab: {outcome.status} after {len(res.a_runs)} rounds" + (f" ({why})" if why else "")
-                  + f" (A: {' '.join(r.run_id for r in res.a_runs)}; B: {' '.join(r.run_id for r in res.b_runs)})",
-                  markup=False, soft_wrap=True)
-    raise typer.Exit(outcome.exit_code)
+    write_gate_outputs({md_path: texts.markdown, junit_path: texts.junit, json_path: texts.json}, texts.markdown)
+    for line in texts.lines:
+        print_wrapped(out, line)
+    status = str(analysis.get("status") or "inconclusive")
+    code = EXIT_CODES.get(status, 3)
+    if inconclusive_ok and status in ("inconclusive", "unproven"):
+        code = 0
+    console.print(f"ab: {status} (run {run.run_id}; lbench evidence {run.run_id} -o evidence/)", markup=False,
+                  soft_wrap=True)
+    raise typer.Exit(code)
 
 
-def _write_artefacts(res: ABResult, outcome: GateOutcome, junit_path: Path | None, json_path: Path | None,
-                     md_path: Path | None) -> None:
-    """The gate's JUnit, JSON and Markdown for the final look (redacted as lbench gate's are); the
-    JSON's ``baseline``/``candidate`` name both sides' runs (ids under --results), and its looks."""
-    from harness.analysis.gate import junit, markdown, verdict_json
-    from harness.report.redact import Redactor
-
-    runs = res.a_runs + res.b_runs
-    red, red_xml = Redactor(True, runs=runs), Redactor(True, runs=runs, xml=True)
-    names_a, names_b = [r.run_id for r in res.a_runs], [r.run_id for r in res.b_runs]
-    from harness.probes.host import virtual_status
-
-    virtual = virtual_status([r.record.host.facts for r in runs])  # on every verdict, virtual or not
-    context = [virtual["note"]] if virtual["note"] else []
-    md = red(markdown(outcome, ", ".join(names_a), ", ".join(names_b), context=context))
-    if md_path:
-        md_path.write_text(md)
-    if os.environ.get("GITHUB_STEP_SUMMARY"):
-        with open(os.environ["GITHUB_STEP_SUMMARY"], "a") as fh:
-            fh.write(md)
-    if junit_path:
-        junit_path.write_text(red_xml(junit(outcome, context=context)))
-    if json_path:
-        data = json.loads(verdict_json(outcome, names_a, names_b, res.info))
-        data.update({"rounds": len(res.a_runs), "looks": res.looks, "virtual": virtual})
-        json_path.write_text(red(json.dumps(data, indent=2, default=str)))
+def _pauses(text: str, where: str) -> tuple[float, ...]:
+    try:
+        values = tuple(sorted({float(x) for x in text.split(",") if x.strip()}))
+    except ValueError:
+        raise BadInput(f"{where} must be pauses in seconds, got {text!r}", where=where, hint="e.g. 0,1") from None
+    if not values or any(v < 0 or v != v for v in values):
+        raise BadInput(f"{where} pauses must be >= 0 seconds, got {text!r}", where=where)
+    return values

@@ -8,7 +8,7 @@ import typer
 
 from harness.cli.options import Alpha, GateOn, History, Margin, MinN, ResultsDir, SlowerRule
 from harness.cli.ui import out
-from harness.cli.verdicts import print_verdicts, resolve_sides, warn_fingerprints
+from harness.cli.verdicts import print_verdicts, warn_fingerprints
 from harness.errors import BadInput
 
 
@@ -47,16 +47,17 @@ def compare(
     if len(a) != 2:
         raise BadInput(f"compare takes two runs (A B), got {len(a)}", hint="pool more with --baseline/--candidate")
     from harness.analysis.gate_config import parse_gate_on
-    from harness.cli.gate import resolve_history
 
     cfg = load_config(None, alpha=alpha, min_n=min_n, threshold=margin, slower_rule=slower_rule)
     groups_on = parse_gate_on(gate_on)
+    from harness.runs.sides import resolve_runs, resolve_sides
+
     ra, rb = resolve_sides([a[0], *(baseline or [])], [a[1], *(candidate or [])], results)
     from harness.baselines import refuse_same_runs
 
     refuse_same_runs(ra, rb)  # a run against itself: exit 2, not a verdict
     warn_fingerprints(ra, rb)
-    res, info = judge_runs(ra, rb, verdict_config(cfg), gate_on=groups_on, history=resolve_history(history, results))
+    res, info = judge_runs(ra, rb, verdict_config(cfg), gate_on=groups_on, history=resolve_runs(history, results))
     print_verdicts(res, info, ra, rb)
     if html:
         from harness.report.compare import write_compare_html

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from harness.errors import BadInput
-from harness.history.gate_hook import WINDOW, is_history_ref
+from harness.history.gate_hook import WINDOW
 
 from harness.cli.options import Alpha, GateOn, History, InconclusiveOk, Margin, MinN, ResultsDir, SlowerRule, shown
 from harness.cli.ui import console, out, print_wrapped
-from harness.cli.verdicts import group_name, next_step_lines, print_verdicts, resolve_sides, warn_fingerprints
+from harness.cli.verdicts import group_name, next_step_lines, print_verdicts
 
 
 def gate(
@@ -78,79 +76,23 @@ def gate(
     shrunk to the runs after the newest change point inside the window; those runs give both the
     baseline's level and, with the candidate's, the pooled between-run spread, each run once.
     """
-    from harness.analysis.compare import judge_runs
-    from harness.analysis.gate import decide, junit, load_config, markdown, verdict_config, verdict_json
+    from harness.analysis.gate import load_config
     from harness.analysis.gate_config import parse_gate_on
     from harness.analysis.verdicts import ratio_words
+    from harness.runs.gate import GateRequest, decide_gate
+    from harness.runs.gate_output import write_gate_outputs
 
     cfg = load_config(config, alpha=alpha, min_n=min_n, threshold=threshold, slower_rule=slower_rule)
-    groups_on = parse_gate_on(gate_on)
     filters = {"--archive": archive, "--window": window, "--build": build, "--machine": machine, "--model": model,
                "--setting": setting}
-    hb = None
-    if any(is_history_ref(b) for b in baseline or []):
-        from harness.cli.gate_history import history_sides
-
-        ra, rb, hb = history_sides(baseline, candidate, results, history=history, archive=archive, window=window,
-                                   build=build, machine=machine, model=model, setting=setting)
-    else:
-        given = [k for k, v in filters.items() if v is not None]
-        if given:
-            raise BadInput(f"{', '.join(given)} only apply to a history baseline", where=given[0],
-                           hint="give --baseline history:<series> (docs/history.md), or leave them out")
-        ra, rb = resolve_sides(baseline, candidate, results)
-    rh = resolve_history(history, results)
-    if backend is not None:  # every run must have used that backend: exit 2 naming the others
-        from harness.engines import backends
-        from harness.record import backend_of
-
-        backends.get(backend)
-        other = [f"{r.run_id} ({backend_of(r.record)})" for r in [*ra, *rb, *rh] if backend_of(r.record) != backend]
-        if other:
-            raise BadInput(f"runs of another backend than {backend}: {', '.join(other)}", where="--backend",
-                           hint="give runs of one backend (lbench runs shows each run's engine), or drop --backend")
-    from harness.baselines import refuse_same_runs
-
-    refuse_same_runs(ra, rb)  # a run against itself: exit 2, not a verdict
-    warn_fingerprints(ra, rb)
-    vcfg = verdict_config(cfg)
-    vcfg.pool_spread = hb is not None  # the window is the baseline and its spread: each run counted once
-    res, info = judge_runs(ra, rb, vcfg, gate_on=groups_on, history=rh)
-    outcome = decide(res, cfg, inconclusive_ok=inconclusive_ok)
-    names_a, names_b = [r.run_id for r in ra], [r.run_id for r in rb]
-    context: list[str] = []
-    if hb is not None:
-        from harness.cli.gate_history import pooled_lines
-
-        context = hb.lines() + pooled_lines(res)
-        info["history_baseline"] = hb.as_dict()
-    from harness.probes.host import virtual_status
-
-    info["virtual"] = virtual_status([r.record.host.facts for r in ra + rb])  # on every verdict, virtual or not
-    if info["virtual"]["note"]:
-        context = [info["virtual"]["note"], *context]
-    from harness.report.redact import Redactor
-
-    red, red_xml = Redactor(redact, runs=ra + rb), Redactor(redact, runs=ra + rb, xml=True)
-    label_a = f"history:{hb.series} ({', '.join(names_a)})" if hb is not None else ", ".join(names_a)
-    md = red(markdown(outcome, label_a, ", ".join(names_b), context=context))
-    from harness.atomic import atomic_write_many
-
-    props = {"history_baseline": f"history:{hb.series}", "history_runs": ",".join(names_a),
-             "history_build": str(hb.build), "history_window": str(hb.window),
-             "history_dropped_for_drift": ",".join(hb.dropped)} if hb is not None else {}
-    outputs = {md_path: md, junit_path: red_xml(junit(outcome, properties=props, context=context))
-               if junit_path else "",
-               json_path: red(verdict_json(outcome, names_a, names_b, info)) if json_path else ""}
-    # all three staged first, then renamed into place together: never one new beside two old
-    try:
-        atomic_write_many({Path(p): text.encode() for p, text in outputs.items() if p})
-    except OSError as exc:
-        raise BadInput(f"cannot write the gate's output: {exc.strerror or exc}", where=str(exc.filename or ""),
-                       hint="give --markdown/--junit/--json paths in a folder that exists and is writable") from None
-    if os.environ.get("GITHUB_STEP_SUMMARY"):
-        with open(os.environ["GITHUB_STEP_SUMMARY"], "a") as fh:
-            fh.write(md)
+    d = decide_gate(GateRequest(list(baseline or []), list(candidate or []), cfg, history=list(history or []),
+                                results=results, gate_on=parse_gate_on(gate_on), backend=backend, filters=filters,
+                                redact=redact, inconclusive_ok=inconclusive_ok))
+    for line in d.warnings:
+        print_wrapped(console, f"warning: {line}", style="yellow")
+    write_gate_outputs({md_path: d.markdown, junit_path: d.junit if junit_path else "",
+                        json_path: d.json if json_path else ""}, d.markdown)
+    outcome, res, context, ra, rb, info = d.outcome, d.verdicts, d.context, d.baseline_runs, d.candidate_runs, d.info
     for line in context:
         print_wrapped(out, line)
     print_verdicts(res, info, ra, rb)
@@ -167,10 +109,3 @@ def gate(
             print_wrapped(console, "next step: " + line)
     out.print(f"gate: {outcome.status}", markup=False)
     raise typer.Exit(outcome.exit_code)
-
-
-def resolve_history(refs: list[str] | None, results: str | None) -> list:
-    from harness import baselines, paths
-
-    root = paths.results_dir(results)
-    return [baselines.resolve_run(ref, root) for ref in refs or []]

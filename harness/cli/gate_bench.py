@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
+
+from harness.analysis.gate_config import RoundsConfig
 
 from harness.cli.options import Alpha, LlamaServer, Margin, ResultsDir, shown
 from harness.cli.ui import RichReporter, console, out
@@ -14,6 +17,7 @@ if TYPE_CHECKING:
     from harness.store import Run
 
 DEFAULT_MODEL = "llama3.2-1b-q4"
+AB_MODEL = "llama3.2-1b-q8"  # --ab: the model of lbench ab's default spec
 
 
 def slowed_alias(model: str, extra_layers: int) -> str:
@@ -61,8 +65,10 @@ def gate_bench(
     stall_p: float = typer.Option(None, "--stall-p", help="With --simulate: fraction of samples that stall "
                                   "(measured: scripts/variance_sources.py). " + shown("0.10, assumed")),
     runs_per_side: int = typer.Option(2, "--runs-per-side", help="Runs per side in each decision (the gate's design)."),
-    pauses: str = typer.Option("0,1.5", "--pauses", help="Pause grid of every run, seconds."),
-    reps: int = typer.Option(5, "--reps", help="Repetitions per pause in every run."),
+    pauses: str = typer.Option(None, "--pauses", help="Pause grid of every run, seconds. "
+                               + shown("0,1.5; with --ab the gate spec's 0,1")),
+    reps: int = typer.Option(None, "--reps", help="Repetitions per pause in every run. "
+                             + shown("5; with --ab the gate spec's 8")),
     warmup: int = typer.Option(None, "--warmup", help="Unmeasured warm-up requests per run. " + shown("3, as idle")),
     threads: str = typer.Option(None, "--threads", help="Design knob: llama-server -t/-tb in every run. "
                                 + shown("not passed")),
@@ -76,6 +82,14 @@ def gate_bench(
                                 "or pauses). " + shown("warm")),
     margin: Margin = None,
     alpha: Alpha = None,
+    ab: bool = typer.Option(False, "--ab", help="Each decision is one whole lbench ab gate job (A, B and the A/A "
+                                                "arm interleaved until decided or --budget is spent), per trial one "
+                                                "with B = A (A/A) and one with B the deeper twin (slowed); the design "
+                                                "is lbench ab's default spec unless --pauses/--reps are given."),
+    budget: str = typer.Option("15m", "--budget", metavar="DURATION", help="With --ab: each job's wall-clock budget. "
+                               + shown("15m")),
+    ab_margin: str = typer.Option(None, "--ab-margin", metavar="M", help="With --ab: the jobs' margin, as lbench ab's "
+                                  "--margin (e.g. 0=0.03,1=0.10). " + shown("lbench ab's default")),
     llama_server: LlamaServer = None,
     results: ResultsDir = None,
 ) -> None:
@@ -93,6 +107,7 @@ def gate_bench(
       # the pinned design of docs/statistics.md:
       lbench gate-bench -m tiny-q8 --threads 1 --cpus 1 --client-cpus 0 \\
           --runs-per-side 3
+      lbench gate-bench --ab --trials 10 --budget 15m   # lbench ab's own design
       lbench gate-bench --simulate --trials 400 --seed 0
       lbench gate-bench --simulate --sd 0.2 --sd 0.38 --within-sd 0.08 \\
           --stall-p 0.05 --reps 8
@@ -120,15 +135,24 @@ def gate_bench(
     from harness.runs.gate_bench import GateBenchSpec, with_printer
     from harness.spec import parse_pauses
 
+    if ab and model == DEFAULT_MODEL:
+        model = AB_MODEL
     slow_model = slow_model or slowed_alias(model, extra_layers)
-    spec_a = build_spec(None, models=[model], pauses_s=parse_pauses(pauses), reps=reps, warmup=warmup,
+    job = _job_config(budget, ab_margin) if ab else None
+    spec_a = build_spec(Path("gate") if ab else None, models=[model],
+                        pauses_s=parse_pauses(pauses) if pauses else None if ab else parse_pauses("0,1.5"),
+                        reps=reps if reps else None if ab else 5, warmup=warmup,
                         threads=_one(threads), cpus=_one(cpus), omp_wait=_one(omp_wait), client_cpus=client_cpus)
+    pauses = ",".join(f"{p:g}" for p in spec_a.pauses_s)
     design = {"model": model, "slow_model": slow_model, "trials": trials, "runs_per_side": runs_per_side,
               "pauses_s": spec_a.pauses_s, "reps": spec_a.reps, "warmup": spec_a.warmup, "threads": threads,
               "cpus": cpus, "client_cpus": client_cpus, "omp_wait_policy": omp_wait, "gate_on": gate_on or "warm",
               "margin": cfg.threshold, "alpha": cfg.alpha}
+    if job is not None:
+        design.update({"ab": True, "budget": budget, "ab_margin": job.margin, "ab_margins": dict(job.margins),
+                       "ab_alpha": job.alpha, "ab_arms": ",".join(job.arms)})
     spec = GateBenchSpec(spec_a, slow_model, cfg, trials=trials, runs_per_side=runs_per_side,
-                         gate_on=parse_gate_on(gate_on), design=design)
+                         gate_on=parse_gate_on(gate_on), design=design, job=job)
 
     def show(row: dict) -> None:
         console.print(f"trial {row['trial']}: {row['condition']} -> gate {row['gate_status']} "
@@ -144,11 +168,23 @@ def gate_bench(
     for r in analysis.get("rates", []):
         out.print(f"  {r['measures']}: {r['failed']}/{r['decisions']} = {_pct0(r['rate'])} "
                   f"[{_pct0(r['rate_ci_low'])}, {_pct0(r['rate_ci_high'])}]  (pass {r['passed']}, inconclusive "
-                  f"{r['inconclusive']}, refused {r['refused']}; {_min(r['minutes_per_decision'])} min per decision)",
+                  f"{r['inconclusive']}, unproven {r.get('unproven', 0)}, refused {r['refused']}; "
+                  f"{_min(r['minutes_per_decision'])} min per decision)",
                   markup=False, soft_wrap=True)
     for line in analysis.get("findings", []):
         out.print(line, markup=False, soft_wrap=True)
     out.print(f"saved: {run.dir} (decisions table; lbench report {run.run_id})", markup=False, soft_wrap=True)
+
+
+def _job_config(budget: str, margin: str | None) -> RoundsConfig:
+    """``--ab``: lbench ab's design with this budget and margin (parsed as lbench ab parses them)."""
+    from harness.analysis.gate_config import budget_seconds, parse_margins
+
+    budget_s = budget_seconds(budget)
+    default_margin, per = parse_margins(margin)
+    cfg = RoundsConfig(margin=default_margin, margins={f"pause {p:g} s": m for p, m in per.items()}, budget_s=budget_s)
+    cfg.check()
+    return cfg
 
 
 def _analysis(run: Run) -> dict:
@@ -202,15 +238,13 @@ def print_simulation(run: Run) -> None:
                   f"{_pct(r['fail +10%']):>8} {_pct(r['fail +20%']):>8} {_pct(r['inconclusive at 1']):>7} "
                   f"{_pct(r['pass at 1']):>6} {r['coverage A/A (ratio 1)']:>5.1%} "
                   f"{_pct(r['passed with --inconclusive-ok at +10%']):>11}", markup=False, soft_wrap=True)
-    out.print(f"ab ({max(trials // 2, 10)} trials per cell): fail / pass rates and mean rounds; design = min-max "
-              "rounds and spending", markup=False, soft_wrap=True)
-    out.print(f"{'spread':<40} {'design':<10} {'fail@1':>15} {'fail@edge':>15} {'pass@edge':>15} {'pass@1':>6} "
-              f"{'fail+10%':>8} {'fail+20%':>8} {'rounds@1':>8} {'rounds+10%':>10}", markup=False, soft_wrap=True)
+    out.print(f"ab, the gate job ({max(trials // 4, 10)} trials per cell; lbench ab's defaults: arms a,b,aa, "
+              "15-minute budget): fail / pass / unproven rates, mean rounds and minutes", markup=False, soft_wrap=True)
+    out.print(f"{'noise (run sd)':<40} {'rounds':>6} {'fail@1':>15} {'pass@1':>6} {'unprov@1':>8} {'fail+3%':>7} "
+              f"{'fail+10%':>8} {'min@1':>6} {'min+10%':>7}", markup=False, soft_wrap=True)
     for r in analysis.get("ab", []):
-        design = f"{r['min_rounds']}-{r['max_rounds']} {r['spending']}"
-        out.print(f"{_spread(r):<40} {design:<10} "
-                  f"{_pct(r['fail A/A (ratio 1)'], True):>15} {_pct(r['fail band edge (1+m)'], True):>15} "
-                  f"{_pct(r['pass band edge (1+m)'], True):>15} {_pct(r['pass A/A (ratio 1)']):>6} "
-                  f"{_pct(r['fail +10%']):>8} {_pct(r['fail +20%']):>8} "
-                  f"{r['mean rounds A/A (ratio 1)']:>8.2f} {r['mean rounds +10%']:>10.2f}", markup=False, soft_wrap=True)
+        out.print(f"{_spread(r):<40} {r['max_rounds']:>6} {_pct(r['fail A/A (ratio 1)'], True):>15} "
+                  f"{_pct(r['pass A/A (ratio 1)']):>6} {_pct(r['unproven A/A (ratio 1)']):>8} {_pct(r['fail +3%']):>7} "
+                  f"{_pct(r['fail +10%']):>8} {r['mean minutes A/A (ratio 1)']:>6.1f} {r['mean minutes +10%']:>7.1f}",
+                  markup=False, soft_wrap=True)
     out.print(f"saved: {run.dir} (simulated table; lbench report {run.run_id})", markup=False, soft_wrap=True)

@@ -106,15 +106,22 @@ def history_key() -> None:
 @app.command("sign")
 def history_sign(
     dirs: list[Path] = typer.Argument(..., metavar="RUN_DIR...", help="Run directories this runner made."),
+    other_machine: bool = typer.Option(False, "--other-machine",
+                                       help="Also sign runs whose manifest names another host (or none), knowingly: "
+                                            "this runner then vouches for files it did not make, e.g. "
+                                            "lbench history sign --other-machine DIR. " + shown("refused")),
 ) -> None:
     """Sign runs this runner made before lbench signed runs (writes signature.json into each).
 
-    Sign only runs this machine made: a signature says "this runner vouches for these files".
+    Sign only runs this machine made: a signature says "this runner vouches for these files". A run
+    whose manifest names another host (or no host) is refused unless --other-machine is given.
 
     \b
     Examples:
       lbench history sign results/20261201T061512Z-idle-a07e
     """
+    import socket
+
     from harness.attest import key_id, runner_key, sign_run
     from harness.record import parse_record
     from harness.untrusted import read_json
@@ -128,6 +135,12 @@ def history_sign(
         if record.status == "running":
             raise BadInput("the run is still running (status 'running')", where=str(d),
                            hint="sign it once it has ended")
+        made_on, here = record.host.hostname, socket.gethostname()
+        if made_on != here and not other_machine:
+            raise BadInput(f"the run was made on {'host ' + repr(made_on) if made_on else 'an unnamed host'}, "
+                           f"not on this one ({here!r}): a signature says this runner vouches for its files",
+                           where=str(d), hint="sign it on the runner that made it; or, knowingly, "
+                                              "lbench history sign --other-machine DIR")
         sign_run(d, key)
         print_wrapped(out, f"signed {record.run_id} with {key_id(key)[:16]}…")
 
@@ -183,7 +196,7 @@ def trust_list(archive: Archive = None, results: ResultsDir = None) -> None:
     where = _archive(archive, results)
     keys = trusted_keys(where)
     for k in keys.values():
-        print_wrapped(out, f"{k.key}  {k.label or '-'}  trusted {k.added_at}")
+        print_wrapped(out, f"{k.key}  label \"{k.label or '-'}\"  trusted {k.added_at}")
     print_wrapped(out, f"{len(keys)} trusted runner keys in {trust_path(where)}")
 
 
@@ -196,8 +209,10 @@ def history_list(archive: Archive = None, results: ResultsDir = None) -> None:
       lbench history list --archive /srv/lbench-history
     """
     from rich.table import Table
+    from rich.text import Text
 
     from harness.history.catalog import list_machines
+    from harness.terminal import printable
 
     where = _archive(archive, results)
     if not where.is_dir():
@@ -209,8 +224,9 @@ def history_list(archive: Archive = None, results: ResultsDir = None) -> None:
     for m in machines:
         builds = (", ".join(map(str, m.builds)) if len(m.builds) <= 6
                   else f"{m.builds[0]}…{m.builds[-1]} ({len(m.builds)})")
-        table.add_row(m.machine_id, m.label, str(m.runs), " ".join(f"{k}:{v}" for k, v in m.kinds.items()),
-                      builds, m.first or "", m.last or "")
+        table.add_row(*(Text(printable(c)) for c in (  # data, never rich markup
+            m.machine_id, m.label, str(m.runs), " ".join(f"{k}:{v}" for k, v in m.kinds.items()), builds,
+            m.first or "", m.last or "")))
     out.print(table)
     print_wrapped(out, f"{sum(m.runs for m in machines)} runs on {len(machines)} machines in {where}")
 

@@ -163,6 +163,12 @@ def idle(
                                          f"{shown(default(IdleSpec, 'ctx_size'))}"),
     server_arg: list[str] = typer.Option(None, "--server-arg", help="Extra llama-server argument; repeat (flags "
                                                                     "are checked against its --help)."),
+    unsafe_server_arg: list[str] = typer.Option(None, "--unsafe-server-arg", metavar="ARG",
+                                                help="A server argument lbench refuses (it loads code, runs commands or "
+                                                     "connects off the machine), passed knowingly; repeat; recorded in "
+                                                     "the manifest, never read from a spec, e.g. "
+                                                     "--unsafe-server-arg=--rpc --unsafe-server-arg=10.0.0.2:50052. "
+                                                     + shown("none")),
     spec_file: Path = typer.Option(None, "--spec", help="Experiment spec: a TOML file, or a bundled spec by name: "
                                                        + ", ".join(resources.bundled_idle_specs())
                                                        + ". Options given here override it."),
@@ -179,7 +185,7 @@ def idle(
     server_args_axis: list[str] = typer.Option(None, "--server-args-axis", metavar="ARGS",
                                                help="A set of extra server arguments as one axis value (none: no "
                                                     "argument); repeat per value, e.g. --server-args-axis none "
-                                                    "--server-args-axis='--no-sleep 30'. " + shown("none")),
+                                                    "--server-args-axis='--cache-reuse 256'. " + shown("none")),
     prompt_tokens: list[str] = typer.Option(None, "--prompt-tokens", metavar="N",
                                             help="New prompt tokens each request carries after the pause (0: "
                                                  "one-token cached decode; N: N tokens evaluated, no cache "
@@ -262,7 +268,7 @@ def idle(
         reps=reps, warmup=warmup, seed=seed,
         keep_alive=_split(keep_alive),
         sleep_idle_seconds=_split(sleep_idle_seconds),
-        ctx_size=ctx_size, server_args=server_arg or None,
+        ctx_size=ctx_size, server_args=server_arg or None, unsafe_server_args=unsafe_server_arg or None,
         cache_state=_split(cache_state), engines=_split(engine),
         threads=_split(threads), poll=_split(poll), cpu_strict=_split(cpu_strict), prio=_split(prio),
         cpu_mask=_split(cpu_mask), cpus=_split(cpus), omp_wait=_split(omp_wait),

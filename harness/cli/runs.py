@@ -50,6 +50,9 @@ def runs(results: ResultsDir = None,
     from rich import box
 
     from rich.table import Table
+    from rich.text import Text
+
+    from harness.terminal import printable
     skipped: list[Skipped] = []
     cache = IndexCache(root)
     entries = list(iter_records(root, kind=kind, model=model, status=status, quiet=True, skipped=skipped, cache=cache))
@@ -67,11 +70,12 @@ def runs(results: ResultsDir = None,
     for entry in entries:
         r = entry.summary
         status_text = "running/incomplete" if r.status == "running" else r.status
-        rows.append((r.run_id, status_text, measured_text(entry, cache), duration_text(r.duration_s),
-                     ", ".join(r.models), "yes" if (entry.dir / "report.html").exists() else "-"))
+        rows.append(tuple(printable(c) for c in (
+            r.run_id, status_text, measured_text(entry, cache), duration_text(r.duration_s), ", ".join(r.models),
+            "yes" if (entry.dir / "report.html").exists() else "-")))
     if len(rows) <= PLAIN_OVER:
         for row in rows:
-            table.add_row(*row)
+            table.add_row(*(Text(c) for c in row))  # data, never rich markup
         out.print(table)
     else:  # a rich table measures every cell: 5,000 rows took ~50 s; plain columns take milliseconds
         print_plain(rows, f"runs in {root}")

@@ -54,6 +54,12 @@ def swap(
                                                       f"{engines_with('swap')} (lbench engine list says how each "
                                                       "swaps: llama-server in router mode, mlx reloads on demand). "
                                                       f"{shown('llama-server')}"),
+    unsafe_server_arg: list[str] = typer.Option(None, "--unsafe-server-arg", metavar="ARG",
+                                                help="A server argument lbench refuses (it loads code, runs commands or "
+                                                     "connects off the machine), passed knowingly; repeat; recorded in "
+                                                     "the manifest, never read from a spec, e.g. "
+                                                     "--unsafe-server-arg=--rpc --unsafe-server-arg=10.0.0.2:50052. "
+                                                     + shown("none")),
     spec_file: str = typer.Option(None, "--spec", help="Swap spec (TOML), a path or a bundled name; options "
                                                        "given here override it. "
                                                        f"{shown('experiments/swap/default.toml')}"),
@@ -70,7 +76,7 @@ def swap(
     server_args_axis: list[str] = typer.Option(None, "--server-args-axis", metavar="ARGS",
                                                help="Extra router arguments as an axis: one storm per value (none: "
                                                     "no argument), e.g. --server-args-axis none "
-                                                    "--server-args-axis='--no-sleep 30'. " + shown("none")),
+                                                    "--server-args-axis='--cache-reuse 256'. " + shown("none")),
 ) -> None:
     """Swap storm: drive llama-server's router over several models and time every swap.
 
@@ -105,6 +111,7 @@ def swap(
                      duration_s=duration, concurrency=concurrency, seed=seed, zipf_s=zipf_s, burst_k=burst_k,
                      n_predict=n_predict, sleep_idle_seconds=sleep_idle_seconds, stop_timeout_s=stop_timeout,
                      ctx_size=ctx_size, server_args=server_arg or None, sample_hz=sample_hz,
+                     unsafe_server_args=unsafe_server_arg or None,
                      reuse_connections=reuse_connections, cache_state=cache_state,
                      request_timeout_s=request_timeout)
     for key, value in overrides.items():

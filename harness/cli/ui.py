@@ -5,6 +5,8 @@ from __future__ import annotations
 from time import monotonic
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
+from harness.terminal import printable
+
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import TaskID
@@ -116,12 +118,12 @@ def print_error(exc: Exception, code: int) -> None:
         if i == 0:
             lines = wrap_words(f"{prefix} {para}", width, rest="    ")
             head = lines[0][len(prefix):] if lines[0].startswith(prefix) else lines[0]
-            console.print(Text.assemble((prefix, "bold red"), head), soft_wrap=True, highlight=False)
+            console.print(Text.assemble((prefix, "bold red"), printable(head)), soft_wrap=True, highlight=False)
             lines = lines[1:]
         else:
             lines = wrap_words(para.strip(), width, first="  " if para.startswith("  ") else "", rest="    ")
         for line in lines:
-            console.print(line, markup=False, highlight=False, soft_wrap=True)
+            console.print(printable(line), markup=False, highlight=False, soft_wrap=True)
 
 
 def wrap(atoms: list[str], width: int, *, first: str = "", rest: str = "    ") -> list[str]:
@@ -157,7 +159,9 @@ def wrap_words(text: str, width: int, **kw: Unpack[WrapOptions]) -> list[str]:
 
 def print_wrapped(console_: "Console | _LazyConsole", text: str | list[str], style: str | None = None,
                   **kw: Unpack[WrapOptions]) -> None:
-    """Print at the console's width (80 without a TTY, or $COLUMNS), never cutting a word."""
+    """Print at the console's width (80 without a TTY, or $COLUMNS), never cutting a word.  Data in
+    ``text`` (labels, a CPU model, paths) is shown, never obeyed: control, bidi and invisible
+    characters are escaped, a huge value cut (harness/terminal.py)."""
     lines = wrap_words(text, console_.width, **kw) if isinstance(text, str) else wrap(text, console_.width, **kw)
     for line in lines:
-        console_.print(line, style=style, markup=False, highlight=False, soft_wrap=True)
+        console_.print(printable(line), style=style, markup=False, highlight=False, soft_wrap=True)

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 
 from harness.cli.ui import console, out, print_wrapped
 from harness.analysis.verdict_labels import group_label as group_name, regime_label
-from harness.errors import BadInput
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -20,56 +19,12 @@ COLOURS = {"slower": "red", "faster": "green", "no change": "white", "not enough
            "refused": "yellow", "inconclusive": "yellow"}
 
 
-def resolve_sides(a_refs: list[str] | None, b_refs: list[str] | None, results: str | None
-                  ) -> tuple[list[Run], list[Run]]:
-    """Both sides of compare/gate.  Named runs first; then 'latest' means the newest run of the kind
-    the other side holds (an idle baseline: the newest idle run, not a later calibrate run)."""
-    from harness import baselines, paths
-    from harness.kinds import latest_kinds_to_compare
-    from harness.store import LATEST
-
-    root = paths.results_dir(results)
-    sides = {"baseline": list(a_refs or []), "candidate": list(b_refs or [])}
-    for side, refs in sides.items():
-        if not refs:
-            raise BadInput(f"no {side} run given", hint="give run ids, directories, 'latest' or baseline:NAME")
-    named = {side: {i: baselines.resolve_run(ref, root) for i, ref in enumerate(refs) if ref not in LATEST}
-             for side, refs in sides.items()}
-    resolved = {}
-    for side, refs in sides.items():
-        other = "candidate" if side == "baseline" else "baseline"
-        kinds = latest_kinds_to_compare({r.record.kind for r in [*named[side].values(),
-                                                                          *named[other].values()]})
-        resolved[side] = [named[side][i] if i in named[side] else baselines.resolve_run(ref, root, kinds=kinds)
-                          for i, ref in enumerate(refs)]
-    return resolved["baseline"], resolved["candidate"]
-
-
 def warn_fingerprints(a: list[Run], b: list[Run]) -> None:
-    """The comparability rule (harness/record.py ``check_comparable``): runs pooled on one side
-    that are not repetitions of one measurement are refused (exit 2); what differs between the
-    sides is said once, before the verdict."""
-    from harness.record import check_comparable
+    """What ``harness.runs.sides.side_warnings`` finds (after refusing runs that are not comparable), printed."""
+    from harness.runs.sides import side_warnings
 
-    result = check_comparable([r.record for r in a], [r.record for r in b])
-    result.raise_if_refused("--baseline / --candidate")
-    same = {r.run_id for r in a} & {r.run_id for r in b}
-    if same:
-        print_wrapped(console, "warning: the same run is on both sides (" + ", ".join(sorted(same)) + "): "
-                      "the comparison says nothing about a change", style="yellow")
-    if result.flags:
-        print_wrapped(console, "warning: baseline and candidate come from different machines or engines: "
-                      + "; ".join(result.flags), style="yellow")
-    for side, runs in (("baseline", a), ("candidate", b)):  # e.g. keep-alive=none where no residency sets exist
-        cells = {(c.model, c.setting): c.notes[0] for r in runs for c in r.record.cells if not c.applicable and c.notes}
-        for (model, setting), why in cells.items():
-            print_wrapped(console, f"warning: {model} / {setting} did not apply on the {side} side ({why}): its "
-                          "verdict compares what ran, not what the setting names", style="yellow")
-    from harness.probes.host import virtual_status
-
-    virtual = virtual_status([r.record.host.facts for r in a + b])
-    if virtual["note"]:
-        print_wrapped(console, f"warning: {virtual['note']}", style="yellow")
+    for line in side_warnings(a, b):
+        print_wrapped(console, f"warning: {line}", style="yellow")
 
 
 def quality_lines(runs: list[Run], side: str) -> list[str]:

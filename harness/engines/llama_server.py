@@ -255,7 +255,7 @@ def cpu_placement_hint() -> str:
     """What to do when --cpus cannot run (no taskset), per platform."""
     if platform.system() == "Darwin":
         return ("macOS has no taskset and ggml ignores CPU affinity on Apple platforms (--cpu-mask too): "
-                "use --spec ci-gate-mac (threads and polling only; docs/ci/)")
+                "use --spec ci-gate-mac (one compute thread only; docs/ci.md)")
     return "install util-linux, or use --cpu-mask (compute threads only)"
 
 

@@ -15,7 +15,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from harness.engines import reserved
+from harness.engines import server_policy
 from harness.errors import BadInput
 from harness.filecache import FileKeyedCache
 
@@ -106,13 +106,22 @@ def check_ctx(ctx: int | str, where: str, model: str | None = None, n_ctx_train:
 
 
 def check_run(binary: Path | None, ctx_size: int, server_args: list[str],
-              models: list[tuple[str, int | None]]) -> None:
-    """A run's llama-server arguments: known flags, and the context size that takes effect (a
-    ``-c`` among them wins; 0 means the model's own) within bounds for every model
-    (``models``: label, trained context or None)."""
-    reserved.check_args(server_args, "--server-arg")
+              models: list[tuple[str, int | None]], axis_args: list[list[str]] | None = None,
+              unsafe_args: list[str] | None = None) -> None:
+    """A run's llama-server arguments: on the allow-list (engines/server_policy.py; ``unsafe_args``,
+    passed knowingly, obey the loopback rule only), known to ``binary`` (its ``--help``), those of
+    every server-args axis value (``axis_args``) alike; and the context size that takes effect (a
+    ``-c`` among them wins; 0 means the model's own) within bounds for every model (``models``:
+    label, trained context or None)."""
+    server_policy.check_args(server_args, "--server-arg")
+    server_policy.check_unsafe_args(unsafe_args)
+    for args in axis_args or []:
+        server_policy.check_args(args, "--server-args-axis")
     if binary is not None:
         check_server_args(binary, server_args)
+        check_server_args(binary, list(unsafe_args or []), "--unsafe-server-arg")
+        for args in axis_args or []:
+            check_server_args(binary, args, "--server-args-axis")
     in_args = ctx_from_args(server_args)
     ctx, where = (ctx_size, "--ctx-size") if in_args is None else (in_args, "--server-arg -c/--ctx-size")
     if ctx == 0:

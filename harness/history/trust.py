@@ -39,7 +39,10 @@ def trusted_keys(archive: Path) -> dict[str, TrustedKey]:
     path = trust_path(archive)
     if not (path.exists() or path.is_symlink()):
         return {}
-    doc = read_json(path, what="archive's list of trusted runner keys", max_bytes=4 * 1024 * 1024, max_depth=4)
+    doc = read_json(path, what="archive's list of trusted runner keys", max_bytes=4 * 1024 * 1024, max_depth=4,
+                    hint="the trust list must be a regular file inside the archive, never a link (whoever can change "
+                         "the link's target would choose the trusted keys): replace it with a copy of the file you "
+                         "mean, or remove it and trust the runners again (lbench history trust add KEY)")
     entries = doc.get("keys") if isinstance(doc, dict) else None
     if not isinstance(entries, list) or len(entries) > MAX_KEYS or not all(isinstance(e, dict) for e in entries):
         raise BadInput("the archive's list of trusted runner keys is not one lbench wrote", where=str(path),

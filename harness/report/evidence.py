@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +21,7 @@ from harness.errors import BadInput
 from harness.untrusted import inside as untrusted_inside, read_bytes
 from harness import schema, shell
 from harness.kinds import find_kind
+from harness.terminal import printable
 from harness.report.redact import Redactor
 from harness.store import Run
 from harness.analysis.frames import json_frame
@@ -33,13 +34,15 @@ if TYPE_CHECKING:
 from harness.analysis.swap_served import storm_events
 from harness.report.swap import timeline_png
 from harness.report.render import render_report
+from harness.report.ab import ab_context, rerun_script
 from harness.report.gate_bench import GATE_FIGURES, gate_bench_context
 
 
 def md(value: object) -> str:
     """A user string (model name, setting, note, reason) made inert in Markdown outside code
-    blocks: no HTML, and a pipe cannot split a table cell."""
-    return (str(value).replace("&", "&amp;").replace("`", "'").replace("<", "&lt;").replace(">", "&gt;")
+    blocks: no HTML, and a pipe cannot split a table cell; control characters escaped and a huge
+    value cut with a marker (harness/terminal.py)."""
+    return (printable(value).replace("&", "&amp;").replace("`", "'").replace("<", "&lt;").replace(">", "&gt;")
             .replace("|", "\\|").replace("\n", " "))
 
 
@@ -212,6 +215,37 @@ def gate_bench_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, li
     return "\n".join(parts), []
 
 
+def ab_section(run: Run, analysis: dict, out_dir: Path) -> tuple[str, list[str]]:
+    """A gate job: the verdict with its interval and the A/A floor beside it, both builds and the model,
+    the interleaved rounds with per-round ratios, and a script that reruns the job."""
+    c = ab_context(run, analysis)
+    parts = [f"**Verdict: {md(c['verdict_words'])}**", ""] + [f"- {md(f)}" for f in c["findings"]] + [""]
+    parts += ["| group | contrast | ratio | interval | margin | verdict |", "|---|---|---|---|---|---|"]
+    for r in c["b_rows"] + c["aa_rows"]:
+        parts.append(f"| {md(r.get('group'))} | {md(r.get('contrast'))} | {r['ratio']:.3f} | "
+                     f"[{r['ratio_ci_low']:.3f}, {r['ratio_ci_high']:.3f}] | ±{r['margin']:.1%} | {md(r.get('verdict'))} |")
+    parts += ["", "The A/A row is a second copy of A in the same rounds (true ratio 1): the noise floor of this machine "
+              "during this job.", "", "| side | build | commit | llama-server sha256 | extra arguments | model sha256 |",
+              "|---|---|---|---|---|---|"]
+    for name, s in (("A", c["side_a"]), ("B", c["side_b"])):
+        models = "; ".join(f"{md(m.get('label'))} `{md(m.get('sha256'))}`" for m in s["models"])
+        parts.append(f"| {name} | {md(s['build'])} ({md(s['version'])}) | `{md(s['commit'])}` | `{md(s['sha256'])}` | "
+                     f"`{md(s['extra_args'])}` | {models} |")
+    parts += ["", "| group | round | order | A (ms) | A/A (ms) | B (ms) | B / A | A/A / A |", "|---|---|---|---|---|---|---|---|"]
+
+    def num(v: object, spec: str) -> str:
+        return "–" if not isinstance(v, (int, float)) or v != v else format(v, spec)
+    for r in c["per_round"]:
+        parts.append(f"| {md(r.get('group'))} | {r.get('round')} | {md(r.get('order'))} | {num(r.get('a_ms'), '.2f')} | "
+                     f"{num(r.get('aa_ms'), '.2f')} | {num(r.get('b_ms'), '.2f')} | {num(r.get('b_over_a'), '.3f')} | "
+                     f"{num(r.get('aa_over_a'), '.3f')} |")
+    name = f"rerun-{file_stem(run.run_id)}.sh"
+    text = rerun_script(run, command_text(run.record.command))
+    (out_dir / name).write_text(text)
+    parts += [""] + _script_block("Rerun the gate job", name, text)
+    return "\n".join(parts), []
+
+
 def claim_recipes(run_dir: Path, claim_dir: Path) -> list[Path]:
     """The recipes a claim's verdict rests on: ``claims/<id>/recipe.sh``, or one per repetition
     (``rep-N/recipe.sh``, in repetition order).  Not the recipes of a scenario's single routers
@@ -255,6 +289,7 @@ SECTIONS: dict[str, Callable[[Run, dict, Path], tuple[str, list[str]]]] = {
     "swap": swap_section,
     "repro": repro_section,
     "gate-bench": gate_bench_section,
+    "ab": ab_section,
 }
 
 
@@ -303,9 +338,27 @@ def _check_out_dir(out_dir: Path) -> None:
 LBENCH_PROGRAMS = ("lbench", "__main__.py", "harness")  # sys.argv[0] of the console script / python -m harness
 
 
+MAX_COMMAND = 8192  # characters of a recorded command shown whole
+
+
+def capped(value: object) -> object:
+    """A JSON value with every string cut to ``printable``'s limit, with its marker (a manifest from
+    elsewhere can hold a 60 MB string; the bundle shows it once, cut)."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, Mapping):
+        return {str(k)[:200]: capped(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [capped(v) for v in value]
+    return value
+
+
 def command_text(raw: object) -> str:
     """The run's recorded command (``RunRecord.command``), re-quoted word by word (harness/shell.py):
-    a manifest from elsewhere cannot put a second command, a substitution or a fence end into the bundle."""
+    a manifest from elsewhere cannot put a second command, a substitution or a fence end into the bundle.
+    A command longer than ``MAX_COMMAND`` characters is shown cut, as a comment (it cannot be run whole)."""
+    if isinstance(raw, str) and len(raw) > MAX_COMMAND:
+        return shell.comment(f"recorded command, cut (not runnable as shown): {printable(raw)}")
     cmd = shell.normalized_command(raw)
     if cmd is None:
         return "# (the recorded command is not a shell command line; not shown)"
@@ -367,8 +420,8 @@ def _write_bundle(runs: list[Run], out_dir: Path, *, redact: bool) -> Path:
                                                  "preset")}
                           for m in run.record.models] or _claim_models(run),
                "lbench": run.record.lbench_version, "schema_version": run.record.schema_version}
-        parts += ["<details><summary>Environment</summary>", "", "```json", json.dumps(env, indent=2, default=str),
-                  "```", "", "</details>", ""]
+        parts += ["<details><summary>Environment</summary>", "",
+                  *shell.fence(json.dumps(capped(env), indent=2, default=str), "json"), "", "</details>", ""]
     text = red("\n".join(parts))
     for script in out_dir.glob("rerun-*.sh"):  # the scripts carry paths too
         script.write_text(red(script.read_text()))

@@ -13,8 +13,8 @@ from harness.store import Run
 
 GATE_FIGURES = ("fail A/A (ratio 1)", "fail band edge (1+m)", "fail +10%", "fail +20%", "inconclusive at 1",
                 "pass at 1", "passed with --inconclusive-ok at +10%")
-AB_FIGURES = ("fail A/A (ratio 1)", "fail band edge (1+m)", "pass band edge (1+m)", "pass A/A (ratio 1)", "fail +10%",
-              "fail +20%")
+AB_FIGURES = ("fail A/A (ratio 1)", "pass A/A (ratio 1)", "unproven A/A (ratio 1)", "fail +3%", "fail +10%",
+              "mean minutes A/A (ratio 1)", "mean minutes +10%")
 
 
 def rate_text(value: Any) -> str:

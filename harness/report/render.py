@@ -2,7 +2,8 @@
 
 Templates live in ``reports/templates/`` (found through ``harness.resources``; each kind's is
 ``harness.kinds.KINDS[kind].template``); each kind of run has its own context function
-(``CONTEXTS``: ``report/idle.py``, ``report/calibrate.py``, ``report/swap.py``, ``report/repro.py``, ``report/gate_bench.py``).
+(``CONTEXTS``: ``report/idle.py``, ``report/calibrate.py``, ``report/swap.py``, ``report/repro.py``,
+``report/gate_bench.py``, ``report/ab.py``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from harness.kinds import find_kind, unknown_kind
 from harness.report.calibrate import calibrate_context
 from harness.report.html import write_page
 from harness.report.idle import idle_context
+from harness.report.ab import ab_context
 from harness.report.gate_bench import gate_bench_context
 from harness.report.repro import repro_context
 from harness.report.swap import swap_context
@@ -28,6 +30,7 @@ CONTEXTS: dict[str, Callable[[Run, dict], dict]] = {
     "swap": swap_context,
     "repro": repro_context,
     "gate-bench": gate_bench_context,
+    "ab": ab_context,
 }
 
 

@@ -4,8 +4,9 @@ Each script states the exact llama-server command line lbench ran (binary, model
 made variables), the environment lbench set (e.g. ``GGML_METAL_NO_RESIDENCY=1``), the HTTP
 request as curl sends it, and the schedule (pauses in the order they ran, or the models in
 the order they were asked for); it then prints its own figure and a verdict against what
-lbench found, and exits 0 when they agree.  Every value from the run is quoted with
-``shlex`` (a model name or path cannot break out of its word); variables a maintainer sets
+lbench found, and exits 0 when they agree.  Every value from the run is written through
+harness/shell.py (a quoted word in code, an inert line in a comment; ``shell.script`` checks every
+line), so a model name or path cannot break out of its word; variables a maintainer sets
 (``LLAMA_SERVER``, ``MODEL``, ``PORT``) are the only unquoted expansions, always inside
 double quotes.
 """
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
 
 import json
 import re
-import shlex
 
 import pandas as pd
 
@@ -40,21 +40,25 @@ def model_recipe(model: Any) -> list[str]:
     if model.get("synthetic"):
         seed = re.search(r"-seed(\d+)\.gguf$", str(model.get("path") or ""))
         quant = _QUANT_FLAG.get(str(model.get("quant")), str(model.get("quant") or "q8").lower())
-        cmd = shlex.join(["lbench", "model", "synth", str(model.get("preset") or "tiny"), "--quant", quant,
+        cmd = shell.join(["lbench", "model", "synth", str(model.get("preset") or "tiny"), "--quant", quant,
                           "--seed", seed.group(1) if seed else "0", "--out", f"{model.get('label')}.gguf"])
-        return [f"# {model.get('label')}: a SYNTHETIC model (random weights); make the same bytes with",
-                f"#   {cmd}", f"# sha256 {sha}"]
+        return [shell.comment(f"{model.get('label')}: a SYNTHETIC model (random weights); make the same bytes with"),
+                shell.comment(f"  {cmd}"), shell.comment(f"sha256 {sha}")]
     name = model.get("name") or model.get("label")
-    return [f"# {model.get('label')}: {name}, {model.get('quant')}, {model.get('n_params')} parameters, "
-            f"{model.get('bytes')} bytes", f"# file name when measured: {str(model.get('path') or '?').rsplit('/', 1)[-1]}",
-            f"# sha256 {sha} (get the file with this hash: the same name with another quantisation is another model)"]
+    return [shell.comment(f"{model.get('label')}: {name}, {model.get('quant')}, {model.get('n_params')} parameters, "
+                          f"{model.get('bytes')} bytes"),
+            shell.comment(f"file name when measured: {str(model.get('path') or '?').rsplit('/', 1)[-1]}"),
+            shell.comment(f"sha256 {sha} (get the file with this hash: the same name with another quantisation is "
+                          "another model)")]
 
 
 def _hash_check(var: str, sha: str | None) -> list[str]:
     if not sha:
         return []
-    return [f'got=$( (shasum -a 256 "${var}" 2>/dev/null || sha256sum "${var}") | cut -d" " -f1)',
-            f'[ "$got" = {shlex.quote(sha)} ] || echo "note: ${var} is not the file measured (sha256 $got)" >&2']
+    name = shell.env_name(var)
+    return [f'got=$( (shasum -a 256 "${name}" 2>/dev/null || sha256sum "${name}") | cut -d" " -f1)',
+            shell.line('[ "$got" = {} ] || echo "note: $' + name + ' is not the file measured (sha256 $got)" >&2',
+                       sha)]
 
 
 def _server_words(argv: list[str], engine_path: str | None, model_flags: dict[str, str]) -> str:
@@ -68,7 +72,7 @@ def _server_words(argv: list[str], engine_path: str | None, model_flags: dict[st
         if word == engine_path or (engine_path and word.rsplit("/", 1)[-1] == engine_path.rsplit("/", 1)[-1]):
             words.append('"$LLAMA_SERVER"')
         elif word in ("-m", "--model") and "-m" in model_flags:
-            words.append(shlex.quote(word))
+            words.append(shell.quote(word))
             replace_next = model_flags["-m"]
         elif word == "--port":
             words.append(word)
@@ -77,18 +81,18 @@ def _server_words(argv: list[str], engine_path: str | None, model_flags: dict[st
             words.append(word)
             replace_next = "preset.ini"
         else:
-            words.append(shlex.quote(word))
+            words.append(shell.quote(word))
     return " ".join(words)
 
 
 def _exports(env: dict) -> list[str]:
-    return [f"export {k}={shlex.quote(str(v))}" for k, v in (env or {}).items() if _ENV_NAME.match(str(k))]
+    return [shell.export(str(k), v) for k, v in (env or {}).items() if _ENV_NAME.match(str(k))]
 
 
 def _header(run_id: str, what: str, engine: dict) -> list[str]:
-    return ["#!/bin/sh", f"# Rerun of lbench run {run_id} ({what}) without lbench: llama-server, curl, awk.",
-            f"# Measured with llama-server build {engine.get('build_number')} ({engine.get('commit')}); "
-            "LLAMA_SERVER=/path/to/llama-server sh this-script.sh",
+    return ["#!/bin/sh", shell.comment(f"Rerun of lbench run {run_id} ({what}) without lbench: llama-server, curl, awk."),
+            shell.comment(f"Measured with llama-server build {engine.get('build_number')} ({engine.get('commit')}); "
+                          "LLAMA_SERVER=/path/to/llama-server sh this-script.sh"),
             "set -eu",
             'LLAMA_SERVER=${LLAMA_SERVER:-llama-server}',
             'PORT=${PORT:-18080}',
@@ -141,57 +145,60 @@ def idle_script(run_id: str, record: RunRecord, cell: Cell, samples: pd.DataFram
     good = measured(samples)
     rows = good[(good["model"] == cell.get("model")) & (good["setting"] == cell.get("setting"))]
     rows = rows.sort_values("seq") if "seq" in rows else rows
-    pauses = [f"{float(p):g}" for p in rows["pause_requested_s"]]
+    pauses = [shell.number(float(p)) for p in rows["pause_requested_s"]]
     body = cell.get("request_body") or json.dumps({"prompt": "Hello", "n_predict": 1, "cache_prompt": True})
     warmup = record.config_int("warmup")
     lines = _header(run_id, f"idle cell {cell.get('model')} / {cell.get('setting')}", engine)
     lines += model_recipe(model)
-    lines += [f'MODEL=${{MODEL:-{shlex.quote(str(model.get("label") or "model"))}.gguf}}']
+    lines += [shell.line("MODEL=${{MODEL:-{}}}", f'{model.get("label") or "model"}.gguf')]
     lines += _hash_check("MODEL", model.get("sha256"))
     lines += ["# the environment lbench set for this cell"] + (_exports(cell.get("env_overrides")) or ["# (none)"])
     lines += ["# the server, as lbench started it"]
     lines += [_server_words(cell.get("argv") or [], engine.get("path"), {"-m": '"$MODEL"'}) + " " + _START[0]] + _START[1:]
     lines += ["# the request lbench timed (one token, prompt cached); curl opens a new loopback connection per",
               "# request where lbench keeps one open, so expect its times a little (~0.1-1 ms) higher",
-              f"printf '%s' {shlex.quote(body)} > request.json",
+              shell.line("printf '%s' {} > request.json", body),
               "ask() {",
               "  curl -s -o /dev/null -w '%{time_total}\\n' -H 'Content-Type: application/json' "
               '--data-binary @request.json "$URL/completion"',
-              "}", f"i=0; while [ \"$i\" -lt {warmup} ]; do ask > /dev/null; i=$((i + 1)); done  # unmeasured warm-up",
+              "}", f"i=0; while [ \"$i\" -lt {shell.number(warmup)} ]; do ask > /dev/null; i=$((i + 1)); done"
+                   "  # unmeasured warm-up",
               "# the pauses in the order lbench ran them (seconds of silence, then one request)",
-              f"set -- {' '.join(pauses)}",
+              "set -- " + " ".join(pauses),
               ": > times.txt",
               'for pause in "$@"; do sleep "$pause"; echo "$pause $(ask)" >> times.txt; done']
     lines += _MEDIAN
-    lines += [f"# lbench found: {headline}" if headline else "# lbench found: (no headline)"]
+    lines += [shell.comment(f"lbench found: {headline or '(no headline)'}")]
     if wake and wake.get("has_step"):
         upper = wake.get("second_last_s") if wake.get("second_first_s") is not None else None
-        woken_sel = f"$1 >= {wake['first_woken_s']:g}" + (f" && $1 <= {upper:g}" if upper is not None else "")
-        lines += [f"warm=$(awk '$1 <= {wake['last_warm_s']:g} {{print $2 * 1000}}' times.txt | median)",
+        woken_sel = (f"$1 >= {shell.number(wake['first_woken_s'])}"
+                     + (f" && $1 <= {shell.number(upper)}" if upper is not None else ""))
+        lines += [f"warm=$(awk '$1 <= {shell.number(wake['last_warm_s'])} {{print $2 * 1000}}' times.txt | median)",
                   f"woken=$(awk '{woken_sel} {{print $2 * 1000}}' times.txt | median)",
-                  f'echo "warm (pauses <= {wake["last_warm_s"]:g} s): $warm ms; woken (pauses >= '
-                  f'{wake["first_woken_s"]:g} s): $woken ms (lbench: {ms(wake["warm_median_ms"])} and '
+                  f'echo "warm (pauses <= {shell.number(wake["last_warm_s"])} s): $warm ms; woken (pauses >= '
+                  f'{shell.number(wake["first_woken_s"])} s): $woken ms (lbench: {ms(wake["warm_median_ms"])} and '
                   f'{ms(wake["woken_median_ms"])} ms)"',
                   f"if awk -v a=\"$warm\" -v b=\"$woken\" 'BEGIN {{exit !(b >= a * {STEP_RATIO})}}'; then",
                   '  echo "verdict: the wake step is reproduced (woken/warm >= 1.10)"; exit 0',
                   "else", '  echo "verdict: NOT reproduced: no rise of 10% where lbench found the step"; exit 1', "fi"]
     else:
         if not pauses:
-            return "\n".join(lines + ['echo "no measured pauses in this cell"; exit 2']) + "\n"
+            return shell.script(lines + ['echo "no measured pauses in this cell"; exit 2'])
         first, last = min(float(p) for p in pauses), max(float(p) for p in pauses)
         med = rows.groupby("pause_requested_s")["latency_ms"].median()
         ref_short, ref_long = float(med.loc[first]), float(med.loc[last])
         lbench_step = ref_long >= ref_short * STEP_RATIO
-        lines += [f"short=$(awk '$1 == {first:g} {{print $2 * 1000}}' times.txt | median)",
-                  f"long=$(awk '$1 == {last:g} {{print $2 * 1000}}' times.txt | median)",
-                  f'echo "after {first:g} s: $short ms; after {last:g} s: $long ms (lbench: {ms(ref_short)} and '
+        lines += [f"short=$(awk '$1 == {shell.number(first)} {{print $2 * 1000}}' times.txt | median)",
+                  f"long=$(awk '$1 == {shell.number(last)} {{print $2 * 1000}}' times.txt | median)",
+                  f'echo "after {shell.number(first)} s: $short ms; after {shell.number(last)} s: $long ms '
+                  f'(lbench: {ms(ref_short)} and '
                   f'{ms(ref_long)} ms, {"a rise of 10% or more" if lbench_step else "within 10%"})"',
                   f"if awk -v a=\"$short\" -v b=\"$long\" 'BEGIN {{exit !((b >= a * {STEP_RATIO}) == "
                   f"{int(lbench_step)})}}'; then",
                   '  echo "verdict: agrees with lbench (the longest pause against the shortest, either side of +10%)"; '
                   'exit 0',
                   "else", '  echo "verdict: does NOT agree with lbench"; exit 1', "fi"]
-    return "\n".join(lines) + "\n"
+    return shell.script(lines)
 
 
 def swap_script(run_id: str, record: RunRecord, requests: pd.DataFrame, findings: list[str]) -> str:
@@ -206,7 +213,7 @@ def swap_script(run_id: str, record: RunRecord, requests: pd.DataFrame, findings
     paths = {}
     for i, m in enumerate(models, start=1):
         lines += model_recipe(m)
-        lines += [f'MODEL_{i}=${{MODEL_{i}:-{shlex.quote(str(m.get("label") or f"model{i}"))}.gguf}}']
+        lines += [shell.line(f"MODEL_{i}=${{{{MODEL_{i}:-{{}}}}}}", f'{m.get("label") or f"model{i}"}.gguf')]
         lines += _hash_check(f"MODEL_{i}", m.get("sha256"))
         paths[str(m.get("path"))] = f"MODEL_{i}"
     lines += ["# the router's models preset, as lbench wrote it (model paths made variables)", ": > preset.ini"]
@@ -215,7 +222,7 @@ def swap_script(run_id: str, record: RunRecord, requests: pd.DataFrame, findings
         if key.strip() == "model" and value.strip() in paths:
             lines.append(f"printf 'model = %s\\n' \"${paths[value.strip()]}\" >> preset.ini")
         else:
-            lines.append(f"printf '%s\\n' {shlex.quote(line)} >> preset.ini")
+            lines.append(shell.line("printf '%s\\n' {} >> preset.ini", line))
     lines += ["# the environment lbench set: an empty model cache, so nothing is downloaded",
               "mkdir -p llama-cache", 'export LLAMA_CACHE="$PWD/llama-cache"', "# the router, as lbench started it"]
     lines += [_server_words(router.get("argv") or [], engine.get("path"), {}) + " " + _START[0]] + _START[1:]
@@ -225,14 +232,14 @@ def swap_script(run_id: str, record: RunRecord, requests: pd.DataFrame, findings
     lines += ["# the request body per model, as lbench sent it (streamed, one token)"]
     for i, name in enumerate(names, start=1):
         body = {"model": name, "prompt": "Hello", "n_predict": n_predict, "cache_prompt": True, "stream": True}
-        lines.append(f"BODY_{i}={shlex.quote(json.dumps(body))}  # {shlex.quote(name)}")
+        lines.append(shell.line(f"BODY_{i}={{}}  ", json.dumps(body)) + shell.comment(name))
     lines += ["ask() {  # one completion with body number $1",
               '  eval "body=\\$BODY_$1"',
               "  curl -s -o /dev/null -w '%{http_code} %{time_total}\\n' -H 'Content-Type: application/json' "
               '-d "$body" "$URL/completion"',
               "}",
-              f"# the models in the order lbench asked for them, by body number ({config.get('concurrency') or 1} "
-              "at a time there; one at a time here)",
+              shell.comment(f"the models in the order lbench asked for them, by body number "
+                            f"({config.get('concurrency') or 1} at a time there; one at a time here)"),
               f"set -- {' '.join(str(names.index(m) + 1) for m in order)}",
               ": > times.txt", "peak=0",
               'for i in "$@"; do',
@@ -242,13 +249,13 @@ def swap_script(run_id: str, record: RunRecord, requests: pd.DataFrame, findings
               "done"]
     lines += _MEDIAN
     limit = config.get("models_max")
-    lines += [f"# lbench found: {f}" for f in findings[:3]]
+    lines += [shell.comment(f"lbench found: {f}") for f in findings[:3]]
     lines += ["ok=$(awk '$2 == 200' times.txt | wc -l | tr -d ' ')",
               "p50=$(awk '$2 == 200 {print $3 * 1000}' times.txt | median)",
               f'echo "answered $ok of $# requests, p50 $p50 ms; most models loaded at once: $peak (models_max={limit})"']
     lines += ['if [ "$peak" -eq 0 ]; then echo "verdict: cannot tell (GET /models never listed a loaded model)"; '
               'exit 2; fi']
     if limit:
-        lines += [f'if [ "$peak" -le {int(limit)} ]; then echo "verdict: the cap held"; exit 0; '
+        lines += [f'if [ "$peak" -le {shell.number(int(limit))} ]; then echo "verdict: the cap held"; exit 0; '
                   'else echo "verdict: the cap did NOT hold"; exit 1; fi']
-    return "\n".join(lines) + "\n"
+    return shell.script(lines)

@@ -156,9 +156,9 @@ _FIX = "fix the value in the claim spec (TOML)"
 def check_params(params: dict[str, Any], where: str) -> None:
     """The parameters a scenario receives, as far as lbench can judge them without running it:
     environment variables (``reserved``) are variable names and never ones lbench reserves;
-    extra server arguments never choose the address, port or model (engines/reserved.py)."""
+    extra server arguments and variables are on the allow-list (engines/server_policy.py)."""
     from harness import shell
-    from harness.engines import reserved
+    from harness.engines import server_policy
 
     env = typed_toml.value(params.get("reserved", {}), dict[str, str | int | float], "params.reserved", where, _FIX)
     for k in env:
@@ -166,10 +166,10 @@ def check_params(params: dict[str, Any], where: str) -> None:
             shell.env_name(k)
         except ValueError:
             raise BadInput(f"params.reserved: not an environment variable name: {k!r}", where=where) from None
-    reserved.check_env(env, f"{where}: params.reserved")
+    server_policy.check_env(env, f"{where}: params.reserved")
     for key in ("server_args", "extra_args"):
         if key in params:
-            reserved.check_args(typed_toml.value(params[key], list[str], f"params.{key}", where, _FIX),
+            server_policy.check_args(typed_toml.value(params[key], list[str], f"params.{key}", where, _FIX),
                                 f"{where}: params.{key}")
     if "models" in params:
         typed_toml.value(params["models"], list[str], "params.models", where, _FIX)

@@ -217,7 +217,7 @@ def write_equivalence_recipe(path: Path, *, spec: ClaimSpec, lbench_verdict: str
         lines.append(f"echo \"  {fig}: $G_{j}\"")
     lines.append('echo "samples in $WORK/times.txt (model, start, pause s, seconds)"')
     lines += verdict_lines(names_map, {}, list(spec.check), lbench_verdict)
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text(shell.script(lines))
 
 
 def body_text(body: bytes | str | dict) -> str:

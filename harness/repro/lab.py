@@ -138,9 +138,10 @@ class Lab:
         self.http.close()
         self.session.close()
 
-    def act(self, line: str) -> None:
-        """Record a step the harness took, as a shell line for the recipe (with its lab time)."""
-        self.actions.append(f"# t={self.now():.3f}s\n{line}")
+    def act(self, *lines: str) -> None:
+        """Record a step the harness took, as shell lines for the recipe (with its lab time); each
+        line is one line (``shell.script`` checks it)."""
+        self.actions += [f"# t={self.now():.3f}s", *lines]
 
     def note(self, text: str) -> None:
         """Record a comment for the recipe (one inert comment line whatever ``text`` holds)."""
@@ -531,7 +532,7 @@ class Lab:
         harness's own environment (``psutil.Process(None)`` would read that)."""
         if not isinstance(pid, int):
             raise EngineError("no child pid to read the environment of (the child was not found)")
-        self.act(f"tr '\\0' '\\n' < /proc/{self._pid_sh(pid)}/environ > \"$WORK/child-env.txt\"  # Linux's /proc\n"
+        self.act(f"tr '\\0' '\\n' < /proc/{self._pid_sh(pid)}/environ > \"$WORK/child-env.txt\"  # Linux's /proc",
                  "grep -E '^LLAMA|^LBENCH' \"$WORK/child-env.txt\"")
         return psutil.Process(pid).environ()
 

@@ -315,7 +315,7 @@ def write_lab_recipe(lab: Lab) -> None:
     try:
         write_recipe(lab)
     except Exception as exc:
-        (lab.run_dir / "recipe.sh").write_text(shell.comment(f"recipe could not be written: {exc}") + "\n")
+        (lab.run_dir / "recipe.sh").write_text(shell.script([shell.comment(f"recipe could not be written: {exc}")]))
 
 
 def write_recipe(lab: Lab, spec: ClaimSpec | None = None, lbench_verdict: str | None = None) -> None:
@@ -357,4 +357,4 @@ def write_recipes(labs: list[Lab], path: Path, spec: ClaimSpec | None = None, lb
                       "fi", f"  echo {shell.quote(gave_up)}", f"  exit {EXIT_NOT_CHECKED}", "fi"]
     checks = list(spec.check) if spec is not None else None
     lines += verdict_lines(names, unmeasured, checks, lbench_verdict)
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text(shell.script(lines))

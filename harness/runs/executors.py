@@ -128,8 +128,26 @@ class _GateBench(Executor):
         return execute_gate_bench(prepared, reporter)
 
 
+class _GateJob(Executor):
+    def spec_class(self) -> type:
+        from harness.runs.ab import GateJobSpec
+
+        return GateJobSpec
+
+    def prepare(self, spec: Any, options: RunOptions, reporter: Reporter) -> Any:
+        """``spec``: a GateJobSpec (both sides' idle specs and binaries, the rounds' config)."""
+        from harness.runs.ab import prepare_gate_job
+
+        return prepare_gate_job(spec, options.results, reporter)
+
+    def execute(self, prepared: Any, reporter: Reporter, *, extra_manifest: dict | None = None) -> Run:
+        from harness.runs.ab import execute_gate_job
+
+        return execute_gate_job(prepared, reporter).run
+
+
 EXECUTORS: dict[str, Executor] = {e.name: e for e in (_Idle("idle"), _Idle("calibrate"), _Swap("swap"), _Repro("repro"),
-                                                      _GateBench("gate-bench"))}
+                                                      _GateBench("gate-bench"), _GateJob("ab"))}
 
 
 def get_executor(name: object, where: str = "") -> Executor:

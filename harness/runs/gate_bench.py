@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -40,8 +41,11 @@ from harness.analysis.campaign import Execute, Judge
 from harness.analysis.compare import judge_runs
 from harness.analysis.gate import GateConfig, GateOutcome
 from harness.analysis.gate_bench import simulated_rows, slowdown_size
-from harness.analysis.gate_sim import RunModel, simulate_ab, simulate_gate
+from harness.analysis.gate_sim import RoundsNoise, RunModel, run_model, simulate_gate, simulate_rounds
+from harness.analysis.gate_config import RoundsConfig
 from harness.errors import BadInput
+from scipy import stats
+from harness.runs.ab import GateJob, GateJobSpec, PreparedGateJob, execute_gate_job
 from harness.runs.campaign import idle_campaign
 from harness.runs.idle import prepare_idle
 from harness.runs.session import RunSession
@@ -145,7 +149,8 @@ def run_gate_bench(preps: dict[str, PreparedIdle], cfg: GateConfig, *, bench_id:
 @dataclass(frozen=True)
 class GateBenchSpec:
     """A gate benchmark on real runs: side A's idle spec (A2 the same), B's model, the gate's
-    config, the trials; ``design``: what the command was asked, kept in the manifest."""
+    config, the trials; ``design``: what the command was asked, kept in the manifest.  With ``job``
+    (``--ab``) every decision is one whole ``lbench ab`` gate job of that design instead."""
 
     idle: IdleSpec
     slow_model: str
@@ -154,6 +159,7 @@ class GateBenchSpec:
     runs_per_side: int = 2
     gate_on: Any = "warm"  # harness.analysis.gate_config.parse_gate_on
     design: dict[str, Any] = field(default_factory=dict)
+    job: RoundsConfig | None = None
 
 
 @dataclass(frozen=True)
@@ -232,28 +238,98 @@ def execute_gate_bench(prepared: PreparedGateBench | PreparedSimulation, reporte
     if isinstance(prepared, PreparedSimulation):
         return _simulate(prepared, reporter)
     spec = prepared.spec
-    with RunSession(prepared.results_root, KIND, {"gate_bench": {"mode": "measured", **spec.design}},
+    mode = "gate jobs" if spec.job is not None else "measured"
+    with RunSession(prepared.results_root, KIND, {"gate_bench": {"mode": mode, **spec.design}},
                     reporter) as session:
         def keep(row: dict) -> None:  # journaled at once, then printed
             session.writer.append(row, table="decisions")
             if prepared.on_decision is not None:
                 prepared.on_decision(row)
 
-        label = prepared.preps["A"].models[0].label
-        done = run_gate_bench(prepared.preps, spec.cfg, bench_id=session.run_id, trials=spec.trials,
-                              runs_per_side=spec.runs_per_side, model_label=label, reporter=reporter,
-                              on_decision=keep, gate_on=spec.gate_on, execute=execute, judge=judge)
-        a_all = [r for t in done for r in t.runs["A"] + t.runs["A2"]]
-        b_all = [Relabeled(r, label) for t in done for r in t.runs["B"]]
-        campaign = idle_campaign(reporter, execute=execute,
-                                 judge=functools.partial(judge or judge_runs, gate_on=spec.gate_on))
-        size_verdicts, _, size_outcome = campaign.look(a_all, b_all, spec.cfg)
-        session.update(gate_bench={**session.writer.manifest["gate_bench"],
-                                   "gate_outcome_of_pooled_size": size_outcome.status,
-                                   "slowdown_size": slowdown_size(size_verdicts),
-                                   "run_ids": {side: [r.run_id for t in done for r in t.runs[side]] for side in SIDES}})
+        if spec.job is not None:
+            jobs = run_job_trials(prepared, spec.job, bench_id=session.run_id, reporter=reporter, on_decision=keep,
+                                  execute=execute)
+            session.update(gate_bench={**session.writer.manifest["gate_bench"],
+                                       "slowdown_size": pooled_job_size([j for c, j in jobs if c == "slowed"]),
+                                       "job_run_ids": {c: [j.run.run_id for cc, j in jobs if cc == c]
+                                                       for c in ("A/A", "slowed")}})
+        else:
+            label = prepared.preps["A"].models[0].label
+            done = run_gate_bench(prepared.preps, spec.cfg, bench_id=session.run_id, trials=spec.trials,
+                                  runs_per_side=spec.runs_per_side, model_label=label, reporter=reporter,
+                                  on_decision=keep, gate_on=spec.gate_on, execute=execute, judge=judge)
+            a_all = [r for t in done for r in t.runs["A"] + t.runs["A2"]]
+            b_all = [Relabeled(r, label) for t in done for r in t.runs["B"]]
+            campaign = idle_campaign(reporter, execute=execute,
+                                     judge=functools.partial(judge or judge_runs, gate_on=spec.gate_on))
+            size_verdicts, _, size_outcome = campaign.look(a_all, b_all, spec.cfg)
+            session.update(gate_bench={**session.writer.manifest["gate_bench"],
+                                       "gate_outcome_of_pooled_size": size_outcome.status,
+                                       "slowdown_size": slowdown_size(size_verdicts),
+                                       "run_ids": {side: [r.run_id for t in done for r in t.runs[side]] for side in SIDES}})
     assert session.run is not None
     return session.run
+
+
+def job_decision_row(number: int, condition: str, job: GateJob, wall_s: float) -> dict:
+    """One gate job as a ``decisions`` row (its status is the job's: pass, fail, inconclusive, unproven)."""
+    final = job.result.final
+    gating = [c for c in (final.contrasts if final else []) if c.name == "B vs A"]
+    worst = max(gating, key=lambda c: c.ratio_lo, default=None)
+    runs = job.result.runs
+    return {"trial": number, "condition": condition, "gate_status": job.status, "gating_groups": len(gating),
+            "groups_slower": sum(c.verdict == "slower" for c in gating),
+            "groups_inconclusive": sum(c.verdict == "inconclusive" for c in gating),
+            "worst_group": worst.group if worst else "", "worst_ratio": worst.ratio if worst else float("nan"),
+            "worst_ratio_ci_low": worst.ratio_lo if worst else float("nan"),
+            "worst_ratio_ci_high": worst.ratio_hi if worst else float("nan"),
+            "runs_per_side": len(job.result.orders), "a_run_ids": " ".join(r.run_id for r in runs.get("a", [])),
+            "b_run_ids": " ".join(r.run_id for r in runs.get("b", [])), "trial_wall_s": round(wall_s, 1),
+            "job_run_id": job.run.run_id}
+
+
+def run_job_trials(prepared: PreparedGateBench, cfg: RoundsConfig, *, bench_id: str, reporter: Reporter,
+                   on_decision: Callable[[dict], None], execute: Execute | None = None) -> list[tuple[str, GateJob]]:
+    """Per trial, two whole gate jobs (``lbench ab``'s own code path): A/A (b is a third copy of A: any
+    verdict but pass is noise) and slowed (b runs the deeper model), alternating which goes first."""
+    spec = prepared.spec
+    pauses = tuple(sorted(set(spec.idle.pauses_s)))
+    done: list[tuple[str, GateJob]] = []
+    for number in range(1, spec.trials + 1):
+        conditions = (("A/A", "A2"), ("slowed", "B"))
+        for condition, side in conditions if number % 2 else conditions[::-1]:
+            reporter.message(f"trial {number}/{spec.trials}: {condition} gate job")
+            preps = {"a": prepared.preps["A"], "aa": prepared.preps["A"], "b": prepared.preps[side]}
+            design = {"gate_bench": bench_id, "trial": number, "condition": condition}
+            job_prep = PreparedGateJob(GateJobSpec(spec.idle, prepared.preps[side].spec, cfg, design=design), preps,
+                                       pauses, prepared.results_root)
+            start = time.monotonic()
+            job = execute_gate_job(job_prep, reporter, execute=execute)
+            done.append((condition, job))
+            on_decision(job_decision_row(number, condition, job, time.monotonic() - start))
+    return done
+
+
+def pooled_job_size(jobs: list[GateJob]) -> list[dict]:
+    """The slowed condition's true size per group: the mean of the jobs' final B-vs-A log contrasts with a
+    t interval across jobs (each job an independent estimate)."""
+    by: dict[str, list[float]] = {}
+    rounds: dict[str, int] = {}
+    for job in jobs:
+        final = job.result.final
+        for c in final.contrasts if final else []:
+            if c.name == "B vs A" and c.ratio > 0:
+                by.setdefault(c.group, []).append(math.log(c.ratio))
+                rounds[c.group] = rounds.get(c.group, 0) + len(job.result.orders)
+    out = []
+    for group, logs in by.items():
+        n = len(logs)
+        mean = sum(logs) / n
+        sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1)) if n > 1 else float("nan")
+        half = float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n) if n > 1 else float("nan")
+        out.append({"group": group, "ratio": math.exp(mean), "ratio_ci_low": math.exp(mean - half),
+                    "ratio_ci_high": math.exp(mean + half), "runs_a": rounds[group], "runs_b": rounds[group]})
+    return out
 
 
 def _simulate(prepared: PreparedSimulation, reporter: Reporter) -> Run:
@@ -273,7 +349,8 @@ def _simulate(prepared: PreparedSimulation, reporter: Reporter) -> Run:
 
         simulate_gate(spec.cfg, trials=spec.trials, seed=spec.seed, spreads=table, reps=spec.reps,
                       on_row=keep("gate"))
-        simulate_ab(spec.cfg, trials=max(spec.trials // 2, 10), seed=spec.seed, spreads=table, reps=spec.reps,
-                    on_row=keep("ab"))
+        noises = {name: RoundsNoise(run_model(v, spec.reps).run_sd) for name, v in table.items()} if table else None
+        simulate_rounds(RoundsConfig(), trials=max(spec.trials // 4, 10), seed=spec.seed, noises=noises,
+                        on_row=keep("ab"))
     assert session.run is not None
     return session.run

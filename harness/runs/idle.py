@@ -92,7 +92,7 @@ def make_engine(spec: IdleSpec, llama_server: str | None, options: dict) -> tupl
     kind = registry.require(spec.server_engine, "idle")
     assert kind.make_server is not None  # the registry refuses an 'idle' engine without one
     engine_options = EngineOptions(llama_server=llama_server, ctx_size=spec.ctx_size,
-                                   server_args=list(spec.server_args), match=spec.match,
+                                   server_args=[*spec.server_args, *spec.unsafe_server_args], match=spec.match,
                                    client_spin=spec.client_spin,
                                    **{k: v for k, v in options.items() if v is not None})
     return kind.name, kind.make_server(engine_options)
@@ -142,7 +142,7 @@ def prepare_idle(spec: IdleSpec, *, llama_server: str | None = None, results: st
     return prepared
 
 
-def _model_entry(m: ResolvedModel) -> dict:
+def model_entry(m: ResolvedModel) -> dict:
     f = local_file(m)
     return {"label": m.label, "ref": m.ref, "source": m.source, "sha256": file_sha256(f) if f else None,
             **m.info.as_dict(), **({"origin": m.origin} if m.origin else {})}
@@ -199,7 +199,7 @@ def execute_idle(prep: PreparedIdle, reporter: Reporter = QuietReporter(), *, ex
     session = RunSession(prep.results_root, prep.kind, {
         "config": spec.as_dict(),
         "engine": {**prep.engine.facts(), "llama_idle": str(prep.llama_idle) if prep.llama_idle else None},
-        "models": [_model_entry(m) for m in prep.models],
+        "models": [model_entry(m) for m in prep.models],
         "cells": [],
         "client": client,
         "like_for_like": like,

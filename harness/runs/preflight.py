@@ -10,7 +10,9 @@ import os
 import shutil
 from typing import TYPE_CHECKING
 
+from harness import knob_axes
 from harness.engines import server_flags
+from harness.engines.base import NO_ARGS
 from harness.errors import BadInput
 from harness.engines.router import preset_ini, RouterModel
 
@@ -76,7 +78,10 @@ def check_idle(prep: PreparedIdle) -> None:
     binary = getattr(prep.engine, "binary", None)  # a llama.cpp server lbench starts: ask it about its flags
     if binary is not None:
         server_flags.check_run(binary.path, spec.ctx_size, list(spec.server_args),
-                               [(m.label, m.info.n_ctx_train) for m in prep.models])
+                               [(m.label, m.info.n_ctx_train) for m in prep.models],
+                               axis_args=[[a for a in knob_axes.parse_server_args_value(v) if a != NO_ARGS]
+                                          for v in spec.server_args_axis],
+                               unsafe_args=list(spec.unsafe_server_args))
 
 
 def check_swap(prep: PreparedSwap) -> None:
@@ -84,7 +89,8 @@ def check_swap(prep: PreparedSwap) -> None:
     hold every model name and path."""
     if prep.binary is not None:  # a llama.cpp server lbench starts: ask it about its flags
         server_flags.check_run(prep.binary.path, prep.spec.ctx_size, list(prep.spec.server_args),
-                               [(n, m.info.n_ctx_train) for n, m in zip(prep.names, prep.models)])
+                               [(n, m.info.n_ctx_train) for n, m in zip(prep.names, prep.models)],
+                               unsafe_args=list(prep.spec.unsafe_server_args))
     if prep.engine is None or not prep.engine.can("router_events"):  # only the router reads a preset
         return
 

@@ -94,7 +94,8 @@ def prepare_swap(spec: SwapSpec, *, llama_server: str | None = None, results: st
                  reporter: Reporter = QuietReporter()) -> PreparedSwap:
     spec.validate()
     engine = registry.require(spec.engine, "swap")
-    options = EngineOptions(llama_server=llama_server, ctx_size=spec.ctx_size, server_args=list(spec.server_args))
+    options = EngineOptions(llama_server=llama_server, ctx_size=spec.ctx_size,
+                            server_args=[*spec.server_args, *spec.unsafe_server_args])
     pattern = Pattern(spec.pattern, spec.zipf_s, spec.burst_k).validate(len(spec.models))
     seen: dict[str, int] = {}
     models = []

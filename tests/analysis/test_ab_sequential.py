@@ -1,51 +1,13 @@
-"""lbench ab's group-sequential design (harness.runs.ab, harness.analysis.sequential): order, looks,
-stopping, and the boundaries against the textbook constants."""
+"""lbench ab's alpha-spending boundaries (harness.analysis.sequential) against the textbook constants;
+the rounds, order and looks are tested in test_rounds.py and test_campaign.py."""
 
 import math
 from collections.abc import Iterable, Sequence
 
-import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from harness.analysis.gate import GateConfig
 from harness.analysis.sequential import _exit_mass, _first, _propagate, _truncate, look_levels, spending_boundary
-from harness.analysis.verdicts import GroupData, decide_groups
-from harness.analysis.campaign import look_alphas
-from harness.runs.ab import run_ab
-
-
-def _make(levels, order, run_sd=0.0, seed=0):
-    rng = np.random.default_rng(seed)
-
-    def execute(prep, reporter):
-        order.append(prep)
-        return rng.lognormal(np.log(levels[prep]) + rng.normal(0, run_sd), 0.01, 20)
-
-    def judge(a_runs, b_runs, vcfg):
-        return decide_groups([GroupData("m", "s", "warm", "latency_ms", a_runs, b_runs)], vcfg), {}
-    return execute, judge
-
-
-def test_abba_order_and_early_stop_on_a_clear_slowdown():
-    order = []
-    execute, judge = _make({"A": 20.0, "B": 30.0}, order)
-    res = run_ab("A", "B", GateConfig(), min_rounds=3, max_rounds=8, execute=execute, judge=judge)
-    assert order[:6] == ["A", "B", "B", "A", "A", "B"]
-    assert res.outcome.status == "fail" and len(res.looks) == 1 and len(res.a_runs) == 3
-    assert res.looks[0]["alpha_per_look"] == pytest.approx(look_alphas(0.05, 3, 8)[0])
-
-
-def test_pass_is_reachable_when_a_and_b_are_the_same():
-    order = []
-    execute, judge = _make({"A": 20.0, "B": 20.0}, order, run_sd=0.01)
-    res = run_ab("A", "B", GateConfig(), min_rounds=2, max_rounds=6, execute=execute, judge=judge)
-    assert res.outcome.status == "pass" and len(order) == 2 * len(res.a_runs)
-
-
-def test_first_look_needs_two_runs_per_side():
-    with pytest.raises(ValueError, match="min_rounds"):
-        run_ab("A", "B", GateConfig(), min_rounds=1, max_rounds=4, execute=None, judge=None)
 
 
 def crossing_probabilities(boundary: Sequence[float], fractions: Iterable[float], drift: float = 0.0) -> list[float]:

@@ -3,9 +3,11 @@
 import json
 import re
 import socket
+import subprocess
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from conftest import run_cli
 
@@ -148,20 +150,49 @@ def test_evidence_redacts_home_and_host(lbench_env, tmp_path):
     assert "build-mac-07.example.lan" in (out / "evidence.md").read_text()
 
 
-def test_ab_refuses_a_first_look_before_two_runs_and_an_unknown_spending(lbench_env):
-    r = run_cli("ab", "-m", "tiny-q8", "--min-rounds", "1", env=lbench_env)
-    assert r.returncode == 2 and "--min-rounds" in r.stderr and "two runs per side" in flat(r.stderr)
-    r = run_cli("ab", "-m", "tiny-q8", "--spending", "bonferroni", env=lbench_env)
-    assert r.returncode == 2 and "--spending must be one of obf, pocock" in r.stderr
+@pytest.mark.parametrize("args,said", [
+    (["--budget", "5s", "--pauses", "0,1", "--reps", "8"], "shorter than one round's pauses"),
+    (["--budget", "ten minutes"], "--budget must be a duration"),
+    (["--margin", "0"], "the margin must be a number > 0"),
+    (["--margin", "0=-0.1"], "the margin must be a number > 0"),
+    (["--margin", "7=0.1", "--pauses", "0,1"], "--margin names pauses the spec does not have"),
+    (["--arms", "a,c"], "unknown arm 'c'"),
+    (["--arms", "b,aa"], "--arms must name a and b"),
+    (["--min-rounds", "1"], "--min-rounds"),
+    (["--spending", "bonferroni"], "--spending must be one of obf, pocock"),
+    (["--gate-on", "0,9", "--pauses", "0,1"], "--gate-on names pauses the spec does not have"),
+])
+def test_ab_refuses_bad_designs_before_any_run(lbench_env, args, said):
+    r = run_cli("ab", "-m", "tiny-q8", *args, env=lbench_env)
+    assert r.returncode == 2 and said in flat(r.stderr), r.stderr[-2000:]
+    results = Path(lbench_env["LBENCH_RESULTS_DIR"])
+    assert not results.exists() or not any(results.iterdir())  # nothing written
 
 
 @pytest.mark.engine
-def test_ab_on_the_real_engine_ends_with_a_b_over_a_verdict(engine_env):
-    """Two rounds on real llama-server runs (tiny-q8): the looks, the gating group's B/A and every run id."""
-    r = run_cli("ab", "-m", "tiny-q8", "--pauses", "0", "--reps", "5", "--min-rounds", "2", "--max-rounds", "2",
-                env=engine_env)
-    assert r.returncode in (0, 1, 3), r.stderr[-2000:]
-    assert "look after round 2:" in r.stdout and "obf spending" in r.stdout
-    text = flat(r.stderr)
-    assert re.search(r"ab: (pass|fail|inconclusive) after 2 rounds \(.*warm · latency_ms: B/A [\d.]+ \[", text), text
-    assert text.count("-idle-") >= 4  # every run id of both sides
+def test_a_short_gate_job_on_the_real_engine_decides_and_keeps_every_run(engine_env, tmp_path):
+    """Three rounds of A, B and A/A on real llama-server runs (tiny-q8): the job is a run of its own with
+    its rounds and looks; its JSON names every run; evidence on it writes the rounds and a rerun script."""
+    out = tmp_path / "gate.json"
+    r = run_cli("ab", "-m", "tiny-q8", "--pauses", "0", "--reps", "4", "--min-rounds", "3", "--max-rounds", "3",
+                "--budget", "30m", "--json", str(out), "--b-arg", "--threads", "--b-arg", "1", env=engine_env)
+    assert r.returncode in (0, 1, 3, 4), r.stderr[-3000:]
+    text = flat(r.stdout + r.stderr)
+    assert "look after round 3:" in text and re.search(r"ab: (pass|fail|inconclusive|unproven) \(run \S+-ab-", text)
+    data = json.loads(out.read_text())
+    assert data["status"] in ("pass", "fail", "inconclusive", "unproven") and data["rounds"] == 3
+    assert {c["contrast"] for c in data["contrasts"]} == {"B vs A", "A/A"}
+    assert {arm: len(ids) for arm, ids in data["run_ids"].items()} == {"a": 3, "b": 3, "aa": 3}
+    results = Path(engine_env["LBENCH_RESULTS_DIR"])
+    (job_dir,) = results.glob("*-ab-*")
+    rounds = pd.read_parquet(job_dir / "rounds.parquet")
+    assert len(rounds) == 9 and sorted(rounds["arm"].unique()) == ["a", "aa", "b"]
+    assert all(sorted(g["position"]) == [1, 2, 3] for _, g in rounds.groupby("round"))
+    for run_id in rounds["idle_run_id"]:  # every idle run names the job, its round and arm
+        manifest = json.loads((results / run_id / "manifest.json").read_text())
+        assert manifest["ab"]["job_id"] == job_dir.name
+    ev = tmp_path / "ev"
+    assert run_cli("evidence", job_dir.name, "-o", str(ev), env=engine_env).returncode == 0
+    md = (ev / "evidence.md").read_text()
+    assert "A/A" in md and "| group | round | order |" in md and list(ev.glob("rerun-*.sh"))
+    assert subprocess.run(["bash", "-n", str(next(ev.glob("rerun-*.sh")))]).returncode == 0

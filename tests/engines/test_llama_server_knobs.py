@@ -172,7 +172,9 @@ def test_oversubscription_is_named_as_the_cause_of_a_noisy_self_check(monkeypatc
 
 def test_the_mac_ci_design_uses_only_what_ggml_honours_there():
     """ci-gate's placement (taskset, client pinning, OMP passive) does nothing or fails on a Mac;
-    ci-gate-mac keeps only threads and polling, which the Mac build honours."""
+    ci-gate-mac keeps one compute thread, which the Mac build honours, and no --poll: with one thread
+    ggml starts no worker thread, and only workers poll (pinned source, ggml-cpu.c
+    ggml_graph_compute_poll_for_work)."""
     from harness.cli.idle import build_spec
     from harness.engines.llama_server import apple_cpu_notes
 
@@ -185,4 +187,4 @@ def test_the_mac_ci_design_uses_only_what_ggml_honours_there():
     assert any(s.cpus is not None for s in linux.settings()) and any(s.omp_wait is not None for s in linux.settings())
     mac = build_spec(Path("ci-gate-mac"))
     assert all(carried_over(s) for s in mac.settings()) and mac.client_cpus is None
-    assert (mac.threads, mac.poll, mac.pauses_s, mac.reps) == ([1], [0], linux.pauses_s, linux.reps)
+    assert (mac.threads, mac.poll, mac.pauses_s, mac.reps) == ([1], [None], linux.pauses_s, linux.reps)

@@ -129,15 +129,15 @@ def _manifests(env: dict[str, str]) -> dict[str, dict]:
 
 def test_ab_runs_both_sides_on_the_vulkan_device(vk_env):
     r = run_cli("ab", "-m", "tiny-q8", "--backend", "vulkan", "--device", "0", "--pauses", "0,0.2", "--reps", "3",
-                "--min-rounds", "2", "--max-rounds", "2", "--b-arg", "--threads", "--b-arg", "1", env=vk_env,
+                "--min-rounds", "3", "--max-rounds", "3", "--b-arg", "--threads", "--b-arg", "1", env=vk_env,
                 timeout=1200)
-    # a verdict, whatever it is (3 reps: each regime has >= 5 samples per side, so none is refused)
-    assert r.returncode in (0, 1, 3), r.stderr[-3000:] + r.stdout[-3000:]
+    # a verdict, whatever it is
+    assert r.returncode in (0, 1, 3, 4), r.stderr[-3000:] + r.stdout[-3000:]
     manifests = _manifests(vk_env)
-    text = " ".join((r.stdout + r.stderr).split())
-    a_ids, b_ids = re.findall(r"\(A: ([^;()]+); B: ([^;()]+)\)", text)[-1]  # ab's last line names both sides' runs
-    sides = {"A": a_ids.split(), "B": b_ids.split()}
-    assert len(sides["A"]) == len(sides["B"]) == 2 and sorted(sides["A"] + sides["B"]) == sorted(manifests)
+    (job,) = [m for m in manifests.values() if m["kind"] == "ab"]
+    sides = job["ab"]["outcome"]["run_ids"]  # the job names every arm's runs
+    assert {arm: len(ids) for arm, ids in sides.items()} == {"a": 3, "b": 3, "aa": 3}
+    assert sorted(i for ids in sides.values() for i in ids) == sorted(k for k, m in manifests.items() if m["kind"] == "idle")
     for side, run_ids in sides.items():
         for run_id in run_ids:
             engine = manifests[run_id]["engine"]

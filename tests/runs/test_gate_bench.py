@@ -247,3 +247,49 @@ def test_simulate_is_a_run_and_takes_measured_variance_components(tmp_path):
     bad = run_cli("gate-bench", "--simulate", "--sd", "-1", "--results", str(tmp_path))
     assert bad.returncode == 2 and "--sd" in bad.stderr
     assert len(list(tmp_path.glob("*-gate-bench-*"))) == 1  # bad input writes nothing
+
+
+class LevelRun:
+    """An injected idle run: its samples (one pause) in the columns idle_levels reads."""
+
+    def __init__(self, run_id: str, level: float, rng):
+        self.run_id = run_id
+        self.x = level * np.exp(rng.normal(0, 0.003, 8))
+
+    def table(self, name="samples"):
+        return pd.DataFrame({"phase": "measure", "setting": "s", "pause_requested_s": 0.0, "latency_ms": self.x,
+                             "error": None})
+
+
+def test_ab_mode_makes_each_decision_a_whole_gate_job(tmp_path):
+    """gate-bench --ab: per trial an A/A job (b = a third copy of A) and a slowed job, alternating which
+    goes first; each job is an ab run of its own, its status the decision; the pooled size in the manifest."""
+    from types import SimpleNamespace
+
+    from harness.analysis.gate_config import RoundsConfig
+    from harness.runs.gate_bench import GateBenchSpec, PreparedGateBench, execute_gate_bench
+    from harness.spec import IdleSpec
+
+    rng = np.random.default_rng(3)
+    engine = SimpleNamespace(binary=None, facts=lambda: {"name": "llama-server"})
+    spec_a = IdleSpec(models=["m"], pauses_s=[0.0], reps=8)
+    base = SimpleNamespace(models=[], spec=spec_a, engine=engine)
+    slow = SimpleNamespace(models=[], spec=spec_a, engine=engine)
+    made = []
+
+    def execute(prep, reporter, extra_manifest=None):
+        made.append(extra_manifest["ab"]["arm"])
+        return LevelRun(f"r{len(made)}", 100.0 * (1.2 if prep is slow else 1.0), rng)
+
+    spec = GateBenchSpec(idle=spec_a, slow_model="m+2l", cfg=GateConfig(), trials=2, design={"model": "m"},
+                         job=RoundsConfig(budget_s=None, max_rounds=12))
+    run = execute_gate_bench(PreparedGateBench(spec, {"A": base, "A2": base, "B": slow}, tmp_path), Quiet(),
+                             execute=execute)
+    decisions = run.table("decisions")
+    assert list(decisions["condition"]) == ["A/A", "slowed", "slowed", "A/A"]
+    assert dict(zip(decisions["condition"], decisions["gate_status"])) == {"A/A": "pass", "slowed": "fail"}
+    jobs = sorted(tmp_path.glob("*-ab-*"))
+    assert len(jobs) == 4 and set(decisions["job_run_id"]) == {j.name for j in jobs}
+    section = json.loads((run.dir / "manifest.json").read_text())["gate_bench"]
+    assert section["mode"] == "gate jobs" and section["slowdown_size"][0]["ratio"] == pytest.approx(1.2, rel=0.01)
+    assert len(section["job_run_ids"]["A/A"]) == 2
