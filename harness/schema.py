@@ -48,17 +48,19 @@ SAMPLE_COLUMNS: dict[str, tuple[str, str]] = {
     "sent_at_unix_s": ("float64", "wall-clock send time, Unix seconds"),
     "engine": ("string", "llama-server (through HTTP) or llama-idle (in-process reference)"),
     "cache_state": ("string", "page-cache state of the model file at server start: as-is, warm or cold"),
-    "file_resident_pct_before": ("float64", "percent of the model file in the page cache just before the request "
-                                            "(Linux; null where not available)"),
-    "file_resident_pct_after": ("float64", "the same, just after the response"),
-    "wired_bytes_before": ("Int64", "macOS wired memory just before the request (null elsewhere)"),
-    "wired_bytes_after": ("Int64", "macOS wired memory just after the response"),
-    "apple_gpu_in_use_bytes_before": ("Int64", "macOS ioreg 'In use system memory' just before the request"),
-    "apple_gpu_in_use_bytes_after": ("Int64", "the same, just after the response"),
-    "apple_gpu_alloc_bytes_before": ("Int64", "macOS ioreg 'Alloc system memory' just before the request"),
-    "apple_gpu_alloc_bytes_after": ("Int64", "the same, just after the response"),
-    "gpu_used_bytes_before": ("Int64", "NVIDIA GPU memory used just before the request (NVML; null elsewhere)"),
-    "gpu_used_bytes_after": ("Int64", "NVIDIA GPU memory used just after the response"),
+    # the pause's last device-probe reading (--device-probes; harness/probes/devices/sampler.py BEFORE_COLUMNS),
+    # taken at least the guard (0.25 s) before the request; null when sampling was off or the pause too short
+    "file_resident_pct_before": ("float64", "percent of the model file in the page cache: the pause's last "
+                                            "reading (device probe pagecache, Linux; null where not sampled)"),
+    "wired_bytes_before": ("Int64", "macOS wired memory (vm_stat): the pause's last reading (device probe apple)"),
+    "apple_gpu_in_use_bytes_before": ("Int64", "macOS ioreg 'In use system memory': the pause's last reading "
+                                               "(device probe apple)"),
+    "apple_gpu_alloc_bytes_before": ("Int64", "macOS ioreg 'Alloc system memory': the pause's last reading "
+                                              "(device probe apple)"),
+    "gpu_used_bytes_before": ("Int64", "NVIDIA GPU memory used (NVML, first device): the pause's last reading "
+                                       "(device probe nvml)"),
+    "readings_before_send_s": ("float64", "how long before the request the earliest of the *_before readings "
+                                          "started (>= the guard; device_samples has every reading)"),
     "floor_path": ("string", "floor-* rows: the endpoint timed (/health: HTTP only; /slots: HTTP + task queue)"),
     "knob_threads": ("Int64", "llama-server -t/-tb of the cell (null: server default)"),
     "knob_poll": ("Int64", "llama-server --poll of the cell"),
@@ -142,7 +144,7 @@ DEVICE_SAMPLE_COLUMNS: dict[str, tuple[str, str]] = {
     "rep": ("Int64", "repetition of the pause grid"),
     "seq": ("Int64", "the request (samples.seq) whose pause this reading was taken in"),
     "pause_requested_s": ("float64", "that request's pause"),
-    "probe": ("str", "source: nvml, drm, fdinfo, vulkan, apple, process (docs/probes.md)"),
+    "probe": ("str", "source: nvml, drm, fdinfo, vulkan, apple, process, pagecache (docs/probes.md)"),
     "device": ("str", "the device read: PCI address, nvml:N, vulkan:N, apple-gpu or cpu (the server process)"),
     "t_since_pause_start_s": ("float64", "when the reading started, seconds after the previous response ended"),
     "t_before_send_s": ("float64", "when the reading started, seconds before the request was due (>= the guard)"),
@@ -159,6 +161,8 @@ DEVICE_SAMPLE_COLUMNS: dict[str, tuple[str, str]] = {
     "gtt_used_bytes": ("Int64", "amdgpu mem_info_gtt_used: host memory mapped for the GPU (may miss hipMalloc)"),
     "budget_bytes": ("Int64", "Vulkan VK_EXT_memory_budget heap budget, device-local heaps summed"),
     "wired_bytes": ("Int64", "macOS wired memory (vm_stat)"),
+    "gpu_alloc_bytes": ("Int64", "Apple GPU: ioreg 'Alloc system memory' (AGXAccelerator PerformanceStatistics)"),
+    "file_resident_pct": ("float64", "probe pagecache: percent of the model file in the page cache (mincore)"),
     "process_mem_bytes": ("Int64", "the server process's device memory (NVML per process, fdinfo VRAM); probe "
                                    "process: its resident host memory (VmRSS)"),
     "process_anon_bytes": ("Int64", "probe process: the server's anonymous resident memory (RssAnon)"),

@@ -260,9 +260,6 @@ class IdleSpec:
     device_probes: str = "off"  # auto (every available source), off, or a comma list (nvml,drm,fdinfo,...)
     device_interval_s: float = 0.5  # one reading per this many seconds at most (bounded below by 0.1 s)
     device_interleave: bool = False  # sampling on in half the repetitions, off in the other (perturbation)
-    # the host readings taken just before and after each timed request (page cache, vm_stat/ioreg on a Mac,
-    # NVML): off takes them out of the request's neighbourhood (docs/mac.md finding 15)
-    request_probes: bool = True
 
     def settings(self) -> list[Setting]:
         import itertools

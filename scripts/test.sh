@@ -3,6 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+# the test extras (pytest, linters, mlx-lm for the MLX tests): setup installs only what `lbench idle` needs
+.venv/bin/python -m pip install --quiet -e '.[test]'
 # The Vulkan engine tests (tests/engines/test_vulkan.py) drive lbench's Vulkan build on lavapipe: build
 # it here (once, cached; time in docs/builds.md) where the Vulkan packages are installed, unless the
 # engine tests are deselected. Without them those tests skip and say why.
@@ -23,4 +25,5 @@ for arg in "$@"; do
     -n*|--numprocesses|--numprocesses=*|no:xdist|-pno:xdist) workers=() ;;
   esac
 done
-exec .venv/bin/python -m pytest -p no:cacheprovider "${workers[@]}" "$@"
+# ${workers[@]+...}: an empty array under set -u is an error in bash 3.2 (macOS's /bin/bash)
+exec .venv/bin/python -m pytest -p no:cacheprovider ${workers[@]+"${workers[@]}"} "$@"

@@ -29,7 +29,7 @@ from harness.analysis.intervals import median_interval
 TOLERANCE_PCT = 2.0
 N_BOOT = 2000
 MEMORY_COLUMNS = ("mem_used_bytes", "process_mem_bytes", "gtt_used_bytes", "process_gtt_bytes",
-                  "process_evicted_bytes", "budget_bytes")
+                  "process_evicted_bytes", "budget_bytes", "wired_bytes", "gpu_alloc_bytes")  # the last two: a Mac's
 
 
 def _penalty(short: np.ndarray, long: np.ndarray) -> tuple[float, float]:

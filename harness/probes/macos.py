@@ -87,6 +87,10 @@ def macos_facts(sysctl: dict[str, str], sw_vers: dict[str, str], gpu: dict) -> d
         "chip": chip, "hw_model": sysctl.get("hw.model"), "memsize_bytes": num("hw.memsize"),
         "p_cores": num("hw.perflevel0.physicalcpu"), "e_cores": num("hw.perflevel1.physicalcpu"),
         "page_size": num("vm.pagesize"), "iogpu_wired_limit_mb": num("iogpu.wired_limit_mb"),
+        # the GPU wired-memory low-water mark, its dynamic switch and the wired collector (macOS 26.1 unwires
+        # about 1 s after use unless iogpu.disable_wired_collector=1: llama.cpp PR #17766); None where the oid
+        # does not exist on this macOS
+        "iogpu_wired_lwm_mb": num("iogpu.wired_lwm_mb"), "iogpu_dynamic_lwm": num("iogpu.dynamic_lwm"),
         "iogpu_disable_wired_collector": num("iogpu.disable_wired_collector"),
         "macos": sw_vers.get("ProductVersion"), "macos_build": sw_vers.get("BuildVersion"),
         "gpu_model": gpu.get("gpu_model"), "gpu_cores": gpu.get("gpu_cores"),
@@ -96,8 +100,8 @@ def macos_facts(sysctl: dict[str, str], sw_vers: dict[str, str], gpu: dict) -> d
 
 
 SYSCTL_KEYS = ["machdep.cpu.brand_string", "hw.model", "hw.memsize", "hw.perflevel0.physicalcpu",
-               "hw.perflevel1.physicalcpu", "vm.pagesize", "iogpu.wired_limit_mb", "iogpu.disable_wired_collector",
-               "kern.hv_vmm_present", "sysctl.proc_translated"]
+               "hw.perflevel1.physicalcpu", "vm.pagesize", "iogpu.wired_limit_mb", "iogpu.wired_lwm_mb",
+               "iogpu.dynamic_lwm", "iogpu.disable_wired_collector", "kern.hv_vmm_present", "sysctl.proc_translated"]
 
 
 def _run(argv: list[str]) -> str:
@@ -158,11 +162,31 @@ def parse_pmset_power_source(text: str) -> str | None:
     return m.group(1) if m else None
 
 
+THERMAL_PRESSURE_KEY = "com.apple.system.thermalpressurelevel"
+# the levels of that notification (what powermetrics -s thermal calls "Current pressure level")
+THERMAL_PRESSURE_LEVELS = {0: "nominal", 1: "moderate", 2: "heavy", 3: "trapping", 4: "sleeping"}
+
+
+def parse_notifyutil_level(text: str, key: str = THERMAL_PRESSURE_KEY) -> int | None:
+    """``notifyutil -g KEY`` prints the key and its state; the state as an int, None when absent."""
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] == key and parts[1].isdigit():
+            return int(parts[1])
+    return None
+
+
 def read_thermal_state() -> dict | None:
-    """Thermal and power state for run quality (macOS only; None elsewhere)."""
+    """Thermal and power state for run quality (macOS only; None elsewhere): pmset's limits (Intel), the
+    thermal pressure level Apple Silicon does report (``notifyutil -g``, base OS, no root, no pyobjc) and
+    the power source."""
     if not on_macos():
         return None
     state = parse_pmset_therm(_run(["pmset", "-g", "therm"]))
+    level = parse_notifyutil_level(_run(["notifyutil", "-g", THERMAL_PRESSURE_KEY]))
+    if level is not None:
+        state["thermal_pressure_level"] = level
+        state["thermal_pressure"] = THERMAL_PRESSURE_LEVELS.get(level, f"level {level}")
     state["power_source"] = parse_pmset_power_source(_run(["pmset", "-g", "batt"]))
     return state
 
@@ -181,6 +205,10 @@ def thermal_warnings(before: dict | None, after: dict | None) -> list[str]:
             level = s.get(f"{kind}_warning_level")
             if level:
                 warnings.append(f"macOS {kind} warning level {level} {label} the run")
+        pressure = s.get("thermal_pressure_level")
+        if pressure:  # 0 is nominal
+            warnings.append(f"thermal pressure {s.get('thermal_pressure')} {label} the run "
+                            f"({THERMAL_PRESSURE_KEY} = {pressure}): macOS slows the CPU and GPU")
     if before and before.get("power_source") == "Battery Power":
         warnings.append("the Mac ran on battery: power management can slow the CPU and GPU")
     if before and after and before.get("power_source") != after.get("power_source") and after.get("power_source"):
@@ -199,9 +227,10 @@ def blind_spots(snapshot: dict) -> list[str]:
     if thermal is None:  # not a Mac
         return []
     out = []
-    if not any(k in thermal for k in ("cpu_speed_limit", "thermal_warning_level", "performance_warning_level")):
-        out.append("thermal state unknown: pmset -g therm reports nothing on Apple Silicon, even while throttling "
-                   "(ProcessInfo.thermalState or sudo powermetrics -s thermal would tell)")
+    if not any(k in thermal for k in ("cpu_speed_limit", "thermal_warning_level", "performance_warning_level",
+                                      "thermal_pressure_level")):
+        out.append("thermal state unknown: pmset -g therm reports nothing on Apple Silicon, even while throttling, "
+                   f"and notifyutil -g {THERMAL_PRESSURE_KEY} gave no level")
     denied = snapshot.get("unreadable_processes")
     if denied:
         out.append(f"{denied} processes of other users (root) could not be read: a busy system process "

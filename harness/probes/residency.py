@@ -17,14 +17,29 @@ So the decision needs the macOS version, the SDK the engine was linked against (
 ``LC_BUILD_VERSION``, read with ``otool -l``), the engine's architecture and the cell's
 ``--keep-alive`` setting; never the log line.  ``decide`` is pure (unit-tested); ``sdk_of``
 runs ``otool`` on a Mac only.
+
+This module is the one place every command asks (``lbench idle`` and what runs idle cells: ``ab``,
+``gate``; the cells' records that ``evidence`` reads; ``repro``'s Metal claims through
+``claim_gate``):
+
+- ``apple_silicon``: the hardware, also under Rosetta (``sysctl.proc_translated`` = 1: an x86_64
+  Python says ``x86_64`` on an M-series Mac, whose engine may well be arm64);
+- ``metal_library``: whose SDK counts.  lbench's build links Metal into the executable; Homebrew's
+  ggml (``GGML_BACKEND_DL=ON``) loads it from ``libexec/libggml-metal.so``, so that library's
+  ``LC_BUILD_VERSION`` decides;
+- ``macos_version``: ``sw_vers -productVersion`` (``platform.mac_ver()`` can say 16.0 on macOS 26
+  for a Python built with an older SDK: python/cpython#135675).
 """
 
 from __future__ import annotations
 
+import platform
 import re
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import Path
 
 DEFAULT_KEEP_ALIVE_S = 180  # ggml-metal-device.m: the keep-alive when the variable is unset, <= 0 or not a number
@@ -126,6 +141,7 @@ def note(decision: Residency) -> str | None:
     return None
 
 
+@lru_cache(maxsize=32)
 def sdk_of(binary: Path) -> dict[str, str]:
     """The engine binary's LC_BUILD_VERSION (platform, minos, sdk) and ``arch`` (the slice read:
     arm64 first, then x86_64), from ``otool -l -arch``; {} without otool or the load command."""
@@ -142,3 +158,74 @@ def sdk_of(binary: Path) -> dict[str, str]:
         if found:
             return {**found, "arch": arch}
     return {}
+
+
+METAL_LIBRARY_NAMES = ("libggml-metal.so", "libggml-metal.dylib")  # GGML_BACKEND_DL: one library per backend
+BREW_PREFIXES = (Path("/opt/homebrew"), Path("/usr/local"))
+
+
+def metal_library(binary: Path, brew_prefixes: Sequence[Path] = BREW_PREFIXES) -> Path:
+    """The file whose SDK decides: ggml's Metal backend library where the engine loads it at run time
+    (beside the binary, its ``../libexec`` or ``../lib``, Homebrew's ``opt/ggml/libexec``: where
+    ``GGML_BACKEND_DL`` builds put it), else the engine binary itself (a static build, lbench's)."""
+    real = binary.resolve() if binary.exists() else binary
+    places = [real.parent, real.parent.parent / "libexec", real.parent.parent / "lib"]
+    places += [prefix / "opt" / "ggml" / "libexec" for prefix in brew_prefixes
+               if prefix in real.parents or (prefix / "bin") == binary.parent]
+    for place in places:
+        for name in METAL_LIBRARY_NAMES:
+            if (place / name).is_file():
+                return place / name
+    return binary
+
+
+@lru_cache(maxsize=1)
+def macos_version() -> str | None:
+    """The macOS ProductVersion from ``sw_vers`` (platform.mac_ver() as a fallback); None off macOS."""
+    if platform.system() != "Darwin":
+        return None
+    from harness.probes.macos import _run
+
+    return _run(["sw_vers", "-productVersion"]).strip() or platform.mac_ver()[0] or None
+
+
+def apple_silicon(machine: str | None = None, translated: str | None = None) -> bool:
+    """An Apple Silicon Mac, also when this Python runs under Rosetta (``machine()`` then says x86_64)."""
+    if platform.system() != "Darwin" and machine is None:
+        return False
+    machine = platform.machine() if machine is None else machine
+    if machine == "arm64":
+        return True
+    if translated is None:
+        from harness.probes.macos import _run, parse_sysctl
+
+        translated = parse_sysctl(_run(["sysctl", "sysctl.proc_translated"])).get("sysctl.proc_translated")
+    return (translated or "").strip() == "1"
+
+
+def decide_for(binary: Path, setting: str) -> dict:
+    """The cell's residency record on this Mac: the decision (``decide``) from ``macos_version``, the SDK
+    and architecture of ``metal_library(binary)``, and the facts it came from."""
+    library = metal_library(binary)
+    build = sdk_of(library)
+    macos = macos_version()
+    decision = decide(setting, macos=macos, sdk=build.get("sdk"), arch=build.get("arch"))
+    return {**decision.as_dict(), "engine_sdk": build.get("sdk"), "engine_minos": build.get("minos"),
+            "engine_arch": build.get("arch"), "macos": macos,
+            "metal_library": None if library == binary else str(library), "note": note(decision)}
+
+
+def claim_gate(macos: str | None, sdk: str | None, arch: str | None) -> tuple[bool, str]:
+    """Whether a claim about llama.cpp's residency sets can be checked on this machine: only where sets
+    are created (SDK >= 15, not x86_64, macOS >= 15).  Elsewhere the claim is "not checkable here", never
+    "contradicted": the log still says 'use residency sets = true' and a keep-alive there."""
+    d = decide("default", macos=macos, sdk=sdk, arch=arch)
+    if d.in_effect:
+        return True, d.reason
+    return False, f"llama.cpp's Metal residency sets do not exist here: {d.reason}"
+
+
+def claim_gate_here(binary: Path) -> tuple[bool, str]:
+    """``claim_gate`` for ``binary`` on this machine."""
+    build = sdk_of(metal_library(binary))
+    return claim_gate(macos_version(), build.get("sdk"), build.get("arch"))

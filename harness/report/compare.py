@@ -202,5 +202,6 @@ def write_compare_html(a_runs: list[Run], b_runs: list[Run], results: list, out:
         b=[r.run_id for r in b_runs], findings=compare_findings(results), results=[_row(v) for v in results], plots=plots,
         any_secondary=any(not v.primary for v in results),
         differences=environment_differences(a_runs, b_runs), run=b_runs[0].record,
-        host=b_runs[0].record.host.facts, engine=b_runs[0].record.engine.facts), out,
+        host=b_runs[0].record.host.facts, engine=b_runs[0].record.engine.facts,
+        virtual_hosts=[r.record.host.facts for r in (*a_runs, *b_runs)]), out,
         post=lambda html: redact_html(red, html))

@@ -396,6 +396,16 @@ def _write_bundle(runs: list[Run], out_dir: Path, *, redact: bool) -> Path:
         if not_applicable:
             parts += ["> **Not applicable on this host** (measured anyway, as run):"] + \
                      [f"> - {md(n)}" for n in dict.fromkeys(not_applicable)] + [""]
+        residency = [f"{c.model} / {c.setting}: {c.facts['startup_metal']['residency'].get('reason')}"
+                     for c in run.record.cells if isinstance(c.facts.get("startup_metal"), dict)
+                     and isinstance(c.facts["startup_metal"].get("residency"), dict)]
+        if residency:  # decided from macOS, the SDK and architecture of the library running Metal (probes/residency.py)
+            parts += ["> **Metal residency sets** (decided from the machine, not the log):"] + \
+                     [f"> - {md(r)}" for r in dict.fromkeys(residency)] + [""]
+        unfit = [c.facts["fit"]["warning"] for c in run.record.cells
+                 if isinstance(c.facts.get("fit"), dict) and c.facts["fit"].get("warning")]
+        if unfit:
+            parts += ["> **Not wholly on the GPU**:"] + [f"> - {md(w)}" for w in dict.fromkeys(unfit)] + [""]
         quality = run.record.quality.warnings
         if quality:
             parts += ["> **Run quality** (read the figures with these in mind):"] + [f"> - {md(w)}" for w in quality] + [""]

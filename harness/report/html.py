@@ -44,7 +44,12 @@ def data_uri(png: bytes) -> str:
 
 def write_page(template: str, context: dict, out: Path, post: Callable[[str], str] | None = None) -> Path:
     """Render ``template`` with ``context`` into ``out`` (temp file + rename: never half a page);
-    ``post`` rewrites the rendered page first (redaction)."""
+    ``post`` rewrites the rendered page first (redaction).  ``virtual_hosts`` (the host facts of every run
+    behind the page) become the virtual-machine banner every report carries (``virtual``)."""
+    if "virtual_hosts" in context:
+        from harness.probes.host import virtual_status
+
+        context = {**context, "virtual": virtual_status(context["virtual_hosts"])}
     html = scrolling_tables(environment().get_template(template).render(**context))
     return atomic_write_text(out, post(html) if post is not None else html)
 

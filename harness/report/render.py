@@ -43,6 +43,7 @@ def render_report(run: Run, out: Path | None = None, *, reanalyze: bool = False,
         what, hint = unknown_kind(run.record.kind)
         raise BadInput(what, where=str(run.dir), hint=hint)
     context_of = CONTEXTS[kind.name]
-    context = with_analysis(run, lambda analysis: {**context_of(run, analysis), "read_notes": run.notes},
+    context = with_analysis(run, lambda analysis: {**context_of(run, analysis), "read_notes": run.notes,
+                                                   "virtual_hosts": [run.record.host.facts]},
                             reanalyze=reanalyze)  # read_notes: e.g. a journal fallback
     return write_page(kind.template, context, out or run.dir / "report.html", post=post)

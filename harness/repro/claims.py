@@ -13,7 +13,10 @@ A spec (``experiments/claims/*.toml``)::
     engine = "llama-server"          # or "ollama"
     requires = []                    # any of: "metal", "cuda", "not-metal", "apple-cpu", "cpu",
                                      # "ollama", "proc-events" (the kernel's fork/exit events),
-                                     # "mlx" (mlx and mlx-lm with Metal)
+                                     # "mlx" (mlx and mlx-lm with Metal), "metal-residency"
+                                     # (llama.cpp's residency sets exist: macOS >= 15, engine SDK >= 15,
+                                     # arm64; probes/residency.py), "mlx-residency" (MLX's: mlx >= 0.32.1,
+                                     # macOS >= 15)
     scenario = "storm"               # a name from harness.repro.registry.SCENARIOS
     [params]                         # the scenario's typed parameters (its Params dataclass)
     models = ["tiny-q8", "tiny-q4", "tiny-f16"]
@@ -55,7 +58,8 @@ from harness.probes.macos import read_paravirtual_reason
 
 OPS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq,
        "!=": operator.ne}
-REQUIREMENTS = ("metal", "cuda", "not-metal", "apple-cpu", "cpu", "ollama", "proc-events", "mlx")
+REQUIREMENTS = ("metal", "cuda", "not-metal", "apple-cpu", "cpu", "ollama", "proc-events", "mlx", "metal-residency",
+                "mlx-residency")
 HOLDS, CONTRADICTED, NOT_CHECKABLE, ERROR = "holds", "contradicted", "not checkable here", "error"
 INCONCLUSIVE = "inconclusive"
 # why a claim is not checkable here
@@ -277,10 +281,12 @@ class _Lazy(dict):
         return value
 
 
-def availability(backend: str) -> dict[str, tuple[bool, str]]:
+def availability(backend: str, binary: Path | None = None) -> dict[str, tuple[bool, str]]:
     """Which requirements this host and engine meet, with the reason when not.  Probes that
     touch the host (Ollama's port, the kernel's process events) run on first access only."""
-    metal = platform.system() == "Darwin" and platform.machine() == "arm64" and backend == "metal"
+    from harness.probes import residency
+
+    metal = platform.system() == "Darwin" and residency.apple_silicon() and backend == "metal"
     where = f"{platform.system()} {platform.machine()}, engine backend {backend}"
     paravirtual = _paravirtual() if metal else None
     eager = {
@@ -299,7 +305,31 @@ def availability(backend: str) -> dict[str, tuple[bool, str]]:
                            "needs Ollama: no `ollama` on PATH and nothing answers on 127.0.0.1:11434"),
         "proc-events": lambda: (_proc_events()[0], f"needs the kernel's process events: {_proc_events()[1]}"),
         "mlx": lambda: (False, _paravirtual()) if _paravirtual() else _mlx_metal(),
+        # llama.cpp's residency sets: decided where idle cells decide them (probes/residency.py)
+        "metal-residency": lambda: residency.claim_gate_here(binary) if metal and binary is not None else
+        (False, "llama.cpp's Metal residency sets need a Metal engine on macOS"),
+        "mlx-residency": _mlx_residency,
     })
+
+
+def _mlx_residency() -> tuple[bool, str]:
+    """MLX's residency sets and their ``[residency]`` lines: mlx >= 0.32.1 (mlx/backend/metal/resident.cpp)
+    on macOS >= 15 (resident.cpp: Metal3 + macOS 15)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from harness.probes.residency import macos_version, version_tuple
+    from harness.repro.mlx_scenarios import residency_lines_possible
+
+    try:
+        mlx = version("mlx")
+    except PackageNotFoundError:
+        return False, "needs mlx (pip install 'lbench[mlx]')"
+    if not residency_lines_possible(mlx):
+        return False, f"mlx {mlx} has no residency sets' [residency] lines (they first ship in mlx 0.32.1)"
+    macos = macos_version()
+    if (version_tuple(macos) or (0,)) < (15,):
+        return False, f"MLX creates residency sets on macOS >= 15 only; this host: macOS {macos or 'unknown'}"
+    return True, f"mlx {mlx} on macOS {macos}"
 
 
 @lru_cache(maxsize=1)
@@ -308,9 +338,10 @@ def _paravirtual() -> str | None:
     return read_paravirtual_reason()
 
 
-def gate_cause(spec: ClaimSpec, backend: str) -> tuple[str, str] | None:
-    """(cause, sentence) why the claim cannot be checked here, or None when it can."""
-    avail = availability(backend)
+def gate_cause(spec: ClaimSpec, backend: str, binary: Path | None = None) -> tuple[str, str] | None:
+    """(cause, sentence) why the claim cannot be checked here, or None when it can (``binary``: the engine,
+    for the requirements its build decides)."""
+    avail = availability(backend, binary)
     # an engine that is itself a requirement (a service the host must offer, such as Ollama) is needed
     needs = list(dict.fromkeys(list(spec.requires) + ([spec.engine] if spec.engine in REQUIREMENTS else [])))
     for r in needs:
@@ -322,9 +353,9 @@ def gate_cause(spec: ClaimSpec, backend: str) -> tuple[str, str] | None:
     return None
 
 
-def gate(spec: ClaimSpec, backend: str) -> str | None:
+def gate(spec: ClaimSpec, backend: str, binary: Path | None = None) -> str | None:
     """Why the claim cannot be checked here, or None when it can."""
-    g = gate_cause(spec, backend)
+    g = gate_cause(spec, backend, binary)
     return g[1] if g else None
 
 

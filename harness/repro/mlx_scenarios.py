@@ -161,10 +161,8 @@ def server_wiring(ctx: Context, p: MlxParams) -> Evidence:
     model_bytes = _model_bytes(model)
     import mlx.core as mx
 
-    mlx_version = str(getattr(mx, "__version__", "0"))
-    if not residency_lines_possible(mlx_version):
-        raise Inconclusive(f"mlx {mlx_version} prints no [residency] lines (they first ship in mlx 0.32.1): "
-                           "pip install -U 'mlx>=0.32.1'")
+    # no mlx version guard here: mlx-server-wires-until-exit needs no [residency] line, and
+    # mlx-residency-debug-lines is gated by its "mlx-residency" requirement (mlx >= 0.32.1, macOS >= 15)
     log = ctx.claim_dir / "logs" / "mlx_server.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     wired: dict[str, int | None] = {"before": read_wired_bytes()}

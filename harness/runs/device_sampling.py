@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import BadInput
@@ -48,13 +49,13 @@ def interleave_plan(reps: int, seed: int) -> list[bool]:
     return plan
 
 
-def for_cell(prep: Any, server: RunningServer, writer: RunWriter, common: dict, cell: Any
+def for_cell(prep: Any, server: RunningServer, writer: RunWriter, common: dict, cell: Any, model_path: Path | None = None
              ) -> tuple[DeviceSampler | None, Callable[[int], bool] | None]:
     spec: IdleSpec = prep.spec
     if not prep.device_probes:
         return None, None
     pid = None if server.proc is None else server.proc.pid
-    probes = registry.build(prep.device_probes, pid)
+    probes = registry.build(prep.device_probes, pid, model_path=model_path)
     cell.device_sampling = {"sources": list(prep.device_probes), "pid": pid,
                             "devices": [f"{p.name}:{p.device}" for p in probes],
                             "interval_s": spec.device_interval_s, "guard_s": DEFAULT_GUARD_S}

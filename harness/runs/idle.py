@@ -26,7 +26,6 @@ from harness.models.gguf_info import file_sha256
 from harness.models.resolve import ResolvedModel, local_file, resolve_for_engine
 from harness.probes import engine_log, pagecache
 from harness.runs import device_sampling
-from harness.probes.memory import build_probes, combine
 from harness.spec import IdleSpec
 from harness.runs.session import RunSession
 from harness.store import Run, RunWriter
@@ -330,9 +329,6 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
             cell.n_samples += 1
 
     weights = local_file(model)
-    probes, cell.probes = build_probes(weights)
-    if not spec.request_probes:  # --no-request-probes: nothing read around the timed requests
-        probes, cell.probes = [], {name: "off (--no-request-probes)" for name in cell.probes}
     if setting.cache_state != "as-is":
         if weights is None:
             notes.append("cache state needs a local model file; this model lives on the server")
@@ -359,6 +355,9 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
                                                     writer.log_path(log_name.replace(".log", "-lv4.log")))
             if verbose is not None:
                 cell.startup_metal = engine_log.parse_startup(verbose)
+                cell.fit = engine_log.fit(cell.startup_metal, model.label)
+                if cell.fit is not None and cell.fit["warning"]:  # said before the measured server starts
+                    reporter.message(f"warning: {label}: {cell.fit['warning']}")
                 residency = prep.engine.residency(setting)  # in effect or not: from the machine, not the log
                 if residency is not None:
                     cell.startup_metal["residency"] = residency
@@ -395,11 +394,11 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
                                             "(a busy host, or the server's own threads taking the CPUs? "
                                             "see docs/instrument.md)"))
                     writer.save_manifest()
-                sampler, sampling_on = device_sampling.for_cell(prep, server, writer, common, cell)
+                sampler, sampling_on = device_sampling.for_cell(prep, server, writer, common, cell, weights)
                 try:
                     totals = run_idle_sweep(server, spec.pauses_s, reps=spec.reps, seed=spec.seed,
                                             warmup=spec.warmup, shuffle=spec.shuffle, emit=emit,
-                                            on_progress=reporter.advance, probe=combine(probes),
+                                            on_progress=reporter.advance,
                                             alive=_death_of(server), deadlines=deadlines,
                                             device_sampler=sampler, sampling_on=sampling_on)
                 except DeadlineExceeded as exc:  # say what the server was doing, while it still exists
@@ -453,13 +452,13 @@ class IdleCell:
     error: str | None = None
     cache: dict | None = None
     startup: dict = field(default_factory=dict)
-    probes: dict = field(default_factory=dict)
     # set only on the paths that measure them (absent from the manifest otherwise)
     ready_s: float | None = None
     deadlines: dict | None = None
     port: int | None = None
     request_body: str | None = None
     startup_metal: dict | None = None
+    fit: dict | None = None  # offloaded layers / total from the facts start, and the warning when not all fit
     llama_idle_summaries: list | None = None
     axis_knobs: dict = field(default_factory=dict)  # env / server-args / prompt-tokens axes of the cell
     n_errors: int | None = None
@@ -467,7 +466,7 @@ class IdleCell:
     reconnects: int | None = None  # times the one-token client reopened a connection the server had closed
 
     OPTIONAL = ("ready_s", "deadlines", "port", "request_body", "startup_metal", "llama_idle_summaries", "n_errors",
-                "device_sampling", "reconnects")
+                "device_sampling", "reconnects", "fit")
 
     def as_manifest(self) -> dict:
         out = asdict(self)

@@ -121,7 +121,7 @@ def _check_claims(claims: list[ClaimSpec], binary: Binary, backend: str, writer:
         claim_dir.mkdir(parents=True)
         started = time.perf_counter()
         figures, lines, notes, cause, checks = {}, [], [], "", []
-        g = gate_cause(spec, backend)
+        g = gate_cause(spec, backend, binary.path)
         if g:
             verdict, (cause, reason) = NOT_CHECKABLE, g
         else:

@@ -5,19 +5,12 @@ seeded RNG, so drift cannot masquerade as an effect): wait exactly that long aft
 the previous response ended, then decode one token with the prompt cached.
 Nothing touches the server during a pause.  Works with any ``Server``.
 
-An optional ``probe`` (memory readings that do not touch the server, e.g. page-cache
-residency of the model file) is read just before and just after each request: the
-"before" reading is started early enough to end before the pause does, so it never
-delays the request, and the "after" reading happens once the response is in.  A
-reading is taken only when a pause can absorb it (>= 50 ms: the "before" reading in
-this request's pause, the "after" one in the next request's): readings squeezed between
-back-to-back requests made one-tick (~4 ms) stalls of the measured requests several
-times more frequent on a 2-core machine.  Rows without room carry nulls.
-
-An optional ``device_sampler`` (``PauseSampler``: device probes on a thread) is given each
-pause as a window that ends a guard interval before the request; ``sampling_on(rep)`` says
-whether a repetition samples (the on/off interleaving that measures the sampler's own
-effect); each measured row says so in ``device_sampling``.
+Nothing is read or forked on the sweep's own thread around a request.  Every reading (page
+cache, vm_stat/ioreg on a Mac, NVML, ...) is a device probe: an optional ``device_sampler``
+(``PauseSampler``: device probes on a thread) is given each pause as a window that ends a guard
+interval before the request; ``sampling_on(rep)`` says whether a repetition samples (the on/off
+interleaving that measures the sampler's own effect); each measured row says so in
+``device_sampling`` and carries the pause's last reading of each probe (``*_before`` columns).
 """
 
 from __future__ import annotations
@@ -33,7 +26,6 @@ from harness.engines.base import Completion, Server
 from harness.probes.sleepwatch import SleepWatch, slept_s
 
 SPIN_S = 0.002  # sleep coarsely, then spin the last 2 ms for sub-ms pause accuracy
-PROBE_MIN_PAUSE_S = 0.05  # a memory reading needs a pause to hide in
 
 
 def pause_schedule(pauses_s: list[float], reps: int, seed: int, shuffle: bool = True) -> list[tuple[int, float]]:
@@ -91,6 +83,8 @@ class PauseSampler(Protocol):
     def window(self, meta: dict, start: float, send_at: float) -> bool: ...
 
     def stop(self) -> None: ...
+
+    def before_request(self) -> dict: ...
 
 
 class CellFailed(Exception):
@@ -187,7 +181,6 @@ def run_idle_sweep(
     shuffle: bool = True,
     emit: Callable[[dict], None],
     on_progress: Callable[[], None] = lambda: None,
-    probe: Callable[[], dict] | None = None,
     alive: Callable[[], str | None] | None = None,
     deadlines: Deadlines | None = None,
     device_sampler: PauseSampler | None = None,
@@ -202,7 +195,6 @@ def run_idle_sweep(
     filled into ``deadlines``."""
     deadlines = deadlines if deadlines is not None else Deadlines()
     schedule = pause_schedule(pauses_s, reps, seed, shuffle)
-    probe_cost = 0.0
     seq = 0
     last_done = None
     t_cell = time.perf_counter()
@@ -226,7 +218,7 @@ def run_idle_sweep(
     start = time.perf_counter() if last_done is None else last_done
     watch = SleepWatch()  # a sleep inside a pause: perf_counter stops, the sleep-counting clock does not
     done_stamp = watch.stamp()
-    for i, (rep, pause) in enumerate(schedule):
+    for rep, pause in schedule:
         if time.perf_counter() + pause > cell_end:
             raise DeadlineExceeded(f"the sweep passed its cell deadline of {deadlines.cell_s:g} s "
                                    f"({deadlines.derived_from}); {totals.n - totals.n_errors} of {len(schedule)} "
@@ -240,26 +232,18 @@ def run_idle_sweep(
             arm = "on" if sampling_on is None or sampling_on(rep) else "off"
             if arm == "on":
                 device_sampler.window({"rep": rep, "seq": seq, "pause_requested_s": pause}, base, base + pause)
-        before: dict = {}
-        next_pause = schedule[i + 1][1] if i + 1 < len(schedule) else math.inf
-        if probe is not None and pause >= PROBE_MIN_PAUSE_S:
-            sleep_until(base + pause - 2 * probe_cost - 0.002)  # leave room for the reading
-            t_probe = time.perf_counter()
-            before = probe()
-            probe_cost = max(probe_cost * 0.8, time.perf_counter() - t_probe)
         sleep_until(base + pause)
         if device_sampler is not None:
             device_sampler.stop()
         send_stamp = watch.stamp()
         c = server.complete_one_token()
-        after = probe() if probe is not None and next_pause >= PROBE_MIN_PAUSE_S else {}
         actual = c.t_send - base
         row = sample_row(c, phase="measure", rep=rep, seq=seq, pause_requested_s=pause, pause_actual_s=actual)
         row["slept_s"] = round(slept_s(done_stamp, send_stamp), 6)
         if arm is not None:
             row["device_sampling"] = arm
-        row.update({f"{k}_before": v for k, v in before.items()})
-        row.update({f"{k}_after": v for k, v in after.items()})
+        if arm == "on" and device_sampler is not None:  # read after the request: the sampler stopped before it
+            row.update(device_sampler.before_request())
         late = _past_deadline(c, this_deadline)
         if late and c.error is None:  # a client that could not be bounded: too late is not a sample
             row["error"] = f"answered after the request deadline of {this_deadline:g} s"

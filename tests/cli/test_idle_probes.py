@@ -19,8 +19,8 @@ def only_run(env):
 
 @pytest.mark.skipif(not pagecache.available(), reason="needs Linux page-cache control")
 def test_cold_start_goes_from_zero_to_fully_resident(engine_env):
-    r = run_cli("idle", "-m", "llama3.2-1b-q4", "--pauses", "0,0.2", "--reps", "2", "--warmup", "1",
-                "--cache-state", "cold", "--no-report", env=engine_env, timeout=600)
+    r = run_cli("idle", "-m", "llama3.2-1b-q4", "--pauses", "0,0.6", "--reps", "2", "--warmup", "1",
+                "--cache-state", "cold", "--device-probes", "pagecache", "--no-report", env=engine_env, timeout=600)
     assert r.returncode == 0, r.stderr + r.stdout
     run_dir = only_run(engine_env)
     (cell,) = json.loads((run_dir / "manifest.json").read_text())["cells"]
@@ -28,12 +28,13 @@ def test_cold_start_goes_from_zero_to_fully_resident(engine_env):
     assert cell["cache"]["resident_pct_at_start"] < 5.0
     assert cell["cache"]["resident_pct_when_ready"] > 95.0
     assert cell["startup"]["n_threads"] >= 1 and cell["startup"]["server_load_ms"] > 0
-    assert cell["probes"]["page_cache"].startswith("available")
+    assert cell["device_sampling"]["sources"] == ["pagecache"]
     s = pd.read_parquet(run_dir / "samples.parquet")
     m = s[s["phase"] == "measure"]
     assert (m["cache_state"] == "cold").all()
-    paused = m[m["pause_requested_s"] >= 0.05]
+    paused = m[m["pause_requested_s"] == 0.6]  # read in the pause, at least the guard before the request
     assert len(paused) and paused["file_resident_pct_before"].gt(95).all()
+    assert paused["readings_before_send_s"].ge(0.25).all()
     # no reading is squeezed into a zero pause
     assert m[m["pause_requested_s"] == 0]["file_resident_pct_before"].isna().all()
     assert m["wired_bytes_before"].isna().all()  # a macOS reading: not available, not 0
@@ -53,18 +54,19 @@ def test_llama_idle_cross_check_on_tiny(engine_env):
     assert "Cross-check: through HTTP vs llama-idle in-process" in html
 
 
-def test_no_request_probes_reads_nothing_around_the_requests(engine_env):
-    """docs/mac.md finding 15: --no-request-probes takes the host readings out of the request's
-    neighbourhood; the cell says they were off, and no reading column is filled."""
+def test_by_default_nothing_is_read_around_the_requests(engine_env):
+    """docs/mac.md finding 15: no reading is taken on the request's thread; device probes (the only readings)
+    are off by default, so a default run reads nothing at all: no reading column is filled."""
     r = run_cli("idle", "-m", "tiny-q8", "--pauses", "0,0.2", "--reps", "2", "--warmup", "1",
-                "--no-request-probes", "--no-report", env=engine_env, timeout=600)
+                "--no-report", env=engine_env, timeout=600)
     assert r.returncode == 0, r.stderr + r.stdout
     run_dir = only_run(engine_env)
     manifest = json.loads((run_dir / "manifest.json").read_text())
-    assert manifest["config"]["request_probes"] is False
+    assert manifest["config"]["device_probes"] == "off" and "request_probes" not in manifest["config"]
     (cell,) = manifest["cells"]
-    assert cell["probes"] and all(v.startswith("off") for v in cell["probes"].values())
+    assert "device_sampling" not in cell
     m = pd.read_parquet(run_dir / "samples.parquet")
     m = m[m["phase"] == "measure"]
-    readings = [c for c in m.columns if c.endswith("_before") or c.endswith("_after")]
+    readings = [c for c in m.columns if c.endswith("_before")]
     assert all(m[c].isna().all() for c in readings), readings
+    assert not (run_dir / "device_samples.parquet").exists()

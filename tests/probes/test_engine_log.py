@@ -1,6 +1,6 @@
 import pytest
 
-from harness.probes.engine_log import backend_of_devices, parse_devices, parse_startup, stamp_s
+from harness.probes.engine_log import backend_of_devices, fit, parse_devices, parse_startup, stamp_s
 
 CPU_LOG = """0.00.003.208 I srv    load_model: loading model '/m.gguf'
 0.00.005.921 I cmn          init: llama threadpool init, n_threads = 2
@@ -50,3 +50,31 @@ def test_devices_metal_and_cpu_on_a_mac():
 def test_a_warning_after_the_list_is_not_a_device():
     assert parse_devices(M1_MAX_DEVICES + TENSOR_WARNING + "\n") == parse_devices(M1_MAX_DEVICES)
     assert parse_devices("Available devices:\n  (none)\n") == ["(none)"]
+
+
+# an M2 Pro's llama-server log at -lv 4, quoted in ggml-org/llama.cpp PR #22673 (a comment by boutell):
+# every layer on the GPU
+M2_PRO_FULL_OFFLOAD = """load_tensors: offloading output layer to GPU
+load_tensors: offloading 64 repeating layers to GPU
+load_tensors: offloaded 66/66 layers to GPU
+load_tensors:   CPU_Mapped model buffer size =   644.14 MiB
+load_tensors:  MTL0_Mapped model buffer size = 14803.73 MiB
+"""
+
+
+def test_a_model_on_the_gpu_whole_fits_and_warns_nothing():
+    facts = parse_startup(M2_PRO_FULL_OFFLOAD)
+    assert facts["offloaded_layers"] == "66/66"
+    assert fit(facts, "qwen") == {"offloaded_layers": "66/66", "gpu_share": 1.0, "warning": None}
+
+
+def test_a_model_split_by_fit_is_a_warning_naming_the_share():
+    # decision inputs (not a captured log: no published partial --fit offload line on a Mac was found):
+    # what parse_startup returns for "offloaded 20/33 layers to GPU" beside a 5461.34 MB working set
+    facts = {"offloaded_layers": "20/33", "recommended_max_working_set_mb": 5461.34}
+    out = fit(facts, "llama3-8b-q8")
+    assert out is not None and out["gpu_share"] == round(20 / 33, 4)
+    assert out["warning"] == ("llama3-8b-q8 does not fit this device (working set 5461.34 MB): llama-server put 20 "
+                              "of 33 layers on the GPU (61%) and 13 on the CPU, so this cell measures a CPU/GPU "
+                              "split (a smaller model or quantization fits)")
+    assert fit({}, "m") is None and fit({"offloaded_layers": "0/0"}, "m") is None  # the log did not say

@@ -33,6 +33,9 @@ def test_vm_stat_variants():
 
 
 def test_sysctl_with_command_echoes_and_unknown_oid():
+    # one machine's lines (hw.model Mac14,12, an M2 Pro Mac mini; shared/reference/mac-audit-2.md N10): the
+    # `sysctl -n machdep.cpu.brand_string` line "Apple M3 Pro" the file once ended with came from another
+    # machine and was removed
     s = macos.parse_sysctl(fixture("sysctl_hw.txt"))
     assert s == {"hw.model": "Mac14,12", "hw.memsize": "34359738368", "iogpu.wired_limit_mb": "0"}
     # the performance-core split as shared/reference/platform-probes.md quotes it, and the brand string of
@@ -114,3 +117,27 @@ def test_virtual_flag_on_every_verdict_and_metal_claims_not_checkable():
                               {"gpu_model": "Apple Paravirtual device"})
     assert macos.paravirtual_reason(facts).startswith("not checkable here")
     assert macos.paravirtual_reason({**facts, "virtual": False}) is None and macos.paravirtual_reason(None) is None
+
+
+def test_iogpu_low_water_marks_and_collector_recorded_when_the_oids_exist():
+    # decision inputs, not a capture: the values wake-2026-12.md section 4 quotes for a Mac mini M1 8 GB
+    # (wired_limit_mb 0, wired_lwm_mb 0, dynamic_lwm 1; quoted reformatted, so not a sysctl fixture)
+    facts = macos.macos_facts({"iogpu.wired_limit_mb": "0", "iogpu.wired_lwm_mb": "0", "iogpu.dynamic_lwm": "1"},
+                              {}, {})
+    assert (facts["iogpu_wired_limit_mb"], facts["iogpu_wired_lwm_mb"], facts["iogpu_dynamic_lwm"]) == (0, 0, 1)
+    assert facts["iogpu_disable_wired_collector"] is None  # an oid this macOS lacks: unknown, not 0
+    assert {"iogpu.wired_lwm_mb", "iogpu.dynamic_lwm", "iogpu.disable_wired_collector"} <= set(macos.SYSCTL_KEYS)
+
+
+def test_thermal_pressure_without_a_level_is_not_a_reading():
+    # no published `notifyutil -g com.apple.system.thermalpressurelevel` output was found to quote (docs/mac.md
+    # says so): only what is not a level is tested; the level names follow the notification's documented values
+    assert macos.parse_notifyutil_level("") is None
+    assert macos.parse_notifyutil_level("notifyutil: unknown option\n") is None
+    assert macos.THERMAL_PRESSURE_LEVELS[0] == "nominal"
+    quiet = macos.parse_pmset_therm(fixture("pmset_therm_quiet.txt"))  # Apple Silicon: pmset says nothing
+    assert macos.blind_spots({"thermal": quiet})[0].startswith("thermal state unknown")
+    assert macos.blind_spots({"thermal": {**quiet, "thermal_pressure_level": 0}}) == []  # a level is known
+    assert macos.thermal_warnings({"thermal_pressure_level": 2, "thermal_pressure": "heavy"}, None) == [
+        "thermal pressure heavy before the run (com.apple.system.thermalpressurelevel = 2): macOS slows the CPU "
+        "and GPU"]

@@ -1,7 +1,10 @@
 """Residency sets in effect, decided from the machine (macOS version, the engine's SDK and
 architecture, the cell's setting), never from the log line (probes/residency.py)."""
 
+import itertools
 from pathlib import Path
+
+import pytest
 
 from harness.probes import residency
 from harness.probes.residency import decide, keep_alive_seconds, note, parse_build_version
@@ -65,3 +68,56 @@ def test_keep_alive_as_ggml_reads_it():
 def test_sdk_of_without_otool_is_empty(tmp_path, monkeypatch):
     monkeypatch.setattr(residency.shutil, "which", lambda name: None)
     assert residency.sdk_of(tmp_path / "llama-server") == {}
+
+
+# ---- one decision for every command: macOS version x SDK x Rosetta x setting (no Mac here: pure inputs) ----
+
+MACOS = ("14.6.1", "15.6", "26.1", None)
+SDK = ("14.5", "15.2", "26.0", None)
+ENGINE_ARCH = ("arm64", "x86_64")  # under Rosetta lbench's build may come out either way
+
+
+@pytest.mark.parametrize(("macos", "sdk", "arch", "setting"),
+                         list(itertools.product(MACOS, SDK, ENGINE_ARCH, ("default", "none", "30"))))
+def test_the_decision_across_macos_sdk_arch_and_setting(macos, sdk, arch, setting):
+    d = decide(setting, macos=macos, sdk=sdk, arch=arch)
+    sets_exist = arch == "arm64" and sdk not in ("14.5", None) and macos not in ("14.6.1", None)
+    undecided = arch == "arm64" and (sdk is None or (sdk != "14.5" and macos is None))
+    ok, why = residency.claim_gate(macos, sdk, arch)
+    assert ok is sets_exist  # a claim about the sets is checkable only where they exist
+    if undecided:
+        assert d.applies is None and "not decided" in (note(d) or "not decided")
+    elif sets_exist:
+        assert d.applies is True and d.in_effect is (setting != "none")
+        assert d.keep_alive_s == {"default": 180, "none": None, "30": 30}[setting]
+    else:  # compiled out, or macOS 14: 'default' is what the engine does, every other setting changes nothing
+        assert d.in_effect is False and d.applies is (setting == "default")
+        assert not ok and why.startswith("llama.cpp's Metal residency sets do not exist here")
+
+
+@pytest.mark.parametrize(("machine", "translated", "expected"), [
+    ("arm64", None, True), ("x86_64", "1", True),  # Rosetta: an x86_64 Python on an M-series Mac
+    ("x86_64", "0", False), ("x86_64", "", False),  # an Intel Mac (sysctl.proc_translated 0, or no such oid)
+])
+def test_apple_silicon_also_under_rosetta(machine, translated, expected):
+    assert residency.apple_silicon(machine, translated) is expected
+
+
+def test_the_sdk_that_counts_is_homebrews_metal_library(tmp_path):
+    """Homebrew's ggml builds with GGML_BACKEND_DL: Metal is loaded from libexec/libggml-metal.so, whose SDK
+    decides (Formula/g/ggml.rb); lbench's own build is static, so its executable decides."""
+    prefix = tmp_path / "homebrew"
+    binary = prefix / "Cellar" / "llama.cpp" / "7000" / "bin" / "llama-server"
+    binary.parent.mkdir(parents=True)
+    binary.write_text("")
+    assert residency.metal_library(binary, brew_prefixes=[prefix]) == binary  # no backend library: static
+    library = prefix / "opt" / "ggml" / "libexec" / "libggml-metal.so"
+    library.parent.mkdir(parents=True)
+    library.write_text("")
+    assert residency.metal_library(binary, brew_prefixes=[prefix]) == library
+    own = tmp_path / "build" / "bin" / "llama-server"
+    own.parent.mkdir(parents=True)
+    own.write_text("")
+    assert residency.metal_library(own, brew_prefixes=[prefix]) == own
+    (own.parent / "libggml-metal.dylib").write_text("")  # a BACKEND_DL build of one's own: beside the binary
+    assert residency.metal_library(own, brew_prefixes=[prefix]) == own.parent / "libggml-metal.dylib"

@@ -95,3 +95,19 @@ def test_swap_runs_with_served_as_are_compared_by_what_the_router_did(lbench_env
     old = _swap_run(root, 1.0, 2)  # recorded before requests were classed: both sides fall back to residency
     verdicts, _ = judge_runs([open_run(old, root)], [open_run(b, root)])
     assert {v.regime for v in verdicts} == {"warm", "cold"}
+
+
+def test_compare_html_carries_the_virtual_flag_of_any_run_behind_it(lbench_env, tmp_path):
+    import json
+
+    root = Path(lbench_env["LBENCH_RESULTS_DIR"])
+    a, b = make_run(root), make_run(root, scale=1.2, seed=1)
+    out = tmp_path / "compare.html"
+    assert run_cli("compare", a, b, "--html", str(out), env=lbench_env).returncode == 0
+    assert "Virtual machine:" not in out.read_text()  # neither host said it was virtual
+    manifest_path = root / a / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["host"]["virtual"] = True  # A only: the page still says so
+    manifest_path.write_text(json.dumps(manifest))
+    assert run_cli("compare", a, b, "--html", str(out), env=lbench_env).returncode == 0
+    assert "<b>Virtual machine:</b> measured on a virtual machine (Linux TestCPU)" in out.read_text()

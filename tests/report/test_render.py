@@ -209,3 +209,44 @@ def test_swap_rerun_script_quotes_names_and_checks_the_cap():
     assert "printf 'model = %s\\n' \"$MODEL_1\" >> preset.ini" in text
     assert '"$LLAMA_SERVER" --port "$PORT" --models-preset preset.ini' in text
     assert "Real Model, Q4_K_M" in text and 'if [ "$peak" -le 1 ]' in text
+
+
+def test_every_report_carries_the_virtual_machine_flag(tmp_path):
+    """Every page rendered from runs (swap, repro, gate-bench, compare, idle, calibrate: base.html.j2) says when
+    a run behind it was measured on a virtual machine; the idle and calibrate pages keep their own virtual-Mac
+    banner instead of a second one."""
+    import json
+
+    run = _run_with(tmp_path, "tiny-q8")
+    assert "Virtual machine:" not in render_report(run).read_text()  # a host that does not say: no banner
+    manifest = json.loads((run.dir / "manifest.json").read_text())
+    manifest["host"] = {"os": "Linux", "cpu_model": "AMD EPYC", "virtual": True}
+    (run.dir / "manifest.json").write_text(json.dumps(manifest))
+    html = render_report(open_run(run.dir, tmp_path)).read_text()
+    assert "<b>Virtual machine:</b> measured on a virtual machine (Linux AMD EPYC)" in html
+    manifest["host"] = {"os": "Darwin", "cpu_model": "Apple M1 (Virtual)", "virtual": True,
+                        "mac_gpu_model": "Apple Paravirtual device"}
+    (run.dir / "manifest.json").write_text(json.dumps(manifest))
+    html = render_report(open_run(run.dir, tmp_path)).read_text()
+    assert "Virtual Mac:" in html and "<b>Virtual machine:</b>" not in html
+
+
+def test_evidence_carries_the_residency_decision_and_the_fit_warning(tmp_path):
+    """A Mac cell's record (as runs/idle.py writes it: startup_metal.residency from probes/residency.py, fit from
+    engine_log.fit) reaches the evidence bundle; the values are decision inputs, no Mac ran here."""
+    import json
+
+    from harness.probes.engine_log import fit
+    from harness.probes.residency import decide
+    from harness.report.evidence import write_evidence
+
+    run = _run_with(tmp_path, "tiny-q8")
+    manifest = json.loads((run.dir / "manifest.json").read_text())
+    decision = decide("none", macos="14.6.1", sdk="15.2", arch="arm64")
+    manifest["cells"][0]["startup_metal"] = {"residency": decision.as_dict()}
+    manifest["cells"][0]["fit"] = fit({"offloaded_layers": "20/33"}, "tiny-q8")
+    (run.dir / "manifest.json").write_text(json.dumps(manifest))
+    md = write_evidence([open_run(run.dir, tmp_path)], tmp_path / "ev", redact=False).read_text()
+    assert "**Metal residency sets** (decided from the machine, not the log):" in md
+    assert "macOS 14.6.1 (&lt; 15): no residency set is ever created" in md
+    assert "**Not wholly on the GPU**:" in md and "put 20 of 33 layers on the GPU (61%)" in md

@@ -197,3 +197,40 @@ def test_evictions_are_counted_in_every_build_s_log_format():
         (0.50, "stop_sent", "a", "unload: stopping model instance name=a"),  # only the stop line: inferred
         (0.60, "exited", "a", "")], columns=["t_s", "kind", "model", "text"])
     assert scheduler_evictions(timeline) == 2
+
+
+def test_residency_claims_are_not_checkable_where_the_sets_cannot_exist(monkeypatch):
+    """N1: on macOS 14, or with an engine SDK < 15, llama.cpp's residency claims are "not checkable here",
+    never "contradicted"; the decision is the one idle cells use (probes/residency.py claim_gate). No Mac
+    here: the host facts are stood in for."""
+    from harness.probes import residency
+
+    import harness.repro.claims as claims_mod
+
+    monkeypatch.setattr(claims_mod.platform, "system", lambda: "Darwin")
+    monkeypatch.setattr(residency, "apple_silicon", lambda machine=None, translated=None: True)
+    monkeypatch.setattr(claims_mod, "_paravirtual", lambda: None)
+    claim = spec(requires=["metal", "metal-residency"])
+    engine = Path("/opt/llama/bin/llama-server")
+    for macos, sdk, checkable in (("14.6.1", "15.2", False), ("15.6", "14.5", False), ("15.6", "15.2", True)):
+        monkeypatch.setattr(residency, "claim_gate_here",
+                            lambda binary, m=macos, s=sdk: residency.claim_gate(m, s, "arm64"))
+        cause = gate_cause(claim, "metal", engine)
+        if checkable:
+            assert cause is None
+        else:
+            assert cause is not None and cause[0] == "platform"
+            assert "llama.cpp's Metal residency sets do not exist here" in cause[1]
+    assert gate_cause(claim, "metal", None)[1].startswith("platform lacks metal-residency")  # no engine: undecided
+
+
+def test_the_mlx_version_guard_gates_only_the_residency_line_claim(monkeypatch):
+    """N4: mlx < 0.32.1 makes mlx-residency-debug-lines not checkable; mlx-server-wires-until-exit (same
+    scenario) needs no [residency] line and is not gated by it."""
+    from harness.repro.claims import load_claim
+    from harness.resources import claims_dir
+
+    lines = load_claim(claims_dir() / "mlx-residency-debug-lines.toml")
+    wires = load_claim(claims_dir() / "mlx-server-wires-until-exit.toml")
+    assert "mlx-residency" in lines.requires and "mlx-residency" not in wires.requires
+    assert lines.scenario == wires.scenario == "mlx-server-wiring"

@@ -60,3 +60,49 @@ def test_sweep_emits_every_observation_with_measured_pauses():
     ok = [r for r in measured if r["error"] is None]
     assert all(r["server_ms"] == 0.5 and r["overhead_ms"] == r["latency_ms"] - 0.5 for r in ok)
     assert abs(totals.sum_pause_requested_s - 0.06) < 1e-9
+
+
+class RecordingProbe:
+    """A device probe that notes when each reading started (perf_counter), and reads nothing."""
+
+    name, device = "recorder", "none"
+
+    def __init__(self):
+        self.started: list[float] = []
+
+    def power_state(self):
+        return None
+
+    def read(self):
+        self.started.append(time.perf_counter())
+        return {}
+
+
+def test_nothing_is_read_in_the_guard_before_a_timed_request(tmp_path):
+    """docs/mac.md finding 15: every reading (page cache here; vm_stat/ioreg on a Mac, NVML) is a device probe
+    sampled in the pause, and none starts within the guard before the request; each measured row carries the
+    pause's last reading as its *_before column."""
+    from harness.probes import pagecache
+    from harness.probes.devices.pagecache import PageCacheProbe
+    from harness.probes.devices.sampler import DeviceSampler
+
+    model = tmp_path / "model.gguf"
+    model.write_bytes(b"\0" * 65536)
+    recorder = RecordingProbe()
+    device_rows: list[dict] = []
+    sampler = DeviceSampler([recorder, PageCacheProbe(model)], device_rows.append, interval_s=0.1, guard_s=0.2)
+    rows: list[dict] = []
+    server = ScriptedServer()
+    run_idle_sweep(server, [0.0, 0.5], reps=1, seed=0, warmup=1, emit=rows.append, device_sampler=sampler)
+    sampler.join()
+    measured = rows[1:]
+    assert recorder.started, "the 0.5 s pause has room for readings"
+    for sent in server.sent:
+        assert not any(sent - 0.2 < t <= sent for t in recorder.started)
+    paused = next(r for r in measured if r["pause_requested_s"] == 0.5)
+    unpaused = next(r for r in measured if r["pause_requested_s"] == 0.0)
+    assert "file_resident_pct_before" not in unpaused  # a zero pause has no room: null, never a stale reading
+    if pagecache.available():
+        last = [r for r in device_rows if r["probe"] == "pagecache"][-1]
+        assert paused["file_resident_pct_before"] == last["file_resident_pct"]
+        assert paused["readings_before_send_s"] >= 0.2

@@ -17,7 +17,7 @@ from typing import Protocol
 METRICS = (
     "mem_used_bytes", "mem_total_bytes", "gtt_used_bytes", "process_mem_bytes", "process_gtt_bytes",
     "process_evicted_bytes", "process_engine_ns", "sm_clock_mhz", "mem_clock_mhz", "pstate", "power_w",
-    "budget_bytes", "wired_bytes", "process_anon_bytes",
+    "budget_bytes", "wired_bytes", "process_anon_bytes", "gpu_alloc_bytes", "file_resident_pct",
 )
 
 # runtime PM states (kernel drivers/base/power/sysfs.c, rtpm_status_show: active, suspended, suspending,
@@ -28,7 +28,7 @@ ACTIVE = "active"
 class DeviceProbe(Protocol):
     """One source reading one device."""
 
-    name: str  # the source: nvml, drm, fdinfo, vulkan, apple, process
+    name: str  # the source: nvml, drm, fdinfo, vulkan, apple, process, pagecache
     device: str  # which device: a PCI address, "nvml:0", "cpu", ...
 
     def power_state(self) -> str | None:

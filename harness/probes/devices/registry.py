@@ -12,11 +12,11 @@ import sys
 from pathlib import Path
 
 from harness.errors import BadInput
-from harness.probes.devices import apple, drm, fdinfo, nvml, vulkan
+from harness.probes.devices import apple, drm, fdinfo, nvml, pagecache, vulkan
 from harness.probes.devices.base import DeviceProbe
 from harness.probes.devices.process import ProcessProbe
 
-SOURCES = ("nvml", "drm", "fdinfo", "vulkan", "apple", "process")
+SOURCES = ("nvml", "drm", "fdinfo", "vulkan", "apple", "process", "pagecache")
 OFF = ("off", "none")
 
 
@@ -36,6 +36,7 @@ def describe(sys_root: Path = Path("/sys"), proc_root: Path = Path("/proc")) -> 
                      "not available: needs Linux and a DRM device" if not cards else "not available: needs Linux /proc")
     _, out["vulkan"] = vulkan.find()
     _, out["apple"] = apple.find()
+    out["pagecache"] = pagecache.status()
     out["process"] = ("available (/proc/PID/status of the server: host memory, the CPU backend's and a software "
                       "device's memory)" if _linux_proc(proc_root) else "not available: needs Linux /proc")
     return out
@@ -65,9 +66,10 @@ def select(text: str | None, status: dict[str, str], where: str = "--device-prob
     return list(dict.fromkeys(names))
 
 
-def build(names: list[str], pid: int | None, sys_root: Path = Path("/sys"), proc_root: Path = Path("/proc")
-          ) -> list[DeviceProbe]:
-    """The probes of ``names`` for the server process ``pid``."""
+def build(names: list[str], pid: int | None, sys_root: Path = Path("/sys"), proc_root: Path = Path("/proc"),
+          model_path: Path | None = None) -> list[DeviceProbe]:
+    """The probes of ``names`` for the server process ``pid`` (and ``model_path``: the page-cache probe's file;
+    none for a model that lives on the server)."""
     probes: list[DeviceProbe] = []
     for name in names:
         if name == "nvml":
@@ -83,4 +85,6 @@ def build(names: list[str], pid: int | None, sys_root: Path = Path("/sys"), proc
             probes += apple.find()[0]
         elif name == "process" and pid is not None:
             probes.append(ProcessProbe(pid, proc_root))
+        elif name == "pagecache" and model_path is not None:
+            probes.append(pagecache.PageCacheProbe(model_path))
     return probes

@@ -9,7 +9,9 @@ request) ends the window without waiting.  For each probe the runtime power stat
 first; a device that is not ``active`` is recorded as left alone and nothing else is read.
 Each reading is one row (``emit``), so an interrupted run keeps every reading taken.
 ``cpu_s``/``window_s`` add up the sampler thread's CPU time and the windows' length: the
-cost of sampling, as a fraction of one core (docs/probes.md).
+cost of sampling, as a fraction of one core (docs/probes.md).  ``before_request()`` gives the
+pause's last reading of each probe as the request row's ``*_before`` columns (``BEFORE_COLUMNS``):
+the reading nearest the request, taken at least the guard before it, never in the window before it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,14 @@ from harness.probes.devices.base import DeviceProbe, may_read
 DEFAULT_INTERVAL_S = 0.5
 MIN_INTERVAL_S = 0.1  # the bounded rate: at most 10 readings a second
 DEFAULT_GUARD_S = 0.25  # no reading starts within this of the request
+# (probe source, metric) -> the samples column that carries the pause's last reading of it
+BEFORE_COLUMNS = {
+    ("pagecache", "file_resident_pct"): "file_resident_pct_before",
+    ("apple", "wired_bytes"): "wired_bytes_before",
+    ("apple", "mem_used_bytes"): "apple_gpu_in_use_bytes_before",
+    ("apple", "gpu_alloc_bytes"): "apple_gpu_alloc_bytes_before",
+    ("nvml", "mem_used_bytes"): "gpu_used_bytes_before",
+}
 
 
 class DeviceSampler:
@@ -44,6 +54,7 @@ class DeviceSampler:
         self.n_readings = 0
         self.n_left_alone = 0
         self._last: dict[int, float] = {}
+        self._latest: dict[str, tuple[object, float]] = {}  # this window: column -> (value, seconds before send)
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
 
@@ -55,6 +66,7 @@ class DeviceSampler:
         """Sample from now until the guard before ``send_at``; False (nothing started) when no
         reading fits.  ``meta`` (rep, seq, pause) goes into every row."""
         self.join()
+        self._latest = {}
         if not self.room(send_at):
             return False
         self._stop = threading.Event()
@@ -101,7 +113,12 @@ class DeviceSampler:
             state = probe.power_state()
             row["runtime_status"] = state
             if may_read(state):
-                row.update(probe.read())
+                values = probe.read()
+                row.update(values)
+                for metric, value in values.items():
+                    column = BEFORE_COLUMNS.get((probe.name, metric))
+                    if column is not None and value is not None and column not in self._first_device(probe):
+                        self._latest[column] = (value, send_at - t0)
             else:
                 row["left_alone"] = True
                 self.n_left_alone += 1
@@ -112,6 +129,21 @@ class DeviceSampler:
         row["ended_after_send"] = t1 > send_at
         self.n_readings += 1
         self.emit(row)
+
+    def _first_device(self, probe: DeviceProbe) -> set[str]:
+        """Columns another device of the same source filled in this window (the first device of a source
+        fills them: NVML device 0 before device 1)."""
+        first = next(p for p in self.probes if p.name == probe.name)
+        return set() if first is probe else {c for (name, _), c in BEFORE_COLUMNS.items() if name == probe.name}
+
+    def before_request(self) -> dict:
+        """The last reading of this window per ``BEFORE_COLUMNS`` column, and how long before the request
+        the earliest of them started (``readings_before_send_s``); {} when nothing was read."""
+        latest = dict(self._latest)
+        if not latest:
+            return {}
+        return {**{column: value for column, (value, _) in latest.items()},
+                "readings_before_send_s": round(max(ahead for _, ahead in latest.values()), 6)}
 
     def cost(self) -> dict:
         """What sampling cost so far: CPU seconds of the sampler thread over the windows' wall time."""

@@ -38,3 +38,18 @@ def test_absent_probe_is_bad_input_naming_what_is_available(tmp_path: Path):
     with pytest.raises(BadInput) as err:
         registry.select("rocm-smi", status)
     assert "unknown device probe" in str(err.value)
+
+
+def test_the_page_cache_is_a_pause_probe_of_the_model_file(tmp_path: Path):
+    from harness.probes import pagecache
+
+    status = registry.describe(sys_root=tmp_path)
+    assert status["pagecache"].startswith("available" if pagecache.available() else "not available")
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"\0" * 8192)
+    [probe] = registry.build(["pagecache"], None, sys_root=tmp_path, model_path=model)
+    assert (probe.name, probe.device) == ("pagecache", "page-cache")
+    reading = probe.read()
+    if pagecache.available():
+        assert 0.0 <= reading["file_resident_pct"] <= 100.0
+    assert registry.build(["pagecache"], None, sys_root=tmp_path) == []  # a model on the server: no file to read
