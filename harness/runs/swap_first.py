@@ -69,16 +69,19 @@ def run_first_requests(prep: "PreparedSwap", run: RunSession, reporter: Reporter
                 floors.append({"rep": rep, "model": name, **read_floor(path)})
         for state in spec.first_request:
             for i, name in enumerate(names):
-                _measure_one(prep, router_models, names, files, t0, rep, state, name, names[(i + 1) % len(names)],
-                             on_request, on_event, writer.dir)
+                router = _measure_one(prep, router_models, names, files, t0, rep, state, name,
+                                      names[(i + 1) % len(names)], on_request, on_event, writer.dir)
+                if router is not None:  # the last router's command line and preset (each state sets its own)
+                    run.update(router={**router, "started_t_s": None})
                 reporter.advance()
     writer.manifest["read_floor"] = {"rows": floors}
 
 
 def _measure_one(prep: "PreparedSwap", router_models: list[RouterModel], names: list[str],
                  files: dict[str, Path | None], t0: float, rep: int, state: str, name: str, other: str,
-                 on_request: Callable[[dict], None], on_event: Callable[[dict], None], run_dir: Path) -> None:
-    """One first request: a fresh router with the state's settings, the state, the request, the router closed."""
+                 on_request: Callable[[dict], None], on_event: Callable[[dict], None], run_dir: Path) -> dict | None:
+    """One first request: a fresh router with the state's settings, the state, the request, the router closed.
+    Returns the router's description (None: it never came up)."""
     spec = prep.spec
     make_swap = prep.engine.make_swap
     assert make_swap is not None  # the registry refuses a 'swap' engine without one
@@ -91,14 +94,17 @@ def _measure_one(prep: "PreparedSwap", router_models: list[RouterModel], names: 
 
     session = RouterSession(start, names, sample_hz=spec.sample_hz, t0=t0, keep=True, on_event=on_event)
     extra: dict[str, object] = {"first_state": state, "first_rep": rep}
+    described = None
     try:
         session.start()
+        described = session.backend.describe()
         _set_up(session, state, name, other, files, extra,
                 lambda row: on_request({**row, **extra, "first_measured": False}))
         session.drive([[name]], concurrency=1, n_predict=spec.n_predict, timeout_s=prep.deadline["request_s"],
                       emit=lambda row: on_request({**row, **extra, "first_measured": True}))
     finally:
         session.close()
+    return dict(described) if described is not None else None
 
 
 def _set_up(session: RouterSession, state: str, name: str, other: str, files: dict[str, Path | None],
