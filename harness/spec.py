@@ -520,7 +520,8 @@ class SwapSpec:
         self.env_pairs()  # names, one value each, the loopback rule
         reserved.check_args(self.server_args, f"{where}: server_args / --server-arg")
         check_timeout(self, "request_timeout_s", where, "derived from the models and the concurrency")
-        if len(self.models) < 2:
+        one_is_enough = bool(self.first_request) and "evicted" not in self.first_request
+        if len(self.models) < (1 if one_is_enough else 2):  # a first request after a cold start needs one model
             raise BadInput(f"a swap storm needs at least two models, got {len(self.models)}", where=f"{where}: --model",
                            hint="give at least two with --model (e.g. -m tiny-q8 -m tiny-q4); one model never swaps "
                                 "(for its idle behaviour use lbench idle)")
