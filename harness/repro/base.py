@@ -109,7 +109,7 @@ class ModelsParams(Params):
     the router's environment variables (``router_scenario`` passes them on; never one lbench
     reserves, engines/reserved.py), e.g. ``env = { LLAMA_SERVER_DEBUG_FAKE_TIMING = "1" }``."""
     models: list[str]
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict, kw_only=True)  # keyword only: subclasses' fields keep their places
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,7 @@ class RouterParams(Params):
     models: list[str] = field(default_factory=lambda: ["tiny-q8", "tiny-q4"])
     ctx_size: int = 4096
     n_predict: int | None = None
-    env: dict[str, str] = field(default_factory=dict)  # as ModelsParams.env
+    env: dict[str, str] = field(default_factory=dict, kw_only=True)  # as ModelsParams.env
 
     def long_n(self, default: int = 4000) -> int:
         """Tokens of the long generation that keeps a model busy."""

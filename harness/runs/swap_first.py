@@ -67,6 +67,7 @@ def run_first_requests(prep: "PreparedSwap", run: RunSession, reporter: Reporter
             path = files[name]
             if path is not None:
                 floors.append({"rep": rep, "model": name, **read_floor(path)})
+        run.update(read_floor={"rows": floors})  # kept as measured: a run stopped later still has them
         for state in spec.first_request:
             for i, name in enumerate(names):
                 router = _measure_one(prep, router_models, names, files, t0, rep, state, name,
@@ -74,7 +75,6 @@ def run_first_requests(prep: "PreparedSwap", run: RunSession, reporter: Reporter
                 if router is not None:  # the last router's command line and preset (each state sets its own)
                     run.update(router={**router, "started_t_s": None})
                 reporter.advance()
-    writer.manifest["read_floor"] = {"rows": floors}
 
 
 def _measure_one(prep: "PreparedSwap", router_models: list[RouterModel], names: list[str],
