@@ -522,7 +522,8 @@ class SwapSpec:
         check_timeout(self, "request_timeout_s", where, "derived from the models and the concurrency")
         one_is_enough = bool(self.first_request) and "evicted" not in self.first_request
         if len(self.models) < (1 if one_is_enough else 2):  # a first request after a cold start needs one model
-            raise BadInput(f"a swap storm needs at least two models, got {len(self.models)}", where=f"{where}: --model",
+            what = "--first-request evicted (another model is loaded first)" if self.first_request else "a swap storm"
+            raise BadInput(f"{what} needs at least two models, got {len(self.models)}", where=f"{where}: --model",
                            hint="give at least two with --model (e.g. -m tiny-q8 -m tiny-q4); one model never swaps "
                                 "(for its idle behaviour use lbench idle)")
         check_name(self.name, where)
