@@ -111,6 +111,14 @@ REQUEST_COLUMNS: dict[str, tuple[str, str]] = {
                              "(a 200 whose answer stopped short), disconnected, timeout, connect, limit_reached, "
                              "load_failed, cancelled, http_<status>"),
     "server_prompt_ms": ("float64", "server timings.prompt_ms of the response, when the engine reports it"),
+    "first_state": ("str", "first-request runs: the starting state (cold, warm, evicted, slept)"),
+    "first_rep": ("Int64", "first-request runs: the repetition, from 0"),
+    "first_measured": ("boolean", "first-request runs: true for the measured request, false for the state's set-up"),
+    "first_victim": ("str", "first-request runs, state evicted: the model loaded first and evicted for it"),
+    "first_setup_error": ("str", "first-request runs: why the state could not be set up (e.g. never slept)"),
+    "t_planned_s": ("float64", "timed sequence: when the step was planned, seconds after the sequence's start "
+                               "(null in a pattern storm)"),
+    "send_late_ms": ("float64", "timed sequence: how much later than planned the request was sent, ms"),
     "file_resident_pct_at_send": ("float64", "cold cache state: percent of the model file in the page cache "
                                              "just before send (null when the model was already running)"),
 }

@@ -17,6 +17,7 @@ from harness.engines.base import Setting
 from harness import knob_axes, typed_toml
 from harness.knob_axes import parse_keep_alive as parse_keep_alive  # re-exported: the axis lives there
 from harness.errors import BadInput
+from harness.workloads import sequence as sequence_mod
 from harness.toml_input import read_toml
 from harness.probes.devices.sampler import MIN_INTERVAL_S
 
@@ -25,6 +26,7 @@ from harness.probes.devices.sampler import MIN_INTERVAL_S
 DEFAULT_PAUSES_S = [0.0, 0.2, 0.4, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 2.0, 2.5, 3.0, 4.0]
 DEFAULT_MODEL = "llama3.2-1b-q8"
 CACHE_STATES = ("as-is", "warm", "cold")
+FIRST_STATES = ("cold", "warm", "evicted", "slept")  # lbench swap --first-request (runs/swap_first.py)
 MAX_PAUSE_S = 3600.0
 MAX_TIMEOUT_S = 86400.0
 MAX_PAUSES = 10_000  # one grid; a range is checked against it before it is expanded, a list after
@@ -502,6 +504,25 @@ class SwapSpec:
     request_timeout_s: float | None = None
     # the router's environment, "NAME=value" ("NAME=unset": removed); one value of each --env-axis
     env: list[str] = field(default_factory=list)
+    # a timed sequence instead of a pattern: "A@0,B@0.1" or "@file" (harness/workloads/sequence.py)
+    sequence: str | None = None
+    stagger_s: float | None = None  # every model once, in order, this many seconds apart
+    repeat: int = 1  # storms of the spec, one after the other, each on a fresh router (one run each)
+    # the first request after each starting state instead of a storm (runs/swap_first.py): cold, warm, evicted, slept
+    first_request: list[str] = field(default_factory=list)
+    first_reps: int = 5  # repetitions of every (state, model) first request, each on a fresh router
+
+    def timed_steps(self, where: str = "swap options") -> list[sequence_mod.Step] | None:
+        """The timed sequence's steps as written (letters unresolved), or None for a pattern storm."""
+        if self.sequence is not None and self.stagger_s is not None:
+            raise BadInput("both a sequence and a stagger", where=f"{where}: --sequence / --stagger",
+                           hint="give one: --sequence 'A@0,B@0.1' or --stagger 0.1")
+        if self.sequence is not None:
+            return sequence_mod.parse(sequence_mod.read_source(self.sequence, f"{where}: --sequence"),
+                                      f"{where}: --sequence")
+        if self.stagger_s is not None:
+            return sequence_mod.stagger(len(self.models), self.stagger_s, f"{where}: --stagger")
+        return None
 
     def env_pairs(self) -> tuple[tuple[str, str | None], ...]:
         pairs = []
@@ -520,8 +541,10 @@ class SwapSpec:
         server_policy.check_unsafe_args(self.unsafe_server_args)
         check_timeout(self, "request_timeout_s", where, "derived from the models and the concurrency")
         check_model_refs(self.models, where)
-        if len(self.models) < 2:
-            raise BadInput(f"a swap storm needs at least two models, got {len(self.models)}", where=f"{where}: --model",
+        one_is_enough = bool(self.first_request) and "evicted" not in self.first_request
+        if len(self.models) < (1 if one_is_enough else 2):  # a first request after a cold start needs one model
+            what = "--first-request evicted (another model is loaded first)" if self.first_request else "a swap storm"
+            raise BadInput(f"{what} needs at least two models, got {len(self.models)}", where=f"{where}: --model",
                            hint="give at least two with --model (e.g. -m tiny-q8 -m tiny-q4); one model never swaps "
                                 "(for its idle behaviour use lbench idle)")
         check_name(self.name, where)
@@ -534,8 +557,23 @@ class SwapSpec:
         for key, minimum, maximum in (("requests", 1, MAX_SWAP_REQUESTS), ("concurrency", 1, MAX_CONCURRENCY),
                                       ("n_predict", 1, MAX_N_PREDICT), ("ctx_size", 64, MAX_CTX),
                                       ("parallel", 1, MAX_PARALLEL), ("seed", 0, MAX_SEED),
-                                      ("burst_k", 1, MAX_SWAP_REQUESTS)):
+                                      ("burst_k", 1, MAX_SWAP_REQUESTS), ("repeat", 1, MAX_REPS)):
             check_int(self, key, minimum, maximum, where)
+        self.timed_steps(where)  # the syntax; the models it names once they are resolved (runs/swap.py)
+        check_int(self, "first_reps", 1, MAX_REPS, where)
+        for state in self.first_request:
+            if state not in FIRST_STATES:
+                raise BadInput(f"unknown first-request state {state!r}", where=f"{where}: --first-request",
+                               hint=f"use some of: {', '.join(FIRST_STATES)}, e.g. --first-request cold,warm")
+        if self.first_request and (self.sequence is not None or self.stagger_s is not None):
+            raise BadInput("a first-request measurement sends its own requests", where=f"{where}: --first-request",
+                           hint="drop --sequence / --stagger, or --first-request")
+        if self.first_request:
+            registry.require(self.engine, "router_events", f"{where}: --engine", why="split a first request into phases")
+            if any(s in ("cold", "warm") for s in self.first_request):
+                registry.require(self.engine, "local_model", f"{where}: --engine", why="take a cache state")
+            if "slept" in self.first_request:
+                registry.require(self.engine, "sleep_idle", f"{where}: --engine", why="sleep idle models")
         if not math.isfinite(self.zipf_s) or not 0 < self.zipf_s <= MAX_ZIPF_S:
             raise BadInput(f"zipf_s must be a number in (0, {MAX_ZIPF_S:g}], got {self.zipf_s!r}",
                            where=f"{where}: --zipf-s", hint="e.g. --zipf-s 1.1 (larger: more skewed)")

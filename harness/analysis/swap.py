@@ -20,6 +20,8 @@ import pandas as pd
 
 from harness.analysis.swap_served import (SERVED_AS, accounting_sentence, load_accounting,
                                           load_slots, next_state, storm_events, with_served_as)
+from harness.analysis.swap_first import first_findings, first_request_summary, first_request_table
+from harness.analysis.swap_races import errors_by_kind, race_findings, races
 from harness.engines import registry
 from harness.schema import apply_schema
 from harness.store import Run
@@ -37,6 +39,8 @@ class SwapSummary:
     findings: list[str] = field(default_factory=list)
     figures: dict = field(default_factory=dict)
     served: pd.DataFrame = field(default_factory=pd.DataFrame)  # per request: served_as and the router times
+    first: pd.DataFrame = field(default_factory=pd.DataFrame)  # first-request runs: one row per measured request
+    first_summary: pd.DataFrame = field(default_factory=pd.DataFrame)  # and per state, model and phase
 
 
 def _pct(values: npt.ArrayLike, q: float) -> float:
@@ -355,7 +359,8 @@ def summarize_run(run: Run) -> dict:
 
     s = summarize_swap(run)
     return {"latency": frame_json(s.latency), "swaps": frame_json(s.swaps), "lru": frame_json(s.lru),
-            "served": frame_json(s.served), "findings": s.findings, "figures": s.figures}
+            "served": frame_json(s.served), "findings": s.findings, "figures": s.figures,
+            "first": frame_json(s.first), "first_summary": frame_json(s.first_summary)}
 
 
 def summary_from_analysis(analysis: dict) -> SwapSummary:
@@ -363,11 +368,16 @@ def summary_from_analysis(analysis: dict) -> SwapSummary:
 
     return SwapSummary(json_frame(analysis["latency"]), json_frame(analysis["swaps"]), json_frame(analysis["lru"]),
                        list(analysis.get("findings", [])), dict(analysis.get("figures", {})),
-                       json_frame(analysis.get("served", {})))
+                       json_frame(analysis.get("served", {})), json_frame(analysis.get("first", {})),
+                       json_frame(analysis.get("first_summary", {})))
 
 
 def summarize_swap(run: Run) -> SwapSummary:
     cfg = run.record.config
+    if cfg.get("first_request"):  # the first request after each starting state, several routers: not a storm
+        return summarize_first(run.table("requests"), run.table("events"),
+                               list(run.record.section("read_floor").get("rows") or []),
+                               status=run.record.status, error=run.record.error or "")
     return summarize_frames(run.table("requests"), run.table("events"), run.table("memory"),
                             models_max=int(cfg.get("models_max", 0)),
                             model_sizes=[m.get("bytes", 0) for m in run.record.models],
@@ -444,6 +454,18 @@ def summarize_frames(requests: pd.DataFrame, events: pd.DataFrame, memory: pd.Da
                      "counted busy at that moment; the report lists each with the reason)")
         findings.append(text)
 
+    found = races(requests, events)
+    figures["races"] = {r: int((found["race"] == r).sum()) for r in ("evicted_with_waiter", "proxied_to_stopping")}
+    figures["errors_by_kind"] = errors_by_kind(requests)
+    figures["router_proxy_error_lines"] = int(events["kind"].eq("proxy_error").sum()) if not events.empty else 0
+    if not lru.empty and not found.empty:  # an eviction the replay could not judge as LRU, explained as a race
+        waited = found[found["race"] == "evicted_with_waiter"]
+        for i, row in lru.iterrows():
+            hit = waited[(waited["model"] == row["victim"]) & ((waited["t_s"] - row["t_s"]).abs() < 1e-9)]
+            if row["match"] is None or pd.isna(row["match"]):
+                if len(hit):
+                    lru.at[i, "explanation"] = f"EVICTED WHILE WAITED FOR: {hit.iloc[0]['detail']}"
+    findings += race_findings(found, requests, events)
     findings += served_findings(requests, latency, concurrency)
     figures["served_as"] = {c: int((requests["served_as"] == c).sum()) for c in SERVED_AS} if n_req else {}
     deaths = child_deaths(requests, events, storm_end_s)
@@ -452,6 +474,24 @@ def summarize_frames(requests: pd.DataFrame, events: pd.DataFrame, memory: pd.Da
     findings += closing_findings(requests, client or {}, sampler or {}, status, error)
     figures["phases_median_ms"] = {p: _pct(swaps[p], 50) for p in PHASES} if not swaps.empty else {}
     return SwapSummary(latency, swaps, lru, findings, json.loads(json.dumps(figures, default=float)), served)
+
+
+def summarize_first(requests: pd.DataFrame, events: pd.DataFrame, floors: list[dict], *,
+                    status: str | None = "complete", error: str = "") -> SwapSummary:
+    """A first-request run (``lbench swap --first-request``): the phases of every measured first
+    request and their medians per state and model (harness/analysis/swap_first.py)."""
+    # harness receive times, not the router's clock: each router of the run restarts its clock (storm_events
+    # aligns one router's lines)
+    requests, events = apply_schema(requests, "requests"), apply_schema(events, "events")
+    table = first_request_table(requests, events, floors)
+    summary = first_request_summary(table)
+    findings = first_findings(table, summary) + closing_findings(requests, {}, {}, status, error)
+    figures = {"n_requests": len(requests), "n_failed_requests": n_failed(requests),
+               "n_first_requests": len(table), "errors_by_kind": errors_by_kind(requests),
+               "first_ttfb_median_ms": {f"{r.state}/{r.model}": r.median for r in summary.itertuples()
+                                        if r.phase == "ttfb_ms"}}
+    return SwapSummary(latency_table(requests), pd.DataFrame(columns=PHASE_COLUMNS), pd.DataFrame(columns=LRU_COLUMNS),
+                       findings, json.loads(json.dumps(figures, default=float)), first=table, first_summary=summary)
 
 
 def served_findings(requests: pd.DataFrame, latency: pd.DataFrame, concurrency: int = 1) -> list[str]:
@@ -496,7 +536,7 @@ def closing_findings(requests: pd.DataFrame, client: Mapping[str, Any], sampler:
     """Errors by kind, the harness's own cost, and how the run ended: the same for every engine."""
     out = []
     errors = requests[requests["error"].notna()] if not requests.empty else requests
-    out.append("errors: " + ", ".join(f"{k} x{v}" for k, v in errors["error_kind"].value_counts().items())
+    out.append("errors: " + ", ".join(f"{k} x{v}" for k, v in errors["error_kind"].fillna("error").value_counts().items())
                if len(errors) else "no request failed")
     if client.get("cpu_share_of_one_core") is not None:
         out.append(f"client: {client['requests_per_s']:.0f} requests/s using "

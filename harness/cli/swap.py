@@ -20,6 +20,23 @@ def swap(
     pattern: str = typer.Option(None, "--pattern", help=f"One of: {', '.join(SWAP_PATTERNS)}. "
                                                         f"{shown(_D.pattern)}"),
     requests: int = typer.Option(None, "--requests", "-n", help=f"Request budget. {shown(_D.requests)}"),
+    sequence: str = typer.Option(None, "--sequence", metavar="STEPS",
+                                 help="A timed sequence instead of --pattern: MODEL@SECONDS steps after the start "
+                                      "(A = first --model, B = second, or a model name), or @FILE with one step a "
+                                      "line, e.g. --sequence 'A@0,B@0.1' (B 100 ms after A). " + shown("none")),
+    stagger: float = typer.Option(None, "--stagger", metavar="SECONDS",
+                                  help="Every model once, in --model order, SECONDS apart, e.g. --stagger 0.05. "
+                                       + shown("none")),
+    first_request: str = typer.Option(None, "--first-request", metavar="STATES",
+                                      help="Instead of a storm, time the first request to each model after each "
+                                           "starting state (cold, warm, evicted, slept; comma-separated), each on a "
+                                           "fresh router, split into phases, e.g. --first-request cold,warm. "
+                                           + shown("none (a storm)")),
+    first_reps: int = typer.Option(None, "--first-reps", help="Repetitions of every first request (--first-request), "
+                                                              f"e.g. --first-reps 10. {shown(_D.first_reps)}"),
+    repeat: int = typer.Option(None, "--repeat", help="Storms of this spec one after the other, each on a fresh "
+                                                      "router (its own run), e.g. --repeat 10. "
+                                                      f"{shown(_D.repeat)}"),
     duration: float = typer.Option(None, "--duration", help="Stop sending after this many seconds."),
     concurrency: int = typer.Option(None, "--concurrency", "-c", help="Requests in flight at once. "
                                                                       f"{shown(_D.concurrency)}"),
@@ -90,6 +107,10 @@ def swap(
       lbench swap -m llama3.2-1b-q8 -m llama3.2-1b-q4 -m llama3.2-3b-q4 \\
           --models-max 1
       lbench swap --pattern burst --burst-k 3 -c 3 -n 60
+      # the first request after a cold start (page cache cold, warm), an eviction, a sleep:
+      lbench swap -m llama3.2-1b-q8 -m tiny-q8 --first-request cold,warm,evicted,slept --first-reps 10
+      # A, then B 100 ms later, on a cold router, 10 times:
+      lbench swap -m tiny-q8 -m tiny-q4 --models-max 1 --sequence 'A@0,B@0.1' --repeat 10
       lbench swap --pattern zipf --zipf-s 1.3 --duration 120 -n 100000
       # mlx_lm.server reloads:
       lbench swap --engine mlx -m tiny-f16 -m tiny-f16 -n 20
@@ -113,7 +134,9 @@ def swap(
                      ctx_size=ctx_size, server_args=server_arg or None, sample_hz=sample_hz,
                      unsafe_server_args=unsafe_server_arg or None,
                      reuse_connections=reuse_connections, cache_state=cache_state,
-                     request_timeout_s=request_timeout)
+                     request_timeout_s=request_timeout, sequence=sequence, stagger_s=stagger, repeat=repeat,
+                     first_request=[x.strip() for x in first_request.split(",") if x.strip()] if first_request else None,
+                     first_reps=first_reps)
     for key, value in overrides.items():
         if value is not None:
             setattr(spec, key, value)
@@ -121,9 +144,10 @@ def swap(
     from harness import knob_axes
     from harness.engines.builds import binaries
 
+    import copy
+
     storms = [spec]
     if env_axis or server_args_axis:  # one storm per combination, each checked before any runs
-        import copy
         import shlex
 
         arg_sets = [knob_axes.parse_server_args_value(a) for a in server_args_axis or []] or [()]
@@ -141,12 +165,33 @@ def swap(
     failed = False
     for server in servers:
         for storm in storms:
-            failed |= _one_storm(storm, server, results, report)
+            outcomes = []
+            for i in range(storm.repeat):
+                one = copy.deepcopy(storm)
+                if storm.repeat > 1:
+                    one.name = f"{storm.name} rep {i + 1}/{storm.repeat}"[:100]
+                bad, outcome = _one_storm(one, server, results, report)
+                failed |= bad
+                outcomes.append(outcome)
+            if storm.repeat > 1:
+                print_wrapped(out, repetitions_line(outcomes))
     if failed:
         raise typer.Exit(1)
 
 
-def _one_storm(spec: SwapSpec, llama_server: str | None, results: str | None, report: bool) -> bool:
+def repetitions_line(outcomes: list[tuple[str, str, dict[str, int]]]) -> str:
+    """One line over the repetitions: how many ran clean, which errors the others met, their run ids."""
+    clean = [run_id for run_id, status, kinds in outcomes if status == "complete" and not kinds]
+    parts = [f"repetitions: {len(clean)} of {len(outcomes)} clean"]
+    for run_id, status, kinds in outcomes:
+        if run_id not in clean:
+            what = ", ".join(f"{k} x{n}" for k, n in kinds.items()) or "no request failed"
+            parts.append(f"{run_id} ({status}): {what}")
+    return "; ".join(parts)
+
+
+def _one_storm(spec: SwapSpec, llama_server: str | None, results: str | None, report: bool
+               ) -> tuple[bool, tuple[str, str, dict[str, int]]]:
     from harness.analysis.persisted import load_analysis
     from harness.analysis.swap import summary_from_analysis
     from harness.report.render import render_report
@@ -175,4 +220,5 @@ def _one_storm(spec: SwapSpec, llama_server: str | None, results: str | None, re
     if report_path is not None:  # where to look next: the last lines on the screen
         print_wrapped(out, f"report: {report_path}")
     print_wrapped(out, f"run: {run.run_id} ({run.record.status}) in {run.dir}")
-    return run.record.status != "complete"
+    kinds = summary.figures.get("errors_by_kind") or {}
+    return run.record.status != "complete", (run.run_id, str(run.record.status), dict(kinds))

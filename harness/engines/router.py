@@ -50,12 +50,17 @@ ROUTER_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("spawn", re.compile(r"spawning server instance with name=(?P<model>.+?) on port (?P<port>\d+)")),
     ("stop_sent", re.compile(r"stopping model instance name=(?P<model>.+?)\s*$")),
     ("kill_loading", re.compile(r"model name=(?P<model>.+?) is still loading, force-killing")),
-    ("kill_timeout", re.compile(r"force-killing model instance name=(?P<model>.+?) after timeout")),
+    # 11434: "... after timeout"; 10327: "... after 10 seconds timeout"
+    ("kill_timeout", re.compile(r"force-killing model instance name=(?P<model>.+?) after (?:(?P<seconds>\d+) seconds )?"
+                                r"timeout")),
     ("exited", re.compile(r"instance name=(?P<model>.+?) exited with status (?P<status>-?\d+)")),
     ("proxy", re.compile(r"proxying request to model (?P<model>.+?) on port (?P<port>\d+)")),
     # inside the JSON error of a waiter whose client left (build 11434), or at the end of a line
     ("cancelled", re.compile(r"cancelled while waiting for model name=(?P<model>[^\"]+?)(?:\"|\s*$)")),
     ("load_failed", re.compile(r"queued load of name=(?P<model>.+?) did not go through: (?P<reason>.*)")),
+    # the proxy thread could not reach the child; the client gets the router's own 500 "proxy error: ..."
+    # (server-models.cpp, server_http_proxy); the line names no model
+    ("proxy_error", re.compile(r"http client error: (?P<reason>.*?)\s*$")),
 ]
 CHILD_LINE = re.compile(r"^\[(?P<port>\d+)\] (?P<text>.*)$")
 
@@ -64,7 +69,7 @@ def parse_router_line(text: str) -> tuple[str, dict] | None:
     for kind, pattern in ROUTER_PATTERNS:
         m = pattern.search(text)
         if m:
-            return kind, m.groupdict()
+            return kind, {k: v for k, v in m.groupdict().items() if v is not None}
     return None
 
 
@@ -278,8 +283,11 @@ class RouterProcess:
                         detail = {"status": status, "event": data.get("event")}
                         if "exit_code" in payload:
                             detail["exit_code"] = payload["exit_code"]
-                        if isinstance(payload.get("progress"), dict):
+                        if isinstance(payload.get("progress"), dict):  # load stages (11434: text_model ...)
                             detail["progress"] = payload["progress"].get("value")
+                            stage = payload["progress"].get("current") or payload["progress"].get("stage")
+                            if isinstance(stage, str):
+                                detail["stage"] = stage[:40]
                         self.on_event(TimelineEvent(t, "sse", f"status:{status}", data.get("model"), detail,
                                                     line[5:].strip()[:300]))
         except (httpx.HTTPError, OSError):

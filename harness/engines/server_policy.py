@@ -118,8 +118,10 @@ SPEC_DRAFT_CACHE_TYPE_K SPEC_DRAFT_CACHE_TYPE_V SPEC_DRAFT_N_MAX SPEC_DRAFT_N_MI
 # lbench's own markers (LBENCH_PROBE: a claim's check that a child inherits its environment)
 ALLOWED_ENV_PREFIXES = ("LBENCH_", "GGML_", "OMP_", "GOMP_", "KMP_", "LLAMA_GRAPH_", "LLAMA_KV_CACHE_DEBUG",
                         "LLAMA_ATTN_ROT_DISABLE", "LLAMA_SERVER_SLOTS_DEBUG")
+# LLAMA_SERVER_DEBUG_FAKE_TIMING: upstream's router test switch (11434 tools/server/server-models.cpp:619): it
+# only sleeps (2 s before a load, 2 s after counting a proxied request), so a claim can make a race deterministic
 ALLOWED_ENV = frozenset({"LLAMA_CACHE", "CUDA_DEVICE_ORDER", "CUDA_LAUNCH_BLOCKING", "CUDA_MODULE_LOADING",
-                         "NO_COLOR", "MLX_METAL_DEBUG"})
+                         "NO_COLOR", "MLX_METAL_DEBUG", "LLAMA_SERVER_DEBUG_FAKE_TIMING"})
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ import ctypes.util
 import mmap
 import os
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -120,6 +121,13 @@ def evict(path: str | os.PathLike[str]) -> None:
 
 
 def warm(path: str | os.PathLike[str], chunk: int = 16 << 20) -> None:
+    timed_read(path, chunk)
+
+
+def timed_read(path: str | os.PathLike[str], chunk: int = 16 << 20) -> float:
+    """Read the file through once (it ends up in the page cache); the seconds it took."""
+    t = time.perf_counter()
     with Path(path).open("rb", buffering=0) as fh:
         while fh.read(chunk):
             pass
+    return time.perf_counter() - t

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
 from harness.analysis.swap import PHASES, SERVED_LABELS, child_deaths, stop_steps, summary_from_analysis
@@ -223,6 +224,39 @@ def cdf_png(run: Run, requests: pd.DataFrame, events: pd.DataFrame | None = None
     return figure_png(fig)
 
 
+FIRST_COLOURS = {"queue_wait_ms": "#888888", "victim_exit_ms": "#d62728", "spawn_ms": "#f1a340",
+                 "child_start_ms": "#9b59b6", "weights_ms": "#2f6db5", "ready_ms": "#2a9d4b", "first_token_ms": "#e07b00"}
+
+
+def first_phases_png(run: Run, summary: pd.DataFrame) -> bytes:
+    """The first request by phase: one stacked bar per (state, model), each segment a phase's median;
+    the whisker is the 95% interval of the median time to first byte (none below 6 repetitions)."""
+    bars = list(dict.fromkeys(zip(summary["state"], summary["model"])))
+    seen: set[str] = set()
+    fig, ax = plt.subplots(figsize=(8, 0.55 * len(bars) + 1.4))
+    for i, (state, model) in enumerate(bars):
+        grp = summary[(summary["state"] == state) & (summary["model"] == model)].set_index("phase")
+        left = 0.0
+        for phase, colour in FIRST_COLOURS.items():
+            width = float(grp.loc[phase, "median"]) if phase in grp.index else math.nan
+            if math.isfinite(width) and width > 0:
+                ax.barh(i, width, left=left, color=colour)
+                seen.add(phase)
+                left += width
+        if "ttfb_ms" in grp.index and math.isfinite(float(grp.loc["ttfb_ms", "ci_low"])):
+            low, high = float(grp.loc["ttfb_ms", "ci_low"]), float(grp.loc["ttfb_ms", "ci_high"])
+            ax.plot([low, high], [i, i], color="black", lw=1)
+    ax.set_yticks(range(len(bars)), [f"{s} · {m}" for s, m in bars], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("first request: time to first byte by phase, median (ms)")
+    ax.grid(axis="x", alpha=0.3)
+    phases = [p for p in FIRST_COLOURS if p in seen]  # one legend entry per phase drawn
+    ax.legend(handles=[Patch(color=FIRST_COLOURS[p], label=p[:-3].replace("_", " ")) for p in phases], fontsize=8,
+              loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    fig.text(0.01, 0.005, f"run {plain(run.run_id)}", ha="left", va="bottom", fontsize=7, color="0.4")
+    return figure_png(fig)
+
+
 PHASE_COUNTED = {
     "queue_wait_ms": "loads a request of the run waited for (its send to the victim's stop, or to the spawn)",
     "victim_stop_ms": "loads into a slot a child's exit freed (the victim told to go -> its exit line)",
@@ -235,6 +269,11 @@ PHASE_COUNTED = {
 
 def swap_context(run: Run, analysis: dict) -> dict:
     summary = summary_from_analysis(analysis)
+    first = {}
+    if not summary.first_summary.empty:  # a first-request run: its stacked bars and table
+        first = {"first_bars": data_uri(first_phases_png(run, summary.first_summary)),
+                 "first_rows": records(summary.first_summary), "first_phases": list(FIRST_COLOURS),
+                 "read_floor": list(run.record.section("read_floor").get("rows") or [])[:200]}
     requests, events, memory = run.table("requests"), storm_events(run.table("events")), run.table("memory")
     models_max = int(run.record.config.get("models_max", 0))
     phases = []
@@ -267,5 +306,5 @@ def swap_context(run: Run, analysis: dict) -> dict:
         "cdf": data_uri(cdf_png(run, requests, events, summary.served)),
         "timeline": data_uri(timeline_png(run, events, memory, requests, models_max, summary.served)),
         "host": run.record.host.facts, "engine": run.record.engine.facts,
-        "router": run.record.section("router"), "sampler": run.record.section("sampler"),
+        "router": run.record.section("router"), "sampler": run.record.section("sampler"), **first,
     }

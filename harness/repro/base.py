@@ -106,8 +106,11 @@ class Params:
 
 @dataclass(frozen=True)
 class ModelsParams(Params):
-    """Parameters of a scenario over the spec's ``models``; its own class adds its knobs."""
+    """Parameters of a scenario over the spec's ``models``; its own class adds its knobs.  ``env``:
+    the router's environment variables (``router_scenario`` passes them on; never one lbench
+    reserves, engines/reserved.py), e.g. ``env = { LLAMA_SERVER_DEBUG_FAKE_TIMING = "1" }``."""
     models: list[str]
+    env: dict[str, str] = field(default_factory=dict, kw_only=True)  # keyword only: subclasses' fields keep their places
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,7 @@ class RouterParams(Params):
     models: list[str] = field(default_factory=lambda: ["tiny-q8", "tiny-q4"])
     ctx_size: int = 4096
     n_predict: int | None = None
+    env: dict[str, str] = field(default_factory=dict, kw_only=True)  # as ModelsParams.env
 
     def long_n(self, default: int = 4000) -> int:
         """Tokens of the long generation that keeps a model busy."""
@@ -211,6 +215,9 @@ def router_scenario(name: str, params: type[P], *, per_model: Callable[[P], dict
             settings: dict[str, Any] = {k: v(p) if callable(v) else v for k, v in lab_settings.items()}
             if isinstance(p, RouterParams):
                 settings.setdefault("ctx_size", p.ctx_size)
+            env = dict(getattr(p, "env", {}) or {})
+            if env:  # the claim's own variables, after the scenario's (the loopback rule: claims.check_params)
+                settings["extra_env"] = {**settings.get("extra_env", {}), **env}
             with ctx.lab(models, evidence=ev, **settings) as lab:
                 body = steps(lab, p, ev)
                 next(body, None)

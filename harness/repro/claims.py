@@ -160,13 +160,14 @@ def check_params(params: dict[str, Any], where: str) -> None:
     """The parameters a scenario receives, as far as lbench can judge them without running it:
     environment variables (``reserved``) are variable names and never ones lbench reserves;
     extra server arguments and variables are on the allow-list (engines/server_policy.py)."""
-    env = typed_toml.value(params.get("reserved", {}), dict[str, str | int | float], "params.reserved", where, _FIX)
-    for k in env:
-        try:
-            shell.env_name(k)
-        except ValueError:
-            raise BadInput(f"params.reserved: not an environment variable name: {k!r}", where=where) from None
-    server_policy.check_env(env, f"{where}: params.reserved")
+    for table in ("reserved", "env"):  # env: the router's environment (e.g. LLAMA_SERVER_DEBUG_FAKE_TIMING)
+        env = typed_toml.value(params.get(table, {}), dict[str, str | int | float], f"params.{table}", where, _FIX)
+        for k in env:
+            try:
+                shell.env_name(k)
+            except ValueError:
+                raise BadInput(f"params.{table}: not an environment variable name: {k!r}", where=where) from None
+        server_policy.check_env(env, f"{where}: params.{table}")
     for key in ("server_args", "extra_args"):
         if key in params:
             server_policy.check_args(typed_toml.value(params[key], list[str], f"params.{key}", where, _FIX),

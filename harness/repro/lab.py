@@ -419,6 +419,15 @@ class Lab:
             f"{shell.quote(json.dumps(self.router.request_body(m, prompt, 1)))} "
             f"\"http://127.0.0.1:$PORT\"{shell.quote(self.router.request_path)}" for m in models) + " & wait_jobs")
 
+    def timed(self, plan: list[list[str]], offsets: list[float], prompt: str) -> None:
+        """A timed sequence for the recipe (the storm driver sends it here): each request in the
+        background at its time after the first, then every job but the router's is waited for."""
+        lines = [f"( sleep {shell.quote(f'{at:.3f}')}; curl -sS -o /dev/null -H 'Content-Type: application/json' -d "
+                 f"{shell.quote(json.dumps(self.router.request_body(w[0], prompt, 1)))} "
+                 f"\"http://127.0.0.1:$PORT\"{shell.quote(self.router.request_path)} ) &"
+                 for w, at in zip(plan, offsets, strict=True)]
+        self.actions.append("\n".join(lines) + "\nwait_jobs")
+
     def models_loaded(self, names: list[str], timeout: float) -> int:
         """How many of ``names`` GET /models lists as loaded, polled until all are or ``timeout``
         (a startup load can finish before /models/sse is subscribed, so its event may be missed);

@@ -28,6 +28,8 @@ from harness.repro.base import (Context, Evidence, Inconclusive, ModelsParams, P
 from harness.repro.figures import (PS_VS_PROC, ChildEnv, FirstEvicted, GaveUp, Given, LogBefore, LogBetween, LogCount,
                                    LogHas, Measured, OkCount, ReplyHas, ReplyStatus, SseBefore, TimeToLine, answered)
 from harness.repro.lab import Lab
+from harness.analysis.swap_races import ERROR_WORDS
+from harness.workloads import sequence
 from harness.workloads.swap import Pattern, waves
 
 STORM_PROMPT = SWAP_PROMPT  # the storm driver's prompt (harness/engines/prompts.py)
@@ -45,6 +47,7 @@ class StormParams(ModelsParams):
     seed: int = 0
     concurrency: int = 1
     sleep_idle_seconds: int | None = None
+    sequence: str | None = None  # a timed sequence instead of the pattern, e.g. "A@0,B@0.1" (workloads/sequence.py)
 
 
 @dataclass(frozen=True)
@@ -118,17 +121,28 @@ def storm(ctx: Context, p: StormParams) -> Evidence:
     """A swap storm (pattern over models under a cap); figures from the swap analysis."""
     models = ctx.router_models(p.models)
     names = [m.name for m in models]
-    pattern = Pattern(p.pattern, p.zipf_s, p.burst_k).validate(len(names))
-    plan = waves(pattern, names, p.requests, p.seed)
+    offsets = None
+    if p.sequence is not None:  # a timed sequence: each request at its time, as `lbench swap --sequence`
+        steps = sequence.resolve(sequence.parse(p.sequence, "params.sequence"), names, "params.sequence")
+        plan, offsets = [[s.model] for s in steps], [s.at_s for s in steps]
+    else:
+        plan = waves(Pattern(p.pattern, p.zipf_s, p.burst_k).validate(len(names)), names, p.requests, p.seed)
     rows: list[dict[str, object]] = []
     ev = Evidence()
-    with ctx.lab(models, models_max=p.models_max, sleep_idle_seconds=p.sleep_idle_seconds, evidence=ev) as lab:
-        lab.note(f"the request plan: {len(plan)} waves, at most {p.concurrency} in flight; "
-                 "each wave's requests are sent together")
-        for wave in plan:
-            lab.wave(wave, STORM_PROMPT)
+    with ctx.lab(models, models_max=p.models_max, sleep_idle_seconds=p.sleep_idle_seconds, evidence=ev,
+                 extra_env=dict(p.env)) as lab:
+        if offsets is None:
+            lab.note(f"the request plan: {len(plan)} waves, at most {p.concurrency} in flight; "
+                     "each wave's requests are sent together")
+            for wave in plan:
+                lab.wave(wave, STORM_PROMPT)
+        else:
+            lab.note("the timed sequence: " + ", ".join(f"{w[0]}@{at:g}" for w, at in zip(plan, offsets))
+                     + " (seconds after the first send; the script sends each in the background at its time)")
+            lab.timed(plan, offsets, STORM_PROMPT)
         # the storm driver and request rows of `lbench swap`: resident_at_send comes from /models/sse
-        lab.session.drive(plan, concurrency=p.concurrency, n_predict=1, prompt=STORM_PROMPT, emit=rows.append)
+        lab.session.drive(plan, concurrency=p.concurrency, n_predict=1, prompt=STORM_PROMPT, emit=rows.append,
+                          offsets=offsets)
         time.sleep(0.2)
         events = lab.event_frame()
         memory = lab.memory_frame()
@@ -162,6 +176,12 @@ def storm(ctx: Context, p: StormParams) -> Evidence:
                       max_model_bytes=max_model, peak_rss_total_bytes=peak_rss, peak_child_rss_bytes=per_child,
                       peak_rss_over_cap_models=round(peak_rss / (cap * max_model), 3) if cap > 0 else None)
     ev.figures.setdefault("peak_rss_over_cap_children", None)
+    # every request's fate by kind, and the races (harness/analysis/swap_races.py): each a figure a check can name
+    by_kind = f.get("errors_by_kind", {})
+    ev.figures.update({f"errors_{k}": int(by_kind.get(k, 0)) for k in ERROR_WORDS},
+                      errors_other=sum(n for k, n in by_kind.items() if k not in ERROR_WORDS),
+                      **{f"races_{k}": int(n) for k, n in f.get("races", {}).items()},
+                      router_proxy_error_lines=int(f.get("router_proxy_error_lines", 0)))
     ev.figures["lru_mismatches"] = ev.figures["lru_judged"] - ev.figures["lru_matches"]
     log = children_from_log(lab.events)
     ev.figures.update(peak_children_log=log["peak_children_log"], spawns_over_cap=spawns_over_cap(log["log_order"], cap))
@@ -229,11 +249,52 @@ def busy_victim(lab: Lab, p: RouterParams, ev: Evidence) -> Iterator[None]:
     long_thread.join(120)
     lab.wait_for("evict", timeout=1)
     yield
-    if not a_still_busy:
+    long_n = p.long_n()
+    a_reply = next((r for r in lab.replies if r.model == a and r.n_predict == long_n), None)
+    # A's reply cut (no 200, or the connection dropped) is the router evicting the busy model: contradicted,
+    # whenever C was sent, so it is judged before "A finished too early" makes the run inconclusive
+    cut = a_reply is not None and a_reply.status != 200
+    if not a_still_busy and not cut:
         raise Inconclusive("the long request to A finished before C was sent; raise n_predict")
-    measure(ev, lab, victim=FirstEvicted(how="the model the router log's first eviction line names"), expected=Given(b))
+    measure(ev, lab, victim=FirstEvicted(how="the model the router log's first eviction line names"), expected=Given(b),
+            a_reply_cut=Measured(cut, Lab.sh_flag(f"! grep -qx 200 \"$WORK/reply-{a_reply.sh_n}.status\"")
+                                 if a_reply is not None and a_reply.sh_n is not None else "echo false",
+                                 f"the long request to {a} got no HTTP 200 (cut by its eviction)"))
+    if cut and a_reply is not None:
+        ev.notes.append(f"{a}'s long request was cut: status {a_reply.status}, {(a_reply.error or a_reply.body)[:200]}")
     ev.figures.update(busy_model=a, lru_if_busy_ignored=a, a_busy_when_c_sent=a_still_busy)
     ev.lines = lab.lines("proxy", "evict", "spawn")[:12]
+
+
+@dataclass(frozen=True)
+class TwoWaitersParams(RouterParams):
+    models: list[str] = field(default_factory=lambda: ["tiny-q8", "tiny-q4", "tiny-f16"])
+    ctx_size: int = 512
+
+
+@router_scenario("two-waiters", TwoWaitersParams, models_max=1)
+def two_waiters(lab: Lab, p: TwoWaitersParams, ev: Evidence) -> Iterator[None]:
+    """models_max 1, A loaded and idle: requests for B and C sent together both want A's one slot
+    (upstream's test_router_queue_two_waiters_share_one_eviction): both must be answered, A evicted
+    once.  Under LLAMA_SERVER_DEBUG_FAKE_TIMING=1 (params.env) each load waits 2 s before it starts
+    and each proxy 2 s after counting its request, so both requests are at the router together."""
+    a, b, c = lab.names[:3]
+    first = lab.request(a)
+    if first.status != 200:
+        raise Inconclusive(f"the request that loads {a} got {first.status}: {(first.error or first.body)[:160]}")
+    threads = [lab.request_in_background(b, timeout=p.long_n(180)), lab.request_in_background(c, timeout=p.long_n(180))]
+    for t in threads:
+        t.join(200)
+    lab.wait_for("exited", a, timeout=30)
+    yield
+    measure(ev, lab, b_ok=answered(b), c_ok=answered(c),
+            a_stops=LogCount(("evict",), a, f"eviction lines for {a} (one eviction for both waiters)"),
+            spawns_a=LogCount("spawn", a, f"spawn lines for {a} (1: it was never loaded again)"))
+    failed = [r for r in lab.replies if r.model in (b, c) and r.status != 200]
+    ev.figures["failed_waiters"] = len(failed)
+    for r in failed:
+        ev.notes.append(f"the request for {r.model} got {r.status}: {(r.error or r.body)[:200]}")
+    ev.lines = lab.lines("queued", "joined", "evict", "spawn", "exited", "proxy", "proxy_error")[:16]
 
 
 @router_scenario("limit-reached", RouterParams, models_max=1)

@@ -34,8 +34,10 @@ from harness.store import Run, open_run
 from harness.analysis.swap import ORDERED_EXIT_KINDS, failure_reason
 from harness.probes.process_tree import tree_states
 from harness.workloads.router_session import EVENT_COLUMNS, RouterSession
+from harness.workloads import sequence
 from harness.workloads.swap import DEADLINE, Pattern, waves
 from harness.runs import preflight
+from harness.runs.swap_first import run_first_requests
 
 DEATH_EVENT_KINDS = {"spawn", "exited", "status:loaded", "child_loaded", *ORDERED_EXIT_KINDS}
 REQUEST_FAULT_COLUMNS = ["index", "model", "t_send_s", "t_done_s", "error", "error_kind"]
@@ -53,6 +55,7 @@ class PreparedSwap:
     options: EngineOptions
     deadline: dict  # {"request_s": seconds, "derived_from": how}, see request_deadline
     device_facts: dict = field(default_factory=dict)  # backend, devices used, driver (engines/devices.py)
+    offsets: list[float] | None = None  # a timed sequence: each request's send time after the first
 
 
 PER_LOAD_S = 60.0  # one model load, before its size: spawn, mmap, warm-up, first decode
@@ -68,7 +71,8 @@ def request_deadline(spec: SwapSpec, model_bytes: list[int]) -> dict:
     60 s + min(in flight, models) x (60 s + 20 s per GB of the largest model) + n_predict x 1 s."""
     if spec.request_timeout_s is not None:
         return {"request_s": float(spec.request_timeout_s), "derived_from": "--request-timeout"}
-    in_flight = max(spec.concurrency, spec.burst_k if spec.pattern == "burst" else 1)
+    in_flight = max(spec.concurrency, spec.burst_k if spec.pattern == "burst" else 1,
+                    len(spec.timed_steps() or []))
     loads = min(in_flight, len(model_bytes) or 1)
     largest_gb = max(model_bytes or [0]) / 1e9
     per_load = PER_LOAD_S + PER_LOAD_S_PER_GB * largest_gb
@@ -117,9 +121,16 @@ def prepare_swap(spec: SwapSpec, *, llama_server: str | None = None, results: st
         device_facts = choice.facts()
     else:
         reporter.message(f"engine: {engine.name} ({engine.summary})")
-    plan = waves(pattern, names, spec.requests, spec.seed)
+    steps = spec.timed_steps()
+    offsets = None
+    if steps is not None:  # a timed sequence replaces the pattern: one request per step, at its time
+        steps = sequence.resolve(steps, names, "--sequence")
+        plan, offsets = [[s.model] for s in steps], [s.at_s for s in steps]
+        reporter.message("sequence: " + ", ".join(f"{s.model}@{s.at_s:g}" for s in steps))
+    else:
+        plan = waves(pattern, names, spec.requests, spec.seed)
     prepared = PreparedSwap(spec, models, names, binary, paths.results_dir(results), plan, engine, options,
-                            request_deadline(spec, [m.info.bytes for m in models]))
+                            request_deadline(spec, [m.info.bytes for m in models]), offsets=offsets)
     prepared.device_facts = device_facts
 
     preflight.check_swap(prepared)  # names and paths the router preset cannot hold: before any run directory
@@ -140,10 +151,18 @@ def execute_swap(prep: PreparedSwap, reporter: Reporter = QuietReporter()) -> Ru
                     **m.info.as_dict(), **({"origin": m.origin} if m.origin else {})}
                    for name, m in zip(prep.names, prep.models)],
         "plan_waves": len(prep.plan),
+        **({"sequence": [{"model": w[0], "at_s": at} for w, at in zip(prep.plan, prep.offsets)]}
+           if prep.offsets is not None else {}),
         "deadlines": prep.deadline,
     }, reporter)
     with session:
-        _storm(prep, session, reporter, t0)
+        if spec.first_request:  # the first request after each starting state, not a storm
+            writer = session.writer
+            run_first_requests(prep, session, reporter, t0,
+                               on_request=lambda row: writer.append(row, table="requests"),
+                               on_event=lambda row: writer.append(row, table="events"))
+        else:
+            _storm(prep, session, reporter, t0)
     run = session.run
     assert run is not None
     if session.analysis_error is None:
@@ -205,14 +224,15 @@ def _storm(prep: PreparedSwap, run: RunSession, reporter: Reporter, t0: float) -
         session.start()
         router = session.backend
         run.update(router={**router.describe(), "started_t_s": router.t_start - t0})
-        reporter.cell(f"{spec.engine} · {spec.pattern} · {len(prep.names)} models · models_max={spec.models_max}",
+        what = "sequence" if prep.offsets is not None else spec.pattern
+        reporter.cell(f"{spec.engine} · {what} · {len(prep.names)} models · models_max={spec.models_max}",
                       sum(map(len, prep.plan)))
         deadline = time.perf_counter() + spec.duration_s if spec.duration_s else None
         cpu0, wall0 = time.process_time(), time.perf_counter()
         sent = session.drive(prep.plan, concurrency=spec.concurrency, n_predict=spec.n_predict, prompt=PROMPT,
                              deadline=deadline, emit=on_request, reuse_connections=spec.reuse_connections,
                              before_send=cold_swap_in if spec.cache_state == "cold" else None,
-                             timeout_s=prep.deadline["request_s"], stop_on_deadline=True)
+                             timeout_s=prep.deadline["request_s"], stop_on_deadline=True, offsets=prep.offsets)
         storm_end = time.perf_counter()
         states_now = tree_states(router.pid) if any(r.get("error_kind") == DEADLINE for r in failed_rows) else None
         writer.manifest["requests_sent"] = sent

@@ -90,6 +90,7 @@ class DriveOptions(TypedDict, total=False):
     reuse_connections: bool
     before_send: Callable[[str], dict] | None
     stop_on_deadline: bool
+    offsets: list[float] | None
 
 
 class RouterSession:

@@ -100,6 +100,8 @@ def _error_kind(status: int | None, body: str | None, exc: BaseException | None)
             return "connect"
         return type(exc).__name__
     text = (body or "").lower()
+    if "proxy error" in text:  # the router's own 500: it could not reach the child (server-models.cpp)
+        return "proxy_error"
     if "limit reached" in text:
         return "limit_reached"
     if "failed to load" in text:
@@ -180,6 +182,7 @@ async def drive(
     reuse_connections: bool = False,
     before_send: Callable[[str], dict] | None = None,
     stop_on_deadline: bool = False,
+    offsets: list[float] | None = None,
 ) -> int:
     """Send the plan; returns how many requests were sent.  Records go to ``emit`` as they finish.
 
@@ -197,18 +200,25 @@ async def drive(
     and a client reusing such a connection gets "Server disconnected" before the
     router ever sees the request (seen for 12% of requests at concurrency 32).
     That is a transport artifact, not a swap; ``reuse_connections`` keeps it.
+
+    ``offsets`` (a timed sequence, ``harness.workloads.sequence``): request i is sent
+    ``offsets[i]`` seconds after the first, whatever is in flight (``concurrency`` does not apply);
+    its record's ``extra`` holds the planned offset and how late the send was.
     """
-    limits = httpx.Limits(max_connections=max(concurrency, max(map(len, plan), default=1)) + 2,
+    in_flight = max(concurrency, max(map(len, plan), default=1), len(plan) if offsets is not None else 0)
+    limits = httpx.Limits(max_connections=in_flight + 2,
                           max_keepalive_connections=None if reuse_connections else 0)
     sent = 0
     past_deadline = 0
     complete = getattr(backend, "answer_complete", lambda text: True)
     async with httpx.AsyncClient(base_url=backend.base_url, timeout=timeout_s, limits=limits, trust_env=False) as client:
 
-        async def send(index: int, wave_no: int, model: str) -> None:
+        async def send(index: int, wave_no: int, model: str, planned: dict | None = None) -> None:
             nonlocal past_deadline
             status = status_of(model)
             extra = before_send(model) if before_send is not None else None  # e.g. cache control: untimed
+            if planned is not None:
+                extra = {**planned, **(extra or {})}
             rec = RequestRecord(index, wave_no, model, time.perf_counter(), status_at_send=status, extra=extra)
             try:
                 # asyncio.timeout, not wait_for: Python 3.11's wait_for can swallow a cancellation that
@@ -225,6 +235,22 @@ async def drive(
         def stopping() -> bool:
             return should_stop() or (deadline is not None and time.perf_counter() >= deadline) \
                 or (stop_on_deadline and past_deadline > 0)
+
+        if offsets is not None:  # a timed sequence: each request at its own time, none waits for another
+            loop = asyncio.get_running_loop()
+            start = loop.time()
+
+            async def timed(index: int, model: str, at: float) -> None:
+                nonlocal sent
+                await asyncio.sleep(max(0.0, start + at - loop.time()))
+                if stopping():
+                    return
+                late_ms = (loop.time() - start - at) * 1000
+                sent += 1
+                await send(index, index, model, {"t_planned_s": at, "send_late_ms": round(late_ms, 3)})
+
+            await asyncio.gather(*(timed(i, w[0], at) for i, (w, at) in enumerate(zip(plan, offsets, strict=True))))
+            return sent
 
         if any(len(w) > 1 for w in plan):  # bursts: one wave at a time, all of it at once
             for wave_no, wave in enumerate(plan):

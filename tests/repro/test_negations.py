@@ -39,6 +39,26 @@ CASES = {
         {"b_spawned": False, "cancel_logged": True, "c_took_a_slot": True, "c_ok": True},
         [{"b_spawned": True, "cancel_logged": False, "c_took_a_slot": True, "c_ok": True},  # GET not cancelled
          {"b_spawned": False, "cancel_logged": True, "c_took_a_slot": False, "c_ok": True}]),  # slot not passed on
+    # upstream's test_router_queue_two_waiters_share_one_eviction: both waiters served, A evicted once
+    "router-two-waiters-share-eviction": (
+        {"b_ok": True, "c_ok": True, "a_stops": 1, "spawns_a": 1},
+        [{"b_ok": True, "c_ok": False, "a_stops": 1, "spawns_a": 1},  # the second waiter lost the race
+         {"b_ok": True, "c_ok": True, "a_stops": 2, "spawns_a": 2}]),  # A reloaded and evicted again
+    # the cold sequence: every error kind and each race judged apart
+    "router-cold-sequence-clean": (
+        {**{f"errors_{k}": 0 for k in ("proxy_error", "limit_reached", "deadline", "truncated", "other")},
+         "races_evicted_with_waiter": 0, "races_proxied_to_stopping": 0},
+        [{**{f"errors_{k}": 0 for k in ("proxy_error", "limit_reached", "deadline", "truncated", "other")},
+          "races_evicted_with_waiter": 0, "races_proxied_to_stopping": 0, f"errors_{kind}": 1}
+         for kind in ("proxy_error", "limit_reached", "deadline", "truncated")]
+        + [{**{f"errors_{k}": 0 for k in ("proxy_error", "limit_reached", "deadline", "truncated", "other")},
+            "races_evicted_with_waiter": 0, "races_proxied_to_stopping": 0, race: 1}
+           for race in ("races_evicted_with_waiter", "races_proxied_to_stopping")]),
+    # the busy model is no victim, and its reply is never cut
+    "router-busy-not-evicted": (
+        {"victim": "tiny-q4", "expected": "tiny-q4", "a_reply_cut": False},
+        [{"victim": "tiny-q8", "expected": "tiny-q4", "a_reply_cut": False},  # the busy A evicted
+         {"victim": "tiny-q4", "expected": "tiny-q4", "a_reply_cut": True}]),  # A's reply cut all the same
 }
 
 
