@@ -122,6 +122,42 @@ def test_the_drift_check_never_drops_the_genuine_runs_for_new_ones(genuine, lben
         assert "the drift check would drop" in text and "runs added since the last gate" in text, text
 
 
+def _set_catalog_version(archive: Path, version: str) -> None:
+    """The catalog files as an older lbench wrote them (their version stamp), so the next read rebuilds them."""
+    for name in ("runs.parquet", "metrics.parquet"):
+        path = archive / ".catalog" / name
+        table = pq.read_table(path)
+        pq.write_table(table.replace_schema_metadata({b"lbench_catalog": version.encode()}), path)
+
+
+@pytest.mark.parametrize("rebuild", ["catalog deleted", "catalog version bumped"])
+def test_the_gate_decides_as_before_after_a_catalog_rebuild(genuine, lbench_env, tmp_path, rebuild):
+    """docs/history.md tells archive keepers to delete .catalog/ after signing old runs, and an
+    upgrade rebuilds it: the runs it had are still the runs the last gate had, not new ones."""
+    archive, dirs, cands = genuine
+    first = _gate(lbench_env, archive, cands)
+    assert first.returncode == 1, first.stdout + first.stderr  # the regression, against the genuine runs
+    times = {r["run_id"]: r["cataloged_at"] for r in pq.read_table(archive / ".catalog" / "runs.parquet").to_pylist()}
+    if rebuild == "catalog deleted":
+        shutil.rmtree(archive / ".catalog")
+    else:
+        _set_catalog_version(archive, "5")
+    again = _gate(lbench_env, archive, cands)
+    assert again.returncode == 1, again.stdout + again.stderr  # the same decision, not "added since the last gate"
+    assert "added since the last gate" not in again.stderr
+    rebuilt = {r["run_id"]: r["cataloged_at"] for r in pq.read_table(archive / ".catalog" / "runs.parquet").to_pylist()}
+    assert rebuilt == times  # each run keeps the time it first entered the catalog
+    # and the rule still holds after the rebuild: runs added now are new to the gate
+    forged = [_forge(dirs[-1], tmp_path / "forged", n, build=101, scale=6.0) for n in range(2)]
+    for d in forged:
+        sign_run(d)
+    assert add_runs(archive, forged)[1] == []
+    shutil.rmtree(archive / ".catalog")
+    r = _gate(lbench_env, archive, cands)
+    assert r.returncode == 2 and "build 101 is held only by runs added since the last gate" in " ".join(
+        r.stderr.split()), r.stdout + r.stderr
+
+
 def test_a_changed_signed_run_is_refused(genuine, tmp_path):
     archive, dirs, _ = genuine
     copy = tmp_path / "copy" / "20260101T090000Z-idle-beef"
