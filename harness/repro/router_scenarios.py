@@ -27,7 +27,7 @@ from harness.repro.base import (Context, Evidence, Inconclusive, ModelsParams, P
                                 scheduler_evictions, spawns_over_cap, write_evidence_table)
 from harness.repro.figures import (PS_VS_PROC, ChildEnv, FirstEvicted, GaveUp, Given, LogBefore, LogBetween, LogCount,
                                    LogHas, Measured, OkCount, ReplyHas, ReplyStatus, SseBefore, TimeToLine, answered)
-from harness.repro.lab import Lab
+from harness.repro.lab import EVENT_WAIT_S, Lab
 from harness.workloads.swap import Pattern, waves
 
 STORM_PROMPT = SWAP_PROMPT  # the storm driver's prompt (harness/engines/prompts.py)
@@ -262,7 +262,7 @@ def waiter_recheck(lab: Lab, p: RouterParams, ev: Evidence) -> Iterator[None]:
     long_thread = loaded_and_busy(lab, a, long_n)
     lab.watch("evict_a", ("evict", "stop_sent"), a, 180)
     b_thread = lab.request_in_background(b)
-    queued = lab.wait_for("queued", b, timeout=10)
+    queued = lab.wait_for("queued", b, timeout=EVENT_WAIT_S)
     long_thread.join(120)
     b_thread.join(120)
     yield
@@ -545,7 +545,7 @@ def fifo_order(lab: Lab, p: RouterParams, ev: Evidence) -> Iterator[None]:
     for name in rest:
         after = lab.now()
         threads.append(lab.request_in_background(name))
-        if lab.wait_for("queued", name, timeout=10, after=after) is None:
+        if lab.wait_for("queued", name, timeout=EVENT_WAIT_S, after=after) is None:
             raise Inconclusive(f"the request for {name} was never queued")
     busy = long_thread.is_alive()
     long_thread.join(180)
