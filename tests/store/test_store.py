@@ -25,7 +25,7 @@ def test_journal_then_parquet(tmp_path):
     assert json.loads((w.dir / "manifest.json").read_text())["status"] == "running"
     w.finish("complete")
     run = open_run(w.run_id, tmp_path)
-    assert run.complete and run.record.n_samples == 1 and run.record.schema_version == 2
+    assert run.complete and run.record.n_samples == 1 and run.record.schema_version == 3
     frame = run.table()
     assert list(frame.columns)[: len(SAMPLE_COLUMNS)] == list(SAMPLE_COLUMNS)
     assert str(frame["rep"].dtype) == "Int64"
