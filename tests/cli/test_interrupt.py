@@ -66,7 +66,7 @@ def test_sigkill_of_the_harness_takes_the_server_down(engine_env, engine_binary)
     servers = [p.pid for p in _server_children(proc)]
     assert servers
     proc.kill()  # no chance to clean up: PR_SET_PDEATHSIG must do it
-    proc.communicate(timeout=30)
+    proc.communicate(timeout=120)
     assert not wait_gone(servers)
     assert not [p for p in llama_server_processes(engine_binary) if p.pid in servers]
     r = run_cli("runs", env=engine_env)

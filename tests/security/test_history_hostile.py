@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import signal
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -248,6 +250,28 @@ def test_a_query_reaches_nothing_but_the_archive(lbench_env, tmp_path, sql, said
     assert home.exists() == had_home  # no extension installed
 
 
+def _wait_for_query_child(p) -> None:
+    """Until the query's child process ignores SIGINT (its first step, harness/history/confined.py):
+    from then on a Ctrl-C to the group reaches the parent only.  Read from /proc (SigIgn), an event."""
+    import psutil
+
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        assert p.poll() is None, p.communicate()
+        for child in psutil.Process(p.pid).children():
+            try:
+                if "resource_tracker" in " ".join(child.cmdline()):  # multiprocessing's helper ignores SIGINT too
+                    continue
+                status = Path(f"/proc/{child.pid}/status").read_text()
+            except (OSError, psutil.Error):
+                continue
+            ignored = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigIgn:")), 16)
+            if ignored & (1 << (signal.SIGINT - 1)):
+                return
+        time.sleep(0.05)
+    raise AssertionError("the query's child never started")
+
+
 @pytest.mark.parametrize("how", ["SIGTERM", "Ctrl-C"])
 def test_a_query_stops_on_a_signal_with_a_clean_exit(lbench_env, tmp_path, how):
     import os
@@ -263,7 +287,7 @@ def test_a_query_stops_on_a_signal_with_a_clean_exit(lbench_env, tmp_path, how):
     p = subprocess.Popen([sys.executable, "-m", "harness", "history", "query", sql, "--archive", str(archive),
                           "--timeout", "600"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                          start_new_session=True)
-    time.sleep(15)  # the child is started and running the query
+    _wait_for_query_child(p)
     if how == "SIGTERM":
         p.send_signal(signal.SIGTERM)
     else:  # a terminal's Ctrl-C: SIGINT to the whole foreground group, the query's process too
