@@ -2,7 +2,8 @@
 # Run the whole test suite (sets lbench up first; the engine build is cached).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+# LBENCH_SKIP_SETUP=1: set up already (scripts/suite_under_load.sh sets up once, before its CPU hogs start)
+[[ ${LBENCH_SKIP_SETUP:-} == 1 ]] || bash scripts/setup.sh
 # The Vulkan engine tests (tests/engines/test_vulkan.py) drive lbench's Vulkan build on lavapipe: build
 # it here (once, cached; time in docs/builds.md) where the Vulkan packages are installed, unless the
 # engine tests are deselected. Without them those tests skip and say why.
