@@ -2,22 +2,24 @@
 # The test suite under load (a benchmark, not a test): N times with every core kept busy by CPU hogs
 # this script starts (one `yes > /dev/null` per core, two on a 2-core machine) and kills by PID, then
 # a line per run (exit status, pytest's counts, wall time) and the pass/fail totals (docs/builds.md).
-#   bash scripts/suite_under_load.sh [-n RUNS] [-k HOGS] [-o LOGDIR] [-- PYTEST ARGS...]
+#   bash scripts/suite_under_load.sh [-n RUNS] [-k HOGS] [-o LOGDIR] [-s] [-- PYTEST ARGS...]
 #   bash scripts/suite_under_load.sh -n 3                       # the whole suite, 3 times (what issue 47 asks)
 #   bash scripts/suite_under_load.sh -n 5 -- tests/repro/test_victim_scenarios.py -k multi_evict
 # The pytest arguments go to scripts/test.sh (two xdist workers unless an -n is given there); its setup
-# (scripts/setup.sh, the engine build) runs once before the hogs start, not in the timed runs.
+# (scripts/setup.sh, the engine build) runs once before the hogs start, not in the timed runs (-s: skip it).
 # Each run's whole output is kept in LOGDIR/run-N.log. Exit status: 0 when every run passed, 1 otherwise.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=3
 hogs=$(nproc 2>/dev/null || echo 2)
 logdir=""
+setup=1
 while [[ $# -gt 0 ]]; do
   case "$1" in
     -n) runs=${2:?-n needs a number of runs}; shift 2 ;;
     -k) hogs=${2:?-k needs a number of hogs}; shift 2 ;;
     -o) logdir=${2:?-o needs a folder}; shift 2 ;;
+    -s) setup=0; shift ;;
     --) shift; break ;;
     -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) break ;;
@@ -28,7 +30,9 @@ done
 logdir=${logdir:-$(mktemp -d "${TMPDIR:-/tmp}/suite-under-load.XXXXXX")}
 mkdir -p "$logdir"
 
-bash scripts/setup.sh > "$logdir/setup.log" 2>&1 || { echo "error: scripts/setup.sh failed (see $logdir/setup.log)" >&2; exit 1; }
+if [[ $setup -eq 1 ]]; then
+  bash scripts/setup.sh > "$logdir/setup.log" 2>&1 || { echo "error: scripts/setup.sh failed (see $logdir/setup.log)" >&2; exit 1; }
+fi
 
 hog_pids=()
 stop_hogs() {
