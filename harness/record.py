@@ -28,10 +28,13 @@ from typing import Any
 
 from harness import typed_toml
 from harness.errors import BadInput
+from harness.probes.run_process import gone
 from harness.untrusted import read_json
 
-SCHEMA_VERSION = 2  # 2: host.fingerprint (the machine, for history across machines)
-STATUSES = ("running", "complete", "interrupted", "failed")
+SCHEMA_VERSION = 3  # 2: host.fingerprint (the machine, for history across machines); 3: process (pid, start,
+# host, boot) the run ran in, so a killed run reads "abandoned"
+STATUSES = ("running", "complete", "interrupted", "failed")  # as written in a manifest
+ABANDONED = "abandoned"  # read, never written: 'running', and its process is provably gone (harness/probes/run_process.py)
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
@@ -276,7 +279,7 @@ class Quality:
 
 CORE_KEYS = frozenset({"schema_version", "lbench_version", "run_id", "kind", "status", "command", "argv",
                        "started_at", "ended_at", "n_samples", "rows", "error", "config", "host", "engine",
-                       "models", "cells", "quality"})
+                       "models", "cells", "quality", "process"})
 
 
 @dataclass(frozen=True)
@@ -304,10 +307,17 @@ class RunRecord:
     cells: tuple[Cell, ...]
     quality: Quality
     sections: Mapping[str, Any] = field(default_factory=dict)
+    process: Mapping[str, Any] = field(default_factory=dict)  # pid, start, host, boot it ran in (schema 3)
+    abandoned: str | None = None  # why a 'running' run is known dead (status is then "abandoned")
 
     @property
     def complete(self) -> bool:
         return self.status == "complete"
+
+    @property
+    def unfinished(self) -> bool:
+        """The manifest says ``running``: the run goes on, or its process died (``abandoned``)."""
+        return self.status in ("running", ABANDONED)
 
     @property
     def machine(self) -> MachineFingerprint:
@@ -353,7 +363,8 @@ class RunRecord:
                 "host": dict(self.host.facts), "engine": dict(self.engine.facts),
                 "models": [dict(m.facts) for m in self.models], "cells": [dict(c.facts) for c in self.cells],
                 "quality": {"before": dict(self.quality.before), "after": dict(self.quality.after),
-                            "warnings": list(self.quality.warnings)}, **dict(self.sections)}
+                            "warnings": list(self.quality.warnings)},
+                **({"process": dict(self.process)} if self.process else {}), **dict(self.sections)}
 
     def config_int(self, key: str, default: int = 0) -> int:
         value = self.config.get(key, default)
@@ -370,7 +381,8 @@ def _time(text: str | None) -> datetime | None:
 
 
 def _read_v1(data: dict, where: str) -> RunRecord:
-    """Version 1 and 2 share a layout; version 1 has no host.fingerprint (computed from the facts)."""
+    """Versions 1 to 3 share a layout; version 1 has no host.fingerprint (computed from the facts),
+    versions 1 and 2 no ``process`` (a run of theirs killed mid-way stays ``running``)."""
     f = _Fields(data, where, "manifest")
     kind = f.text("kind")
     if not kind:
@@ -384,20 +396,23 @@ def _read_v1(data: dict, where: str) -> RunRecord:
         raise BadInput("the run's manifest field 'manifest.rows' is not a table of counts", where=where,
                        hint="the run is damaged; run it again")
     argv = data.get("argv")
+    process = f.mapping("process")
+    abandoned = gone(process) if status == "running" and process else None
     sections = {k: v for k, v in data.items() if k not in CORE_KEYS}
     return RunRecord(
         schema_version=f.integer("schema_version", 1) or 1, run_id=f.text("run_id") or Path(where).parent.name,
-        kind=kind, status=status, lbench_version=f.text("lbench_version"), command=f.text("command"),
+        kind=kind, status=ABANDONED if abandoned else status, lbench_version=f.text("lbench_version"), command=f.text("command"),
         argv=f.texts("argv") if argv is not None else (), started_at=f.text("started_at"), ended_at=f.text("ended_at"),
         n_samples=f.integer("n_samples", 0) or 0, rows=MappingProxyType(dict(rows)), error=f.text("error"),
         config=MappingProxyType(dict(f.mapping("config"))), host=Host.parse(f.mapping("host"), where),
         engine=EngineInfo.parse(f.mapping("engine"), where),
         models=tuple(ModelEntry.parse(m, where, i) for i, m in enumerate(f.mappings("models"))),
         cells=tuple(Cell.parse(c, where, i) for i, c in enumerate(f.mappings("cells"))),
-        quality=Quality.parse(f.mapping("quality"), where), sections=MappingProxyType(sections))
+        quality=Quality.parse(f.mapping("quality"), where), sections=MappingProxyType(sections),
+        process=MappingProxyType(dict(process)), abandoned=abandoned)
 
 
-READERS: dict[int, Callable[[dict, str], RunRecord]] = {1: _read_v1, 2: _read_v1}
+READERS: dict[int, Callable[[dict, str], RunRecord]] = {1: _read_v1, 2: _read_v1, 3: _read_v1}
 
 
 def parse_record(data: object, where: str) -> RunRecord:

@@ -149,7 +149,7 @@ class IndexCache:
         return RunSummary.from_json(cached.get("summary"))
 
     def put_summary(self, d: Path, key: list[int] | None, summary: RunSummary) -> None:
-        if key is None or summary.status == "running":  # a running run's manifest changes: not kept
+        if key is None or summary.status in ("running", "abandoned"):  # judged again on each read: not kept
             return
         self.entries[d.name] = {"key": key, "summary": asdict(summary)}
         self.changed = True
@@ -163,7 +163,7 @@ class IndexCache:
                 and isinstance(cached.get("counts"), dict):
             return cached["counts"]
         counts = compute(entry)
-        if entry.summary.status != "running" and entry.dir.name in self.entries:
+        if entry.summary.status not in ("running", "abandoned") and entry.dir.name in self.entries:
             self.entries[entry.dir.name]["counts"] = {"key": key, "table": table, "counts": counts}
             self.changed = True
         return counts

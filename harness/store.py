@@ -10,8 +10,10 @@
 - ``logs/``: server logs.
 - swap runs add ``requests``, ``events`` and ``memory`` tables the same way.
 
-A run whose process died without finishing still says ``running``; readers treat it
-as incomplete and read the journal.
+A run whose process died without finishing still says ``running``; the manifest's ``process``
+(pid, start time, host, boot id: ``harness/probes/run_process.py``) lets a reader on that machine
+tell it is dead, and it reads as ``abandoned`` (``harness/record.py``).  Readers treat either as
+incomplete and read the journal.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import pandas as pd
 from harness import __version__
 from harness.atomic import atomic_write_json
 from harness.errors import BadInput, WriteFailed
+from harness.probes.run_process import this_process
 from harness.record import SCHEMA_VERSION, RunRecord, read_record
 from harness.schema import apply_schema, table_schema
 from harness.untrusted import MAX_TABLE_BYTES, open_regular
@@ -52,6 +55,7 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
+STARTED: list["RunWriter"] = []  # writers this process opened, oldest first (Ctrl-C names each run it touched)
 FINISHED: list["RunWriter"] = []  # writers this process ended, newest last (Ctrl-C says what each kept)
 RESERVE_BYTES = 256 * 1024  # kept free in the run directory so a full disk still gets the final manifest
 
@@ -95,6 +99,7 @@ class RunWriter:
             "started_at": utc_now(),
             "ended_at": None,
             "n_samples": 0,
+            "process": this_process(),  # which process, host and boot wrote it: a killed run reads "abandoned"
             **manifest,
         }
         self._journals: dict[str, object] = {}
@@ -103,6 +108,7 @@ class RunWriter:
         self.sample_counts = {"measure": 0, "warmup": 0, "failed": 0}  # listings show these without the table
         self._lock = threading.Lock()  # samplers and event readers append from their own threads
         self.save_manifest()
+        STARTED.append(self)
 
     # ---- failed writes ---------------------------------------------------
     def _failed(self, exc: OSError, what: str) -> None:

@@ -2,9 +2,12 @@
 # Run the whole test suite (sets lbench up first; the engine build is cached).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
-# the test extras (pytest, linters, mlx-lm for the MLX tests): setup installs only what `lbench idle` needs
-.venv/bin/python -m pip install --quiet -e '.[test]'
+# LBENCH_SKIP_SETUP=1: set up already (scripts/suite_under_load.sh sets up once, before its CPU hogs start)
+if [[ ${LBENCH_SKIP_SETUP:-} != 1 ]]; then
+  bash scripts/setup.sh
+  # the test extras (pytest, linters, mlx-lm for the MLX tests): setup installs only what `lbench idle` needs
+  .venv/bin/python -m pip install --quiet -e '.[test]'
+fi
 # The Vulkan engine tests (tests/engines/test_vulkan.py) drive lbench's Vulkan build on lavapipe: build
 # it here (once, cached; time in docs/builds.md) where the Vulkan packages are installed, unless the
 # engine tests are deselected. Without them those tests skip and say why.

@@ -22,7 +22,7 @@ def manifest(**over):
 
 def test_a_version_1_manifest_reads_as_a_record_with_its_fingerprint():
     r = parse_record(manifest(), "m.json")
-    assert r.schema_version == 1 and SCHEMA_VERSION == 2
+    assert r.schema_version == 1 and SCHEMA_VERSION == 3
     assert r.machine.label == "Apple M2 Ultra, 24 CPUs, 192 GiB, Darwin 15.1" and len(r.machine.id) == 12
     assert r.machine == fingerprint_of({**HOST, "hostname": "another-name"})  # the hostname is not the machine
     assert r.engine.build_label == "build 11434" and r.models[0].quant == "Q8_0" and r.models[0]["bytes"] == 8e9
@@ -35,8 +35,8 @@ def test_fields_of_the_wrong_type_are_named():
         parse_record(manifest(models="abc"), "m.json")
     with pytest.raises(BadInput, match=r"'models\[0\].bytes' is a str, expected an integer"):
         parse_record(manifest(models=[{"label": "m", "bytes": "big"}]), "m.json")
-    with pytest.raises(BadInput, match="schema_version 3"):
-        parse_record(manifest(schema_version=3), "m.json")
+    with pytest.raises(BadInput, match="schema_version 4"):
+        parse_record(manifest(schema_version=4), "m.json")
 
 
 def record(**over):
@@ -62,3 +62,41 @@ def test_differences_between_the_sides_are_flagged_by_name():
     flags = check_comparable([a], [b]).flags
     assert "ram_gib: 192 vs 64" in flags and "engine_build: 11434 vs 11500" in flags
     assert check_comparable([a], [record(run_id="c")]).flags == ()
+
+
+def _dead_pid() -> int:
+    """The pid of a process that has ended (reaped): nothing runs under it now, or something new."""
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_a_running_run_whose_process_is_gone_reads_abandoned():
+    """Schema 3 records the process (pid, start, host, boot) a run ran in; a 'running' run whose
+    process is provably gone on this machine reads 'abandoned'; one of another host stays 'running'
+    (this machine cannot tell); a version-2 manifest has no process and reads as written."""
+    from harness.probes.run_process import this_process
+
+    me = this_process()
+    alive = parse_record(manifest(schema_version=3, status="running", process=me), "m.json")
+    assert alive.status == "running" and alive.abandoned is None and alive.unfinished
+    dead = parse_record(manifest(schema_version=3, status="running", process={**me, "pid": _dead_pid()}), "m.json")
+    assert dead.status == "abandoned" and "is gone" in (dead.abandoned or "") and dead.unfinished and not dead.complete
+    rebooted = parse_record(manifest(schema_version=3, status="running", process={**me, "boot_id": "another-boot"}),
+                            "m.json")
+    assert rebooted.status == "abandoned" and "booted" in (rebooted.abandoned or "")
+    elsewhere = parse_record(manifest(schema_version=3, status="running",
+                                      process={**me, "pid": _dead_pid(), "hostname": me["hostname"] + "-other"}),
+                             "m.json")
+    assert elsewhere.status == "running"
+    old = parse_record(manifest(schema_version=2, status="running"), "m.json")
+    assert old.status == "running" and old.process == {}
+    ended = parse_record(manifest(schema_version=3, status="complete", process={**me, "pid": _dead_pid()}), "m.json")
+    assert ended.status == "complete"  # only a run left 'running' can be abandoned
+    with pytest.raises(BadInput, match="unknown status 'abandoned'"):  # read, never written
+        parse_record(manifest(status="abandoned"), "m.json")
+    with pytest.raises(BadInput, match="'manifest.process' is a str"):
+        parse_record(manifest(schema_version=3, process="pid 1"), "m.json")

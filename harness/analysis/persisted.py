@@ -73,7 +73,7 @@ def load_analysis(run: Run, *, reanalyze: bool = False) -> dict:
         stored = read_analysis(run)
         if stored is not None:
             return stored
-    if run.record.status == "running" or _newer_on_disk(run):
+    if run.record.unfinished or _newer_on_disk(run):
         return analyze(run)
     try:
         return write_analysis(run)

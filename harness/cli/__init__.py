@@ -80,15 +80,19 @@ def _sigterm(signum: int, frame: FrameType | None) -> NoReturn:  # turn SIGTERM 
 
 
 def _interrupted_text() -> str:
-    """What Ctrl-C kept: per run this process stopped, the rows kept and where."""
+    """What Ctrl-C kept: per run this process started, the rows kept, where, and how the run ended
+    (a run whose end was under way when the signal came ended first: complete, failed or interrupted)."""
     store = sys.modules.get("harness.store")
-    stopped = [w for w in getattr(store, "FINISHED", []) if w.manifest.get("status") == "interrupted"]
-    if not stopped:
+    started = list(getattr(store, "STARTED", []))
+    if not started:
         return "lbench: interrupted before any run started; nothing was written"
     parts = []
-    for w in stopped:
+    for w in started:
         kept = ", ".join(f"{n} {table}" for table, n in sorted(w.counts.items())) or "no samples"
-        parts.append(f"{kept} kept in {w.dir} (lbench report {w.run_id} renders them)")
+        status = w.manifest.get("status")
+        ended = ("" if status == "interrupted" else " (its end was not written; lbench runs shows it abandoned)"
+                 if status == "running" else f" (the run had ended {status})")
+        parts.append(f"{kept} kept in {w.dir}{ended} (lbench report {w.run_id} renders them)")
     return "lbench: interrupted; " + "; ".join(parts)
 
 

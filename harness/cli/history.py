@@ -140,9 +140,9 @@ def history_sign(
         if d.is_symlink() or not d.is_dir():
             raise BadInput("not a run directory", where=str(d), hint="give run directories (folders with manifest.json)")
         record = parse_record(read_json(manifest, what="run's manifest"), str(manifest))
-        if record.status == "running":
-            raise BadInput("the run is still running (status 'running')", where=str(d),
-                           hint="sign it once it has ended")
+        if record.unfinished:
+            raise BadInput(f"the run is {record.status} (its manifest says 'running')", where=str(d),
+                           hint="sign it once it has ended; an abandoned run never ends")
         made_on, here = record.host.hostname, socket.gethostname()
         if made_on != here and not other_machine:
             raise BadInput(f"the run was made on {'host ' + repr(made_on) if made_on else 'an unnamed host'}, "

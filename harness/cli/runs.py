@@ -22,16 +22,16 @@ def runs(results: ResultsDir = None,
                                                       + shown("every kind")),
          model: str = typer.Option(None, "--model", "-m", help="Only runs of this model label. " + shown("any")),
          status: str = typer.Option(None, "--status", help="Only runs with this status (complete, failed, "
-                                                           "interrupted, running). " + shown("any")),
+                                                           "interrupted, running, abandoned). " + shown("any")),
          limit: int = typer.Option(50, "--limit", "-n", min=0, help="Show the newest N runs that match (0: all); "
                                                                    "a line says how many older ones are not shown. "
                                                                    + shown("50"))) -> None:
     """List runs, oldest first: status, what was measured (warm-ups apart), duration and whether
     the report was rendered (html: yes = <run dir>/report.html exists).
 
-    A run that says 'running' but has no live process was killed: its journal (*.jsonl)
-    holds everything measured before that. A run directory lbench cannot read is skipped
-    with one line saying why.
+    A run whose process is gone without ending it (killed, or the machine rebooted) is
+    'abandoned': its journal (*.jsonl) holds everything measured before that. A run
+    directory lbench cannot read is skipped with one line saying why.
 
     \b
     Examples:

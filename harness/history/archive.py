@@ -202,6 +202,11 @@ def add_run(archive: Path, run_dir: Path, *, allow_unsigned: bool = False) -> Ad
         raise BadInput("not a run directory (a folder with manifest.json)", where=str(run_dir),
                        hint="give run directories, or a results folder that holds them")
     data, record = _read_source(run_dir)
+    if record.abandoned:
+        raise BadInput(f"the run was abandoned: {record.abandoned} and the run never ended (its manifest still "
+                       "says 'running')", where=str(run_dir),
+                       hint="a killed run cannot be archived; its journals keep what it measured (lbench report "
+                            "renders them); run it again")
     if record.status == "running":
         raise BadInput("the run is still running, or was killed before it ended (status 'running')",
                        where=str(run_dir), hint="add it once it has ended; a killed run cannot be archived")

@@ -7,6 +7,14 @@ the stored ``analysis.json`` when it is current, else recomputed from the run's 
 written into the archive).  The catalog is only an accelerator: ``refresh`` adds the runs it lacks
 and drops those gone, and deleting it loses nothing (``lbench history list`` rebuilds it).
 
+One thing a rebuild could not recompute is when each run first entered the catalog
+(``cataloged_at``), which the gate's "runs added since the last gate" rule reads
+(``harness/history/gate_state.py``).  So those times are also kept outside ``.catalog/``, in
+``<archive>/.cataloged-at.json`` (per run directory: the manifest's sha256 and the time); a rebuild
+(``.catalog/`` deleted, or a new ``CATALOG_VERSION``) takes each run's time from there, or from the
+old catalog file whatever its version, and only a run neither knows gets the time of this refresh.
+A run whose manifest changed under the same name counts as new.
+
 Metrics (``metric``, with ``value`` and its 95% interval ``lo``/``hi`` where one exists):
 
 - idle runs, per (model, setting): ``wake_threshold_s`` (the fitted wake step's pause and its
@@ -83,6 +91,57 @@ class Catalog:
 
 def catalog_dir(archive: Path) -> Path:
     return Path(archive) / CATALOG_DIR
+
+
+STAMPS_FILE = ".cataloged-at.json"  # outside .catalog/: survives a rebuild
+MAX_STAMPS_BYTES = 64 * 1024 * 1024
+
+
+def _stamps_in(frame: pd.DataFrame) -> dict[str, tuple[str, str]]:
+    """dir -> (manifest sha256, cataloged_at) of the catalog rows that have both."""
+    if frame.empty or not {"dir", "manifest_sha256", "cataloged_at"} <= set(frame.columns):
+        return {}
+    return {str(d): (str(h), str(c)) for d, h, c in zip(frame["dir"], frame["manifest_sha256"], frame["cataloged_at"])
+            if isinstance(d, str) and isinstance(h, str) and isinstance(c, str) and c}
+
+
+def _read_stamps(archive: Path) -> dict[str, tuple[str, str]]:
+    """When each run first entered the catalog: the stamps file, then an old catalog's rows (any
+    version) for runs the file lacks.  Damaged or missing: empty (those runs are new to the gate)."""
+    from harness.untrusted import read_json
+
+    stamps: dict[str, tuple[str, str]] = {}
+    old = catalog_dir(archive) / "runs.parquet"
+    if old.is_file() and not old.is_symlink():
+        try:
+            table = pq.read_table(old)
+            names = [n for n in ("dir", "manifest_sha256", "cataloged_at") if n in table.schema.names]
+            stamps.update(_stamps_in(table.select(names).to_pandas()))
+        except (OSError, pa.ArrowException, KeyError):
+            pass
+    path = Path(archive) / STAMPS_FILE
+    if path.is_file():
+        try:
+            doc = read_json(path, what="archive's catalog times", max_bytes=MAX_STAMPS_BYTES, max_depth=3)
+        except BadInput:
+            doc = None
+        if isinstance(doc, dict):
+            stamps.update({k: (v[0], v[1]) for k, v in doc.items() if isinstance(k, str) and isinstance(v, list)
+                           and len(v) == 2 and all(isinstance(x, str) for x in v)})
+    return stamps
+
+
+def _save_stamps(archive: Path, runs: pd.DataFrame, before: dict[str, tuple[str, str]], quiet: bool) -> None:
+    from harness.atomic import atomic_write_json
+
+    stamps = _stamps_in(runs)
+    if stamps == before:
+        return
+    try:
+        atomic_write_json(Path(archive) / STAMPS_FILE, {k: list(v) for k, v in sorted(stamps.items())}, indent=None)
+    except OSError as exc:
+        if not quiet:
+            print(f"note: the catalog times could not be saved ({exc.strerror or exc})", file=sys.stderr)
 
 
 def _num(value: Any) -> float | None:  # a value of the analysis' JSON
@@ -297,6 +356,7 @@ def refresh(archive: Path, *, quiet: bool = True) -> Catalog:
     new_metrics: list[dict] = []
     skipped: list[str] = []
     now = datetime.now(timezone.utc).isoformat(timespec="microseconds")
+    stamps: dict[str, tuple[str, str]] | None = None  # read once a run is new to the catalog
     for rel, (machine_id, d) in present.items():
         if rel in known:
             continue
@@ -304,7 +364,10 @@ def refresh(archive: Path, *, quiet: bool = True) -> Catalog:
             data, record = _read_source(d)
             check_run_tables(d)  # a run put into the archive by other means than history add: checked here
             signer = _signer(d, skipped, rel)
-            new_runs.append(run_row(machine_id, rel, record, data, signer, now))
+            stamps = _read_stamps(archive) if stamps is None else stamps
+            held = stamps.get(rel)
+            first_seen = held[1] if held is not None and held[0] == hashlib.sha256(data).hexdigest() else now
+            new_runs.append(run_row(machine_id, rel, record, data, signer, first_seen))
             try:
                 new_metrics += run_metrics(Run(d, record))
             except BadInput as exc:
@@ -344,6 +407,8 @@ def refresh(archive: Path, *, quiet: bool = True) -> Catalog:
                       file=sys.stderr)
         runs = _read_back(runs, RUN_COLUMNS)
         metrics = _read_back(metrics, METRIC_COLUMNS)
+    if gone or new_runs or not (archive / STAMPS_FILE).is_file():
+        _save_stamps(archive, runs, stamps or {}, quiet)
     return Catalog(runs, metrics, skipped)
 
 

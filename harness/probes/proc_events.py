@@ -15,6 +15,7 @@ the event), with the reason when not.
 
 from __future__ import annotations
 
+import functools
 import os
 import select
 import socket
@@ -120,8 +121,12 @@ class ChildEvents:
         self.sock.close()
 
 
-def available(timeout: float = 2.0) -> tuple[bool, str]:
-    """(True, "") when fork events of this process's children arrive, else (False, why)."""
+@functools.cache
+def available(timeout: float = 30.0) -> tuple[bool, str]:
+    """(True, "") when fork events of this process's children arrive, else (False, why).  The wait
+    ends at the event (milliseconds on a quiet machine); ``timeout`` only bounds a kernel that sends
+    none, long enough that a loaded machine's late event is not taken for a missing one.  Asked
+    once per process (the kernel's answer does not change)."""
     if not sys.platform.startswith("linux"):
         return False, f"the kernel's process events connector is Linux only; this host: {sys.platform}"
     try:

@@ -34,7 +34,7 @@ from harness.engines.router import RouterModel
 from harness import typed_toml
 from harness.models.resolve import ResolvedModel
 from harness.repro.figures import PEAK_CHILDREN, Figure, Given, Unmeasured
-from harness.repro.lab import Lab
+from harness.repro.lab import EVENT_WAIT_S, Lab
 from harness.repro.recipe import write_lab_recipe
 from harness.schema import apply_schema
 from harness.analysis.swap_served import with_inferred_evictions, with_repeated_evictions_marked
@@ -261,7 +261,7 @@ def long_request_busy(lab: Lab, model: str, n_predict: int) -> threading.Thread:
     answered = sum(1 for r in lab.replies if r.model == model and r.status is not None)
     seen = lab.lines_seen("proxy", model, at_least=answered)
     thread = lab.request_in_background(model, n_predict, ignore_eos=True)
-    if lab.wait_for_next("proxy", model, seen, timeout=30) is None:
+    if lab.wait_for_next("proxy", model, seen, timeout=EVENT_WAIT_S) is None:
         raise Inconclusive(f"the long request to {model} was never proxied")
     return thread
 
@@ -272,10 +272,20 @@ def loaded_and_busy(lab: Lab, model: str, n_predict: int) -> threading.Thread:
     return long_request_busy(lab, model, n_predict)
 
 
-def found_child(lab: Lab, model: str, timeout: float = 10.0) -> int:
-    """The PID of ``model``'s child; Inconclusive when it is not found within ``timeout``."""
-    pid = lab.child_pid(model, timeout)
+class ChildGone(Inconclusive):
+    """The child looked for was evicted, stopped or exited (the router logged it) before it was found."""
+
+
+def found_child(lab: Lab, model: str, timeout: float = EVENT_WAIT_S, gone_after: float | None = None) -> int:
+    """The PID of ``model``'s child, waited for until it appears in /proc (``Lab.child_pid``).
+    ``ChildGone`` as soon as the router logs its end after lab time ``gone_after`` (given when the
+    child is known to have been spawned already); Inconclusive when it is not found within ``timeout``."""
+    pid = lab.child_pid(model, timeout, gone_after=gone_after)
     if pid is None:
+        ended = lab.child_gone(model, gone_after) if gone_after is not None else None
+        if ended is not None:
+            raise ChildGone(f"{model}'s child ended before it could be found (the router logged: "
+                            f"{ended.text.strip()[:160]})")
         raise Inconclusive(f"{model}'s child was not found within {timeout:g} s")
     return pid
 

@@ -44,6 +44,14 @@ from harness.workloads.router_session import RouterSession
 from harness.engines.base import Setting
 from harness.engines.llama_server import LlamaServerEngine
 
+EVENT_WAIT_S = 120.0
+"""How long the lab waits for an event its own steps made certain (a request queued, a child
+spawned for a request): the request causing it has a 120 s deadline (``Lab.request``), so the
+event comes within that or the request has failed.  On a quiet machine each comes within
+milliseconds; the 10 s these waits had was a guess that a loaded machine can outlast.  The wait
+ends on the event, so a long deadline costs nothing when the event comes."""
+GONE_KINDS = ("evict", "stop_sent", "kill_loading", "kill_timeout", "exited")  # a child's end in the router log
+
 
 @dataclass
 class Reply:
@@ -445,18 +453,30 @@ class Lab:
             time.sleep(0.1)
         return 0
 
-    def child_pid(self, model: str, timeout: float = 10.0, poll_s: float = 0.005) -> int | None:
-        """PID of the router child serving ``model`` (found by its ``--alias``), polled every
-        ``poll_s`` (0.0002 finds a child within a millisecond of its spawn, early enough to stop it
-        before its first status message)."""
+    def child_pid(self, model: str, timeout: float = EVENT_WAIT_S, poll_s: float = 0.005,
+                  gone_after: float | None = None) -> int | None:
+        """PID of the router child serving ``model`` (found by its ``--alias`` among the router's
+        children in /proc), polled every ``poll_s`` (0.0002 finds a child within a millisecond of its
+        spawn, early enough to stop it before its first status message).  None after ``timeout``, or
+        at once when ``gone_after`` (lab time) is given and the router has logged since then that the
+        model's child was evicted, stopped or exited (``child_gone``): a child that is gone is not
+        waited for."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             for pid, argv in self._children():
                 if "--alias" in argv[:-1] and argv[argv.index("--alias") + 1] == model:
                     self.__dict__.setdefault("_pid_model", {})[pid] = model
                     return pid
+            if gone_after is not None and self.child_gone(model, gone_after) is not None:
+                return None
             time.sleep(poll_s)
         return None
+
+    def child_gone(self, model: str, after: float) -> TimelineEvent | None:
+        """The router's first line since lab time ``after`` saying ``model``'s child was evicted,
+        told to stop, force-killed or exited; None when there is none (yet)."""
+        return next((e for e in list(self.events) if e.kind in GONE_KINDS and e.model == model
+                     and self.rel(e.t) >= after), None)
 
     def _children(self) -> Iterator[tuple[int, list[str]]]:
         """The router's children and their command lines: from its ``/proc/<pid>/task/*/children``
@@ -547,6 +567,7 @@ class Lab:
 
 
 _COUNTER_LOCK = threading.Lock()
+
 
 # the router's log lines by kind (harness/engines/router.py ROUTER_PATTERNS) as POSIX EREs around
 # the model's name: (text before the name, text after it)

@@ -27,7 +27,7 @@ from harness.repro.base import (Context, Evidence, Inconclusive, ModelsParams, P
                                 scheduler_evictions, spawns_over_cap, write_evidence_table)
 from harness.repro.figures import (PS_VS_PROC, ChildEnv, FirstEvicted, GaveUp, Given, LogBefore, LogBetween, LogCount,
                                    LogHas, Measured, OkCount, ReplyHas, ReplyStatus, SseBefore, TimeToLine, answered)
-from harness.repro.lab import Lab
+from harness.repro.lab import EVENT_WAIT_S, Lab
 from harness.analysis.swap_races import ERROR_WORDS
 from harness.workloads import sequence
 from harness.workloads.swap import Pattern, waves
@@ -247,7 +247,7 @@ def busy_victim(lab: Lab, p: RouterParams, ev: Evidence) -> Iterator[None]:
     lab.request(c)
     a_still_busy = long_thread.is_alive()
     long_thread.join(120)
-    lab.wait_for("evict", timeout=1)
+    lab.wait_for("evict", timeout=EVENT_WAIT_S)  # C was answered at the cap: its eviction line is certain
     yield
     long_n = p.long_n()
     a_reply = next((r for r in lab.replies if r.model == a and r.n_predict == long_n), None)
@@ -323,7 +323,7 @@ def waiter_recheck(lab: Lab, p: RouterParams, ev: Evidence) -> Iterator[None]:
     long_thread = loaded_and_busy(lab, a, long_n)
     lab.watch("evict_a", ("evict", "stop_sent"), a, 180)
     b_thread = lab.request_in_background(b)
-    queued = lab.wait_for("queued", b, timeout=10)
+    queued = lab.wait_for("queued", b, timeout=EVENT_WAIT_S)
     long_thread.join(120)
     b_thread.join(120)
     yield
@@ -606,7 +606,7 @@ def fifo_order(lab: Lab, p: RouterParams, ev: Evidence) -> Iterator[None]:
     for name in rest:
         after = lab.now()
         threads.append(lab.request_in_background(name))
-        if lab.wait_for("queued", name, timeout=10, after=after) is None:
+        if lab.wait_for("queued", name, timeout=EVENT_WAIT_S, after=after) is None:
             raise Inconclusive(f"the request for {name} was never queued")
     busy = long_thread.is_alive()
     long_thread.join(180)

@@ -12,11 +12,22 @@ kind), status ``complete`` or ``failed`` with every reason given, Parquet copies
 manifest, then ``analysis.json``.  On Ctrl-C/SIGTERM (KeyboardInterrupt): status
 ``interrupted``; on any other exception: ``failed`` with the exception; both re-raised after
 the manifest is final, so nothing measured is lost and the caller's cleanup (servers) runs.
+
+The end of a run (quality snapshot, Parquet copies, final manifest, analysis, signature) is shielded
+from SIGINT and SIGTERM: a signal received then is held until the manifest is final, then delivered
+(Ctrl-C after the last sample stops the command once the run has ended ``complete``, exit 130; a
+second one during an interrupted run's end changes nothing).  The manifest is never left
+``running`` by a signal; a run whose process was SIGKILLed reads ``abandoned`` (harness/record.py).
+``LBENCH_TEST_SIGNAL_AT_END=SIGINT|SIGTERM`` (tests only) sends that signal to this process as the
+end phase starts and again before the final manifest is written.
 """
 
 from __future__ import annotations
 
 import os
+import signal
+import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -34,6 +45,46 @@ if TYPE_CHECKING:
     from harness.store import Run
 
 INTERRUPTED = "stopped by the user (SIGINT/SIGTERM)"
+SHIELDED = (signal.SIGINT, signal.SIGTERM)
+TEST_SIGNAL = "LBENCH_TEST_SIGNAL_AT_END"  # tests drive a signal into the end phase deterministically
+
+
+class SignalShield:
+    """SIGINT and SIGTERM held while a block runs (Python runs signal handlers in the main thread
+    only, so a held signal cannot strike from another thread either); ``pending`` lists them, and
+    ``deliver()`` sends the first again once the previous handlers are back."""
+
+    def __init__(self) -> None:
+        self.pending: list[int] = []
+        self._saved: dict[int, Any] = {}
+
+    def __enter__(self) -> SignalShield:
+        if threading.current_thread() is threading.main_thread():
+            for sig in SHIELDED:
+                if sig not in self._saved:  # entered again after a signal cut the first try short
+                    self._saved[sig] = signal.getsignal(sig)
+                signal.signal(sig, self._hold)
+        return self
+
+    def _hold(self, signum: int, frame: object) -> None:
+        self.pending.append(signum)
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._saved.items():
+            signal.signal(sig, handler)
+        self._saved.clear()
+
+    def deliver(self) -> None:
+        """The first held signal, to this process's own handler (Ctrl-C: KeyboardInterrupt here)."""
+        if self.pending:
+            sig, self.pending = self.pending[0], []
+            signal.raise_signal(sig)
+
+
+def _test_signal() -> None:
+    name = os.environ.get(TEST_SIGNAL)
+    if name in ("SIGINT", "SIGTERM"):
+        os.kill(os.getpid(), getattr(signal, name))
 
 
 class Messages(Protocol):
@@ -72,16 +123,34 @@ class RunSession:
             "host": _host(), **self.sections,
             "quality": {"before": self._quality_before, "after": None, "warnings": []},
             "power_assertion": self._power.as_dict()})
-        self.message(f"run {self.writer.run_id} -> {self.writer.dir}{self.announce}")
+        try:
+            self.message(f"run {self.writer.run_id} -> {self.writer.dir}{self.announce}")
+        except BaseException:  # a Ctrl-C here: the run directory exists, so it ends honestly too
+            self.__exit__(*sys.exc_info())
+            raise
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> Literal[False]:
+        shield = SignalShield()
+        try:
+            shield.__enter__()
+        except KeyboardInterrupt:  # the signal came between the run's last step and the shield
+            exc_type, exc = KeyboardInterrupt, None
+            shield.__enter__()
+        try:
+            _test_signal()
+            if exc_type is None:
+                self._finish("failed" if self.failures else "complete", "; ".join(self.failures) or None)
+            elif issubclass(exc_type, KeyboardInterrupt):
+                self._finish("interrupted", INTERRUPTED)
+            else:
+                self._finish("failed", f"{exc_type.__name__}: {exc}")
+        finally:
+            shield.__exit__()
         if exc_type is None:
-            self._finish("failed" if self.failures else "complete", "; ".join(self.failures) or None)
-        elif issubclass(exc_type, KeyboardInterrupt):
-            self._finish("interrupted", INTERRUPTED)
-        else:
-            self._finish("failed", f"{exc_type.__name__}: {exc}")
+            shield.deliver()  # the run has ended; now the signal stops the command (exit 130)
+        elif issubclass(exc_type, KeyboardInterrupt) and exc is None:
+            raise KeyboardInterrupt  # the one that arrived before the shield
         return False
 
     def _finish(self, status: str, reason: str | None) -> None:
@@ -93,6 +162,7 @@ class RunSession:
             self.writer.manifest["quality"] = {"before": self._quality_before, "after": after, "warnings": warnings}
         except Exception as exc:  # the quality checks never sink a run
             self.writer.manifest["quality"]["error"] = f"{type(exc).__name__}: {exc}"
+        _test_signal()
         try:
             self.writer.finish(status, reason)
         finally:

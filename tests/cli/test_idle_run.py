@@ -32,7 +32,7 @@ def test_short_sweep_writes_samples_manifest_and_report(engine_env):
     assert samples["run_id"].eq(run_dir.name).all()
 
     m = json.loads((run_dir / "manifest.json").read_text())
-    assert m["schema_version"] == 2 and m["status"] == "complete" and m["run_id"] == run_dir.name
+    assert m["schema_version"] == 3 and m["status"] == "complete" and m["run_id"] == run_dir.name
     assert m["n_samples"] == len(samples)
     assert m["engine"]["build_number"] == 11434 and len(m["engine"]["sha256"]) == 64
     (model,) = m["models"]

@@ -45,7 +45,7 @@ def test_interrupt_says_how_many_samples_were_kept_and_where(monkeypatch, tmp_pa
     writer = store.RunWriter(tmp_path, "idle", {"cells": []})
     for i in range(3):
         writer.append({"model": "m", "setting": "s", "phase": "measure", "latency_ms": 1.0 + i})
-    monkeypatch.setattr(store, "FINISHED", [])
+    monkeypatch.setattr(store, "STARTED", [writer])
 
     def interrupted(**kwargs):
         writer.finish("interrupted", "stopped by the user (SIGINT/SIGTERM)")

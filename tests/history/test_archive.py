@@ -14,6 +14,7 @@ from harness.errors import BadInput
 from harness.history import archive as archive_mod
 from harness.history.archive import add_run, run_dirs
 from harness.history.catalog import add_runs, list_machines
+from harness.probes.run_process import this_process
 from harness.record import read_record
 
 pytestmark = pytest.mark.engine
@@ -66,7 +67,7 @@ def test_a_damaged_run_is_refused_and_the_others_are_added(real_runs, tmp_path):
     running = tmp_path / "in" / "20260101T000001Z-idle-beef"
     shutil.copytree(real_runs["idle"], running)
     manifest = json.loads((running / "manifest.json").read_text())
-    manifest.update(run_id=running.name, status="running")
+    manifest.update(run_id=running.name, status="running", process=this_process())  # this process: alive
     (running / "manifest.json").write_text(json.dumps(manifest))
     shutil.copytree(real_runs["swap"], tmp_path / "in" / real_runs["swap"].name)
     archive = tmp_path / "archive"

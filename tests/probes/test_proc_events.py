@@ -36,7 +36,7 @@ def test_live_child_events_in_kernel_order():
         listener.watch(os.getpid())
         proc = subprocess.Popen(["sleep", "0.05"])
         proc.wait()
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 60  # the events come within milliseconds; a loaded box may take seconds
         while time.monotonic() < deadline and len([e for e in listener.events if e.pid == proc.pid]) < 2:
             time.sleep(0.01)
     finally:

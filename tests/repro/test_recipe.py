@@ -68,7 +68,7 @@ def _run_checks(tmp_path: Path, lab: Lab, checks, verdict) -> subprocess.Complet
     script = tmp_path / "checks.sh"
     script.write_text("set -u\nWORK=$(mktemp -d)\nsleep 30 & ROUTER_PID=$!\nSAMPLER_PID=$ROUTER_PID\n"
                       + "\n".join(check_section(lab, checks, verdict)) + "\n")
-    return subprocess.run([BASH, str(script)], capture_output=True, text=True, timeout=30, cwd=tmp_path)
+    return subprocess.run([BASH, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
 
 
 CASES = [  # (figure commands, given, checks, python figures) -> lbench's verdict from judge()

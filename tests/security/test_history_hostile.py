@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import signal
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -122,6 +124,42 @@ def test_the_drift_check_never_drops_the_genuine_runs_for_new_ones(genuine, lben
         assert "the drift check would drop" in text and "runs added since the last gate" in text, text
 
 
+def _set_catalog_version(archive: Path, version: str) -> None:
+    """The catalog files as an older lbench wrote them (their version stamp), so the next read rebuilds them."""
+    for name in ("runs.parquet", "metrics.parquet"):
+        path = archive / ".catalog" / name
+        table = pq.read_table(path)
+        pq.write_table(table.replace_schema_metadata({b"lbench_catalog": version.encode()}), path)
+
+
+@pytest.mark.parametrize("rebuild", ["catalog deleted", "catalog version bumped"])
+def test_the_gate_decides_as_before_after_a_catalog_rebuild(genuine, lbench_env, tmp_path, rebuild):
+    """docs/history.md tells archive keepers to delete .catalog/ after signing old runs, and an
+    upgrade rebuilds it: the runs it had are still the runs the last gate had, not new ones."""
+    archive, dirs, cands = genuine
+    first = _gate(lbench_env, archive, cands)
+    assert first.returncode == 1, first.stdout + first.stderr  # the regression, against the genuine runs
+    times = {r["run_id"]: r["cataloged_at"] for r in pq.read_table(archive / ".catalog" / "runs.parquet").to_pylist()}
+    if rebuild == "catalog deleted":
+        shutil.rmtree(archive / ".catalog")
+    else:
+        _set_catalog_version(archive, "5")
+    again = _gate(lbench_env, archive, cands)
+    assert again.returncode == 1, again.stdout + again.stderr  # the same decision, not "added since the last gate"
+    assert "added since the last gate" not in again.stderr
+    rebuilt = {r["run_id"]: r["cataloged_at"] for r in pq.read_table(archive / ".catalog" / "runs.parquet").to_pylist()}
+    assert rebuilt == times  # each run keeps the time it first entered the catalog
+    # and the rule still holds after the rebuild: runs added now are new to the gate
+    forged = [_forge(dirs[-1], tmp_path / "forged", n, build=101, scale=6.0) for n in range(2)]
+    for d in forged:
+        sign_run(d)
+    assert add_runs(archive, forged)[1] == []
+    shutil.rmtree(archive / ".catalog")
+    r = _gate(lbench_env, archive, cands)
+    assert r.returncode == 2 and "build 101 is held only by runs added since the last gate" in " ".join(
+        r.stderr.split()), r.stdout + r.stderr
+
+
 def test_a_changed_signed_run_is_refused(genuine, tmp_path):
     archive, dirs, _ = genuine
     copy = tmp_path / "copy" / "20260101T090000Z-idle-beef"
@@ -212,6 +250,28 @@ def test_a_query_reaches_nothing_but_the_archive(lbench_env, tmp_path, sql, said
     assert home.exists() == had_home  # no extension installed
 
 
+def _wait_for_query_child(p) -> None:
+    """Until the query's child process ignores SIGINT (its first step, harness/history/confined.py):
+    from then on a Ctrl-C to the group reaches the parent only.  Read from /proc (SigIgn), an event."""
+    import psutil
+
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        assert p.poll() is None, p.communicate()
+        for child in psutil.Process(p.pid).children():
+            try:
+                if "resource_tracker" in " ".join(child.cmdline()):  # multiprocessing's helper ignores SIGINT too
+                    continue
+                status = Path(f"/proc/{child.pid}/status").read_text()
+            except (OSError, psutil.Error):
+                continue
+            ignored = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigIgn:")), 16)
+            if ignored & (1 << (signal.SIGINT - 1)):
+                return
+        time.sleep(0.05)
+    raise AssertionError("the query's child never started")
+
+
 @pytest.mark.parametrize("how", ["SIGTERM", "Ctrl-C"])
 def test_a_query_stops_on_a_signal_with_a_clean_exit(lbench_env, tmp_path, how):
     import os
@@ -227,7 +287,7 @@ def test_a_query_stops_on_a_signal_with_a_clean_exit(lbench_env, tmp_path, how):
     p = subprocess.Popen([sys.executable, "-m", "harness", "history", "query", sql, "--archive", str(archive),
                           "--timeout", "600"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                          start_new_session=True)
-    time.sleep(15)  # the child is started and running the query
+    _wait_for_query_child(p)
     if how == "SIGTERM":
         p.send_signal(signal.SIGTERM)
     else:  # a terminal's Ctrl-C: SIGINT to the whole foreground group, the query's process too

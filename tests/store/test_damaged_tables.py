@@ -80,7 +80,7 @@ def test_report_of_a_killed_swap_run(engine_env):
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "running" and "sampler" not in manifest
     router_pid = manifest["router"]["pid"]
-    assert not wait_gone([router_pid], timeout=30)  # the watchdog ends the router
+    assert not wait_gone([router_pid])  # the watchdog ends the router
     r = run_cli("report", run_dir.name, env=engine_env)
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
     html = (run_dir / "report.html").read_text()

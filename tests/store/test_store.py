@@ -25,7 +25,7 @@ def test_journal_then_parquet(tmp_path):
     assert json.loads((w.dir / "manifest.json").read_text())["status"] == "running"
     w.finish("complete")
     run = open_run(w.run_id, tmp_path)
-    assert run.complete and run.record.n_samples == 1 and run.record.schema_version == 2
+    assert run.complete and run.record.n_samples == 1 and run.record.schema_version == 3
     frame = run.table()
     assert list(frame.columns)[: len(SAMPLE_COLUMNS)] == list(SAMPLE_COLUMNS)
     assert str(frame["rep"].dtype) == "Int64"
@@ -66,3 +66,48 @@ def test_damaged_manifest_is_refused_clearly(tmp_path, text, fragment):
     (run / "manifest.json").write_text(text)
     with pytest.raises(BadInput, match=fragment.replace("(", r"\(")):
         open_run(run, tmp_path)
+
+
+WRITER_THEN_WAIT = """
+import sys
+from pathlib import Path
+from harness.store import RunWriter
+w = RunWriter(Path(sys.argv[1]), "idle", {"config": {"seed": 0}, "models": [], "cells": []})
+for i in range(3):
+    w.append({"phase": "measure", "latency_ms": 1.0 + i, "model": "m", "setting": "s", "pause_requested_s": 0.0})
+print(w.dir, flush=True)
+sys.stdin.read()  # holds the run open until killed
+"""
+
+
+def test_a_killed_writer_reads_abandoned_in_runs_report_and_history_add(lbench_env, tmp_path):
+    """The store's own writer in a process SIGKILLed mid-run (the run-store half of
+    tests/cli/test_interrupt.py's engine test, which kills a real sweep): its manifest says 'running'
+    for ever; every reader on this machine says 'abandoned'."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from conftest import REPO, run_cli
+
+    results = tmp_path / "results"
+    proc = subprocess.Popen([sys.executable, "-c", WRITER_THEN_WAIT, str(results)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, cwd=REPO, env={**os.environ, **lbench_env})
+    run_dir = results.parent / "results" / os.path.basename(proc.stdout.readline().strip())
+    r = run_cli("runs", "--results", str(results), env=lbench_env)
+    assert "running" in next(x for x in r.stdout.splitlines() if run_dir.name in x), r.stdout  # alive: running
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    proc.stdin.close()
+    proc.stdout.close()
+    assert json.loads((run_dir / "manifest.json").read_text())["status"] == "running"
+    r = run_cli("runs", "--results", str(results), env=lbench_env)
+    line = next(x for x in r.stdout.splitlines() if run_dir.name in x)
+    assert "abandoned" in line and "running" not in line, r.stdout
+    assert run_dir.name in run_cli("runs", "--results", str(results), "--status", "abandoned", env=lbench_env).stdout
+    r = run_cli("report", run_dir.name, "--results", str(results), env=lbench_env)
+    assert r.returncode == 0 and "(status: abandoned)" in (run_dir / "report.html").read_text(), r.stderr
+    r = run_cli("history", "add", str(run_dir), "--archive", str(tmp_path / "archive"), env=lbench_env)
+    text = " ".join(r.stderr.split())
+    assert r.returncode == 2 and "abandoned" in text and f"pid {proc.pid}" in text, r.stdout + r.stderr

@@ -80,7 +80,7 @@ def test_a_session_drives_the_backend_format_and_tracks_residency():
 
     with RouterSession(start, ["a", "b"], sample_hz=50, on_event=events.append) as session:
         sent = session.drive([["a"], ["a"], ["b"], ["a"]], concurrency=1, n_predict=3, prompt="hi", emit=rows.append)
-        assert session.wait_for("status:loaded", "a", timeout=1) is not None
+        assert session.wait_for("status:loaded", "a", timeout=60) is not None
     backend = holder["b"]
     assert sent == 4 and backend.closed and session.sampler_summary["samples"] >= 1
     assert backend.paths == ["/toy/generate"] * 4
