@@ -85,15 +85,17 @@ def ab(
     effects removed) gives B against A and the A/A floor; a verdict counts only when the A/A contrast
     shows no difference and lies inside the band. Exit 0 no slowdown, 1 slower, 2 bad input,
     3 inconclusive, 4 unproven on this machine (the A/A floor moved or is wider than the margin).
-    The job is a run of its own (lbench evidence latest). docs/statistics.md, "The gate job".
+    The job is a run of its own (lbench evidence JOB_ID). docs/statistics.md, "The gate job".
 
     \b
     Examples:
       lbench ab -m tiny-q8 --b-arg --threads --b-arg 1 --budget 5m
       lbench ab --spec ci-gate-mac --a-llama-server base/bin/llama-server \\
-          --b-llama-server head/bin/llama-server --budget 15m --json gate.json --junit gate.xml
+          --b-llama-server head/bin/llama-server --budget 15m \\
+          --json gate.json --junit gate.xml
       lbench ab --margin 0=0.03,1=0.10 --budget 15m
-      lbench ab -m tiny-q8 --a-backend cpu --b-backend vulkan --device 0 --arms a,b
+      lbench ab -m tiny-q8 --a-backend cpu --b-backend vulkan --device 0 \\
+          --arms a,b
     """
     from harness.analysis.gate_config import EXIT_CODES, budget_seconds, parse_arms, parse_margins
     from harness.analysis.sequential import SPENDING

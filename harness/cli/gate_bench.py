@@ -112,7 +112,8 @@ def gate_bench(
           --runs-per-side 3
       lbench gate-bench --ab --trials 10 --budget 15m   # lbench ab's own design
       lbench gate-bench --simulate --trials 400 --seed 0
-      lbench gate-bench --simulate --sd 0.013 --sd 0.05 --round-s 8 --ab-margin 0.03
+      lbench gate-bench --simulate --sd 0.013 --sd 0.05 --round-s 8 \\
+          --ab-margin 0.03
       lbench gate-bench --simulate --sd 0.2 --sd 0.38 --within-sd 0.08 \\
           --stall-p 0.05 --reps 8
     """

@@ -107,10 +107,12 @@ def swap(
       lbench swap -m llama3.2-1b-q8 -m llama3.2-1b-q4 -m llama3.2-3b-q4 \\
           --models-max 1
       lbench swap --pattern burst --burst-k 3 -c 3 -n 60
-      # the first request after a cold start (page cache cold, warm), an eviction, a sleep:
-      lbench swap -m llama3.2-1b-q8 -m tiny-q8 --first-request cold,warm,evicted,slept --first-reps 10
+      # the first request: cold (cache cold, warm), after an eviction, a sleep:
+      lbench swap -m llama3.2-1b-q8 -m tiny-q8 \\
+          --first-request cold,warm,evicted,slept --first-reps 10
       # A, then B 100 ms later, on a cold router, 10 times:
-      lbench swap -m tiny-q8 -m tiny-q4 --models-max 1 --sequence 'A@0,B@0.1' --repeat 10
+      lbench swap -m tiny-q8 -m tiny-q4 --models-max 1 \\
+          --sequence 'A@0,B@0.1' --repeat 10
       lbench swap --pattern zipf --zipf-s 1.3 --duration 120 -n 100000
       # mlx_lm.server reloads:
       lbench swap --engine mlx -m tiny-f16 -m tiny-f16 -n 20

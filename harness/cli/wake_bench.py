@@ -59,7 +59,8 @@ def wake_bench(
       lbench idle && lbench wake-bench
       lbench wake-bench --runs 20261203T120000Z-idle-1a2b --trials 50
       lbench wake-bench --permutations 0 --place 1.1 --seed 1
-      lbench wake-bench --grid default --reps 6 --within-sd 0.228 --stall-p 0.028 --stall-sizes 3.6,11.4
+      lbench wake-bench --grid default --reps 6 --within-sd 0.228 \\
+          --stall-p 0.028 --stall-sizes 3.6,11.4
     """
     from harness.runs.wake_bench import calibrated, recorded_cells, run_wake_bench
     from harness.store import new_run_id

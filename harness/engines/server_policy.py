@@ -27,6 +27,8 @@ and still obeys the loopback rule.
 
 from __future__ import annotations
 
+import difflib
+
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -153,7 +155,9 @@ def flag_verdict(arg: str) -> Verdict:
         return Verdict(False, REFUSED_FLAGS[name])
     if name in MEASUREMENT_FLAGS:
         return Verdict(True, "a measurement flag")
-    return Verdict(False, "not on lbench's list of flags known safe for a measurement")
+    near = difflib.get_close_matches(name, sorted(MEASUREMENT_FLAGS), n=1, cutoff=0.8)
+    return Verdict(False, "not on lbench's list of flags known safe for a measurement"
+                   + (f" (did you mean {near[0]}?)" if near else ""))
 
 
 def env_verdict(name: str) -> Verdict:

@@ -434,7 +434,7 @@ class Lab:
                  f"{shell.quote(json.dumps(self.router.request_body(w[0], prompt, 1)))} "
                  f"\"http://127.0.0.1:$PORT\"{shell.quote(self.router.request_path)} ) &"
                  for w, at in zip(plan, offsets, strict=True)]
-        self.actions.append("\n".join(lines) + "\nwait_jobs")
+        self.actions.append(" ".join(lines) + " wait_jobs")  # one script line: a line break belongs to no action
 
     def models_loaded(self, names: list[str], timeout: float) -> int:
         """How many of ``names`` GET /models lists as loaded, polled until all are or ``timeout``

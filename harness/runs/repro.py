@@ -8,6 +8,8 @@ store's schema, see harness/repro/base.py) and one row in ``verdicts`` (journale
 
 from __future__ import annotations
 
+from harness import shell
+
 import json
 import os
 import subprocess
@@ -88,7 +90,8 @@ def _recipes_with_checks(ctx: Context, rep_dir: Path, spec: ClaimSpec, figures: 
         for write in ctx.recipe_writers:
             write(spec, verdict)
     except Exception as exc:  # the recipe must never hide the claim's verdict
-        (rep_dir / "recipe.sh").write_text(f"# recipe could not be written: {type(exc).__name__}\n")
+        (rep_dir / "recipe.sh").write_text(shell.script([shell.comment(
+            f"recipe could not be written: {type(exc).__name__}: {exc}"[:2000])]))
 
 
 def execute_repro(claims: list[ClaimSpec], binary: Binary, *, results: str | None = None,

@@ -32,7 +32,8 @@ def _option(command, flag: str):
 
 # `engine install --build N` builds one build, `gate --build N` picks the history baseline's build:
 # other options under the same name
-OTHER_MEANING = {"--build": {"engine install", "gate"}}
+# (ab's --margin is the gate job's: per pause too, e.g. 0=0.03,1=0.10, with the job's own default)
+OTHER_MEANING = {"--build": {"engine install", "gate"}, "--margin": {"ab"}}
 
 
 @pytest.mark.parametrize("flag", ["--results", "--llama-server", "--report", "--build", "--margin"])

@@ -143,7 +143,7 @@ def test_ab_runs_both_sides_on_the_vulkan_device(vk_env):
             engine = manifests[run_id]["engine"]
             assert engine["backend"] == "vulkan" and engine["device_used"] == ["Vulkan0"], (side, engine)
             assert engine["device_select"] == {"GGML_VK_VISIBLE_DEVICES": "0"}
-            assert ("--threads" in manifests[run_id]["cells"][0]["argv"]) == (side == "B")
+            assert ("--threads" in manifests[run_id]["cells"][0]["argv"]) == (side == "b")
 
 
 def test_bisect_gate_runs_its_steps_on_the_vulkan_device(vk_env):

@@ -21,7 +21,7 @@ def test_the_workflow_returns_what_it_saves_and_hands_each_row_over(tmp_path):
                            on_row=seen.append, on_permuted=lambda source, res: permuted.append(source))
     assert bench.saved == tmp_path / "benchmarks" / "B1" / "wake-bench.json"
     saved = json.loads(bench.saved.read_text())
-    assert seen == bench.rows and len(bench.rows) == 8
+    assert seen == bench.rows and len(bench.rows) == 10  # flat, +10% .. +100% (5), with and without stalls
     assert saved["simulation"] == json.loads(json.dumps(bench.rows, default=str))
     assert permuted == [cells[0][0]] and saved["permuted"][0]["permutations"] == 2
 
