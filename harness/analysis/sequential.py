@@ -104,6 +104,12 @@ def _boundary(fr: tuple[float, ...], alpha: float, kind: str) -> tuple[tuple[flo
 
     def excess(c: float) -> float:
         return _exit_mass(x, f, c * math.sqrt(t), dt, 0.0) - target
-    c = float(optimize.brentq(excess, -3.0, 15.0, xtol=1e-7))
+    lo, hi = -3.0, 15.0
+    if excess(hi) >= 0:  # the look's share is below what the grid resolves (~1e-17): no stop at this look
+        c = hi
+    elif excess(lo) <= 0:
+        c = lo
+    else:
+        c = float(optimize.brentq(excess, lo, hi, xtol=1e-7))
     x_next, f_next = _propagate(x, f, dt, 0.0)
     return (*before, c), x_next, f_next

@@ -171,8 +171,11 @@ def gate_bench(
         prepared = with_printer(executor.prepare(spec, options, rep), show)
         run = executor.execute(prepared, rep)
     analysis = _analysis(run)
-    out.print(f"gate-bench {run.run_id}: {trials} trials x {runs_per_side} runs per side, {model} vs {slow_model}, "
-              f"pauses {pauses} s, {spec_a.reps} reps, margin {cfg.threshold:.0%}", markup=False, soft_wrap=True)
+    design_words = (f"each an A/A and a slowed lbench ab job (budget {budget}, margin {job.margin:.0%}"
+                    + "".join(f", {g} {m:.0%}" for g, m in job.margins.items()) + ")" if job is not None
+                    else f"{runs_per_side} runs per side, margin {cfg.threshold:.0%}")
+    out.print(f"gate-bench {run.run_id}: {trials} trials, {design_words}, {model} vs {slow_model}, "
+              f"pauses {pauses} s, {spec_a.reps} reps", markup=False, soft_wrap=True)
     for r in analysis.get("rates", []):
         out.print(f"  {r['measures']}: {r['failed']}/{r['decisions']} = {_pct0(r['rate'])} "
                   f"[{_pct0(r['rate_ci_low'])}, {_pct0(r['rate_ci_high'])}]  (pass {r['passed']}, inconclusive "

@@ -60,3 +60,13 @@ def test_lan_demets_spending_boundaries_and_their_level():
     assert max(pocock) - min(pocock) < 0.06 and crossing_probability(pocock, fr) == pytest.approx(0.025, abs=2e-4)
     levels = [float(stats.norm.sf(c)) for c in spending_boundary([n / 10 for n in range(3, 11)], 0.025, "obf")]
     assert len(levels) == 8 and all(a < b for a, b in zip(levels, levels[1:])) and levels[-1] < 0.025
+
+
+def test_many_early_looks_with_shares_below_the_grid_resolution_get_a_boundary():
+    """A 15-minute budget of short rounds plans 60 looks: O'Brien-Fleming-like spending gives the early
+    looks shares of ~1e-20, below what the grid resolves; they get the top of the search range (no stop
+    there) instead of an error, and the boundary still spends its level by the end."""
+    fr = [n / 60 for n in range(4, 61)]
+    b = spending_boundary(fr, 0.01, "obf")
+    assert len(b) == len(fr) and b[0] >= 9 and 2.0 < b[-1] < 2.7
+    assert crossing_probability(b, fr) == pytest.approx(0.01, abs=5e-4)
