@@ -176,7 +176,7 @@ def rounds_trials(noise: RoundsNoise, ratio: float, cfg: RoundsConfig, trials: i
     for t in range(trials):
         c = replace(cfg, seed=cfg.seed + t)
         res = interleaved_rounds(Campaign(execute, Quiet()), {a: a for a in cfg.arms}, c, clock=lambda: clock[0],
-                                 levels_of=lambda level: {"g": level}, manifest=where(c))
+                                 levels_of=lambda level: {"pause 0 s": level}, manifest=where(c))  # the warm margin
         out.append((res.status, len(res.orders)))
     return out
 

@@ -135,6 +135,11 @@ def fit_levels(levels: Sequence[Mapping[str, float]], orders: Sequence[Sequence[
     return Fit(b, b_se, aa, aa_se, df, n, math.sqrt(s2))
 
 
+def _ratio(log_value: float) -> float:
+    """A log contrast as a ratio; inf past what a float holds (an early look's interval at a level near 0)."""
+    return math.exp(log_value) if log_value < 700 else math.inf
+
+
 def classify(lo: float, hi: float, margin_log: float, slower_rule: str) -> str:
     """slower / faster / no change / inconclusive for a log-ratio interval [lo, hi]."""
     bound = margin_log if slower_rule == "margin" else 0.0
@@ -205,14 +210,14 @@ def judge_look(levels: Mapping[str, Sequence[Mapping[str, float]]], orders: Sequ
         q = float(stats.t.isf(level_one_sided, fit.df))
         lo, hi = fit.b_vs_a - q * fit.b_se, fit.b_vs_a + q * fit.b_se
         b_verdicts[group] = classify(lo, hi, ml, cfg.slower_rule)
-        look.contrasts.append(Contrast(group, "B vs A", math.exp(fit.b_vs_a), math.exp(lo), math.exp(hi),
+        look.contrasts.append(Contrast(group, "B vs A", _ratio(fit.b_vs_a), _ratio(lo), _ratio(hi),
                                        b_verdicts[group], m))
         if has_aa:
             alo, ahi = fit.aa_vs_a - q * fit.aa_se, fit.aa_vs_a + q * fit.aa_se
             aa_verdicts[group] = ("differs" if alo > 0 or ahi < 0 else
                                   "inside the band" if -ml < alo and ahi < ml else "wider than the margin")
             aa_inside[group] = aa_verdicts[group] == "inside the band"
-            look.contrasts.append(Contrast(group, "A/A", math.exp(fit.aa_vs_a), math.exp(alo), math.exp(ahi),
+            look.contrasts.append(Contrast(group, "A/A", _ratio(fit.aa_vs_a), _ratio(alo), _ratio(ahi),
                                            aa_verdicts[group], m))
     moved = [g for g, v in aa_verdicts.items() if v == "differs"]
     slower = [g for g, v in b_verdicts.items() if v == "slower"]

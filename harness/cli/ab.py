@@ -58,7 +58,8 @@ def ab(
                                    help="Most rounds, whatever the budget. " + shown(RoundsConfig.max_rounds)),
     margin: str = typer.Option(None, "--margin", "--threshold", metavar="M",
                                help="Equivalence margin m of every gated pause (band [1/(1+m), 1+m]), or per pause, "
-                                    "e.g. --margin 0=0.03,1=0.10. " + shown(RoundsConfig.margin)),
+                                    "e.g. --margin 0=0.03,1=0.10. "
+                                    + shown(f"{RoundsConfig.margin} at pause 0, {RoundsConfig.woken_margin} at the others")),
     alpha: float = typer.Option(RoundsConfig.alpha, "--alpha",
                                 help="Overall two-sided level, spent over the looks and split over the gated "
                                      "groups: a false 'slower' has chance alpha/2. " + shown(RoundsConfig.alpha)),
@@ -107,9 +108,10 @@ def ab(
     if spending not in SPENDING:
         raise BadInput(f"--spending must be one of {', '.join(SPENDING)}, got {spending!r}", where="--spending")
     gate_pauses = _pauses(gate_on, "--gate-on") if gate_on else None
-    default_margin, margins = parse_margins(margin)
+    default_margin, woken_margin, margins = parse_margins(margin)
     arm_list = parse_arms(arms)
-    cfg = RoundsConfig(arms=arm_list, margin=default_margin, alpha=alpha, slower_rule=slower_rule, seed=seed,
+    cfg = RoundsConfig(arms=arm_list, margin=default_margin, woken_margin=woken_margin, alpha=alpha,
+                       slower_rule=slower_rule, seed=seed,
                        min_rounds=min_rounds if min_rounds is not None else RoundsConfig.min_rounds,
                        max_rounds=max_rounds, budget_s=budget_s, spending=spending,
                        margins={f"pause {p:g} s": m for p, m in margins.items()})

@@ -192,8 +192,9 @@ def _job_config(budget: str, margin: str | None) -> RoundsConfig:
     from harness.analysis.gate_config import budget_seconds, parse_margins
 
     budget_s = budget_seconds(budget)
-    default_margin, per = parse_margins(margin)
-    cfg = RoundsConfig(margin=default_margin, margins={f"pause {p:g} s": m for p, m in per.items()}, budget_s=budget_s)
+    default_margin, woken_margin, per = parse_margins(margin)
+    cfg = RoundsConfig(margin=default_margin, woken_margin=woken_margin,
+                       margins={f"pause {p:g} s": m for p, m in per.items()}, budget_s=budget_s)
     cfg.check()
     return cfg
 

@@ -121,3 +121,26 @@ def test_the_simulated_job_keeps_its_false_alarm_rate_and_catches_a_large_slowdo
     slow = [s for s, _ in rounds_trials(noise, 1.15, cfg, 20, rng)]
     assert same.count("fail") <= 2 and same.count("pass") >= 30  # round and position effects removed by the fit
     assert slow.count("fail") >= 18
+
+
+def test_margins_default_to_three_percent_warm_and_ten_woken_and_can_be_set():
+    from harness.analysis.gate_config import parse_margins
+
+    cfg = RoundsConfig()
+    assert cfg.margin_of("pause 0 s") == 0.03 and cfg.margin_of("pause 1 s") == 0.10
+    assert cfg.margin_of("pause 0 s · keep-alive=none") == 0.03
+    m, woken, per = parse_margins("0.05")
+    assert RoundsConfig(margin=m, woken_margin=woken).margin_of("pause 1.5 s") == 0.05
+    m, woken, per = parse_margins("0=0.02,1.5=0.2")
+    cfg = RoundsConfig(margin=m, woken_margin=woken, margins={f"pause {p:g} s": v for p, v in per.items()})
+    assert (cfg.margin_of("pause 0 s"), cfg.margin_of("pause 1.5 s"), cfg.margin_of("pause 3 s")) == (0.02, 0.2, 0.10)
+    with pytest.raises(BadInput):
+        parse_margins("0=x")
+    with pytest.raises(BadInput):
+        RoundsConfig(woken_margin=0.0).check()
+
+
+def test_an_early_look_at_a_level_near_zero_gives_an_unbounded_interval_not_an_error():
+    levels, orders = _levels(4, {}, sd=0.3)
+    look = judge_look({"pause 0 s": levels}, orders, RoundsConfig(), round_no=4, level_one_sided=1e-51, final=False)
+    assert look.status == "continue" and any(c.ratio_hi == math.inf or c.ratio_hi > 1e6 for c in look.contrasts)
