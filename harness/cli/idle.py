@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 import typer
 
 from harness import resources
-from harness.cli.options import (BackendOpt, Builds, DeviceOpt, LlamaServer, Report, ResultsDir, default, engines_with,
-                                  select_device, shown)
+from harness.cli.options import (BackendOpt, Builds, DeviceOpt, LlamaServer, Report, ResultsDir, UnsafeServerArg, default,
+                                  engines_with, select_device, shown)
 from harness.cli.ui import RichReporter, console, out, print_wrapped
 from harness.spec import DEFAULT_MODEL, IdleSpec, load_spec, parse_pauses
 
@@ -163,12 +163,7 @@ def idle(
                                          f"{shown(default(IdleSpec, 'ctx_size'))}"),
     server_arg: list[str] = typer.Option(None, "--server-arg", help="Extra llama-server argument; repeat (flags "
                                                                     "are checked against its --help)."),
-    unsafe_server_arg: list[str] = typer.Option(None, "--unsafe-server-arg", metavar="ARG",
-                                                help="A server argument lbench refuses (it loads code, runs commands or "
-                                                     "connects off the machine), passed knowingly; repeat; recorded in "
-                                                     "the manifest, never read from a spec, e.g. "
-                                                     "--unsafe-server-arg=--rpc --unsafe-server-arg=10.0.0.2:50052. "
-                                                     + shown("none")),
+    unsafe_server_arg: UnsafeServerArg = None,
     spec_file: Path = typer.Option(None, "--spec", help="Experiment spec: a TOML file, or a bundled spec by name: "
                                                        + ", ".join(resources.bundled_idle_specs())
                                                        + ". Options given here override it."),

@@ -79,6 +79,12 @@ def select_device(backend: str | None, device: int | None, llama_server: str | N
         os.environ[var] = str(device)
 
 
+UnsafeServerArg = Annotated[Optional[list[str]], typer.Option(
+    "--unsafe-server-arg", metavar="ARG",
+    help="A server argument lbench refuses (it loads code, runs commands or connects off the machine), passed "
+         "knowingly; repeat; recorded in the manifest, never read from a spec, e.g. "
+         "--unsafe-server-arg=--rpc --unsafe-server-arg=10.0.0.2:50052. " + shown("none"))]
+
 Report = Annotated[bool, typer.Option(
     "--report/--no-report", help="Render the HTML report at the end.")]
 

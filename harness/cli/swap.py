@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from harness.cli.options import (BackendOpt, Builds, DeviceOpt, LlamaServer, Report, ResultsDir, engines_with,
-                                 select_device, shown)
+from harness.cli.options import (BackendOpt, Builds, DeviceOpt, LlamaServer, Report, ResultsDir, UnsafeServerArg,
+                                  engines_with, select_device, shown)
 from harness.cli.ui import RichReporter, out, print_wrapped
 from harness.spec import SWAP_PATTERNS, SwapSpec
 
@@ -71,12 +71,7 @@ def swap(
                                                       f"{engines_with('swap')} (lbench engine list says how each "
                                                       "swaps: llama-server in router mode, mlx reloads on demand). "
                                                       f"{shown('llama-server')}"),
-    unsafe_server_arg: list[str] = typer.Option(None, "--unsafe-server-arg", metavar="ARG",
-                                                help="A server argument lbench refuses (it loads code, runs commands or "
-                                                     "connects off the machine), passed knowingly; repeat; recorded in "
-                                                     "the manifest, never read from a spec, e.g. "
-                                                     "--unsafe-server-arg=--rpc --unsafe-server-arg=10.0.0.2:50052. "
-                                                     + shown("none")),
+    unsafe_server_arg: UnsafeServerArg = None,
     spec_file: str = typer.Option(None, "--spec", help="Swap spec (TOML), a path or a bundled name; options "
                                                        "given here override it. "
                                                        f"{shown('experiments/swap/default.toml')}"),
