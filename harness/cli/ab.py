@@ -107,7 +107,7 @@ def ab(
     budget_s = budget_seconds(budget)
     if spending not in SPENDING:
         raise BadInput(f"--spending must be one of {', '.join(SPENDING)}, got {spending!r}", where="--spending")
-    gate_pauses = _pauses(gate_on, "--gate-on") if gate_on else None
+    gate_pauses = tuple(sorted(set(parse_pauses(gate_on, "--gate-on")))) if gate_on else None
     default_margin, woken_margin, margins = parse_margins(margin)
     arm_list = parse_arms(arms)
     cfg = RoundsConfig(arms=arm_list, margin=default_margin, woken_margin=woken_margin, alpha=alpha,
@@ -156,13 +156,3 @@ def ab(
     console.print(f"ab: {status} (run {run.run_id}; lbench evidence {run.run_id} -o evidence/)", markup=False,
                   soft_wrap=True)
     raise typer.Exit(code)
-
-
-def _pauses(text: str, where: str) -> tuple[float, ...]:
-    try:
-        values = tuple(sorted({float(x) for x in text.split(",") if x.strip()}))
-    except ValueError:
-        raise BadInput(f"{where} must be pauses in seconds, got {text!r}", where=where, hint="e.g. 0,1") from None
-    if not values or any(v < 0 or v != v for v in values):
-        raise BadInput(f"{where} pauses must be >= 0 seconds, got {text!r}", where=where)
-    return values
