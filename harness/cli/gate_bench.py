@@ -56,7 +56,7 @@ def gate_bench(
     simulate: bool = typer.Option(False, "--simulate", help="Measure nothing: simulate runs with the between-run "
                                                             "spreads measured in earlier sessions and print the "
                                                             "gate's and ab's error rates per design."),
-    seed: int = typer.Option(0, "--seed", help="Seed of --simulate."),
+    seed: int = typer.Option(0, "--seed", help="Seed of --simulate; with --ab, trial n's round orders use seed + n."),
     sd: list[float] = typer.Option(None, "--sd", help="With --simulate: a between-run spread to simulate (sd of "
                                    "the per-run log median, e.g. from scripts/variance_sources.py); repeat. "
                                    + shown("the spreads of earlier sessions")),
@@ -130,7 +130,7 @@ def gate_bench(
             raise BadInput(f"--round-s must be > 0 seconds, got {round_s}", where="--round-s")
         sim = SimulatedGateBenchSpec(cfg, trials=trials or 400, seed=seed, spreads=tuple(sd) if sd else None,
                                      reps=reps or 5, within_sd=within_sd, stall_p=stall_p,
-                                     job=_job_config(budget, ab_margin), round_s=round_s)
+                                     job=_job_config(budget, ab_margin, seed), round_s=round_s)
         with RichReporter() as rep:
             run = executor.execute(executor.prepare(sim, options, rep), rep)
         return print_simulation(run)
@@ -146,7 +146,7 @@ def gate_bench(
     if ab and model == DEFAULT_MODEL:
         model = AB_MODEL
     slow_model = slow_model or slowed_alias(model, extra_layers)
-    job = _job_config(budget, ab_margin) if ab else None
+    job = _job_config(budget, ab_margin, seed) if ab else None
     spec_a = build_spec(Path("gate") if ab else None, models=[model],
                         pauses_s=parse_pauses(pauses) if pauses else None if ab else parse_pauses("0,1.5"),
                         reps=reps if reps else None if ab else 5, warmup=warmup,
@@ -187,14 +187,14 @@ def gate_bench(
     out.print(f"saved: {run.dir} (decisions table; lbench report {run.run_id})", markup=False, soft_wrap=True)
 
 
-def _job_config(budget: str, margin: str | None) -> RoundsConfig:
+def _job_config(budget: str, margin: str | None, seed: int = 0) -> RoundsConfig:
     """``--ab``: lbench ab's design with this budget and margin (parsed as lbench ab parses them)."""
     from harness.analysis.gate_config import budget_seconds, parse_margins
 
     budget_s = budget_seconds(budget)
     default_margin, woken_margin, per = parse_margins(margin)
     cfg = RoundsConfig(margin=default_margin, woken_margin=woken_margin,
-                       margins={f"pause {p:g} s": m for p, m in per.items()}, budget_s=budget_s)
+                       margins={f"pause {p:g} s": m for p, m in per.items()}, budget_s=budget_s, seed=seed)
     cfg.check()
     return cfg
 

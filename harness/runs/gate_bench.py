@@ -293,7 +293,8 @@ def job_decision_row(number: int, condition: str, job: GateJob, wall_s: float) -
 def run_job_trials(prepared: PreparedGateBench, cfg: RoundsConfig, *, bench_id: str, reporter: Reporter,
                    on_decision: Callable[[dict], None], execute: Execute | None = None) -> list[tuple[str, GateJob]]:
     """Per trial, two whole gate jobs (``lbench ab``'s own code path): A/A (b is a third copy of A: any
-    verdict but pass is noise) and slowed (b runs the deeper model), alternating which goes first."""
+    verdict but pass is noise) and slowed (b runs the deeper model), alternating which goes first. Trial
+    n's jobs draw their round orders from seed ``cfg.seed + n``, so no two trials share an order."""
     spec = prepared.spec
     pauses = tuple(sorted(set(spec.idle.pauses_s)))
     done: list[tuple[str, GateJob]] = []
@@ -303,7 +304,8 @@ def run_job_trials(prepared: PreparedGateBench, cfg: RoundsConfig, *, bench_id: 
             reporter.message(f"trial {number}/{spec.trials}: {condition} gate job")
             preps = {"a": prepared.preps["A"], "aa": prepared.preps["A"], "b": prepared.preps[side]}
             design = {"gate_bench": bench_id, "trial": number, "condition": condition}
-            job_prep = PreparedGateJob(GateJobSpec(spec.idle, prepared.preps[side].spec, cfg, design=design), preps,
+            trial_cfg = replace(cfg, seed=cfg.seed + number)
+            job_prep = PreparedGateJob(GateJobSpec(spec.idle, prepared.preps[side].spec, trial_cfg, design=design), preps,
                                        pauses, prepared.results_root)
             start = time.monotonic()
             job = execute_gate_job(job_prep, reporter, execute=execute)
