@@ -79,7 +79,7 @@ class RoundsConfig:
     alpha: float = 0.02
     slower_rule: str = "zero"
     min_rounds: int = 4
-    max_rounds: int = 60
+    max_rounds: int = 200  # a cap only: the budget plans the rounds (15 min of 8.6-s rounds is 104)
     budget_s: float | None = 900.0
     seed: int = 0
     position: bool = True

@@ -135,7 +135,9 @@ def simulate_gate(cfg: GateConfig, *, trials: int = 200, seed: int = 0, spreads:
 @dataclass(frozen=True)
 class RoundsNoise:
     """What moves a run's log level in the gate job: ``run_sd``, the sd of a run's own level (a fresh
-    server's start and its samples' median: the residual of the rounds' fit), ``round_sd``, what a
+    server's start and its samples' median: the residual of the rounds' fit), ``woken_sd``, when set, the
+    same for a second gated group (a woken pause, ``pause 1 s``, decided in the same job with its own margin;
+    the true ratio applies to both groups), ``round_sd``, what a
     round shares (the machine's state then: removed by the fit's round effect), ``position``, the
     extra log level of the 2nd, 3rd, ... run of a round (removed by the position effect), and
     ``round_s``, the wall time of one round (the budget's clock)."""
@@ -144,6 +146,7 @@ class RoundsNoise:
     round_sd: float = 0.0
     position: tuple[float, ...] = ()
     round_s: float = 30.0
+    woken_sd: float | None = None
 
 
 def rounds_trials(noise: RoundsNoise, ratio: float, cfg: RoundsConfig, trials: int, rng: np.random.Generator
@@ -155,14 +158,17 @@ def rounds_trials(noise: RoundsNoise, ratio: float, cfg: RoundsConfig, trials: i
     per_run = noise.round_s / len(cfg.arms)
     state: dict[str, float] = {}
 
-    def execute(arm: str, reporter: object, extra_manifest: dict | None = None) -> float:
+    def execute(arm: str, reporter: object, extra_manifest: dict | None = None) -> dict[str, float]:
         assert extra_manifest is not None
         rnd, pos = extra_manifest["round"], extra_manifest["position"]
         if state.get("round") != rnd:
             state.update(round=rnd, shared=float(rng.normal(0.0, noise.round_sd)) if noise.round_sd else 0.0)
         clock[0] += per_run
         shift = (math.log(ratio) if arm == "b" else 0.0) + (noise.position[pos - 1] if pos <= len(noise.position) else 0.0)
-        return state["shared"] + shift + float(rng.normal(0.0, noise.run_sd))
+        levels = {"pause 0 s": state["shared"] + shift + float(rng.normal(0.0, noise.run_sd))}  # the warm margin
+        if noise.woken_sd is not None:
+            levels["pause 1 s"] = state["shared"] + shift + float(rng.normal(0.0, noise.woken_sd))  # the woken one
+        return levels
 
     class Quiet:
         def message(self, text: str) -> None:
@@ -176,7 +182,7 @@ def rounds_trials(noise: RoundsNoise, ratio: float, cfg: RoundsConfig, trials: i
     for t in range(trials):
         c = replace(cfg, seed=cfg.seed + t)
         res = interleaved_rounds(Campaign(execute, Quiet()), {a: a for a in cfg.arms}, c, clock=lambda: clock[0],
-                                 levels_of=lambda level: {"pause 0 s": level}, manifest=where(c))  # the warm margin
+                                 levels_of=lambda levels: levels, manifest=where(c))
         out.append((res.status, len(res.orders)))
     return out
 

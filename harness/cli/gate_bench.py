@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -93,6 +94,10 @@ def gate_bench(
     round_s: float = typer.Option(30.0, "--round-s", help="With --simulate: seconds one round of lbench ab takes "
                                   "(its budget's clock; a job's rounds table shows it), e.g. --round-s 8. "
                                   + shown("30")),
+    woken_sd: float = typer.Option(None, "--woken-sd", help="With --simulate: each lbench ab job also gates a woken "
+                                   "pause (pause 1 s) whose runs spread this much, in the same rounds and with "
+                                   "its own margin (--ab-margin 0=0.03,1=0.10), e.g. --woken-sd 0.052. "
+                                   + shown("one gated group")),
     llama_server: LlamaServer = None,
     results: ResultsDir = None,
 ) -> None:
@@ -128,9 +133,11 @@ def gate_bench(
 
         if round_s <= 0:
             raise BadInput(f"--round-s must be > 0 seconds, got {round_s}", where="--round-s")
+        if woken_sd is not None and not (math.isfinite(woken_sd) and woken_sd > 0):
+            raise BadInput(f"--woken-sd must be a spread > 0, got {woken_sd}", where="--woken-sd", hint="e.g. --woken-sd 0.052")
         sim = SimulatedGateBenchSpec(cfg, trials=trials or 400, seed=seed, spreads=tuple(sd) if sd else None,
                                      reps=reps or 5, within_sd=within_sd, stall_p=stall_p,
-                                     job=_job_config(budget, ab_margin, seed), round_s=round_s)
+                                     job=_job_config(budget, ab_margin, seed), round_s=round_s, woken_sd=woken_sd)
         with RichReporter() as rep:
             run = executor.execute(executor.prepare(sim, options, rep), rep)
         return print_simulation(run)
@@ -251,8 +258,11 @@ def print_simulation(run: Run) -> None:
                   f"{_pct(r['pass at 1']):>6} {r['coverage A/A (ratio 1)']:>5.1%} "
                   f"{_pct(r['passed with --inconclusive-ok at +10%']):>11}", markup=False, soft_wrap=True)
     ab = section.get("ab") or {}
-    out.print(f"ab, the gate job ({max(trials // 4, 10)} trials per cell; arms {','.join(ab.get('arms', []))}, margin "
-              f"{ab.get('margin', 0):.0%}, alpha {ab.get('alpha')}, budget {ab.get('budget_s')} s, {ab.get('round_s')} s "
+    margins = ab.get("margins") or {}
+    margin = (f"margins {margins.get('pause 0 s', 0):.0%} (pause 0) and {margins.get('pause 1 s', 0):.0%} (pause 1 s, "
+              f"woken sd {ab['woken_sd']:g})" if ab.get("woken_sd") is not None else f"margin {ab.get('margin', 0):.0%}")
+    out.print(f"ab, the gate job ({max(trials // 4, 10)} trials per cell; arms {','.join(ab.get('arms', []))}, "
+              f"{margin}, alpha {ab.get('alpha')}, budget {ab.get('budget_s')} s, {ab.get('round_s')} s "
               "per round): fail / pass / unproven rates, mean rounds and minutes", markup=False, soft_wrap=True)
     out.print(f"{'noise (run sd)':<40} {'rounds':>6} {'fail@1':>15} {'pass@1':>6} {'unprov@1':>8} {'fail+3%':>7} "
               f"{'fail+10%':>8} {'min@1':>6} {'min+10%':>7}", markup=False, soft_wrap=True)

@@ -177,6 +177,7 @@ class SimulatedGateBenchSpec:
     stall_p: float | None = None
     job: RoundsConfig = field(default_factory=RoundsConfig)  # the ab cells: lbench ab's design
     round_s: float = 30.0  # the ab cells: seconds one round of the job takes (the budget's clock)
+    woken_sd: float | None = None  # the ab cells: a second gated group (pause 1 s) with this run spread
 
 
 @dataclass(frozen=True)
@@ -345,7 +346,8 @@ def _simulate(prepared: PreparedSimulation, reporter: Reporter) -> Run:
                "within_given": spec.within_sd is not None and spec.stall_p is not None,
                "spreads_given": bool(spec.spreads),
                "ab": {"margin": spec.job.margin, "alpha": spec.job.alpha, "budget_s": spec.job.budget_s,
-                      "arms": list(spec.job.arms), "round_s": spec.round_s}}
+                      "arms": list(spec.job.arms), "round_s": spec.round_s, "woken_sd": spec.woken_sd,
+                      "margins": {g: spec.job.margin_of(g) for g in ("pause 0 s", "pause 1 s")}}}
     with RunSession(prepared.results_root, KIND, {"gate_bench": section}, reporter) as session:
         def keep(campaign: str) -> Callable[[dict], None]:
             def one(row: dict) -> None:  # each cell's figures journaled as the cell ends
@@ -355,8 +357,10 @@ def _simulate(prepared: PreparedSimulation, reporter: Reporter) -> Run:
 
         simulate_gate(spec.cfg, trials=spec.trials, seed=spec.seed, spreads=table, reps=spec.reps,
                       on_row=keep("gate"))
-        noises = ({name: RoundsNoise(run_model(v, spec.reps).run_sd, round_s=spec.round_s) for name, v in table.items()}
-                  if table else None)
+        woken = run_model(spec.woken_sd, spec.reps).run_sd if spec.woken_sd is not None else None
+        noises = ({name + (f" + woken sd {spec.woken_sd:g}" if woken is not None else ""):
+                   RoundsNoise(run_model(v, spec.reps).run_sd, round_s=spec.round_s, woken_sd=woken)
+                   for name, v in table.items()} if table else None)
         simulate_rounds(spec.job, trials=max(spec.trials // 4, 10), seed=spec.seed, noises=noises, on_row=keep("ab"))
     assert session.run is not None
     return session.run

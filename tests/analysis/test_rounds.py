@@ -123,6 +123,23 @@ def test_the_simulated_job_keeps_its_false_alarm_rate_and_catches_a_large_slowdo
     assert slow.count("fail") >= 18
 
 
+def test_a_simulated_job_with_a_woken_group_decides_both_groups_with_their_own_margins():
+    """gate_sim.rounds_trials with ``woken_sd``: every run has a warm and a woken level, the job fits and
+    judges both (warm at 3%, woken at 10%); a woken spread far beyond its margin keeps an A/A job from
+    passing within a short budget, and a +30% slowdown of both is still caught."""
+    from harness.analysis.gate_sim import RoundsNoise, rounds_trials
+
+    cfg = RoundsConfig(budget_s=200.0)
+    quiet = RoundsNoise(0.01, round_s=10.0, woken_sd=0.02)
+    loud = RoundsNoise(0.01, round_s=10.0, woken_sd=0.5)
+    same_quiet = [s for s, _ in rounds_trials(quiet, 1.0, cfg, 20, np.random.default_rng(1))]
+    same_loud = [s for s, _ in rounds_trials(loud, 1.0, cfg, 20, np.random.default_rng(1))]
+    slow = [s for s, _ in rounds_trials(quiet, 1.3, cfg, 10, np.random.default_rng(2))]
+    assert same_quiet.count("pass") >= 17
+    assert same_loud.count("pass") <= 2  # the woken group's interval stays wider than its 10% band
+    assert slow.count("fail") == 10
+
+
 def test_margins_default_to_three_percent_warm_and_ten_woken_and_can_be_set():
     from harness.analysis.gate_config import parse_margins
 

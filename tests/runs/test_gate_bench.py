@@ -246,7 +246,18 @@ def test_simulate_is_a_run_and_takes_measured_variance_components(tmp_path):
     assert bad.returncode == 2 and "--simulate" in bad.stderr
     bad = run_cli("gate-bench", "--simulate", "--sd", "-1", "--results", str(tmp_path))
     assert bad.returncode == 2 and "--sd" in bad.stderr
+    bad = run_cli("gate-bench", "--simulate", "--woken-sd", "0", "--results", str(tmp_path))
+    assert bad.returncode == 2 and "--woken-sd" in bad.stderr
     assert len(list(tmp_path.glob("*-gate-bench-*"))) == 1  # bad input writes nothing
+
+
+def test_simulate_with_a_woken_group_names_both_margins(tmp_path):
+    p = run_cli("gate-bench", "--simulate", "--trials", "10", "--sd", "0.04", "--woken-sd", "0.05", "--round-s", "30",
+                "--budget", "4m", "--ab-margin", "0=0.03,1=0.10", "--results", str(tmp_path))
+    assert p.returncode == 0, p.stderr[-2000:]
+    text = " ".join(p.stdout.split())
+    assert "margins 3% (pause 0) and 10% (pause 1 s, woken sd 0.05)" in text
+    assert "given sd 0.04 + woken sd 0.05" in text
 
 
 class LevelRun:
