@@ -8,7 +8,7 @@ from harness.probes.host import virtual_mac_warning
 from harness.report import plots
 from harness.report.html import data_uri, run_context
 from harness.store import Run
-from harness.report.device import device_vs_pause_png
+from harness.report.device import device_vs_pause_png, memory_timeline
 
 
 def idle_context(run: Run, analysis: dict) -> dict:
@@ -44,6 +44,7 @@ def idle_context(run: Run, analysis: dict) -> dict:
         "harness": analysis["harness"],
         "virtual_warning": virtual_mac_warning(run.record.host.facts),
         "wake": wake, "per_gb": analysis["per_gb"],
+        "memory_timeline": memory_timeline(dev, run.run_id),  # beside the per-GB slope: re-wire or clock ramp
         "cross_check": analysis["cross_check"],
         "headline": [{"cell": f"{w['model']} · {w['setting']}", "shape": w["shape"], "text": text}
                      for w, text in zip(wake, analysis.get("headline", []))],
