@@ -14,6 +14,8 @@ from harness.report.plots import figure_png, plain
 from harness.schema import DEVICE_SAMPLE_COLUMNS
 
 import matplotlib.pyplot as plt  # noqa: E402  (after plots: the Agg backend)
+from matplotlib.cm import ScalarMappable  # noqa: E402
+from matplotlib.colors import BoundaryNorm, ListedColormap  # noqa: E402
 
 
 def device_vs_pause_png(samples: pd.DataFrame, dev: pd.DataFrame, model: str, run_id: str) -> bytes | None:
@@ -64,6 +66,7 @@ READ_TOGETHER = (
     "so the per-GB slope stays near zero, and memory stays flat through the pause. A re-wire (macOS, or a driver, "
     "releasing the model's memory while idle, so the next request wires it back) grows with the model's bytes, so "
     "the slope is clearly above zero, and wired memory falls during the pauses that carry the penalty.")
+LEGEND_PAUSES = 6  # more pauses than this: a colour bar instead of a legend in every panel
 NO_SAMPLES = (
     "No device samples in this run, so no memory timeline. --device-probes auto samples memory through each "
     "pause: on a Mac wired memory (vm_stat) and the GPU's memory (ioreg); on Linux the GPU's memory (NVML, DRM, "
@@ -72,35 +75,45 @@ NO_SAMPLES = (
 
 
 def memory_timeline_png(dev: pd.DataFrame, metric: str, run_id: str) -> bytes | None:
-    """One panel per (model, setting): ``metric`` against seconds into the pause, one line per request,
-    coloured by the pause's length, so a fall in the long pauses (a re-wire) stands out from a flat line.
-    None when no reading of ``metric`` exists."""
+    """One panel per (model, setting), up to three a row: ``metric`` against seconds into the pause, one line
+    per request, coloured by the pause's length, so a fall in the long pauses (a re-wire) stands out from a
+    flat line.  None when no reading of ``metric`` exists."""
     d = dev[dev[metric].notna()] if metric in dev else dev.iloc[0:0]
     if d.empty:
         return None
-    models, settings = list(dict.fromkeys(d["model"])), list(dict.fromkeys(d["setting"]))
+    cells = list(dict.fromkeys(zip(d["model"], d["setting"])))
     pauses = sorted(d["pause_requested_s"].unique())
     cmap = plt.get_cmap("viridis")
     colour = {p: cmap(i / max(len(pauses) - 1, 1) * 0.9) for i, p in enumerate(pauses)}
-    fig, axes = plt.subplots(len(models), len(settings), figsize=(min(4.2 * len(settings), 13), 2.9 * len(models) + 0.9),
-                             squeeze=False, sharex=True)
-    for i, model in enumerate(models):
-        for j, setting in enumerate(settings):
-            ax = axes[i][j]
-            g = d[(d["model"] == model) & (d["setting"] == setting)]
-            shown: set[float] = set()
-            for (pause, _seq, _probe, _device), r in g.groupby(["pause_requested_s", "seq", "probe", "device"]):
-                r = r.sort_values("t_since_pause_start_s")
-                ax.plot(r["t_since_pause_start_s"], r[metric] / 2**20, "-o", ms=2.5, lw=1, alpha=0.7,
-                        color=colour[pause], label=f"{pause:g} s" if pause not in shown else None)
-                shown.add(pause)
-            ax.set_title(plain(f"{model} · {setting}"), fontsize=9)
-            if i == len(models) - 1:
-                ax.set_xlabel("seconds into the pause")
-            if j == 0:
-                ax.set_ylabel(f"{metric.replace('_bytes', '')} (MiB)")
-            if shown:
-                ax.legend(title="pause", fontsize=7, title_fontsize=7, loc="best")
+    ncols = min(3, len(cells))
+    nrows = -(-len(cells) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.4 * ncols, 2.7 * nrows + 0.4), squeeze=False,
+                             layout="constrained")
+    for k, ax in enumerate(axes.flat):
+        if k >= len(cells):
+            ax.set_axis_off()
+            continue
+        model, setting = cells[k]
+        g = d[(d["model"] == model) & (d["setting"] == setting)]
+        shown: set[float] = set()
+        for (pause, _seq, _probe, _device), r in g.groupby(["pause_requested_s", "seq", "probe", "device"]):
+            r = r.sort_values("t_since_pause_start_s")
+            ax.plot(r["t_since_pause_start_s"], r[metric] / 2**20, "-o", ms=2.5, lw=1, alpha=0.7,
+                    color=colour[pause], label=f"{pause:g} s" if pause not in shown else None)
+            shown.add(pause)
+        ax.set_title(plain(f"{model} · {setting}"), fontsize=9)
+        ax.set_xlabel("seconds into the pause", fontsize=8)
+        if k % ncols == 0:
+            ax.set_ylabel(f"{metric.replace('_bytes', '')} (MiB)", fontsize=8)
+        ax.tick_params(labelsize=7)
+        if shown and len(pauses) <= LEGEND_PAUSES:
+            ax.legend(title="pause", fontsize=7, title_fontsize=7, loc="best")
+    if len(pauses) > LEGEND_PAUSES:  # a long grid: one colour bar keyed by pause instead of a legend per panel
+        bar = fig.colorbar(ScalarMappable(norm=BoundaryNorm(range(len(pauses) + 1), len(pauses)),
+                                          cmap=ListedColormap([colour[p] for p in pauses])),
+                           ax=axes, ticks=[i + 0.5 for i in range(len(pauses))], fraction=0.03)
+        bar.ax.set_yticklabels([f"{p:g}" for p in pauses], fontsize=6)
+        bar.set_label("pause (s)")
     fig.suptitle(plain(f"{metric.replace('_bytes', '')} through each pause · run {run_id}"), fontsize=10)
     return figure_png(fig)
 

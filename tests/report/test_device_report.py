@@ -63,3 +63,10 @@ def test_without_device_samples_the_timeline_names_the_option_that_makes_them():
     timeline = memory_timeline(pd.DataFrame(), "RUN")
     assert timeline["figure"] is None and timeline["rows"] == []
     assert "--device-probes auto" in timeline["absent"]
+
+
+def test_memory_timeline_of_a_long_grid_keys_pauses_by_a_colour_bar():
+    dev = pd.concat([rewire().assign(pause_requested_s=p, seq=lambda f, i=i: f["seq"] + 100 * i)
+                     for i, p in enumerate((1, 2, 3, 5, 10, 30, 60, 185))])
+    timeline = memory_timeline(dev, "RUN")
+    assert timeline["figure"][:4] == b"\x89PNG" and len({r["pause_s"] for r in timeline["rows"]}) == 8
