@@ -15,8 +15,9 @@ The measured server runs at the default verbosity, and is the cell's one start, 
 also turns on the server's per-request trace lines, formatted on its thread and written by the log
 worker while the request is timed: slot selection and ``new prompt`` (tools/server/server-context.cpp
 ``SLT_TRC``), ``sampler chain`` and the multi-line ``sampler params``, the prompt-cache lookup
-(server-task.cpp ``SRV_TRC``) and ``done request`` (server-http.cpp:67).  Where a fact printed only at
-``-lv 4`` matters on the host (the fit on Metal, where an 8 GB Mac cannot hold an 8B model), the cell
+(server-task.cpp ``SRV_TRC``) and the stream's ``conv_id`` (server-stream.cpp), each once per request
+at ``-lv 4`` and never at the default (tests/engines/test_llama_server.py, on the real server).
+Where a fact printed only at ``-lv 4`` matters on the host (the fit on Metal, where an 8 GB Mac cannot hold an 8B model), the cell
 has a short separate ``-lv 4`` start before it (``LlamaServerEngine.startup_facts_log``; the cell's
 ``startup_metal`` facts and ``server_starts`` = 2); everywhere else the cell starts once and its facts
 come from that start's log (the cell's ``startup``).  A Linux GPU build (Vulkan, CUDA) could offload

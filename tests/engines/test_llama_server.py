@@ -83,8 +83,9 @@ def _log_after_requests(engine: LlamaServerEngine, log, n: int) -> str:
 def test_the_measured_start_has_its_facts_and_lv4_would_log_on_every_timed_request(engine_env, tmp_path):
     """Why a cell starts its model once at the default verbosity (probes/engine_log.py): the facts lbench
     reads from the measured start are there, the llama/ggml INFO lines are not (verbosity 4), and at
-    -lv 4 the server writes trace lines for every request while it is timed (sampler chain and params,
-    done request: tools/server/server-context.cpp, server-http.cpp:67 in the pinned source)."""
+    -lv 4 the server writes trace lines for every request while it is timed, before the prompt is evaluated
+    (sampler chain and params, new prompt, cached n_tokens: tools/server/server-context.cpp ``SLT_TRC``;
+    the stream's conv_id: server-stream.cpp, in the pinned source)."""
     n = 3
     default = _log_after_requests(LlamaServerEngine(locate(), ctx_size=256), tmp_path / "default.log", n)
     verbose = _log_after_requests(LlamaServerEngine(locate(), ctx_size=256, extra_args=["-lv", "4"]),
@@ -94,9 +95,8 @@ def test_the_measured_start_has_its_facts_and_lv4_would_log_on_every_timed_reque
     assert {"n_threads", "n_slots", "n_ctx_slot", "server_load_ms"} <= set(facts)
     assert "llama_model_loader:" not in default and "llama_model_loader:" in verbose  # llama INFO: -lv 4 only
     assert "offloaded_layers" not in facts  # printed only at -lv 4 (and only by a build with a GPU backend)
-    for trace in ("sampler chain", "new prompt"):  # logged on the server thread while the request is timed
-        assert default.count(trace) == 0 and verbose.count(trace) >= n, trace
-    assert "done request" not in default and verbose.count("done request: POST /completion") >= n - 1
+    for trace in ("sampler chain", "sampler params", "new prompt", "cached n_tokens", "conv_id="):
+        assert default.count(trace) == 0 and verbose.count(trace) >= n, trace  # once per request at -lv 4
     per_request = {name: (text.count("\n") - text[:text.index("listening on")].count("\n")) / n
                    for name, text in (("default", default), ("lv4", verbose))}
     assert per_request["lv4"] > per_request["default"], per_request

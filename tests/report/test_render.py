@@ -265,7 +265,8 @@ def test_memory_through_each_pause_sits_beside_the_per_gb_slope(tmp_path):
         "models": [{"label": m, "bytes": int(b), "path": f"/c/{m}.gguf", "quant": "Q8_0", "arch": "llama"}
                    for m, b in sizes.items()],
         "cells": [{"index": i, "model": m, "setting": "keep-alive=none", "notes": [], "error": None,
-                   "env_overrides": {}, "n_samples": 40, "argv": ["llama-server"]} for i, m in enumerate(sizes)],
+                   "env_overrides": {}, "n_samples": 40, "sweep_wall_s": 1.0, "efficiency": 1.0,
+                   "argv": ["llama-server"]} for i, m in enumerate(sizes)],
     })
     rng = np.random.default_rng(0)
     seq = 0
