@@ -61,6 +61,7 @@ def test_short_sweep_writes_samples_manifest_and_report(engine_env):
     assert "keep-alive=none" in html
     # the section that puts memory through each pause beside the per-GB slope says what is missing and why
     assert "beside memory through each pause" in html and "clock ramp" in html
+    assert "<th>model starts</th>" in html  # the cells table shows each cell's server_starts
     assert "No per-GB slope in this run" in html and "--device-probes auto samples memory through each pause" in html
 
     listing = run_cli("runs", env=engine_env)
