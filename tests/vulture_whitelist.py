@@ -36,6 +36,7 @@ ram_bytes  # harness/record.py: Host.ram_bytes
 llama_idle_summaries  # harness/runs/idle.py: CellRecord, written into the manifest
 sweep_wall_s  # harness/runs/idle.py: CellRecord
 startup_metal  # harness/runs/idle.py: CellRecord
+server_starts  # harness/runs/idle.py: IdleCell, written into the manifest; the idle report's cells table shows it
 efficiency  # harness/runs/idle.py: CellRecord
 env_overrides  # harness/runs/idle.py: CellRecord
 start_outcome  # harness/repro/bisect.py: BisectResult, printed by lbench bisect

@@ -144,3 +144,41 @@ def _memory_in_pause(dev: pd.DataFrame, model: str, setting: str, pause: float) 
                 out.append({"probe": probe, "device": device, "metric": col, "median_bytes": float(np.median(values)),
                             "ci_bytes": (lo, hi), "n": int(values.size)})
     return out
+
+
+def memory_metric(dev: pd.DataFrame, *, prefer_wired: bool = False) -> str | None:
+    """The memory column to draw from device samples: the first of ``MEMORY_COLUMNS`` with a reading;
+    with ``prefer_wired``, a Mac's wired memory (vm_stat) first, where the run read it."""
+    order = ("wired_bytes", *MEMORY_COLUMNS) if prefer_wired else MEMORY_COLUMNS
+    for col in order:
+        if col in dev and dev[col].notna().any():
+            return col
+    return None
+
+
+def memory_through_pauses(dev: pd.DataFrame, metric: str) -> list[dict]:
+    """Per (model, setting, probe, device, pause): how ``metric`` moved through the pause, from its first
+    reading to its last before the request (device samples of the pause; rows left alone skipped).
+    ``change_median_bytes`` is the median over the requests after that pause of (last - first), with a
+    95% order-statistic interval; a re-wire shows as memory falling in the long pauses, a clock ramp
+    leaves it flat (docs/probes.md)."""
+    if dev.empty or metric not in dev:
+        return []
+    d = dev[dev[metric].notna() & ~dev["left_alone"].fillna(False).astype(bool)]
+    out = []
+    keys = ["model", "setting", "probe", "device", "pause_requested_s"]
+    for (model, setting, probe, device, pause), g in d.groupby(keys, sort=False):
+        firsts, lasts, t_last = [], [], []
+        for _, r in g.sort_values("t_since_pause_start_s").groupby("seq"):
+            firsts.append(float(r[metric].iloc[0]))
+            lasts.append(float(r[metric].iloc[-1]))
+            t_last.append(float(r["t_since_pause_start_s"].iloc[-1]))
+        change = np.array(lasts) - np.array(firsts)
+        lo, hi, _ = median_interval(change)
+        out.append({"model": model, "setting": setting, "probe": probe, "device": device, "metric": metric,
+                    "pause_s": float(pause), "n": len(firsts), "first_median_bytes": float(np.median(firsts)),
+                    "last_median_bytes": float(np.median(lasts)), "last_reading_s": float(np.median(t_last)),
+                    "change_median_bytes": float(np.median(change)), "change_ci_bytes": (lo, hi)})
+    cells = list(dict.fromkeys(zip(d["model"], d["setting"])))  # the run's own order of cells
+    return sorted(out, key=lambda r: (cells.index((r["model"], r["setting"])), r["probe"], r["device"],
+                                      r["pause_s"]))

@@ -149,12 +149,17 @@ class LlamaServerEngine(EngineDefaults):
         self.ctx_size = n_ctx
 
     def startup_facts_log(self, model: Path, setting: Setting, log_path: Path) -> str | None:
-        """On Metal, the residency facts a -lv 4 start prints (see ``verbose_startup_log``)."""
+        """On Metal, the facts a -lv 4 start prints (``verbose_startup_log``): a second start in the cell,
+        kept for the fit (``offloaded A/B layers to GPU`` against ``recommendedMaxWorkingSetSize``: an 8B
+        model on an 8 GB Mac runs split), which the default verbosity never prints
+        (probes/engine_log.py); residency itself is decided from the machine, not
+        from these lines.  Elsewhere None: the cell starts once, its facts read from the measured start."""
         return self.verbose_startup_log(model, setting, log_path) if self.metal_available() else None
 
     def verbose_startup_log(self, model_path: Path, setting: Setting, log_path: Path) -> str:
-        """Start the server once at ``-lv 4`` (Metal prints its residency facts only there), stop it,
-        return the log.  The measured server runs at the default verbosity."""
+        """Start the server once at ``-lv 4`` (llama and ggml INFO lines are printed only there), stop it,
+        return the log.  The measured server runs at the default verbosity: at ``-lv 4`` the server also
+        writes trace lines for every request while it is timed (probes/engine_log.py)."""
         probe = LlamaServerEngine(self.binary, ctx_size=self.ctx_size, extra_args=[*self.extra_args, "-lv", "4"],
                                   startup_timeout_s=self.startup_timeout_s, prompt=self.prompt)
         with probe.start(model_path, setting, log_path):

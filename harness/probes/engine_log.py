@@ -1,11 +1,28 @@
 """Engine facts from llama-server's startup log and ``--list-devices``.
 
-At the default verbosity the log has threads, slots and load timing; the Metal
-lines (``use residency sets``, the residency keep-alive, ``recommendedMaxWorkingSetSize``)
-need ``-lv 4``.  The measured server stays at the default verbosity (more logging
-would add work during measurement); on a Metal host a separate short start at
-``-lv 4`` captures those lines (``LlamaServerEngine.verbose_startup_log``; the cell's
-``startup_metal`` facts).
+Which facts the default verbosity prints, read from the pinned source (sdist 11434): llama-server's
+threshold is 3 (common/log.h ``LOG_DEFAULT_LLAMA``), and every message of the llama/ggml libraries at
+INFO is verbosity 4 (common/log.cpp ``common_log_get_verbosity``: ``GGML_LOG_LEVEL_INFO`` ->
+``LOG_LEVEL_TRACE``).  So the server's own lines (threads, slots, the load timing) are in every log
+(``n_threads``, ``n_slots``, ``n_ctx_slot``, ``server_load_ms``), while ``offloaded A/B layers to
+GPU`` (src/llama-model.cpp), ``--fit``'s decisions (common/fit.cpp, ``LOG_TRC``) and Metal's device
+lines (``GPU name``, ``use residency sets``, the keep-alive, ``recommendedMaxWorkingSetSize``:
+ggml-metal-device.m) need ``-lv 4``
+(``offloaded_layers``, ``gpu_name``, ``use_residency_sets``, ``residency_keep_alive_s``,
+``recommended_max_working_set_mb``).
+
+The measured server runs at the default verbosity, and is the cell's one start, because ``-lv 4``
+also turns on the server's per-request trace lines, formatted on its thread and written by the log
+worker while the request is timed: slot selection and ``new prompt`` (tools/server/server-context.cpp
+``SLT_TRC``), ``sampler chain`` and the multi-line ``sampler params``, the prompt-cache lookup
+(server-task.cpp ``SRV_TRC``) and the stream's ``conv_id`` (server-stream.cpp), each once per request
+at ``-lv 4`` and never at the default (tests/engines/test_llama_server.py, on the real server).
+Where a fact printed only at ``-lv 4`` matters on the host (the fit on Metal, where an 8 GB Mac cannot hold an 8B model), the cell
+has a short separate ``-lv 4`` start before it (``LlamaServerEngine.startup_facts_log``; the cell's
+``startup_metal`` facts and ``server_starts`` = 2); everywhere else the cell starts once and its facts
+come from that start's log (the cell's ``startup``).  A Linux GPU build (Vulkan, CUDA) could offload
+partly too; its offload line is not read (it would cost the second start): the device probes' memory
+in the pause shows where the weights are (docs/probes.md).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from harness.probes.host import virtual_mac_warning
 from harness.report import plots
 from harness.report.html import data_uri, run_context
 from harness.store import Run
-from harness.report.device import device_vs_pause_png
+from harness.report.device import device_vs_pause_png, memory_timeline
 
 
 def idle_context(run: Run, analysis: dict) -> dict:
@@ -19,6 +19,9 @@ def idle_context(run: Run, analysis: dict) -> dict:
     wake = analysis["wake"]  # the one wake model: headline, table and plot all read it
     figures = []
     dev = run.table("device_samples")
+    timeline = memory_timeline(dev, run.run_id)  # beside the per-GB slope: a re-wire or a clock ramp
+    if timeline["figure"] is not None:
+        timeline["figure"] = data_uri(timeline["figure"])
 
     for model in dict.fromkeys(good["model"]) if not good.empty else []:
         device_png = device_vs_pause_png(good, dev, model, run.run_id)
@@ -44,6 +47,7 @@ def idle_context(run: Run, analysis: dict) -> dict:
         "harness": analysis["harness"],
         "virtual_warning": virtual_mac_warning(run.record.host.facts),
         "wake": wake, "per_gb": analysis["per_gb"],
+        "memory_timeline": timeline,
         "cross_check": analysis["cross_check"],
         "headline": [{"cell": f"{w['model']} · {w['setting']}", "shape": w["shape"], "text": text}
                      for w, text in zip(wake, analysis.get("headline", []))],

@@ -350,9 +350,11 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
                                                           emit_idle)
             cell.sweep_wall_s = time.perf_counter() - t0
         else:
-            # e.g. Metal's residency facts, printed only at -lv 4: read from a short separate start
+            # one start per cell, except where a fact that matters here is printed only at -lv 4 (on Metal:
+            # the fit, engines/llama_server.py startup_facts_log); the measured server never runs at -lv 4
             verbose = prep.engine.startup_facts_log(model.path, setting,
                                                     writer.log_path(log_name.replace(".log", "-lv4.log")))
+            facts_starts = 0 if verbose is None else 1
             if verbose is not None:
                 cell.startup_metal = engine_log.parse_startup(verbose)
                 cell.fit = engine_log.fit(cell.startup_metal, model.label)
@@ -366,6 +368,7 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
             t_start = time.perf_counter()
             with prep.engine.start(model.path, setting, writer.log_path(log_name)) as server:
                 cell.ready_s = round(time.perf_counter() - t_start, 4)
+                cell.server_starts = facts_starts + 1  # counted once the measured server is up
                 deadlines = Deadlines(spec.request_timeout_s, spec.cell_timeout_s, startup_s=cell.ready_s)
                 cell.deadlines = deadlines.as_dict()
                 set_request_timeout(server, deadlines.initial_request_s())  # the self-check runs under it too
@@ -464,9 +467,10 @@ class IdleCell:
     n_errors: int | None = None
     device_sampling: dict | None = None  # the device probes of the cell, their devices and what sampling cost
     reconnects: int | None = None  # times the one-token client reopened a connection the server had closed
+    server_starts: int | None = None  # model loads of the cell: 1, or 2 with a -lv 4 facts start (Metal)
 
     OPTIONAL = ("ready_s", "deadlines", "port", "request_body", "startup_metal", "llama_idle_summaries", "n_errors",
-                "device_sampling", "reconnects", "fit")
+                "device_sampling", "reconnects", "fit", "server_starts")
 
     def as_manifest(self) -> dict:
         out = asdict(self)

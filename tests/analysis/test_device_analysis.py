@@ -1,7 +1,7 @@
 """The perturbation check and the per-setting table on known data (harness/analysis/device.py)."""
 
 import pandas as pd
-from device_frames import interleaved
+from device_frames import interleaved, rewire
 
 from harness.analysis import device
 
@@ -52,3 +52,25 @@ def test_setting_table_memory_during_the_longest_pause():
         ("drm", "0000:01:00.0", "mem_used_bytes", 5439488.0, 1)
     assert kept["memory"][0]["median_bytes"] == 2056237056.0 and kept["memory"][0]["n"] == 1
     assert "prompt_tokens_per_s" not in unset  # one cached token: no prompt-eval rate
+
+
+def test_wired_memory_is_preferred_and_its_fall_in_the_long_pause_is_measured():
+    dev = rewire()
+    assert device.memory_metric(dev) == "process_mem_bytes"  # the plain order: the first memory column
+    assert device.memory_metric(dev, prefer_wired=True) == "wired_bytes"
+    short, long = device.memory_through_pauses(dev, "wired_bytes")
+    assert (short["pause_s"], long["pause_s"]) == (0.5, 3.0) and short["n"] == long["n"] == 6
+    assert short["change_median_bytes"] == 0.0  # one reading at 0.1 s: no time to fall
+    assert long["change_median_bytes"] == -4 * 2**30  # 8 GiB -> 4 GiB after 1 s
+    lo, hi = long["change_ci_bytes"]
+    assert lo == hi == -4 * 2**30 and long["last_reading_s"] == 2.6
+    flat = device.memory_through_pauses(dev, "process_mem_bytes")
+    assert [r["change_median_bytes"] for r in flat] == [0.0, 0.0] and {r["probe"] for r in flat} == {"process"}
+
+
+def test_memory_through_pauses_skips_devices_left_alone_and_absent_metrics():
+    dev = rewire()
+    dev.loc[dev["probe"] == "apple", "left_alone"] = True
+    assert device.memory_through_pauses(dev, "wired_bytes") == []
+    assert device.memory_through_pauses(dev, "gtt_used_bytes") == []
+    assert device.memory_metric(dev.iloc[0:0]) is None

@@ -42,6 +42,14 @@ def test_short_sweep_writes_samples_manifest_and_report(engine_env):
     assert m["command"].endswith("--keep-alive default,none")
     assert len(m["cells"]) == 2 and all(c["log"] and (run_dir / c["log"]).is_file() for c in m["cells"])
     assert all(isinstance(c["reconnects"], int) and c["reconnects"] >= 0 for c in m["cells"])  # the client's reopens
+    # one model start per cell off Metal: the cell says so, and the run's logs agree (one log per cell, one
+    # start in each, at the default verbosity; no -lv 4 facts start)
+    assert [c["server_starts"] for c in m["cells"]] == [1, 1] and not any("startup_metal" in c for c in m["cells"])
+    assert sorted(p.name for p in (run_dir / "logs").iterdir()) == sorted(Path(c["log"]).name for c in m["cells"])
+    for c in m["cells"]:
+        log = (run_dir / c["log"]).read_text()
+        assert log.count("llama_server: initializing") == 1 and "verbosity = 3" in log
+        assert {"n_threads", "n_slots", "n_ctx_slot", "server_load_ms"} <= set(c["startup"])
     none_cell = next(c for c in m["cells"] if c["keep_alive"] == "none")
     assert none_cell["env_overrides"] == {"GGML_METAL_NO_RESIDENCY": "1"}
     # --keep-alive is an env axis instance: its variable recorded as the env axes' are (harness/knob_axes.py)
@@ -51,6 +59,10 @@ def test_short_sweep_writes_samples_manifest_and_report(engine_env):
     html = (run_dir / "report.html").read_text()
     assert run_dir.name in html and "Synthetic model" in html and "data:image/png;base64," in html
     assert "keep-alive=none" in html
+    # the section that puts memory through each pause beside the per-GB slope says what is missing and why
+    assert "beside memory through each pause" in html and "clock ramp" in html
+    assert "<th>model starts</th>" in html  # the cells table shows each cell's server_starts
+    assert "No per-GB slope in this run" in html and "--device-probes auto samples memory through each pause" in html
 
     listing = run_cli("runs", env=engine_env)
     assert run_dir.name in listing.stdout and "complete" in listing.stdout

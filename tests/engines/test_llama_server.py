@@ -1,5 +1,7 @@
 """The real llama-server, started on a generated tiny model."""
 
+import time
+
 import psutil
 import pytest
 
@@ -8,6 +10,7 @@ from harness.engines.llama_server import LlamaServerEngine
 from harness.engines.binary import locate
 from harness.errors import BadInput
 from harness.models.resolve import resolve
+from harness.probes.engine_log import parse_startup
 
 pytestmark = pytest.mark.engine
 
@@ -62,3 +65,38 @@ def test_server_that_fails_to_start_is_a_clear_error(engine_env, tmp_path):
     engine = LlamaServerEngine(locate(), extra_args=["--no-such-flag"])
     with pytest.raises(EngineError, match="exited with status"):
         engine.start(model.path, Setting(), tmp_path / "bad.log")
+
+
+def _log_after_requests(engine: LlamaServerEngine, log, n: int) -> str:
+    """Start ``engine`` on tiny-q8, make ``n`` one-token requests, return its log once the n-th
+    request's ``release`` line (an INFO line at every verbosity) is in it."""
+    with engine.start(resolve("tiny-q8").path, Setting(), log) as server:
+        for _ in range(n):
+            assert server.complete_one_token().http_status == 200
+        deadline = time.monotonic() + 120  # the log worker writes asynchronously: wait for the line, not a time
+        while log.read_text().count("stop processing") < n:
+            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.05)
+    return log.read_text()
+
+
+def test_the_measured_start_has_its_facts_and_lv4_would_log_on_every_timed_request(engine_env, tmp_path):
+    """Why a cell starts its model once at the default verbosity (probes/engine_log.py): the facts lbench
+    reads from the measured start are there, the llama/ggml INFO lines are not (verbosity 4), and at
+    -lv 4 the server writes trace lines for every request while it is timed, before the prompt is evaluated
+    (sampler chain and params, new prompt, cached n_tokens: tools/server/server-context.cpp ``SLT_TRC``;
+    the stream's conv_id: server-stream.cpp, in the pinned source)."""
+    n = 3
+    default = _log_after_requests(LlamaServerEngine(locate(), ctx_size=256), tmp_path / "default.log", n)
+    verbose = _log_after_requests(LlamaServerEngine(locate(), ctx_size=256, extra_args=["-lv", "4"]),
+                                  tmp_path / "lv4.log", n)
+    assert "verbosity = 3" in default and "verbosity = 4" in verbose
+    facts = parse_startup(default)
+    assert {"n_threads", "n_slots", "n_ctx_slot", "server_load_ms"} <= set(facts)
+    assert "llama_model_loader:" not in default and "llama_model_loader:" in verbose  # llama INFO: -lv 4 only
+    assert "offloaded_layers" not in facts  # printed only at -lv 4 (and only by a build with a GPU backend)
+    for trace in ("sampler chain", "sampler params", "new prompt", "cached n_tokens", "conv_id="):
+        assert default.count(trace) == 0 and verbose.count(trace) >= n, trace  # once per request at -lv 4
+    per_request = {name: (text.count("\n") - text[:text.index("listening on")].count("\n")) / n
+                   for name, text in (("default", default), ("lv4", verbose))}
+    assert per_request["lv4"] > per_request["default"], per_request

@@ -1,8 +1,9 @@
 """Device sections of lbench evidence and the report (harness/report/device.py), from a run's own tables."""
 
 import pandas as pd
-from device_frames import interleaved
+from device_frames import interleaved, rewire
 
+from harness.report.device import memory_timeline
 from harness.report.evidence import device_section, md
 from harness.store import RunWriter, open_run
 
@@ -47,3 +48,25 @@ def test_no_device_samples_no_device_section(tmp_path):
     lines, files = device_section(run, run.table("samples"), out)
     assert files == [] and not any("|" in line for line in lines)  # one setting: no before/after table
     assert md("a|b") == "a\\|b"
+
+
+def test_memory_timeline_draws_wired_memory_and_says_how_to_read_it_beside_the_slope():
+    timeline = memory_timeline(rewire(), "RUN")
+    assert timeline["metric"] == "wired_bytes" and timeline["wired"] and timeline["absent"] is None
+    assert timeline["figure"][:4] == b"\x89PNG" and timeline["what"] == "macOS wired memory (vm_stat)"
+    long = timeline["rows"][-1]
+    assert long["pause_s"] == 3.0 and "8,194.5 MiB → 4,098.5 MiB (change -4,096.0 MiB" in long["text"]
+    assert "clock ramp" in timeline["read_together"] and "re-wire" in timeline["read_together"]
+
+
+def test_without_device_samples_the_timeline_names_the_option_that_makes_them():
+    timeline = memory_timeline(pd.DataFrame(), "RUN")
+    assert timeline["figure"] is None and timeline["rows"] == []
+    assert "--device-probes auto" in timeline["absent"]
+
+
+def test_memory_timeline_of_a_long_grid_keys_pauses_by_a_colour_bar():
+    dev = pd.concat([rewire().assign(pause_requested_s=p, seq=lambda f, i=i: f["seq"] + 100 * i)
+                     for i, p in enumerate((1, 2, 3, 5, 10, 30, 60, 185))])
+    timeline = memory_timeline(dev, "RUN")
+    assert timeline["figure"][:4] == b"\x89PNG" and len({r["pause_s"] for r in timeline["rows"]}) == 8

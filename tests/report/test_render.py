@@ -250,3 +250,51 @@ def test_evidence_carries_the_residency_decision_and_the_fit_warning(tmp_path):
     assert "**Metal residency sets** (decided from the machine, not the log):" in md
     assert "macOS 14.6.1 (&lt; 15): no residency set is ever created" in md
     assert "**Not wholly on the GPU**:" in md and "put 20 of 33 layers on the GPU (61%)" in md
+
+
+def test_memory_through_each_pause_sits_beside_the_per_gb_slope(tmp_path):
+    """Three model sizes with a wake step whose penalty grows with bytes (a re-wire), and wired memory
+    (a Mac's apple probe) falling by the model's size in the pauses past the step: one section holds
+    the slope, the wired-memory figure and the change per pause, with the sentence that reads them
+    together."""
+    import numpy as np
+
+    sizes = {"m1": 1e9, "m2": 2e9, "m4": 4e9}
+    w = RunWriter(tmp_path, "idle", {
+        "config": {"seed": 0}, "host": {"os": "Darwin"}, "engine": {"path": "/x/llama-server"},
+        "models": [{"label": m, "bytes": int(b), "path": f"/c/{m}.gguf", "quant": "Q8_0", "arch": "llama"}
+                   for m, b in sizes.items()],
+        "cells": [{"index": i, "model": m, "setting": "keep-alive=none", "notes": [], "error": None,
+                   "env_overrides": {}, "n_samples": 40, "sweep_wall_s": 1.0, "efficiency": 1.0,
+                   "argv": ["llama-server"]} for i, m in enumerate(sizes)],
+    })
+    rng = np.random.default_rng(0)
+    seq = 0
+    for m, b in sizes.items():
+        for rep in range(8):
+            for pause in (0.0, 0.5, 1.0, 1.5, 2.0):
+                ms = (10.0 + (50.0 * b / 1e9 if pause >= 1.5 else 0.0)) * float(rng.lognormal(0, 0.02))
+                w.append({"model": m, "setting": "keep-alive=none", "phase": "measure", "rep": rep, "seq": seq,
+                          "pause_requested_s": pause, "pause_actual_s": pause, "latency_ms": ms,
+                          "server_prompt_ms": ms - 0.5, "server_ms": ms - 0.5, "overhead_ms": 0.5,
+                          "http_status": 200, "error": None})
+                for t in (0.1, 0.6, 1.1):
+                    if pause - t >= 0.25:  # the sampler's guard before the request
+                        wired = 6e9 - (b if pause >= 1.5 and t > 1.0 else 0.0)
+                        w.append({"model": m, "setting": "keep-alive=none", "rep": rep, "seq": seq,
+                                  "pause_requested_s": pause, "probe": "apple", "device": "apple-gpu",
+                                  "t_since_pause_start_s": t, "t_before_send_s": pause - t, "left_alone": False,
+                                  "wired_bytes": int(wired)}, table="device_samples")
+                seq += 1
+    w.finish("complete")
+    html = render_report(open_run(w.dir, tmp_path)).read_text()
+    section = html.split('<h2 id="size-and-memory">')[1].split("<h2")[0]
+    import re
+
+    slope = re.search(r"Penalty per GB across 3 models, keep-alive=none: <b>([\d.]+) ms/GB</b>", section)
+    assert slope and 45 < float(slope.group(1)) < 55  # 50 ms per GB, give or take the 2% noise
+    assert "a re-wire" in section.lower() and "clock ramp" in section
+    assert 'alt="wired_bytes through each pause"' in section and "macOS wired memory (vm_stat)" in section
+    assert "This run has no wired-memory reading" not in section
+    # m4 after the 2 s pause: 6 GB wired at 0.1 s, 2 GB at 1.1 s: -4e9 bytes = -3,814.7 MiB
+    assert "5,722.0 MiB → 1,907.3 MiB (change -3,814.7 MiB, 95% CI -3,814.7 to -3,814.7)" in section

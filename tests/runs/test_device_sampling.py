@@ -58,4 +58,7 @@ def test_interleaved_run_samples_the_server_process_in_on_repetitions_only(engin
     assert (d["device"] == "cpu").all() and (d["probe"] == "process").all()
     html = (run_dir / "report.html").read_text()
     assert "device memory and clock through the pause" in html  # the figure beside latency
+    # memory through each pause beside the per-GB slope: here the server's resident set (no wired memory off a Mac)
+    assert 'alt="process_mem_bytes through each pause"' in html and "This run has no wired-memory reading" in html
+    assert "Change through each pause (1 row)" in html  # one model, one setting, one sampled pause (0.8 s)
     assert "device sampling on - off: wake penalty" in r.stdout  # the perturbation sentence
