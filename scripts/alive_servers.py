@@ -72,7 +72,7 @@ def main() -> int:
     jobs: list[dict] = []
     logdir = Path(tempfile.mkdtemp(prefix="alive-"))
     print(f"{bench_id}: {args.jobs} jobs x {args.rounds} rounds, model {model.path.name}, pause 0, "
-          f"build {engine.binary.version if engine.binary else '?'}")
+          f"build {engine.binary.build_number if engine.binary else '?'}")
     for job in range(1, args.jobs + 1):
         with engine.start(model.path, setting, logdir / f"a-{job}.log") as a, \
                 engine.start(model.path, setting, logdir / f"a2-{job}.log") as a2:
