@@ -33,6 +33,7 @@ from harness.engines.base import Completion, EngineDefaults, ServerDefaults, Set
 from harness.engines.prompts import IDLE_PROMPT
 from harness.engines.readiness import wait_until_ready
 from harness.engines.loopback import HOST, free_port
+from harness.engines.ollama_api import llama_cpp_build_line, llama_cpp_facts
 from harness.engines.one_token import OneTokenClient
 from harness.errors import BadInput, EngineError
 
@@ -323,7 +324,16 @@ class OllamaEngine(EngineDefaults):
                                 "`ollama serve` with these settings, or drop them and set them on that server yourself")
 
     def facts(self) -> dict:
-        return {"engine": self.name, **find_ollama(self.base), "env": self.env}
+        found = find_ollama(self.base)
+        # which llama.cpp that Ollama runs, from the version it reports (ollama_api.pinned_llama_cpp; the
+        # build line of the llama-server it starts is added to each cell by served_facts)
+        return {"engine": self.name, **found, "env": self.env, "llama_cpp": llama_cpp_facts(found.get("version"))}
+
+    def served_facts(self, server_log: str) -> dict:
+        """The build line of the llama-server Ollama started (its log reaches lbench only from an `ollama serve`
+        lbench started: empty otherwise, and then nothing is recorded)."""
+        line = llama_cpp_build_line(server_log) if server_log else None
+        return {"llama_cpp_build": line} if line else {}
 
     def setting_notes(self, setting: Setting) -> list[str]:
         notes = []
