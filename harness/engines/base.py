@@ -211,9 +211,9 @@ class Engine(Protocol):
         raises ``BadInput``.  Engines without any do nothing."""
         ...
 
-    def served_facts(self, server_log: str) -> dict:
-        """Facts a server's log holds only once a model has loaded (Ollama: the build line of the llama-server
-        it started), added to the cell's ``startup`` after its sweep; empty when there are none."""
+    def served_facts(self, server: "RunningServer") -> dict:
+        """Facts a started server's log holds only once a model has loaded (Ollama: the build line of the
+        llama-server it started), added to the cell's ``startup`` after its sweep; empty when there are none."""
         ...
 
 
@@ -245,7 +245,7 @@ class EngineDefaults:
     def preflight(self) -> None:
         """No checks of its own."""
 
-    def served_facts(self, server_log: str) -> dict:
+    def served_facts(self, server: "RunningServer") -> dict:
         return {}
 
 

@@ -77,13 +77,17 @@ FIRST_LLAMA_SERVER_RELEASE = (0, 30, 0)
 LLAMA_BUILD_LINE = re.compile(r"\bbuild:? (?P<number>\d+) \((?P<commit>[^)\s]+)\) with (?P<compiler>.+?) "
                               r"for (?P<target>\S.*?)\s*$", re.M)
 OLLAMA_VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
+# what `ollama serve` logs once it listens (server/routes.go: "Listening on %s (version %s)")
+LISTENING = re.compile(r'msg="Listening on \S+ \(version (?P<version>[^)\s]+)\)"')
 
 
 def pinned_llama_cpp(version: str | None) -> tuple[str | None, str]:
     """(the llama.cpp tag an Ollama release runs, where that comes from), from the version ``/api/version``
     reports; (None, why) where no source states it (older than v0.30.0, newer than the table, a pre-release or a
     development build)."""
-    m = OLLAMA_VERSION.match((version or "").strip())
+    if version is None:
+        return None, "Ollama's version was not read (no Ollama answered /api/version when this was recorded)"
+    m = OLLAMA_VERSION.match(version.strip())
     if m is None:
         return None, (f"Ollama reported version {version!r}, not a release (X.Y.Z): which llama.cpp it runs "
                       "is not known from its version")
@@ -105,6 +109,12 @@ def llama_cpp_build_line(log_text: str) -> dict | None:
         return None
     return {"build_number": int(m["number"]), "commit": m["commit"], "compiler": m["compiler"],
             "target": m["target"]}
+
+
+def served_version(log_text: str) -> str | None:
+    """The version an `ollama serve` logged when it started listening, or None."""
+    m = LISTENING.search(log_text)
+    return m["version"] if m else None
 
 
 def llama_cpp_facts(version: str | None, log_text: str | None = None) -> dict:

@@ -42,8 +42,6 @@ if TYPE_CHECKING:
 
     from harness.engines.base import RunningServer
 
-SERVED_LOG_LINES = 20000  # the server log's last lines read for served_facts (a load's lines are a few hundred)
-
 
 class Reporter(Protocol):
     def message(self, text: str) -> None: ...
@@ -414,7 +412,7 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
                 if client is not None:  # the server closed the idle connection: reopened before the clock
                     cell.reconnects = client.connection.reconnects
                 # what the log says only once a model has loaded (Ollama: the llama-server build it runs)
-                cell.startup.update(prep.engine.served_facts(server.log_tail(SERVED_LOG_LINES)))
+                cell.startup.update(prep.engine.served_facts(server))
             cell.sweep_wall_s = totals.wall_s
             denominator = totals.sum_pause_requested_s + totals.sum_server_ms / 1000.0
             cell.efficiency = totals.wall_s / denominator if denominator > 0 else None

@@ -85,10 +85,34 @@ def test_llama_cpp_facts_for_the_manifest():
     assert "log_build" not in llama_cpp_facts("0.32.14")  # no log read: not claimed either way
 
 
-def test_served_facts_only_from_a_log_lbench_reads():
-    from harness.engines.http_engines import OllamaEngine
+def test_served_facts_only_from_a_log_lbench_reads(tmp_path):
+    """The Ollama handle's own log reading (http_engines._Handle.log_tail), on the quoted log as the file an
+    `ollama serve` lbench started would have written; a handle without a log (an Ollama lbench did not start)
+    gives nothing.  No server is contacted."""
+    from harness.engines.http_engines import OllamaEngine, _Handle
+    from harness.engines.one_token import OneTokenClient
 
-    engine = OllamaEngine("http://127.0.0.1:1")  # nothing is contacted: served_facts reads the text it is given
-    assert engine.served_facts(LOG_2026_06_28.read_text()) == {"llama_cpp_build": {
-        "build_number": 1, "commit": "74ade5274", "compiler": "GNU 16.1.1", "target": "Linux x86_64"}}
-    assert engine.served_facts("") == {}  # an Ollama lbench did not start: its log is not lbench's to read
+    log = tmp_path / "ollama.log"
+    log.write_text(LOG_2026_06_28.read_text())
+    client = OneTokenClient("http://127.0.0.1:1", "x")
+    engine = OllamaEngine("http://127.0.0.1:1")
+    try:
+        served = engine.served_facts(_Handle("http://127.0.0.1:1", client, ["ollama", "serve"], None, log))
+        assert served["llama_cpp"]["log_build"] == {"build_number": 1, "commit": "74ade5274",
+                                                    "compiler": "GNU 16.1.1", "target": "Linux x86_64"}
+        # the quoted excerpt begins after Ollama's "Listening on ... (version ...)" line: no version, no tag
+        assert served["llama_cpp"]["ollama_version"] is None and served["llama_cpp"]["pinned"] is None
+        assert "not read" in served["llama_cpp"]["pinned_from"]
+        assert engine.served_facts(_Handle("http://127.0.0.1:1", client, ["(external)"], None, None)) == {}
+    finally:
+        client.close()
+
+
+def test_the_version_an_ollama_serve_logs():
+    from harness.engines.ollama_api import served_version
+
+    # Ollama's line once it listens, as ollama/ollama#6471 quotes a server log (2024-08-26, version 0.3.6)
+    line = ('time=2024-08-26T10:31:14.762+08:00 level=INFO source=routes.go:1172 msg="Listening on 127.0.0.1:11434 '
+            '(version 0.3.6)"')
+    assert served_version(line) == "0.3.6"
+    assert served_version(LOG_2026_06_28.read_text()) is None
