@@ -153,7 +153,7 @@ class DeviceChoice:
     @property
     def summary(self) -> str:
         if not self.devices:
-            return f"backend {self.backend}: no device (CPU)"
+            return f"backend {self.backend}: no device" + (" listed" if self.backend == "unknown" else " (CPU)")
         sel = f" ({self.select_var}={self.select_value})" if self.select_var else ""
         # llama-server splits the model over every device it sees (--device or *_VISIBLE_DEVICES narrow it)
         return f"backend {self.backend}: " + ", ".join(f"{d.name} {d.description}" for d in self.devices) + sel

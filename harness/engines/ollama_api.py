@@ -1,7 +1,7 @@
 """What Ollama says, read: its API replies (``/api/ps``, ``/api/generate``, ``/api/show``, ``/api/version``)
-and its server log, and which llama.cpp build an Ollama release runs.  Each parser is tested on recorded real output (tests/engines/test_ollama_api.py,
-tests/fixtures/ollama/); the Ollama claim scenarios (harness/repro/ollama_scenarios.py) use them.
-The durations of a reply are ``http_engines.ollama_timings``."""
+and its server log, and which llama.cpp build an Ollama release runs.  Each parser is tested on recorded
+real output (tests/engines/test_ollama_api.py, tests/fixtures/ollama/); the Ollama claim scenarios
+(harness/repro/ollama_scenarios.py) use them.  The durations of a reply are ``http_engines.ollama_timings``."""
 
 from __future__ import annotations
 
