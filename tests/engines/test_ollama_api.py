@@ -70,9 +70,11 @@ def test_the_llama_cpp_tag_of_an_ollama_release():
     assert old is None and "predates v0.30.0" in why and "not llama-server" in why
     new, why = pinned_llama_cpp("0.34.2")
     assert new is None and "not in the table" in why and "v0.32.15" in why
-    for odd in ("0.33.0-rc2", "0.0.0-dev", "", None):
+    for odd in ("0.33.0-rc2", "0.0.0-dev", ""):
         tag, why = pinned_llama_cpp(odd)
         assert tag is None and "not a release" in why, odd
+    assert pinned_llama_cpp(None) == (None, "Ollama's version was not read (no Ollama answered /api/version when "
+                                            "this was recorded)")
 
 
 def test_llama_cpp_facts_for_the_manifest():
