@@ -32,7 +32,7 @@ class Binary:
     commit: str
     sha256: str
     backend: str = "cpu"  # the ggml backend it was built for (engines/backends.py), or "unknown"
-    backend_from: str = "lbench's engine.json (lbench built it)"  # what said so (backend_of)
+    backend_from: str = "its engine.json in lbench's cache"  # what said so (backend_of)
 
     def as_dict(self) -> dict:
         return {"path": str(self.path), "source": self.source, "version": self.version,
@@ -95,7 +95,7 @@ def backend_of(path: Path) -> tuple[str, str]:
     The host is never the answer: a CPU-only build on a Mac is cpu, a binary that says nothing is unknown."""
     stamp = provision.cached_stamp(path)
     if stamp and isinstance(stamp.get("backend"), str):
-        return str(stamp["backend"]), "lbench's engine.json (lbench built it)"
+        return str(stamp["backend"]), "its engine.json in lbench's cache"
     _, output = devices.list_devices(path)
     return reported_backend(output, linked_libraries(path))
 

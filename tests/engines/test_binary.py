@@ -48,7 +48,7 @@ def _cache_key(path: Path) -> str:
 def test_the_cached_build_is_told_by_its_engine_json():
     path = _cached("cpu")
     assert engines_dir().resolve() in path.resolve().parents
-    assert binary.backend_of(path) == ("cpu", "lbench's engine.json (lbench built it)")
+    assert binary.backend_of(path) == ("cpu", "its engine.json in lbench's cache")
 
 
 @pytest.mark.engine
