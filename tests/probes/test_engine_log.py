@@ -1,6 +1,6 @@
 import pytest
 
-from harness.probes.engine_log import backend_of_devices, fit, parse_devices, parse_startup, stamp_s
+from harness.probes.engine_log import fit, parse_devices, parse_startup, stamp_s
 
 CPU_LOG = """0.00.003.208 I srv    load_model: loading model '/m.gguf'
 0.00.005.921 I cmn          init: llama threadpool init, n_threads = 2
@@ -42,9 +42,11 @@ TENSOR_WARNING = "ggml_metal_device_init: the tensor API is not supported in thi
 def test_devices_metal_and_cpu_on_a_mac():
     devices = parse_devices(M1_MAX_DEVICES)
     assert devices == ["BLAS: Accelerate (0 MiB, 0 MiB free)", "MTL0: Apple M1 Max (25559 MiB, 25558 MiB free)"]
-    assert backend_of_devices(devices) == "metal"  # the name is MTL0: "Metal" is never printed
+    from harness.engines.binary import reported_backend  # what names a binary's backend (engines/binary.py)
+
+    assert reported_backend(M1_MAX_DEVICES, None)[0] == "metal"  # the name is MTL0
     cpu_build = M1_MAX_DEVICES.replace("  MTL0: Apple M1 Max (25559 MiB, 25558 MiB free)\n", "")
-    assert backend_of_devices(parse_devices(cpu_build)) == "cpu"  # a CPU build on a Mac is not metal
+    assert reported_backend(cpu_build, None)[0] != "metal"  # a CPU build on a Mac is not metal
 
 
 def test_a_warning_after_the_list_is_not_a_device():
