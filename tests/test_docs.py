@@ -206,11 +206,23 @@ def _engine_values(values: list[str]) -> list[str]:
     return [v.strip() for value in values for v in value.split(",") if v.strip()]
 
 
+def _spec_engines(command: str, seen: dict[str, list[str]]) -> list[str]:
+    """The engines a bundled spec named with --spec runs (a spec path or an option given beside it aside):
+    `lbench idle --spec ollama-keep-alive` names Ollama without an --engine on the line."""
+    from harness import resources
+    from harness.spec import load_spec
+
+    if command != "lbench idle" or seen.get("engine"):
+        return []
+    names = [v for v in seen.get("spec_file", []) if v in resources.bundled_idle_specs()]
+    return [e for name in names for e in load_spec(resources.find_spec(name)).engines]
+
+
 def engine_problems(entries) -> list[str]:
     bad = []
     for path, line in entries:
         command, seen = parse(line)
-        for engine in _engine_values(seen.get("engine", [])):
+        for engine in _engine_values(seen.get("engine", [])) + _spec_engines(command, seen):
             if engine.isupper() or engine.startswith(("<", "$")):
                 continue  # a placeholder
             kind = registry.get(engine)
@@ -246,6 +258,18 @@ def test_the_swap_engine_check_catches_openai():
     problems = engine_problems(("README.md", line) for line in command_lines(stale))
     assert problems == ["README.md: `lbench swap --engine openai -n 20`: openai cannot swap"]
     assert engine_problems([("x.md", "lbench idle --engine llama-server --engine llama-idle")]) == []
+
+
+def test_the_engine_check_reads_the_engines_of_a_bundled_spec():
+    """A documented `lbench idle --spec NAME` is checked with the engines the spec runs (Ollama's grid)."""
+    from harness import resources
+    from harness.spec import load_spec
+
+    assert load_spec(resources.find_spec("ollama-keep-alive")).engines == ["ollama"]
+    assert _spec_engines(*parse("lbench idle --spec ollama-keep-alive")) == ["ollama"]
+    assert engine_problems([("x.md", "lbench idle --spec ollama-keep-alive")]) == []
+    assert engine_problems([("x.md", "lbench swap --engine ollama")]) == ["x.md: `lbench swap --engine ollama`: "
+                                                                            "ollama cannot swap"]
 
 
 def test_parse_rejects_unknown_options_and_commands():

@@ -111,7 +111,8 @@ def info(
     out.print(f"  chosen from: {binary.source}", markup=False)
     out.print(f"  version: {binary.version}  build: {binary.build_number}  commit: {binary.commit}", markup=False)
     out.print(f"  sha256: {binary.sha256}", markup=False)
-    out.print(f"  backend: {binary.backend} (lbench engine install --backend NAME builds others)", markup=False)
+    out.print(f"  backend: {binary.backend} (from {binary.backend_from}; lbench engine install --backend NAME "
+              "builds others)", markup=False, soft_wrap=True)
     out.print(f"  cache key for this platform: {plan.key} ({'built' if plan.is_built() else 'not built'})",
               markup=False)
     strays = llama_server.stray_configs()

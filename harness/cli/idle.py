@@ -246,6 +246,8 @@ def idle(
       lbench idle --engine mlx -m tiny-f16
       lbench idle --engine openai --url http://127.0.0.1:1234 -m my-model
       lbench idle --engine ollama -m llama3.1:8b --keep-alive 30
+      # Ollama's 180 s (llama.cpp residency) and 300 s (keep_alive) steps:
+      lbench idle --spec ollama-keep-alive
       # CPU wake axes:
       lbench idle -m tiny-q8 --threads 1,2 --omp-wait-policy default,active
       lbench idle -m tiny-q8 --engine llama-server --engine llama-idle \\

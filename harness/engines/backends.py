@@ -59,7 +59,10 @@ BACKENDS: dict[str, Backend] = {b.name: b for b in (
             selects_device_with="HIP_VISIBLE_DEVICES"),
     Backend("sycl", ("-DGGML_SYCL=ON", "-DCMAKE_C_COMPILER=icx", "-DCMAKE_CXX_COMPILER=icpx"),
             "Intel oneAPI SYCL (source setvars.sh first)", False, libraries=("libsycl",), device_prefixes=("SYCL",)),
-    Backend("metal", (), "Apple Metal (the default on macOS)", False, device_prefixes=("MTL", "Metal"), chooses_device=False),
+    # a static ggml-metal links Apple's Metal framework (otool -L); Homebrew's GGML_BACKEND_DL build loads
+    # libggml-metal.so at run time instead, which --list-devices shows (MTL0)
+    Backend("metal", (), "Apple Metal (the default on macOS)", False, libraries=("Metal.framework",),
+            device_prefixes=("MTL", "Metal"), chooses_device=False),
 )}
 
 # Vulkan-Hpp's vk::LayerSettingEXT, used by the pinned ggml-vulkan.cpp, arrived with header 1.3.261

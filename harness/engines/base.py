@@ -211,6 +211,11 @@ class Engine(Protocol):
         raises ``BadInput``.  Engines without any do nothing."""
         ...
 
+    def served_facts(self, server: "RunningServer") -> dict:
+        """Facts a started server's log holds only once a model has loaded (Ollama: the build line of the
+        llama-server it started), added to the cell's ``startup`` after its sweep; empty when there are none."""
+        ...
+
 
 class EngineDefaults:
     """What an engine does when it declares nothing else: no binary of lbench's, the setting's
@@ -239,6 +244,9 @@ class EngineDefaults:
 
     def preflight(self) -> None:
         """No checks of its own."""
+
+    def served_facts(self, server: "RunningServer") -> dict:
+        return {}
 
 
 class RunningServer(Server, Protocol):

@@ -10,14 +10,13 @@ gate or a bisect is about; PATH is used only where lbench has built nothing.
 from __future__ import annotations
 
 import os
-import platform
 import re
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.engines import backends, provision
+from harness.engines import backends, devices, provision
 from harness.errors import BadInput, EngineError
 
 VERSION_RE = re.compile(r"version:\s*(?P<version>\S+)\s*\(build\s*(?P<build>\d+),\s*commit\s*(?P<commit>[^)]+)\)")
@@ -32,31 +31,73 @@ class Binary:
     build_number: int | None
     commit: str
     sha256: str
-    backend: str = "cpu"  # the ggml backend it was built for (engines/backends.py)
+    backend: str = "cpu"  # the ggml backend it was built for (engines/backends.py), or "unknown"
+    backend_from: str = "its engine.json in lbench's cache"  # what said so (backend_of)
 
     def as_dict(self) -> dict:
         return {"path": str(self.path), "source": self.source, "version": self.version,
                 "build_number": self.build_number, "commit": self.commit, "sha256": self.sha256,
-                "backend": self.backend}
+                "backend": self.backend, "backend_from": self.backend_from}
 
 
 LINKED_BACKENDS = tuple((lib, b.name) for b in backends.BACKENDS.values() for lib in b.libraries)
+# ggml_backend_load_best (ggml-backend-reg.cpp): a GGML_BACKEND_DL build names each backend library it loads
+LOADED_BACKEND_RE = re.compile(r"load_backend: loaded (\S+) backend from")
+REGISTRY_NAMES = {"Vulkan": "vulkan", "CUDA": "cuda", "ROCm": "hip", "HIP": "hip", "SYCL": "sycl", "MTL": "metal",
+                  "Metal": "metal"}  # ggml_backend_reg_name of each GPU backend -> lbench's backend name
+ELF_MAGIC = b"\x7fELF"
+MACHO_MAGICS = (b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xca\xfe\xba\xbe", b"\xbe\xba\xfe\xca")
 
 
-def backend_of(path: Path) -> str:
-    """The backend a llama-server was built for: its engine.json in lbench's cache, else the shared
-    libraries it links (a static GPU build still links the driver's loader), else cpu (Metal on macOS
-    is built in: the device list says so)."""
+def linked_libraries(path: Path) -> str | None:
+    """The shared libraries ``path`` links, as its format's own tool prints them (``ldd`` for an ELF file,
+    ``otool -L`` for a Mach-O one: chosen by the file, never by the host); None when they cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(4)
+    except OSError:
+        return None
+    argv = ["ldd", str(path)] if magic == ELF_MAGIC else ["otool", "-L", str(path)] if magic in MACHO_MAGICS else None
+    if argv is None or shutil.which(argv[0]) is None:
+        return None
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def reported_backend(list_devices_output: str, libraries: str | None) -> tuple[str, str]:
+    """(backend, what said so) from what a binary reports: a GPU device in its ``--list-devices`` (Vulkan0,
+    MTL0, CUDA0), a backend library it loaded (``load_backend: loaded Vulkan backend from ...``), a backend's
+    library it links (libvulkan, Metal.framework); ``cpu`` only when it listed its devices, none was a GPU's
+    and its libraries were read and name none; else ``unknown`` (never the host's guess)."""
+    for device in devices.parse_list_devices(list_devices_output):
+        if device.backend is not None:
+            return device.backend, f"--list-devices: {device.name} {device.description}"
+    for name in LOADED_BACKEND_RE.findall(list_devices_output):
+        if name in REGISTRY_NAMES:
+            return REGISTRY_NAMES[name], f"--list-devices: loaded the {name} backend library"
+    if libraries is not None:
+        for lib, name in LINKED_BACKENDS:
+            if lib in libraries:
+                return name, f"links {lib}"
+    listed = any(line.strip().startswith("Available devices") for line in list_devices_output.splitlines())
+    if listed and libraries is not None:
+        return "cpu", "--list-devices: no GPU device, and it links no GPU backend's library"
+    said = "its --list-devices printed no device list" if not listed else "its libraries could not be read"
+    return "unknown", f"not told: {said}"
+
+
+def backend_of(path: Path) -> tuple[str, str]:
+    """(the backend a llama-server was built for, where that came from): its engine.json in lbench's
+    cache, else what the binary itself reports (``reported_backend``); ``unknown`` when it cannot be told.
+    The host is never the answer: a CPU-only build on a Mac is cpu, a binary that says nothing is unknown."""
     stamp = provision.cached_stamp(path)
     if stamp and isinstance(stamp.get("backend"), str):
-        return str(stamp["backend"])
-    if platform.system() == "Darwin":
-        return "metal"
-    try:
-        text = subprocess.run(["ldd", str(path)], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return "cpu"
-    return next((b for lib, b in LINKED_BACKENDS if lib in text), "cpu")
+        return str(stamp["backend"]), "its engine.json in lbench's cache"
+    _, output = devices.list_devices(path)
+    return reported_backend(output, linked_libraries(path))
 
 
 def _probe_version(path: Path) -> tuple[str, int | None, str]:
@@ -100,7 +141,8 @@ def locate(explicit: str | None = None) -> Binary:
                            hint="fix the path, or drop it to use lbench's own build (lbench engine install)")
         provision.verify_cached(path)  # a binary in lbench's cache is the one its engine.json recorded
         version, build, commit = _probe_version(path)
-        return Binary(path.resolve(), source, version, build, commit, _sha256(path), backend_of(path))
+        backend, backend_from = backend_of(path)
+        return Binary(path.resolve(), source, version, build, commit, _sha256(path), backend, backend_from)
     raise EngineError(
         "no llama-server available",
         hint="run `lbench engine install` (builds the pinned llama.cpp once; see docs/builds.md), "

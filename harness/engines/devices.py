@@ -22,7 +22,9 @@ from pathlib import Path
 from harness.engines import backends
 from harness.errors import BadInput
 
-DEVICE_RE = re.compile(r"^\s*(?P<name>[A-Za-z][\w-]*\d+):\s+(?P<description>.*)\s+"
+# a device name ends in its index (Vulkan0, CUDA1, MTL0); older ggml named its one Metal device "Metal" (a real
+# M4 Max list: tests/fixtures/devices/list-devices-m4max-metal-kronk10.txt); BLAS (no index) is not one lbench uses
+DEVICE_RE = re.compile(r"^\s*(?P<name>[A-Za-z][\w-]*\d+|Metal):\s+(?P<description>.*)\s+"
                        r"\((?P<total>\d+) MiB, (?P<free>\d+) MiB free\)\s*$")
 # the device name's prefix -> the backend (ggml_backend_dev_name of each backend)
 PREFIXES = tuple((p, b.name) for b in backends.BACKENDS.values() for p in b.device_prefixes)
@@ -151,7 +153,7 @@ class DeviceChoice:
     @property
     def summary(self) -> str:
         if not self.devices:
-            return f"backend {self.backend}: no device (CPU)"
+            return f"backend {self.backend}: no device" + (" listed" if self.backend == "unknown" else " (CPU)")
         sel = f" ({self.select_var}={self.select_value})" if self.select_var else ""
         # llama-server splits the model over every device it sees (--device or *_VISIBLE_DEVICES narrow it)
         return f"backend {self.backend}: " + ", ".join(f"{d.name} {d.description}" for d in self.devices) + sel

@@ -33,10 +33,12 @@ from harness.engines.base import Completion, EngineDefaults, ServerDefaults, Set
 from harness.engines.prompts import IDLE_PROMPT
 from harness.engines.readiness import wait_until_ready
 from harness.engines.loopback import HOST, free_port
+from harness.engines.ollama_api import llama_cpp_facts, served_version
 from harness.engines.one_token import OneTokenClient
 from harness.errors import BadInput, EngineError
 
 if TYPE_CHECKING:
+    from harness.engines.base import RunningServer
     from harness.engines.router import RouterModel
 
 PROMPT = IDLE_PROMPT
@@ -263,6 +265,7 @@ class OpenAIEngine(EngineDefaults):
         return _Handle(self.base, client, [f"(external) {self.base}"])
 
 
+SERVED_LOG_LINES = 20000  # the served log's last lines read for the build line (one load writes a few hundred)
 OLLAMA_ENV = ("OLLAMA_KEEP_ALIVE", "OLLAMA_MAX_LOADED_MODELS", "OLLAMA_NUM_PARALLEL", "OLLAMA_MAX_QUEUE")
 
 
@@ -323,7 +326,18 @@ class OllamaEngine(EngineDefaults):
                                 "`ollama serve` with these settings, or drop them and set them on that server yourself")
 
     def facts(self) -> dict:
-        return {"engine": self.name, **find_ollama(self.base), "env": self.env}
+        found = find_ollama(self.base)
+        # which llama.cpp that Ollama runs, from the version it reports (ollama_api.pinned_llama_cpp; the
+        # build line of the llama-server it starts is added to each cell by served_facts)
+        return {"engine": self.name, **found, "env": self.env, "llama_cpp": llama_cpp_facts(found.get("version"))}
+
+    def served_facts(self, server: RunningServer) -> dict:
+        """Which llama.cpp the `ollama serve` lbench started ran, from its log: the version it logged, the tag
+        that release pins and the build line of the llama-server it started (``ollama_api.llama_cpp_facts``).
+        An Ollama lbench did not start gives lbench no log: nothing is recorded (the run's engine facts have
+        its /api/version and pin)."""
+        log = server.log_tail(SERVED_LOG_LINES)
+        return {"llama_cpp": llama_cpp_facts(served_version(log), log)} if log else {}
 
     def setting_notes(self, setting: Setting) -> list[str]:
         notes = []

@@ -110,12 +110,13 @@ class LlamaServerEngine(EngineDefaults):
                 "cannot_match": MATCH_GAPS if self.match else
                 ["no matching requested (--match llama-idle): threads, context, prompt and sampling differ"]}
 
-    @staticmethod
-    def metal_available() -> bool:
-        """An Apple Silicon Mac, also under Rosetta (probes/residency.py ``apple_silicon``)."""
+    def metal_available(self) -> bool:
+        """A Metal build (what the binary reports, engines/binary.py ``backend_of``: a CPU-only or unknown build
+        gets no -lv 4 start and no residency verdict) on an Apple Silicon Mac, also under Rosetta
+        (probes/residency.py ``apple_silicon``)."""
         from harness.probes import residency
 
-        return platform.system() == "Darwin" and residency.apple_silicon()
+        return self.binary.backend == "metal" and platform.system() == "Darwin" and residency.apple_silicon()
 
     def residency(self, setting: Setting) -> dict | None:
         """Whether Metal residency sets are in effect for this cell, decided in one place
@@ -130,8 +131,10 @@ class LlamaServerEngine(EngineDefaults):
     def setting_notes(self, setting: Setting) -> list[str]:
         notes = []
         if setting.keep_alive != "default" and not self.metal_available():
-            notes.append(f"keep-alive={setting.keep_alive} sets a Metal residency variable; "
-                         f"this host ({platform.system()} {platform.machine()}) has no Metal, so it has no effect")
+            why = (f"this build's backend is {self.binary.backend} ({self.binary.backend_from}), not Metal"
+                   if platform.system() == "Darwin" else
+                   f"this host ({platform.system()} {platform.machine()}) has no Metal")
+            notes.append(f"keep-alive={setting.keep_alive} sets a Metal residency variable; {why}, so it has no effect")
         state = self.residency(setting)
         if state is not None and state["note"]:
             notes.append(state["note"])

@@ -96,7 +96,6 @@ def fit(facts: dict, model_label: str) -> dict | None:
 
 
 DEVICE_LINE = re.compile(r"^\s+(\S+): (.+\(\d+ MiB, \d+ MiB free\))\s*$")  # common/arg.cpp: "  %s: %s (%zu MiB, %zu MiB free)"
-BACKENDS = {"MTL": "metal", "CUDA": "cuda", "Vulkan": "vulkan", "ROCm": "rocm", "SYCL": "sycl"}
 
 
 def parse_devices(text: str) -> list[str]:
@@ -115,17 +114,6 @@ def parse_devices(text: str) -> list[str]:
             elif line.strip() == "(none)":
                 out.append("(none)")
     return out
-
-
-def backend_of_devices(devices: list[str]) -> str:
-    """The GPU backend a device list shows, from the device names (Metal's are 'MTL0', never
-    'Metal': ggml-metal.cpp names them "MTL%d"); 'cpu' when only CPU/BLAS devices are listed."""
-    for device in devices:
-        name = device.split(":", 1)[0]
-        for prefix, backend in BACKENDS.items():
-            if name.startswith(prefix) and name[len(prefix):].isdigit():
-                return backend
-    return "cpu"
 
 
 def list_devices(binary: Path) -> list[str]:

@@ -23,7 +23,8 @@ import httpx
 
 from harness.engines.base import Setting
 from harness.engines.http_engines import OllamaEngine, check_loopback, ollama_timings
-from harness.engines.ollama_api import is_queue_full, is_unload, load_intervals, loaded_models, model_paths
+from harness.engines.ollama_api import (is_queue_full, is_unload, llama_cpp_facts, load_intervals, loaded_models,
+                                       model_paths)
 from harness.engines.loopback import free_port
 from harness.errors import EngineError
 
@@ -59,6 +60,20 @@ class OllamaParams(Params):
 def _client(p: OllamaParams) -> httpx.Client:
     url = check_loopback(p.url if p.url is not None else os.environ.get("LBENCH_OLLAMA_URL", DEFAULT_URL), "ollama url")
     return httpx.Client(base_url=url, timeout=300, trust_env=False)
+
+
+def _llama_cpp(http: httpx.Client, log_path: Path | None = None) -> dict:
+    """Which llama.cpp the Ollama under test runs, as figures (engines/ollama_api.py ``llama_cpp_facts``): the
+    version ``/api/version`` reports, the llama.cpp tag that release pins, and, where lbench started `ollama
+    serve` and so has its log, the commit of the llama-server it started."""
+    try:
+        version = http.get("/api/version").json().get("version")
+    except (httpx.HTTPError, ValueError, AttributeError):
+        version = None
+    log = log_path.read_text(errors="replace") if log_path is not None and log_path.exists() else None
+    facts = llama_cpp_facts(version if isinstance(version, str) else None, log)
+    return {"ollama_version": facts["ollama_version"], "llama_cpp_pinned": facts["pinned"],
+            "llama_cpp_commit": (facts.get("log_build") or {}).get("commit")}
 
 
 def _model(http: httpx.Client, p: OllamaParams) -> str:
@@ -103,6 +118,7 @@ def ollama_keep_alive(ctx: Context, p: OllamaParams) -> Evidence:
         _generate(http, model)
         unload = _generate(http, model, keep_alive=0)
         gone_now = model not in loaded_models(http.get("/api/ps").json())
+        ev.figures.update(_llama_cpp(http))
     ev.figures.update(model=model, keep_alive_s=keep, listed_after_request=listed, unloaded_after_s=gone_after,
                       zero_unloads=is_unload(unload) and gone_now)
     if gone_after is not None:
@@ -120,6 +136,7 @@ def ollama_reuse(ctx: Context, p: OllamaParams) -> Evidence:
         model = _model(http, p)
         _generate(http, model, keep_alive=0)
         first, second = _generate(http, model), _generate(http, model)
+        ev.figures.update(_llama_cpp(http))
     ev.figures.update(model=model, first_load_ms=ollama_timings(first).get("load_ms"),
                       second_load_ms=ollama_timings(second).get("load_ms"))
     if ev.figures["first_load_ms"] and ev.figures["second_load_ms"] is not None:
@@ -131,7 +148,7 @@ def ollama_reuse(ctx: Context, p: OllamaParams) -> Evidence:
 def ollama_queue(ctx: Context, p: OllamaParams) -> Evidence:
     """Start `ollama serve` with OLLAMA_MAX_QUEUE small and flood it: overflow must get 503."""
     results: list[tuple[int | None, str]] = []
-    with _ollama_serve(ctx, {"OLLAMA_MAX_QUEUE": str(p.max_queue), "OLLAMA_NUM_PARALLEL": "1"}) as (url, _):
+    with _ollama_serve(ctx, {"OLLAMA_MAX_QUEUE": str(p.max_queue), "OLLAMA_NUM_PARALLEL": "1"}) as (url, log_path):
         with _client(replace(p, url=url)) as http:
             model = _model(http, p)
 
@@ -144,9 +161,10 @@ def ollama_queue(ctx: Context, p: OllamaParams) -> Evidence:
                     results.append((None, str(exc)))
 
             _together([one] * int(p.flood), 300)
+            llama_cpp = _llama_cpp(http, log_path)
     full = [r for r in results if is_queue_full(*r)]
     return Evidence(figures={"sent": len(results), "queue_full_503": len(full),
-                             "ok": sum(1 for s, _ in results if s == 200)},
+                             "ok": sum(1 for s, _ in results if s == 200), **llama_cpp},
                     lines=[f"{s}: {b[:160]}" for s, b in results][:10])
 
 
@@ -224,6 +242,7 @@ def ollama_one_load(ctx: Context, p: OneLoadParams) -> Evidence:
                 for m in models:
                     _unload(http, m)
                 _together([partial(_generate, http, m) for m in models], 300)
+            ev.figures.update(_llama_cpp(http, log_path))
         text = log_path.read_text(errors="replace")
     intervals = load_intervals(text)
     ev.figures.update(overlap_figures(intervals), models=", ".join(models), loads_wanted=2 * p.rounds)
@@ -237,7 +256,7 @@ def ollama_eviction(ctx: Context, p: EvictionParams) -> Evidence:
     Round 1: two idle residents, loaded so that the oldest is not the first by model path; the
     third model's request evicts one.  Round 2: the oldest is busy with a long generation."""
     ev = Evidence()
-    with _ollama_serve(ctx, {"OLLAMA_MAX_LOADED_MODELS": "2", "OLLAMA_NUM_PARALLEL": "1"}) as (url, _):
+    with _ollama_serve(ctx, {"OLLAMA_MAX_LOADED_MODELS": "2", "OLLAMA_NUM_PARALLEL": "1"}) as (url, log_path):
         with httpx.Client(base_url=url, timeout=600, trust_env=False) as http:
             models = _smallest(http, 3, p.models)
             paths = model_paths({m: http.post("/api/show", json={"model": m}).json() for m in models})
@@ -267,6 +286,7 @@ def ollama_eviction(ctx: Context, p: EvictionParams) -> Evidence:
                         raise Inconclusive(f"{a}'s long generation ended before {third} was loaded; "
                                                "raise busy_predict")
                 rounds.append(eviction_figures(before, after, [a, b], paths, busy))
+            ev.figures.update(_llama_cpp(http, log_path))
     idle_round, busy_round = rounds
     ev.figures.update({f"idle_{k}": v for k, v in idle_round.items()})
     ev.figures.update({f"busy_{k}": v for k, v in busy_round.items()})

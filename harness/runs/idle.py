@@ -414,6 +414,8 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
                     run_floor_block(server, sorted(set(spec.pauses_s)), spec.reps, emit)
                 if client is not None:  # the server closed the idle connection: reopened before the clock
                     cell.reconnects = client.connection.reconnects
+                # what the log says only once a model has loaded (Ollama: the llama-server build it runs)
+                cell.startup.update(prep.engine.served_facts(server))
             cell.sweep_wall_s = totals.wall_s
             denominator = totals.sum_pause_requested_s + totals.sum_server_ms / 1000.0
             cell.efficiency = totals.wall_s / denominator if denominator > 0 else None

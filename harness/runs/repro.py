@@ -12,7 +12,6 @@ from harness import shell
 
 import json
 import os
-import subprocess
 import time
 import traceback
 from collections.abc import Callable
@@ -28,27 +27,11 @@ from harness.models.gguf_info import file_sha256
 from harness.repro.claims import (ERROR, NOT_CHECKABLE, SETUP_FAILED, ClaimSpec, evaluate, gate_cause, judge_repeats,
                                   summarize_repeats)
 from harness.repro.registry import SCENARIOS, Context, Inconclusive
-from harness.probes.engine_log import backend_of_devices, parse_devices
 from harness.runs.idle import QuietReporter, Reporter
 from harness.runs.session import RunSession
 from harness.store import Run, RunWriter
 from harness.repro.claims import judge
 from harness.repro.recipe import write_recipe, write_recipes
-
-
-def engine_backend(binary: Binary) -> str:
-    """The backend the binary was built with: lbench's stamp, else what it lists."""
-    plan = provision.plan_build()
-    stamp = provision.read_stamp(plan)
-    if stamp and binary.path == plan.binary("llama-server").resolve():
-        return stamp["backend"]
-    try:
-        out = subprocess.run([str(binary.path), "--list-devices"], capture_output=True, text=True, errors="replace", timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return "cpu"
-    # device names, not the word "Metal" (never printed: Metal devices are MTL0, ...): a CPU build on a
-    # Mac lists only "BLAS: Accelerate" and is cpu, not metal
-    return backend_of_devices(parse_devices(out.stdout))
 
 
 def engine_source(binary: Binary) -> str:
@@ -96,7 +79,7 @@ def _recipes_with_checks(ctx: Context, rep_dir: Path, spec: ClaimSpec, figures: 
 
 def execute_repro(claims: list[ClaimSpec], binary: Binary, *, results: str | None = None,
                   reporter: Reporter = QuietReporter()) -> Run:
-    backend = engine_backend(binary)
+    backend = binary.backend  # what the binary reports (engines/binary.py backend_of), never the host
     session = RunSession(paths.results_dir(results), "repro", {
         "config": {"claims": [c.id for c in claims]},
         "engine": {"engine": "llama-server", "backend": backend, **binary.as_dict(),

@@ -120,3 +120,15 @@ def test_known_server_flags_and_a_trained_context_pass(engine_env, engine_binary
     server_flags.check_run(engine_binary, 2048, ["--threads", "1", "-lv", "4", "--cpu-range", "0-0", "-t", "-1"],
                            [("tiny-q8", 2048)])
     server_flags.check_run(engine_binary, 512, ["-c", "0"], [("tiny-q8", 2048)])  # 0: the model's own
+
+
+def test_the_bundled_ollama_grid_without_ollama(lbench_env):
+    """`lbench idle --spec ollama-keep-alive` (the grid straddling 180 s and 300 s) loads and, with no Ollama
+    answering and none on PATH (none is installed on this machine), stops before a run directory: exit 2, the fix."""
+    if shutil.which("ollama"):
+        pytest.skip("an `ollama` is on PATH: lbench would start it (this check needs a machine without Ollama)")
+    r = run_cli("idle", "--spec", "ollama-keep-alive", "--ollama-url", f"http://127.0.0.1:{_closed_port()}",
+                "--no-report", env=lbench_env)
+    assert r.returncode == 2, r.stderr
+    assert "no Ollama answers at" in r.stderr and "not on PATH" in r.stderr and "start Ollama" in r.stderr
+    assert "Traceback" not in r.stderr and _nothing_written(lbench_env)

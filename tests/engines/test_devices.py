@@ -66,3 +66,12 @@ def test_backend_of_device_names():
     assert devices.backend_of_name("Vulkan1") == "vulkan"
     assert devices.backend_of_name("ROCm0") == "hip"
     assert devices.backend_of_name("CPU") is None
+
+
+def test_older_ggml_names_its_metal_device_metal():
+    """`llama-bench --list-devices` on an M4 Max as ardanlabs/kronk#10 quotes it (2025-11-23): that ggml's
+    Metal device was "Metal" (newer ones "MTL0"); BLAS, beside it, has no index and is no device lbench uses."""
+    text = (FIXTURES.parent / "devices" / "list-devices-m4max-metal-kronk10.txt").read_text()
+    (dev,) = devices.parse_list_devices(text)
+    assert dev.as_dict() == {"name": "Metal", "description": "Apple M4 Max", "total_mib": 98304, "free_mib": 98303,
+                             "backend": "metal"}

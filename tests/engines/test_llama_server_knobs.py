@@ -188,3 +188,27 @@ def test_the_mac_ci_design_uses_only_what_ggml_honours_there():
     mac = build_spec(Path("ci-gate-mac"))
     assert all(carried_over(s) for s in mac.settings()) and mac.client_cpus is None
     assert (mac.threads, mac.poll, mac.pauses_s, mac.reps) == ([1], [None], linux.pauses_s, linux.reps)
+
+
+def test_metal_facts_follow_the_binarys_backend_not_the_host(tmp_path, monkeypatch):
+    """docs/mac.md finding 6: on an Apple Silicon Mac a CPU-only (or unknown) build gets no -lv 4 facts start and
+    no residency verdict; its keep-alive note names the build's backend, not the host.  The host is pretended
+    (no Mac here); the residency decision itself is tests/probes/test_residency.py's."""
+    import platform
+
+    from harness.probes import residency
+
+    monkeypatch.setattr(platform, "system", lambda: "Darwin")
+    monkeypatch.setattr(residency, "apple_silicon", lambda *a: True)
+    monkeypatch.setattr(residency, "decide_for", lambda binary, setting: {"note": None, "setting": setting})
+    path = tmp_path / "llama-server"
+    cpu = LlamaServerEngine(Binary(path, "test", "b1", 1, "abc", "0" * 64, "cpu",
+                                   "--list-devices: no GPU device, and it links no GPU backend's library"))
+    assert not cpu.metal_available() and cpu.residency(Setting("none")) is None
+    assert cpu.startup_facts_log(path, Setting(), tmp_path / "x.log") is None  # no -lv 4 start is made
+    (note,) = [n for n in cpu.setting_notes(Setting("none")) if "keep-alive" in n]
+    assert "this build's backend is cpu (--list-devices: no GPU device" in note and "no effect" in note
+    unknown = LlamaServerEngine(Binary(path, "test", "b1", 1, "abc", "0" * 64, "unknown", "not told"))
+    assert not unknown.metal_available()
+    metal = LlamaServerEngine(Binary(path, "test", "b1", 1, "abc", "0" * 64, "metal", "links Metal.framework"))
+    assert metal.metal_available() and metal.residency(Setting("none")) == {"note": None, "setting": "none"}

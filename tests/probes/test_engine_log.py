@@ -1,6 +1,6 @@
 import pytest
 
-from harness.probes.engine_log import backend_of_devices, fit, parse_devices, parse_startup, stamp_s
+from harness.probes.engine_log import fit, parse_devices, parse_startup, stamp_s
 
 CPU_LOG = """0.00.003.208 I srv    load_model: loading model '/m.gguf'
 0.00.005.921 I cmn          init: llama threadpool init, n_threads = 2
@@ -42,9 +42,11 @@ TENSOR_WARNING = "ggml_metal_device_init: the tensor API is not supported in thi
 def test_devices_metal_and_cpu_on_a_mac():
     devices = parse_devices(M1_MAX_DEVICES)
     assert devices == ["BLAS: Accelerate (0 MiB, 0 MiB free)", "MTL0: Apple M1 Max (25559 MiB, 25558 MiB free)"]
-    assert backend_of_devices(devices) == "metal"  # the name is MTL0: "Metal" is never printed
+    from harness.engines.binary import reported_backend  # what names a binary's backend (engines/binary.py)
+
+    assert reported_backend(M1_MAX_DEVICES, None)[0] == "metal"  # the name is MTL0
     cpu_build = M1_MAX_DEVICES.replace("  MTL0: Apple M1 Max (25559 MiB, 25558 MiB free)\n", "")
-    assert backend_of_devices(parse_devices(cpu_build)) == "cpu"  # a CPU build on a Mac is not metal
+    assert reported_backend(cpu_build, None)[0] != "metal"  # a CPU build on a Mac is not metal
 
 
 def test_a_warning_after_the_list_is_not_a_device():
@@ -78,3 +80,24 @@ def test_a_model_split_by_fit_is_a_warning_naming_the_share():
                               "of 33 layers on the GPU (61%) and 13 on the CPU, so this cell measures a CPU/GPU "
                               "split (a smaller model or quantization fits)")
     assert fit({}, "m") is None and fit({"offloaded_layers": "0/0"}, "m") is None  # the log did not say
+
+
+def test_a_real_partial_fit_offload_is_a_warning():
+    """llama.cpp's --fit moving layers off the GPU, in a real log: the llama-server an Ollama started on a 6 GB
+    RTX 2060 (2026-06-28; tests/fixtures/ollama/README.md names the source): "cannot meet free memory target",
+    then 15 of 33 layers on the GPU.  CUDA, not Metal: no published partial offload on a Mac was found, so the
+    Metal working-set figure comes from the Metal device lines below, another machine's."""
+    from pathlib import Path
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    log = (fixtures / "ollama" / "llama_server_under_ollama_2026-06-28.log").read_text()
+    assert "common_params_fit_impl: cannot meet free memory target of 1024 MiB" in log
+    facts = parse_startup(log)
+    assert facts["offloaded_layers"] == "15/33" and "recommended_max_working_set_mb" not in facts
+    out = fit(facts, "hermes3-8b-q4_0")
+    assert out is not None and out["gpu_share"] == round(15 / 33, 4)
+    assert out["warning"].startswith("hermes3-8b-q4_0 does not fit this device: llama-server put 15 of 33 layers "
+                                     "on the GPU (45%) and 18 on the CPU")
+    # an M4 Max's Metal device lines (`--list-devices`, ardanlabs/kronk#10): the working set the warning names
+    metal = parse_startup((fixtures / "devices" / "list-devices-m4max-metal-kronk10.txt").read_text())
+    assert metal["recommended_max_working_set_mb"] == 103079.22 and metal["use_residency_sets"] is True

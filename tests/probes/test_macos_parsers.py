@@ -1,5 +1,6 @@
 """macOS parsers on the verbatim captures in tests/fixtures/macos/ (and variants)."""
 
+import re
 from pathlib import Path
 
 from harness.probes import macos
@@ -9,6 +10,11 @@ FIX = Path(__file__).resolve().parents[1] / "fixtures" / "macos"
 
 def fixture(name: str) -> str:
     return (FIX / name).read_text()
+
+
+def without_remarks(text: str) -> str:
+    """A capture as its author quoted it, less the ``  # ...`` remarks the author wrote after the output."""
+    return "\n".join(re.sub(r"\s+#.*$", "", line) for line in text.splitlines()) + "\n"
 
 
 def test_vm_stat_page_size_from_header_and_wired_bytes():
@@ -33,10 +39,12 @@ def test_vm_stat_variants():
 
 
 def test_sysctl_with_command_echoes_and_unknown_oid():
-    # one machine's lines (hw.model Mac14,12, an M2 Pro Mac mini; shared/reference/mac-audit-2.md N10): the
-    # `sysctl -n machdep.cpu.brand_string` line "Apple M3 Pro" the file once ended with came from another
-    # machine and was removed
-    s = macos.parse_sysctl(fixture("sysctl_hw.txt"))
+    # one machine's commands and output, verbatim: a public validation log ("Run on 2026-09-05, macOS 26.5.1
+    # (25F80), Mac14,12 M2 Pro Mac mini, 32 GiB"), found by exact-text search in the code index, which does not
+    # return its repository (index file 66485229638); its author's "# 0 means ..." remark is dropped before
+    # parsing.  It replaces sysctl_hw.txt, which joined these lines with another machine's brand string
+    # (shared/reference/mac-audit-2.md N10)
+    s = macos.parse_sysctl(without_remarks(fixture("sysctl_hw_m2pro_26.5.1.txt")))
     assert s == {"hw.model": "Mac14,12", "hw.memsize": "34359738368", "iogpu.wired_limit_mb": "0"}
     # the performance-core split as shared/reference/platform-probes.md quotes it, and the brand string of
     # GitHub's hosted Apple Silicon runners (audit row 12: many hosted-runner logs)
@@ -119,6 +127,18 @@ def test_virtual_flag_on_every_verdict_and_metal_claims_not_checkable():
     assert macos.paravirtual_reason({**facts, "virtual": False}) is None and macos.paravirtual_reason(None) is None
 
 
+def test_iogpu_wired_limit_raised_and_dynamic_low_water_mark_from_a_real_status_check():
+    # `iogpu.wired_limit_mb` and `iogpu.dynamic_lwm` as a public German-language ds4 setup guide quotes its
+    # "lokale Statusprüfung vom 07.08.2026" (a local status check; found by exact-text search in the code index,
+    # which does not return its repository: index file 69772047566), verbatim.  No real output of
+    # iogpu.wired_lwm_mb or iogpu.disable_wired_collector was found (docs/mac.md says so)
+    s = macos.parse_sysctl(fixture("sysctl_iogpu_wired_limit_118000.txt"))
+    assert s == {"iogpu.wired_limit_mb": "118000", "iogpu.dynamic_lwm": "1"}
+    facts = macos.macos_facts(s, {}, {})
+    assert (facts["iogpu_wired_limit_mb"], facts["iogpu_dynamic_lwm"]) == (118000, 1)
+    assert facts["iogpu_wired_lwm_mb"] is None and facts["iogpu_disable_wired_collector"] is None  # not read
+
+
 def test_iogpu_low_water_marks_and_collector_recorded_when_the_oids_exist():
     # decision inputs, not a capture: the values wake-2026-12.md section 4 quotes for a Mac mini M1 8 GB
     # (wired_limit_mb 0, wired_lwm_mb 0, dynamic_lwm 1; quoted reformatted, so not a sysctl fixture)
@@ -129,9 +149,21 @@ def test_iogpu_low_water_marks_and_collector_recorded_when_the_oids_exist():
     assert {"iogpu.wired_lwm_mb", "iogpu.dynamic_lwm", "iogpu.disable_wired_collector"} <= set(macos.SYSCTL_KEYS)
 
 
+def test_thermal_pressure_level_from_a_real_notifyutil_capture():
+    # `notifyutil -g com.apple.system.thermalpressurelevel`, "measured 2026-09-16, macOS on this box", as a public
+    # Python module's docstring quotes it (found by exact-text search in the code index, which does not return its
+    # repository: index file 68949911815), verbatim less its author's "# ..." remarks: the key and its state
+    text = without_remarks(fixture("notifyutil_thermalpressurelevel.txt"))
+    assert macos.parse_notifyutil_level(text) == 0
+    # the same capture's second command: notifyutil answers 0, exit 0, for a key that does not exist, so a level
+    # of 0 cannot tell "nominal" from "no such key" (docs/mac.md); a reading for another key is not this key's
+    assert macos.parse_notifyutil_level(text, "com.apple.system.this.key.does.not.exist") == 0
+    other = [line for line in text.splitlines() if "this.key" in line]
+    assert macos.parse_notifyutil_level("\n".join(other)) is None
+
+
 def test_thermal_pressure_without_a_level_is_not_a_reading():
-    # no published `notifyutil -g com.apple.system.thermalpressurelevel` output was found to quote (docs/mac.md
-    # says so): only what is not a level is tested; the level names follow the notification's documented values
+    # only what is not a level; the level names follow the notification's documented values
     assert macos.parse_notifyutil_level("") is None
     assert macos.parse_notifyutil_level("notifyutil: unknown option\n") is None
     assert macos.THERMAL_PRESSURE_LEVELS[0] == "nominal"

@@ -22,6 +22,16 @@ def test_build_version_from_real_otool_output():
     assert parse_build_version("") == {}
 
 
+def test_build_version_of_a_macos_binary_linked_against_sdk_15():
+    # `otool -l lute` on a macOS command-line binary, quoted in luau-lang/lute PR #1019
+    # (https://github.com/luau-lang/lute/pull/1019, 2026-04-19): newer otool prints the platform as a number
+    # (1 = macOS) and the SDK that decides whether residency sets are compiled in (>= 15)
+    text = (FIX / "otool_l_build_version_lute_macos.txt").read_text()
+    build = parse_build_version(text)
+    assert build == {"platform": "1", "minos": "15.0", "sdk": "15.5"}
+    assert decide("default", macos="15.6", sdk=build["sdk"], arch="arm64").in_effect is True
+
+
 def test_sets_in_effect_only_with_sdk_15_macos_15_and_arm64():
     d = decide("default", macos="15.6", sdk="15.2", arch="arm64")
     assert d.in_effect is True and d.keep_alive_s == 180 and d.applies is True and note(d) is None

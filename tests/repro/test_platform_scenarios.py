@@ -32,6 +32,10 @@ def test_reuse_scenario_drives_the_api(tmp_path):
         bodies = standin.requests
     assert [b.get("keep_alive") for b in bodies] == [0, None, None]  # unload first, then two requests
     assert ev.figures["first_load_ms"] == 250.0 and ev.figures["second_load_ms"] == 0.0
+    # which llama.cpp that Ollama runs: the stand-in's version is no release, so no tag is claimed; an Ollama
+    # lbench did not start gives no log, so no commit either
+    assert (ev.figures["ollama_version"], ev.figures["llama_cpp_pinned"], ev.figures["llama_cpp_commit"]) == (
+        "0.0.0-standin", None, None)
     spec = next(c for c in load_claims() if c.id == "ollama-reuse-loaded")
     assert judge(spec, ev.figures)[0] == HOLDS
 
