@@ -77,6 +77,7 @@ def test_specs_take_unsafe_env_with_the_same_rules_as_unsafe_args():
     with pytest.raises(BadInput, match="both --unsafe-server-env and --omp-wait-policy"):
         IdleSpec(models=["tiny-q8"], unsafe_server_env=["OMP_WAIT_POLICY=active"]).validate()
     with pytest.raises(BadInput, match="both --unsafe-server-env and --env-axis"):
-        SwapSpec(models=["tiny-q8", "tiny-q4"], env=["MY_TAG=2"], unsafe_server_env=["MY_TAG=1"]).validate()
+        SwapSpec(models=["tiny-q8", "tiny-q4"], env=["GGML_VK_KEEPALIVE_MS=2"],
+                 unsafe_server_env=["GGML_VK_KEEPALIVE_MS=1"]).validate()
     with pytest.raises(BadInput, match="cannot take --unsafe-server-env"):  # lbench does not set its environment
         IdleSpec(models=["m"], engines=["openai"], unsafe_server_env=["MY_TAG=1"]).validate()

@@ -95,8 +95,8 @@ def test_a_run_records_and_warns_and_its_rerun_script_says_so(engine_env, tmp_pa
                 "--no-report", "--unsafe-server-env", f"LD_PRELOAD={PRELOAD}", "--unsafe-server-env", f"{TAG}=1",
                 env=engine_env)
     assert r.returncode == 0, r.stdout + r.stderr
-    text = " ".join(r.stdout.split())
-    assert "warning: passed knowingly past lbench's server allow-list" in text, r.stdout
+    text = " ".join(r.stderr.split())  # said as the run starts, with the run's other messages
+    assert "warning: passed knowingly past lbench's server allow-list" in text, r.stderr
     assert f"LD_PRELOAD={PRELOAD} (loads code into the server)" in text
     (run_dir,) = [d for d in Path(engine_env["LBENCH_RESULTS_DIR"]).iterdir() if d.is_dir()]
     manifest = json.loads((run_dir / "manifest.json").read_text())
