@@ -109,14 +109,20 @@ def _unsafe_lines(config: Any) -> list[str]:
         lines.append(shell.comment(f"WARNING: {UNSAFE_NOTE} (--unsafe-server-arg), in the server's command below: "
                                    + shell.join(args)))
     if env:
-        lines.append(shell.comment(f"WARNING: {UNSAFE_NOTE} (--unsafe-server-env), exported below: "
-                                   + ", ".join(env)))
+        lines.append(shell.comment(f"WARNING: {UNSAFE_NOTE} (--unsafe-server-env), set for the server only, in "
+                                   "its command below: " + ", ".join(env)))
     return lines
 
 
-def _exports(env: dict, unsafe: Any = ()) -> list[str]:
-    return [shell.export(str(k), v) + (f"  # --unsafe-server-env: {UNSAFE_NOTE}" if k in unsafe else "")
-            for k, v in (env or {}).items() if _ENV_NAME.match(str(k))]
+def _server_env(config: Any) -> str:
+    """``env NAME=VALUE ... `` before the server's command: the ``--unsafe-server-env`` variables reach the
+    server as they did in the run, and not curl or awk (a preloaded library would load into them too)."""
+    words = [shell.quote(f"{k}={v}") for k, v in _unsafe_env(config).items()]
+    return "env " + " ".join(words) + " " if words else ""
+
+
+def _exports(env: dict, leave_out: Any = ()) -> list[str]:
+    return [shell.export(str(k), v) for k, v in (env or {}).items() if _ENV_NAME.match(str(k)) and k not in leave_out]
 
 
 def _header(run_id: str, what: str, engine: dict) -> list[str]:
@@ -186,7 +192,8 @@ def idle_script(run_id: str, record: RunRecord, cell: Cell, samples: pd.DataFram
     lines += ["# the environment lbench set for this cell"] + (_exports(cell.get("env_overrides"),
                                                                         _unsafe_env(record.config)) or ["# (none)"])
     lines += ["# the server, as lbench started it"]
-    lines += [_server_words(cell.get("argv") or [], engine.get("path"), {"-m": '"$MODEL"'}) + " " + _START[0]] + _START[1:]
+    lines += [_server_env(record.config) + _server_words(cell.get("argv") or [], engine.get("path"), {"-m": '"$MODEL"'})
+              + " " + _START[0]] + _START[1:]
     lines += ["# the request lbench timed (one token, prompt cached); curl opens a new loopback connection per",
               "# request where lbench keeps one open, so expect its times a little (~0.1-1 ms) higher",
               shell.line("printf '%s' {} > request.json", body),
@@ -261,9 +268,9 @@ def swap_script(run_id: str, record: RunRecord, requests: pd.DataFrame, findings
     storm_env = (item.partition("=") for item in _texts(config.get("env")))  # the storm's env axis value
     lines += [f"unset {shell.env_name(name)}" if value.strip().lower() == "unset" else shell.export(name, value)
               for name, sep, value in storm_env if sep and _ENV_NAME.match(name)]
-    lines += _exports(_unsafe_env(config), _unsafe_env(config))
     lines += ["# the router, as lbench started it"]
-    lines += [_server_words(router.get("argv") or [], engine.get("path"), {}) + " " + _START[0]] + _START[1:]
+    lines += [_server_env(config) + _server_words(router.get("argv") or [], engine.get("path"), {}) + " " + _START[0]] \
+        + _START[1:]
     order = [str(m) for m in (requests.sort_values("index")["model"] if "index" in requests else requests["model"])]
     n_predict = int(config.get("n_predict") or 1)
     names = list(dict.fromkeys(order))
