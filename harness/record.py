@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -28,7 +29,7 @@ from typing import Any
 
 from harness import typed_toml
 from harness.errors import BadInput
-from harness.probes.run_process import gone
+from harness.probes.run_process import gone, written_before_boot
 from harness.untrusted import read_json
 
 SCHEMA_VERSION = 3  # 2: host.fingerprint (the machine, for history across machines); 3: process (pid, start,
@@ -309,10 +310,18 @@ class RunRecord:
     sections: Mapping[str, Any] = field(default_factory=dict)
     process: Mapping[str, Any] = field(default_factory=dict)  # pid, start, host, boot it ran in (schema 3)
     abandoned: str | None = None  # why a 'running' run is known dead (status is then "abandoned")
+    # why a 'running' run can be told neither alive nor dead (a manifest that records no process), else None
+    unverifiable: str | None = None
 
     @property
     def complete(self) -> bool:
         return self.status == "complete"
+
+    @property
+    def status_shown(self) -> str:
+        """The status as listings and reports show it: ``running (unverifiable: written by an older lbench)``
+        for a running run that cannot be judged, else the status."""
+        return f"running (unverifiable: {self.unverifiable})" if self.unverifiable else self.status
 
     @property
     def unfinished(self) -> bool:
@@ -380,9 +389,33 @@ def _time(text: str | None) -> datetime | None:
         return None
 
 
-def _read_v1(data: dict, where: str) -> RunRecord:
+def _manifest_mtime(manifest: Path | None) -> float | None:
+    if manifest is None:
+        return None
+    try:
+        return os.stat(manifest, follow_symlinks=False).st_mtime
+    except OSError:
+        return None
+
+
+def _judge_running(process: Mapping[str, Any], version: int, host: Host,
+                   manifest: Path | None) -> tuple[str | None, str | None]:
+    """(why a 'running' run is known dead, why it cannot be judged): by its recorded process (schema 3);
+    for a manifest without one (versions 1 and 2), dead only when it was written on this host before
+    this machine last booted, else unverifiable."""
+    if process:
+        return gone(process), None
+    dead = written_before_boot(host.hostname, _manifest_mtime(manifest))
+    if dead is not None:
+        return dead, None
+    return None, ("written by an older lbench" if version < 3 else "its manifest records no process")
+
+
+def _read_v1(data: dict, where: str, manifest: Path | None = None) -> RunRecord:
     """Versions 1 to 3 share a layout; version 1 has no host.fingerprint (computed from the facts),
-    versions 1 and 2 no ``process`` (a run of theirs killed mid-way stays ``running``)."""
+    versions 1 and 2 no ``process``: a run of theirs still ``running`` is ``abandoned`` when its manifest
+    (``manifest``, when the reader has the file) was written here before this machine booted, else
+    ``running``, unverifiable."""
     f = _Fields(data, where, "manifest")
     kind = f.text("kind")
     if not kind:
@@ -397,26 +430,30 @@ def _read_v1(data: dict, where: str) -> RunRecord:
                        hint="the run is damaged; run it again")
     argv = data.get("argv")
     process = f.mapping("process")
-    abandoned = gone(process) if status == "running" and process else None
+    version = f.integer("schema_version", 1) or 1
+    host = Host.parse(f.mapping("host"), where)
+    abandoned, unverifiable = _judge_running(process, version, host, manifest) if status == "running" else (None, None)
     sections = {k: v for k, v in data.items() if k not in CORE_KEYS}
     return RunRecord(
-        schema_version=f.integer("schema_version", 1) or 1, run_id=f.text("run_id") or Path(where).parent.name,
+        schema_version=version, run_id=f.text("run_id") or Path(where).parent.name,
         kind=kind, status=ABANDONED if abandoned else status, lbench_version=f.text("lbench_version"), command=f.text("command"),
         argv=f.texts("argv") if argv is not None else (), started_at=f.text("started_at"), ended_at=f.text("ended_at"),
         n_samples=f.integer("n_samples", 0) or 0, rows=MappingProxyType(dict(rows)), error=f.text("error"),
-        config=MappingProxyType(dict(f.mapping("config"))), host=Host.parse(f.mapping("host"), where),
+        config=MappingProxyType(dict(f.mapping("config"))), host=host,
         engine=EngineInfo.parse(f.mapping("engine"), where),
         models=tuple(ModelEntry.parse(m, where, i) for i, m in enumerate(f.mappings("models"))),
         cells=tuple(Cell.parse(c, where, i) for i, c in enumerate(f.mappings("cells"))),
         quality=Quality.parse(f.mapping("quality"), where), sections=MappingProxyType(sections),
-        process=MappingProxyType(dict(process)), abandoned=abandoned)
+        process=MappingProxyType(dict(process)), abandoned=abandoned, unverifiable=unverifiable)
 
 
-READERS: dict[int, Callable[[dict, str], RunRecord]] = {1: _read_v1, 2: _read_v1, 3: _read_v1}
+READERS: dict[int, Callable[[dict, str, Path | None], RunRecord]] = {1: _read_v1, 2: _read_v1, 3: _read_v1}
 
 
-def parse_record(data: object, where: str) -> RunRecord:
-    """A ``RunRecord`` from a manifest's JSON value, or ``BadInput`` saying what is wrong with it."""
+def parse_record(data: object, where: str, manifest: Path | None = None) -> RunRecord:
+    """A ``RunRecord`` from a manifest's JSON value, or ``BadInput`` saying what is wrong with it.
+    ``manifest``: the file it was read from, when there is one (an older manifest's time can prove
+    its run over, see ``_judge_running``)."""
     if not isinstance(data, dict) or not data:
         raise BadInput("the run's manifest is empty or not a JSON object", where=where,
                        hint="the run is damaged; run it again")
@@ -428,13 +465,13 @@ def parse_record(data: object, where: str) -> RunRecord:
     if reader is None:
         raise BadInput(f"the run's manifest has schema_version {version}; this lbench reads up to "
                        f"{max(READERS)}", where=where, hint="use the lbench version that wrote it")
-    return reader(data, where)
+    return reader(data, where, manifest)
 
 
 def read_record(manifest_path: Path) -> RunRecord:
     """The record of ``manifest.json`` at ``manifest_path`` (read as untrusted input)."""
 
-    return parse_record(read_json(manifest_path, what="run's manifest"), str(manifest_path))
+    return parse_record(read_json(manifest_path, what="run's manifest"), str(manifest_path), manifest_path)
 
 
 # ---- what can be compared ---------------------------------------------------------------------

@@ -229,8 +229,10 @@ class IdleSpec:
     sleep_idle_seconds: list[int | None] = field(default_factory=lambda: [None])
     ctx_size: int = 2048  # lowered to the model's trained context when smaller, unless given (ctx_size_given)
     server_args: list[str] = field(default_factory=list)
-    # passed knowingly on the command line (--unsafe-server-arg), never from a spec file (engines/server_policy.py)
+    # passed knowingly on the command line (--unsafe-server-arg, --unsafe-server-env NAME=VALUE), never from a
+    # spec file (engines/server_policy.py)
     unsafe_server_args: list[str] = field(default_factory=list)
+    unsafe_server_env: list[str] = field(default_factory=list)
     shuffle: bool = True  # shuffle pause order per repetition (off only for calibration blocks)
     cache_state: list[str] = field(default_factory=lambda: ["as-is"])
     engines: list[str] = field(default_factory=lambda: ["llama-server"])
@@ -315,6 +317,8 @@ class IdleSpec:
             raise BadInput(f"client nice must be -20..19, got {self.client_nice}", where=f"{where}: --client-nice")
         check_idle_engines(self.engines, self.cache_state, f"{where}: --engine")
         self.check_knob_axes(where)
+        check_unsafe_env(self.unsafe_server_env, [n for n, _ in knob_axes.env_axes(self.env_axis)],
+                         self.server_engine, where)
         check_device_sampling(self, where)
         self.check_size(where)
         if self.match is not None:  # the match mode names the cross-check engine whose work the server does
@@ -379,7 +383,23 @@ class IdleSpec:
         return asdict(self)
 
 
-COMMAND_LINE_ONLY = frozenset({"unsafe_server_args"})  # what a spec file (untrusted) may never set
+COMMAND_LINE_ONLY = frozenset({"unsafe_server_args", "unsafe_server_env"})  # what a spec file (untrusted) may never set
+
+
+def check_unsafe_env(items: list[str], axis_names: list[str], engine: str, where: str) -> None:
+    """``--unsafe-server-env NAME=VALUE``: its form and the loopback rule (engines/server_policy.py), a
+    name no other option of the run sets, and an engine whose environment lbench sets."""
+    names = server_policy.parse_unsafe_env(items)
+    if not names:
+        return
+    clash = next((n for n in names if n in axis_names or n in knob_axes.OWNED_ENV), None)
+    if clash is not None:
+        other = knob_axes.OWNED_ENV.get(clash, "--env-axis (or the swap spec's env)")
+        raise BadInput(f"{clash} is set by both --unsafe-server-env and {other}", where=f"{where}: --unsafe-server-env",
+                       hint="give it once")
+    registry.require(engine, "knob_axes", f"{where}: --engine", why="take --unsafe-server-env (lbench does not set "
+                     "its environment)", hint="drop --unsafe-server-env, or use --engine "
+                     + " / ".join(registry.names("knob_axes")))
 
 
 def _spec_table(path: Path, section: str, spec_class: type, example_hint: str) -> dict:
@@ -396,8 +416,9 @@ def _spec_table(path: Path, section: str, spec_class: type, example_hint: str) -
     known = {f.name for f in fields(spec_class)} - COMMAND_LINE_ONLY
     if COMMAND_LINE_ONLY & set(table):
         raise BadInput(f"{', '.join(sorted(COMMAND_LINE_ONLY & set(table)))} is never read from a spec file",
-                       where=where, hint="a server argument lbench refuses is passed knowingly on the command line: "
-                                         "--unsafe-server-arg ARG (recorded in the manifest)")
+                       where=where, hint="a server argument or variable lbench refuses is passed knowingly on the "
+                                         "command line: --unsafe-server-arg ARG, --unsafe-server-env NAME=VALUE "
+                                         "(recorded in the manifest)")
     unknown = sorted(set(table) - known)
     if unknown:
         raise BadInput(f"unknown keys in {section} spec: {', '.join(unknown)}", where=where,
@@ -494,8 +515,10 @@ class SwapSpec:
     ctx_size: int = 512
     parallel: int = 1
     server_args: list[str] = field(default_factory=list)
-    # passed knowingly on the command line (--unsafe-server-arg), never from a spec file (engines/server_policy.py)
+    # passed knowingly on the command line (--unsafe-server-arg, --unsafe-server-env NAME=VALUE), never from a
+    # spec file (engines/server_policy.py)
     unsafe_server_args: list[str] = field(default_factory=list)
+    unsafe_server_env: list[str] = field(default_factory=list)
     sample_hz: float = 100.0
     reuse_connections: bool = False
     cache_state: str = "as-is"  # cold: evict a model's file from the page cache before each swap-in
@@ -539,6 +562,7 @@ class SwapSpec:
         self.env_pairs()  # names, one value each, the loopback rule
         server_policy.check_args(self.server_args, f"{where}: server_args / --server-arg")
         server_policy.check_unsafe_args(self.unsafe_server_args)
+        check_unsafe_env(self.unsafe_server_env, [n for n, _ in self.env_pairs()], self.engine, where)
         check_timeout(self, "request_timeout_s", where, "derived from the models and the concurrency")
         check_model_refs(self.models, where)
         one_is_enough = bool(self.first_request) and "evicted" not in self.first_request

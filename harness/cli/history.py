@@ -139,9 +139,9 @@ def history_sign(
         manifest = d / "manifest.json"
         if d.is_symlink() or not d.is_dir():
             raise BadInput("not a run directory", where=str(d), hint="give run directories (folders with manifest.json)")
-        record = parse_record(read_json(manifest, what="run's manifest"), str(manifest))
+        record = parse_record(read_json(manifest, what="run's manifest"), str(manifest), manifest)
         if record.unfinished:
-            raise BadInput(f"the run is {record.status} (its manifest says 'running')", where=str(d),
+            raise BadInput(f"the run is {record.status_shown} (its manifest says 'running')", where=str(d),
                            hint="sign it once it has ended; an abandoned run never ends")
         made_on, here = record.host.hostname, socket.gethostname()
         if made_on != here and not other_machine:

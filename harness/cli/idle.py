@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 import typer
 
 from harness import resources
-from harness.cli.options import (BackendOpt, Builds, DeviceOpt, LlamaServer, Report, ResultsDir, UnsafeServerArg, default,
-                                  engines_with, select_device, shown)
+from harness.cli.options import (BackendOpt, Builds, DeviceOpt, LlamaServer, Report, ResultsDir, UnsafeServerArg,
+                                  UnsafeServerEnv, default, engines_with, select_device, shown)
 from harness.cli.ui import RichReporter, console, out, print_wrapped
 from harness.spec import DEFAULT_MODEL, IdleSpec, load_spec, parse_pauses
 
@@ -164,6 +164,7 @@ def idle(
     server_arg: list[str] = typer.Option(None, "--server-arg", help="Extra llama-server argument; repeat (flags "
                                                                     "are checked against its --help)."),
     unsafe_server_arg: UnsafeServerArg = None,
+    unsafe_server_env: UnsafeServerEnv = None,
     spec_file: Path = typer.Option(None, "--spec", help="Experiment spec: a TOML file, or a bundled spec by name: "
                                                        + ", ".join(resources.bundled_idle_specs())
                                                        + ". Options given here override it."),
@@ -266,6 +267,7 @@ def idle(
         keep_alive=_split(keep_alive),
         sleep_idle_seconds=_split(sleep_idle_seconds),
         ctx_size=ctx_size, server_args=server_arg or None, unsafe_server_args=unsafe_server_arg or None,
+        unsafe_server_env=unsafe_server_env or None,
         cache_state=_split(cache_state), engines=_split(engine),
         threads=_split(threads), poll=_split(poll), cpu_strict=_split(cpu_strict), prio=_split(prio),
         cpu_mask=_split(cpu_mask), cpus=_split(cpus), omp_wait=_split(omp_wait),

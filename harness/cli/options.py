@@ -85,6 +85,13 @@ UnsafeServerArg = Annotated[Optional[list[str]], typer.Option(
          "knowingly; repeat; recorded in the manifest, never read from a spec, e.g. "
          "--unsafe-server-arg=--rpc --unsafe-server-arg=10.0.0.2:50052. " + shown("none"))]
 
+UnsafeServerEnv = Annotated[Optional[list[str]], typer.Option(
+    "--unsafe-server-env", metavar="NAME=VALUE",
+    help="An environment variable of the server that lbench refuses (it loads code, connects off the machine, or "
+         "is not on lbench's list), set knowingly; repeat; recorded in the manifest, never read from a spec; a "
+         "variable that sets the address, port or model is refused all the same, e.g. "
+         "--unsafe-server-env LD_PRELOAD=/opt/trace/libtrace.so. " + shown("none"))]
+
 Report = Annotated[bool, typer.Option(
     "--report/--no-report", help="Render the HTML report at the end.")]
 

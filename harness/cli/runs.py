@@ -30,8 +30,10 @@ def runs(results: ResultsDir = None,
     the report was rendered (html: yes = <run dir>/report.html exists).
 
     A run whose process is gone without ending it (killed, or the machine rebooted) is
-    'abandoned': its journal (*.jsonl) holds everything measured before that. A run
-    directory lbench cannot read is skipped with one line saying why.
+    'abandoned': its journal (*.jsonl) holds everything measured before that. An older
+    lbench recorded no process: its runs left 'running' read 'abandoned' when the manifest
+    predates this machine's boot, else 'running (unverifiable: written by an older lbench)'.
+    A run directory lbench cannot read is skipped with one line saying why.
 
     \b
     Examples:
@@ -69,7 +71,8 @@ def runs(results: ResultsDir = None,
     rows = []
     for entry in entries:
         r = entry.summary
-        status_text = "running/incomplete" if r.status == "running" else r.status
+        status_text = (entry.record.status_shown if entry.record.unverifiable else "running/incomplete") \
+            if r.status == "running" else r.status
         rows.append(tuple(printable(c) for c in (
             r.run_id, status_text, measured_text(entry, cache), duration_text(r.duration_s), ", ".join(r.models),
             "yes" if (entry.dir / "report.html").exists() else "-")))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from harness.cli.options import (BackendOpt, Builds, DeviceOpt, LlamaServer, Report, ResultsDir, UnsafeServerArg,
-                                  engines_with, select_device, shown)
+                                  UnsafeServerEnv, engines_with, select_device, shown)
 from harness.cli.ui import RichReporter, out, print_wrapped
 from harness.spec import SWAP_PATTERNS, SwapSpec
 
@@ -72,6 +72,7 @@ def swap(
                                                       "swaps: llama-server in router mode, mlx reloads on demand). "
                                                       f"{shown('llama-server')}"),
     unsafe_server_arg: UnsafeServerArg = None,
+    unsafe_server_env: UnsafeServerEnv = None,
     spec_file: str = typer.Option(None, "--spec", help="Swap spec (TOML), a path or a bundled name; options "
                                                        "given here override it. "
                                                        f"{shown('experiments/swap/default.toml')}"),
@@ -129,7 +130,7 @@ def swap(
                      duration_s=duration, concurrency=concurrency, seed=seed, zipf_s=zipf_s, burst_k=burst_k,
                      n_predict=n_predict, sleep_idle_seconds=sleep_idle_seconds, stop_timeout_s=stop_timeout,
                      ctx_size=ctx_size, server_args=server_arg or None, sample_hz=sample_hz,
-                     unsafe_server_args=unsafe_server_arg or None,
+                     unsafe_server_args=unsafe_server_arg or None, unsafe_server_env=unsafe_server_env or None,
                      reuse_connections=reuse_connections, cache_state=cache_state,
                      request_timeout_s=request_timeout, sequence=sequence, stagger_s=stagger, repeat=repeat,
                      first_request=[x.strip() for x in first_request.split(",") if x.strip()] if first_request else None,

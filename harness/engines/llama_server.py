@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 
-from harness.engines import devices, processes, reserved
+from harness.engines import devices, processes, reserved, server_policy
 from harness.engines.base import Completion, EngineDefaults, Setting
 from harness.engines.binary import Binary, locate  # noqa: F401  (where engines and commands found them before)
 from harness.engines.loopback import HOST, free_port
@@ -68,11 +68,16 @@ class LlamaServerEngine(EngineDefaults):
 
     def __init__(self, binary: Binary, *, ctx_size: int = 2048, extra_args: list[str] | None = None,
                  startup_timeout_s: float = 600.0, prompt: str = DEFAULT_PROMPT, match: str | None = None,
-                 client_spin: bool = False):
+                 client_spin: bool = False, unsafe_args: list[str] | None = None,
+                 unsafe_env: dict[str, str] | None = None):
         self.binary = binary
         self.ctx_size = ctx_size
         reserved.check_args(extra_args or [], "extra llama-server arguments")  # the loopback rule, here too
         self.extra_args = list(extra_args or [])
+        # passed knowingly (--unsafe-server-arg / --unsafe-server-env, recorded): past the allow-list, not the
+        # loopback rule; checked with everything else where a server starts (server_policy.check_start)
+        self.unsafe_args = list(unsafe_args or [])
+        self.unsafe_env = dict(unsafe_env or {})
         self.startup_timeout_s = startup_timeout_s
         self.prompt = prompt
         self.match = match  # "llama-idle": do llama-idle's per-iteration work (see LLAMA_IDLE_WORK)
@@ -80,7 +85,7 @@ class LlamaServerEngine(EngineDefaults):
 
     def facts(self) -> dict:
         return {"engine": self.name, **self.binary.as_dict(), "ctx_size": self.ctx_size,
-                "extra_args": self.extra_args, "stray_configs": stray_configs(),
+                "extra_args": [*self.extra_args, *self.unsafe_args], "stray_configs": stray_configs(),
                 "devices": list_devices(self.binary.path), "openmp": openmp_build(self.binary.path),
                 "match": self.match, **self.device_choice().facts()}
 
@@ -164,7 +169,8 @@ class LlamaServerEngine(EngineDefaults):
         return the log.  The measured server runs at the default verbosity: at ``-lv 4`` the server also
         writes trace lines for every request while it is timed (probes/engine_log.py)."""
         probe = LlamaServerEngine(self.binary, ctx_size=self.ctx_size, extra_args=[*self.extra_args, "-lv", "4"],
-                                  startup_timeout_s=self.startup_timeout_s, prompt=self.prompt)
+                                  startup_timeout_s=self.startup_timeout_s, prompt=self.prompt,
+                                  unsafe_args=self.unsafe_args, unsafe_env=self.unsafe_env)
         with probe.start(model_path, setting, log_path):
             pass
         return log_path.read_text(errors="replace")
@@ -185,6 +191,7 @@ class LlamaServerEngine(EngineDefaults):
                 env.pop(key, None)
             else:
                 overrides[key] = value
+        overrides.update(self.unsafe_env)  # --unsafe-server-env: no axis sets these names (spec.check_unsafe_env)
         env.update(overrides)
         return env, overrides
 
@@ -203,10 +210,13 @@ class LlamaServerEngine(EngineDefaults):
                 raise BadInput("CPU placement (--cpus) needs taskset (util-linux)", where="--cpus",
                                hint=cpu_placement_hint())
             argv = [taskset, "-c", setting.cpus, *argv]
-        return argv + self.extra_args
+        return argv + self.extra_args + self.unsafe_args
 
     def start(self, model_path: Path, setting: Setting, log_path: Path) -> "LlamaServerProcess":
-        env, _ = self.environment(setting)
+        env, overrides = self.environment(setting)
+        # defence in depth: what came from outside passes the allow-list here too, or nothing starts
+        server_policy.check_start([*setting.extra_args(), *self.extra_args], overrides, unsafe_args=self.unsafe_args,
+                                  unsafe_env=self.unsafe_env)
         last_error = None
         for _attempt in range(3):  # a free port can be taken between probe and bind
             port = free_port()

@@ -60,6 +60,9 @@ class EngineOptions:
     llama_idle: str | None = None
     ctx_size: int = 2048
     server_args: list[str] = field(default_factory=list)
+    # passed knowingly (--unsafe-server-arg / --unsafe-server-env): past the allow-list, never the loopback rule
+    unsafe_server_args: list[str] = field(default_factory=list)
+    unsafe_server_env: dict[str, str] = field(default_factory=dict)
     url: str | None = None  # --engine openai
     ollama_url: str | None = None
     ollama_env: dict[str, str] | None = None
@@ -159,7 +162,8 @@ def _llama_server(o: EngineOptions) -> LlamaServerEngine:
     from harness.engines.binary import locate
 
     return LlamaServerEngine(locate(o.llama_server), ctx_size=o.ctx_size, extra_args=o.server_args,
-                             match=o.match, client_spin=o.client_spin)
+                             match=o.match, client_spin=o.client_spin, unsafe_args=o.unsafe_server_args,
+                             unsafe_env=o.unsafe_server_env)
 
 
 def _llama_router(o: EngineOptions, *, binary: Binary, models: list[RouterModel], spec: SwapSettings, run_dir: Path,
@@ -168,20 +172,22 @@ def _llama_router(o: EngineOptions, *, binary: Binary, models: list[RouterModel]
 
     return RouterProcess(binary, models, models_max=spec.models_max, run_dir=run_dir,
                          sleep_idle_seconds=spec.sleep_idle_seconds, ctx_size=spec.ctx_size, parallel=spec.parallel,
-                         extra_args=o.server_args, on_event=on_event, env_axis=spec.env_pairs())
+                         extra_args=o.server_args, on_event=on_event, env_axis=spec.env_pairs(),
+                         unsafe_args=o.unsafe_server_args, unsafe_env=o.unsafe_server_env)
 
 
 def _mlx_server(o: EngineOptions) -> MlxServerEngine:
     from harness.engines.http_engines import MlxServerEngine
 
-    return MlxServerEngine(prompt_cache_size=o.prompt_cache_size, extra_args=o.server_args)
+    return MlxServerEngine(prompt_cache_size=o.prompt_cache_size, extra_args=[*o.server_args, *o.unsafe_server_args])
 
 
 def _mlx_swap(o: EngineOptions, *, binary: Binary | None, models: Sequence[RouterModel], spec: SwapSettings,
               run_dir: Path, on_event: Callable[[TimelineEvent], None]) -> MlxSwapBackend:
     from harness.engines.http_engines import MlxSwapBackend
 
-    return MlxSwapBackend(models, run_dir / "logs" / "mlx_server.log", extra_args=o.server_args)
+    return MlxSwapBackend(models, run_dir / "logs" / "mlx_server.log",
+                          extra_args=[*o.server_args, *o.unsafe_server_args])
 
 
 def _openai(o: EngineOptions) -> OpenAIEngine:

@@ -66,10 +66,19 @@ def check_args(args: Iterable[object], where: str) -> None:
                                              "needed (lbench talks to the server itself)")
 
 
+def reserved_env(name: object) -> bool:
+    """Whether the environment variable ``name`` sets what lbench reserves: the address, port, model or
+    a model fetched from the network (any ``LLAMA_ARG_HOST*``, ``LLAMA_ARG_PORT*``, ``LLAMA_ARG_MODEL*``,
+    ``LLAMA_ARG_HF*``, in any case: llama.cpp reads the upper-case name)."""
+    key = str(name).upper()
+    return key in RESERVED_ENV or key.startswith(("LLAMA_ARG_HF", "LLAMA_ARG_MODEL_", "LLAMA_ARG_HOST",
+                                                  "LLAMA_ARG_PORT")) or key == "LLAMA_ARG_MODEL"
+
+
 def check_env(env: Mapping[str, object] | None, where: str) -> None:
     """Refuse environment variables for a server that set what lbench reserves."""
     for key in (env or {}):
-        if str(key).upper() in RESERVED_ENV:
+        if reserved_env(key):
             raise BadInput(f"environment variable {key} is reserved: lbench sets the address, port and model "
                            "itself", where=where, hint=f"drop {key}")
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import httpx
 
 from harness import shell
-from harness.engines import processes, reserved
+from harness.engines import processes, reserved, server_policy
 from harness.engines.llama_server import LlamaServerEngine
 from harness.engines.binary import Binary
 from harness.engines.loopback import HOST, free_port
@@ -174,12 +174,17 @@ class RouterProcess:
                  extra_args: list[str] | None = None, on_event: Callable[[TimelineEvent], None] = lambda e: None,
                  startup_timeout_s: float = 60.0, extra_env: dict[str, str] | None = None,
                  preset_global: dict[str, str] | None = None,
-                 env_axis: tuple[tuple[str, str | None], ...] = ()):
+                 env_axis: tuple[tuple[str, str | None], ...] = (), unsafe_args: list[str] | None = None,
+                 unsafe_env: dict[str, str] | None = None):
         reserved.check_args(extra_args or [], "extra router arguments")  # the loopback rule, where it starts
         reserved.check_env(extra_env, "router environment")
         for key in extra_env or {}:
             if not _env_name_ok(key):
                 _bad_env(key)
+        # defence in depth: what came from outside passes the allow-list here too (the recorded
+        # --unsafe-server-arg / --unsafe-server-env only the loopback rule), or nothing is written or started
+        server_policy.check_start(extra_args or [], [*(k for k, v in env_axis if v is not None), *(extra_env or {})],
+                                  unsafe_args=unsafe_args or [], unsafe_env=unsafe_env, what="router")
         self.models = models
         self.models_max = models_max
         self.on_event = on_event
@@ -191,6 +196,7 @@ class RouterProcess:
         env, _ = LlamaServerEngine(binary).environment(Setting(env=env_axis))  # the swap's env axis value
         env["LLAMA_CACHE"] = str(cache)
         env.update(extra_env or {})
+        env.update(unsafe_env or {})
         self.log_paths = {"router": run_dir / "logs" / "router.stderr.log",
                           "child": run_dir / "logs" / "router.stdout.log"}
         self._port_to_model: dict[int, str] = {}
@@ -200,7 +206,8 @@ class RouterProcess:
         for attempt in range(1, BIND_ATTEMPTS + 1):  # a free port can be taken between probe and bind
             self.port = free_port()
             self.base_url = f"http://{HOST}:{self.port}"
-            self.argv = router_argv(binary, self.port, self.preset_path, models_max, sleep_idle_seconds, extra_args)
+            self.argv = router_argv(binary, self.port, self.preset_path, models_max, sleep_idle_seconds,
+                                    [*(extra_args or []), *(unsafe_args or [])])
             self.proc = processes.spawn(self.argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                         stdin=subprocess.PIPE)  # children exit when the router's stdin closes
             self.pid = self.proc.pid

@@ -20,9 +20,15 @@ against its own binary's ``--help`` (engines/server_flags.py).  The environment 
 ggml's and llama.cpp's tuning and debugging variables (``GGML_*``, ``LLAMA_ARG_*`` of an allowed
 flag), OpenMP's, and the backends' device selection variables.
 
-Whoever needs something refused passes it knowingly with ``--unsafe-server-arg`` (the command
-line only, never a spec file); it is recorded in the manifest (``config.unsafe_server_args``)
-and still obeys the loopback rule.
+Whoever needs something refused passes it knowingly with ``--unsafe-server-arg ARG`` or
+``--unsafe-server-env NAME=VALUE`` (the command line only, never a spec file); each is recorded in
+the manifest (``config.unsafe_server_args``, ``config.unsafe_server_env``), printed as a warning
+when the run starts, and still obeys the loopback rule.
+
+Where a server is actually started (``LlamaServerEngine.start``, ``RouterProcess``) ``check_start``
+applies the allow-list once more to the arguments and variables that came from outside, apart from
+the recorded overrides: a caller that skipped the entry points' checks still cannot pass a refused
+flag or variable (defence in depth; the entry points refuse first, with their own message).
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from harness import shell
 from harness.engines import reserved
 from harness.engines.devices import is_selection_var
 from harness.errors import BadInput
@@ -163,8 +170,7 @@ def flag_verdict(arg: str) -> Verdict:
 def env_verdict(name: str) -> Verdict:
     """Whether the environment variable ``name`` may be set for a server."""
     key = str(name).upper()
-    if key in reserved.RESERVED_ENV or key.startswith(("LLAMA_ARG_HF", "LLAMA_ARG_MODEL_", "LLAMA_ARG_HOST",
-                                                       "LLAMA_ARG_PORT")) or key == "LLAMA_ARG_MODEL":
+    if reserved.reserved_env(key):
         return Verdict(False, "reserved: lbench sets the address, port and model itself")
     for prefix, why in REFUSED_ENV.items():
         if key == prefix or (prefix.endswith("_") and key.startswith(prefix)):
@@ -182,8 +188,8 @@ def _refuse(what: str, verdict: Verdict, where: str) -> BadInput:
     if verdict.reason.startswith("reserved"):
         hint = "drop it; choose the model with --model; the port is never needed (lbench talks to the server itself)"
     elif what.startswith("environment variable"):
-        hint = ("drop it; servers inherit lbench's own environment, so a person who needs it sets it there knowingly "
-                "(never from a spec or claim file)")
+        hint = ("drop it; a person who needs it passes it knowingly with --unsafe-server-env NAME=VALUE on the "
+                "command line (recorded in the manifest; never read from a spec or claim file)")
     else:
         hint = ("drop it; a person who needs it passes it knowingly with --unsafe-server-arg on the command line "
                 "(recorded in the manifest; never read from a spec or claim file)")
@@ -222,3 +228,68 @@ def check_preset_keys(keys: Iterable[object] | None, where: str) -> None:
 def check_unsafe_args(args: Iterable[object] | None, where: str = "--unsafe-server-arg") -> None:
     """Arguments a person passed knowingly: only the loopback rule applies."""
     reserved.check_args(list(args or ()), where)
+
+
+MAX_ENV_VALUE = 4096
+
+
+def _is_env_name(name: str) -> bool:
+    try:
+        shell.env_name(name)
+        return True
+    except ValueError:
+        return False
+
+
+def parse_unsafe_env(items: Iterable[object] | None, where: str = "--unsafe-server-env") -> dict[str, str]:
+    """Environment variables a person passed knowingly (``NAME=VALUE`` each) as a mapping: only the
+    loopback rule applies (a variable that sets the address, port or model is refused all the same)."""
+    out: dict[str, str] = {}
+    for item in items or ():
+        text = str(item)
+        name, sep, value = text.partition("=")
+        if not sep or not _is_env_name(name):
+            raise BadInput(f"bad --unsafe-server-env {text[:100]!r}", where=where,
+                           hint="NAME=VALUE, e.g. --unsafe-server-env LD_PRELOAD=/opt/trace/libtrace.so")
+        if reserved.reserved_env(name):
+            raise BadInput(f"environment variable {name} is reserved: lbench sets the address, port and model itself "
+                           "(servers bind 127.0.0.1 only, on a port lbench picks, with the model it resolved)",
+                           where=where, hint=f"drop {name}; no option passes it (the loopback rule has no override)")
+        if not value.isprintable() or len(value) > MAX_ENV_VALUE:
+            raise BadInput(f"bad value for {name}: {value[:50]!r}", where=where,
+                           hint=f"printable characters, at most {MAX_ENV_VALUE}")
+        if name in out:
+            raise BadInput(f"{name} given twice", where=where, hint=f"one --unsafe-server-env {name}=VALUE")
+        out[name] = value
+    return out
+
+
+def unsafe_warning(args: Iterable[object] | None, env: Iterable[object] | None) -> str | None:
+    """The line a run prints at its start when something passed knowingly past the allow-list: each
+    argument and variable with what it does (None when nothing did)."""
+    words = [str(a) for a in args or ()]
+    why = [f"{w}: {flag_verdict(w).reason}" for w in words if not flag_verdict(w).allowed]
+    parts = [f"server arguments {shell.join(words)}" + (f" ({'; '.join(why)})" if why else "")] if words else []
+    parts += [f"{name}={shell.quote(value)} ({env_verdict(name).reason})"
+              for name, value in parse_unsafe_env(env).items()]
+    if not parts:
+        return None
+    return ("warning: passed knowingly past lbench's server allow-list (--unsafe-server-arg / --unsafe-server-env; "
+            "recorded in the manifest): " + "; ".join(parts))
+
+
+START_WHERE = ("{what} start: the allow-list, applied again where the server starts (the option or file it came "
+               "through should have refused it first)")
+
+
+def check_start(args: Iterable[object], env_names: Iterable[str], *, unsafe_args: Iterable[object] = (),
+                unsafe_env: Mapping[str, str] | None = None, what: str = "llama-server") -> None:
+    """Defence in depth where a server is started: ``args`` and ``env_names`` (what lbench was given for
+    it, lbench's own address, port and model apart) must be on the allow-list; ``unsafe_args`` and
+    ``unsafe_env`` (the recorded overrides) only obey the loopback rule.  Refused: ``BadInput``, and
+    the caller starts nothing."""
+    where = START_WHERE.format(what=what)
+    check_unsafe_args(unsafe_args, where)
+    parse_unsafe_env([f"{k}={v}" for k, v in (unsafe_env or {}).items()], where)
+    check_args(args, where)
+    check_env([n for n in env_names if n not in (unsafe_env or {})], where)

@@ -113,7 +113,7 @@ def _read_source(run_dir: Path) -> tuple[bytes, RunRecord]:
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise BadInput(f"the run's manifest is not valid JSON ({type(exc).__name__})", where=str(manifest),
                        hint="the run is damaged; run it again, or copy it again") from None
-    record = parse_record(value, str(manifest))
+    record = parse_record(value, str(manifest), manifest)
     return data, record
 
 
@@ -208,7 +208,9 @@ def add_run(archive: Path, run_dir: Path, *, allow_unsigned: bool = False) -> Ad
                        hint="a killed run cannot be archived; its journals keep what it measured (lbench report "
                             "renders them); run it again")
     if record.status == "running":
-        raise BadInput("the run is still running, or was killed before it ended (status 'running')",
+        raise BadInput("the run is still running, or was killed before it ended (status "
+                       + (f"{record.status_shown}: its manifest records no process, so a killed run cannot be told "
+                          "from a live one)" if record.unverifiable else "'running')"),
                        where=str(run_dir), hint="add it once it has ended; a killed run cannot be archived")
     if not RUN_ID.match(record.run_id):
         raise BadInput(f"the run id {record.run_id[:60]!r} is not one lbench writes", where=str(run_dir),

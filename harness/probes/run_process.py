@@ -10,6 +10,11 @@ tells, on the machine reading it, whether that process is provably gone:
 - same host, boot and pid namespace: gone when no process has that pid, or the one that has it
   started at another time (a pid reused);
 - another host, or a process recorded without these facts: unknown (``None``), never guessed.
+
+A manifest of an older lbench (schema 1 and 2) records no process.  ``written_before_boot`` tells
+what can still be proved for it: a manifest of this host last written before this machine booted
+was written by a process that started before the boot, and no process outlives a boot, so that
+run is over; anything else cannot be told from a live run.
 """
 
 from __future__ import annotations
@@ -107,3 +112,18 @@ def gone(process: Mapping[str, Any]) -> str | None:
         except (psutil.Error, OSError):
             return None
     return None
+
+
+def written_before_boot(hostname: object, mtime: float | None) -> str | None:
+    """Why a run whose manifest records no process (an older lbench) is provably over, or None: its
+    manifest names this host and was last modified (``mtime``, seconds since the epoch) before this
+    machine last booted (``psutil.boot_time()``), so the process that wrote it is gone."""
+    if not isinstance(hostname, str) or hostname != socket.gethostname() or mtime is None:
+        return None
+    try:
+        booted = psutil.boot_time()
+    except (OSError, RuntimeError, AttributeError):
+        return None
+    if mtime >= booted - START_SLACK_S:
+        return None
+    return "its manifest (an older lbench's, which records no process) was last written before this machine last booted"

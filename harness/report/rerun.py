@@ -85,8 +85,44 @@ def _server_words(argv: list[str], engine_path: str | None, model_flags: dict[st
     return " ".join(words)
 
 
-def _exports(env: dict) -> list[str]:
-    return [shell.export(str(k), v) for k, v in (env or {}).items() if _ENV_NAME.match(str(k))]
+UNSAFE_NOTE = "passed knowingly past lbench's server allow-list"
+
+
+def _texts(value: object) -> list[str]:
+    """A manifest list of strings (untrusted: anything else is empty)."""
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def _unsafe_env(config: Any) -> dict[str, str]:
+    """The run's ``--unsafe-server-env`` variables (NAME -> value) as its manifest recorded them."""
+    pairs = (item.partition("=") for item in _texts(config.get("unsafe_server_env")))
+    return {name: value for name, sep, value in pairs if sep and _ENV_NAME.match(name)}
+
+
+def _unsafe_lines(config: Any) -> list[str]:
+    """Comment lines saying what the run passed knowingly past lbench's allow-list (``--unsafe-server-arg``
+    in the server's command below, ``--unsafe-server-env`` among the exports), so a reader of the script
+    sees it for what it is before running it."""
+    args, env = _texts(config.get("unsafe_server_args")), _unsafe_env(config)
+    lines = []
+    if args:
+        lines.append(shell.comment(f"WARNING: {UNSAFE_NOTE} (--unsafe-server-arg), in the server's command below: "
+                                   + shell.join(args)))
+    if env:
+        lines.append(shell.comment(f"WARNING: {UNSAFE_NOTE} (--unsafe-server-env), set for the server only, in "
+                                   "its command below: " + ", ".join(env)))
+    return lines
+
+
+def _server_env(config: Any) -> str:
+    """``env NAME=VALUE ... `` before the server's command: the ``--unsafe-server-env`` variables reach the
+    server as they did in the run, and not curl or awk (a preloaded library would load into them too)."""
+    words = [shell.quote(f"{k}={v}") for k, v in _unsafe_env(config).items()]
+    return "env " + " ".join(words) + " " if words else ""
+
+
+def _exports(env: dict, leave_out: Any = ()) -> list[str]:
+    return [shell.export(str(k), v) for k, v in (env or {}).items() if _ENV_NAME.match(str(k)) and k not in leave_out]
 
 
 def _header(run_id: str, what: str, engine: dict) -> list[str]:
@@ -152,9 +188,12 @@ def idle_script(run_id: str, record: RunRecord, cell: Cell, samples: pd.DataFram
     lines += model_recipe(model)
     lines += [shell.line("MODEL=${{MODEL:-{}}}", f'{model.get("label") or "model"}.gguf')]
     lines += _hash_check("MODEL", model.get("sha256"))
-    lines += ["# the environment lbench set for this cell"] + (_exports(cell.get("env_overrides")) or ["# (none)"])
+    lines += _unsafe_lines(record.config)
+    lines += ["# the environment lbench set for this cell"] + (_exports(cell.get("env_overrides"),
+                                                                        _unsafe_env(record.config)) or ["# (none)"])
     lines += ["# the server, as lbench started it"]
-    lines += [_server_words(cell.get("argv") or [], engine.get("path"), {"-m": '"$MODEL"'}) + " " + _START[0]] + _START[1:]
+    lines += [_server_env(record.config) + _server_words(cell.get("argv") or [], engine.get("path"), {"-m": '"$MODEL"'})
+              + " " + _START[0]] + _START[1:]
     lines += ["# the request lbench timed (one token, prompt cached); curl opens a new loopback connection per",
               "# request where lbench keeps one open, so expect its times a little (~0.1-1 ms) higher",
               shell.line("printf '%s' {} > request.json", body),
@@ -223,9 +262,15 @@ def swap_script(run_id: str, record: RunRecord, requests: pd.DataFrame, findings
             lines.append(f"printf 'model = %s\\n' \"${paths[value.strip()]}\" >> preset.ini")
         else:
             lines.append(shell.line("printf '%s\\n' {} >> preset.ini", line))
+    lines += _unsafe_lines(config)
     lines += ["# the environment lbench set: an empty model cache, so nothing is downloaded",
-              "mkdir -p llama-cache", 'export LLAMA_CACHE="$PWD/llama-cache"', "# the router, as lbench started it"]
-    lines += [_server_words(router.get("argv") or [], engine.get("path"), {}) + " " + _START[0]] + _START[1:]
+              "mkdir -p llama-cache", 'export LLAMA_CACHE="$PWD/llama-cache"']
+    storm_env = (item.partition("=") for item in _texts(config.get("env")))  # the storm's env axis value
+    lines += [f"unset {shell.env_name(name)}" if value.strip().lower() == "unset" else shell.export(name, value)
+              for name, sep, value in storm_env if sep and _ENV_NAME.match(name)]
+    lines += ["# the router, as lbench started it"]
+    lines += [_server_env(config) + _server_words(router.get("argv") or [], engine.get("path"), {}) + " " + _START[0]] \
+        + _START[1:]
     order = [str(m) for m in (requests.sort_values("index")["model"] if "index" in requests else requests["model"])]
     n_predict = int(config.get("n_predict") or 1)
     names = list(dict.fromkeys(order))

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Protocol, TypedDict, Unpack
 
 from harness import paths
 from harness.kinds import KINDS
-from harness.engines import devices, llama_idle
+from harness.engines import devices, llama_idle, server_policy
 from harness.engines import registry
 from harness.engines.base import Engine, Setting
 from harness.engines.registry import EngineOptions
@@ -92,7 +92,9 @@ def make_engine(spec: IdleSpec, llama_server: str | None, options: dict) -> tupl
     kind = registry.require(spec.server_engine, "idle")
     assert kind.make_server is not None  # the registry refuses an 'idle' engine without one
     engine_options = EngineOptions(llama_server=llama_server, ctx_size=spec.ctx_size,
-                                   server_args=[*spec.server_args, *spec.unsafe_server_args], match=spec.match,
+                                   server_args=list(spec.server_args), unsafe_server_args=list(spec.unsafe_server_args),
+                                   unsafe_server_env=server_policy.parse_unsafe_env(spec.unsafe_server_env),
+                                   match=spec.match,
                                    client_spin=spec.client_spin,
                                    **{k: v for k, v in options.items() if v is not None})
     return kind.name, kind.make_server(engine_options)
@@ -102,6 +104,9 @@ def prepare_idle(spec: IdleSpec, *, llama_server: str | None = None, results: st
                  reporter: Reporter = QuietReporter(), kind: str = "idle",
                  llama_idle_path: str | None = None, engine_options: dict | None = None) -> PreparedIdle:
     spec.validate()
+    warning = server_policy.unsafe_warning(spec.unsafe_server_args, spec.unsafe_server_env)
+    if warning:
+        reporter.message(warning)
     device_status, device_names = device_sampling.choose(spec)  # a probe asked for must exist here (exit 2)
     cross_check = spec.cross_check_engine  # an in-process reference joining the server engine (llama-idle)
     if cross_check is not None and spec.server_engine_named:

@@ -18,7 +18,7 @@ import pandas as pd
 
 from harness import paths
 from harness.analysis.persisted import load_analysis
-from harness.engines import devices
+from harness.engines import devices, server_policy
 from harness.engines.binary import Binary, locate
 from harness.engines import registry
 from harness.engines.registry import EngineKind, EngineOptions
@@ -97,9 +97,13 @@ def unique_names(models: list[ResolvedModel]) -> list[str]:
 def prepare_swap(spec: SwapSpec, *, llama_server: str | None = None, results: str | None = None,
                  reporter: Reporter = QuietReporter()) -> PreparedSwap:
     spec.validate()
+    warning = server_policy.unsafe_warning(spec.unsafe_server_args, spec.unsafe_server_env)
+    if warning:
+        reporter.message(warning)
     engine = registry.require(spec.engine, "swap")
     options = EngineOptions(llama_server=llama_server, ctx_size=spec.ctx_size,
-                            server_args=[*spec.server_args, *spec.unsafe_server_args])
+                            server_args=list(spec.server_args), unsafe_server_args=list(spec.unsafe_server_args),
+                            unsafe_server_env=server_policy.parse_unsafe_env(spec.unsafe_server_env))
     pattern = Pattern(spec.pattern, spec.zipf_s, spec.burst_k).validate(len(spec.models))
     seen: dict[str, int] = {}
     models = []

@@ -62,7 +62,7 @@ def test_server_that_fails_to_start_is_a_clear_error(engine_env, tmp_path):
     from harness.errors import EngineError
 
     model = resolve("tiny-q8")
-    engine = LlamaServerEngine(locate(), extra_args=["--no-such-flag"])
+    engine = LlamaServerEngine(locate(), unsafe_args=["--no-such-flag"])  # past the allow-list, knowingly
     with pytest.raises(EngineError, match="exited with status"):
         engine.start(model.path, Setting(), tmp_path / "bad.log")
 

@@ -41,5 +41,5 @@ def test_a_bad_router_flag_fails_at_once_without_retries(engine_env, tmp_path):
     model = resolve("tiny-q8")
     with pytest.raises(EngineError, match="exited"):
         RouterProcess(locate(), [RouterModel("tiny", model.path)], models_max=1, run_dir=tmp_path,
-                      extra_args=["--no-such-flag"])
+                      unsafe_args=["--no-such-flag"])  # past the allow-list, knowingly
     assert "--no-such-flag" in (tmp_path / "logs" / "router.stderr.log").read_text()

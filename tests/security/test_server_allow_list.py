@@ -125,8 +125,12 @@ def _refused(r, results: Path, why: str) -> None:
     (["swap", "-m", "tiny-q8", "-m", "tiny-q4", "--env-axis", "DYLD_INSERT_LIBRARIES=/x.dylib"], "loads code"),
     (["ab", "-m", "tiny-q8", "--b-arg", "--rpc", "--b-arg", "10.0.0.2:50052"], "another machine"),
     (["idle", "-m", "tiny-q8", "--unsafe-server-arg=--port=80"], "reserved"),
+    (["idle", "-m", "tiny-q8", "--unsafe-server-env", "LLAMA_ARG_HOST=0.0.0.0"], "reserved"),
+    (["swap", "-m", "tiny-q8", "-m", "tiny-q4", "--unsafe-server-env", "LLAMA_ARG_PORT=80"], "reserved"),
+    (["idle", "-m", "tiny-q8", "--unsafe-server-env", "LD_PRELOAD"], "NAME=VALUE"),
 ], ids=["idle-rpc", "idle-mcp", "idle-ld-preload", "idle-env-rpc", "axis-tools", "axis-unknown", "swap-ssh",
-        "swap-dyld", "ab-rpc", "unsafe-still-loopback"])
+        "swap-dyld", "ab-rpc", "unsafe-still-loopback", "unsafe-env-still-loopback", "swap-unsafe-env-loopback",
+        "unsafe-env-form"])
 def test_every_option_refuses_before_a_run_directory(lbench_env, args, why):
     _refused(run_cli(*args, env=lbench_env, timeout=120), Path(lbench_env["LBENCH_RESULTS_DIR"]), why)
 
@@ -137,6 +141,9 @@ def test_every_option_refuses_before_a_run_directory(lbench_env, args, why):
     ("idle", '[idle]\nmodels = ["tiny-q8"]\nunsafe_server_args = ["--rpc", "h:1"]\n', "never read from a spec"),
     ("swap", '[swap]\nmodels = ["tiny-q8", "tiny-q4"]\nenv = ["LLAMA_ARG_RPC=h:1"]\n', "another machine"),
     ("swap", '[swap]\nmodels = ["tiny-q8", "tiny-q4"]\nunsafe_server_args = ["--rpc"]\n', "never read from a spec"),
+    ("idle", '[idle]\nmodels = ["tiny-q8"]\nunsafe_server_env = ["LD_PRELOAD=/tmp/x.so"]\n', "never read from a spec"),
+    ("swap", '[swap]\nmodels = ["tiny-q8", "tiny-q4"]\nunsafe_server_env = ["LD_PRELOAD=/tmp/x.so"]\n',
+     "unsafe_server_env is never read from a spec"),
 ])
 def test_spec_files_refuse(lbench_env, tmp_path, kind, text, why):
     spec = tmp_path / f"{kind}.toml"
