@@ -29,13 +29,13 @@ def schema_document() -> str:
 
 
 def _analysis_section() -> list[str]:
-    rows = [f"| {k.name} | {k.title} | `{k.primary_table}` |" for k in KINDS.values()]
+    rows = [f"| {k.name} | {k.title} | `{k.primary_table}` |" for k in KINDS]
     return [f"## `{ANALYSIS_FILE}`", "",
             f"The run's analysis (schema version {ANALYSIS_VERSION}), written when the run ends: what the CLI, "
             "the report and the evidence say about the run. Readers use it as is and recompute it from the tables "
             "only when it is missing, has an older `schema_version`, was written while the run had another status, "
             "or with `lbench report --reanalyze`. Deleting it loses nothing. Its content per kind of run comes from "
-            "the kind's summarizer (`SUMMARIZERS` in harness/analysis/kinds.py):", "",
+            "the kind's `summarize` (its module in harness/kinds/):", "",
             "| kind | what it is | primary table |", "|---|---|---|", *rows, "",
             "It is strict JSON: a figure that could not be measured is `null`, never `NaN`. An idle run's "
             "`wake` holds one row per model and setting from the one model of the wake curve "

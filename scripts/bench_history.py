@@ -295,6 +295,9 @@ def rates() -> None:
 
 
 def main() -> None:
+    from harness import kinds
+
+    kinds.install()  # the analysis and the catalog read each run's kind (harness/kinds/), as the lbench command does
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="*", type=Path, help="measured run directories (an idle run, a swap run)")
     parser.add_argument("--sizes", default="1000,10000,100000")

@@ -38,6 +38,9 @@ from harness.engines import reserved, server_policy  # noqa: E402
 from harness.errors import BadInput  # noqa: E402
 from harness.repro.claims import load_claim  # noqa: E402
 from harness.spec import IdleSpec, SwapSpec, load_spec, load_swap_spec  # noqa: E402
+from harness import kinds  # noqa: E402
+
+kinds.install()  # the archive's catalog files runs by their kind (harness/kinds/), as the lbench command does
 
 ARCHIVE_FUNCS = ["read_text", "read_csv", "read_blob", "glob", "read_parquet", "read_json", "read_csv_auto"]
 ARCHIVE_PATHS = ["/etc/passwd", "/etc/hostname", "~/.ssh/id_rsa", "../../etc/passwd", "/home/**", "*",

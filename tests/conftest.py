@@ -19,7 +19,10 @@ from pathlib import Path
 import psutil
 import pytest
 
+from harness import kinds
 from harness.engines import provision
+
+kinds.install()  # the kinds of run (harness/kinds/), as the lbench command installs them when a command runs
 
 # A suite started as a background job of a non-interactive shell (nohup ... &) inherits SIGINT
 # ignored, and so would every lbench it starts: the Ctrl-C tests would then test nothing. A

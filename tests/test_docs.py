@@ -469,7 +469,7 @@ def test_architecture_names_every_package():
     packages = sorted(p.parent.name for p in REPO.joinpath("harness").glob("*/__init__.py"))
     missing = [p for p in packages if f"harness/{p}/" not in text]
     assert not missing, f"docs/architecture.md does not describe harness/{missing}"
-    assert "harness/engines/registry.py" in text and "harness/kinds.py" in text
+    assert "harness/engines/registry.py" in text and "harness/runkind.py" in text and "harness/kinds/" in text
 
 
 def test_code_points_at_docs_that_exist():

@@ -1,7 +1,8 @@
-"""The kinds of run: a leaf table of facts, one table per layer beside its functions, every part
-resolves, and no dispatcher tests a run's kind by name."""
+"""The kinds of run: one object per kind (harness/kinds/<kind>.py) in one list, each complete; the leaf
+registry the lower layers read; no per-kind table and no dispatch on a kind's name outside the kinds' folder."""
 
 import ast
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -9,56 +10,67 @@ from pathlib import Path
 import pytest
 
 import harness
-from harness import resources
+from harness import kinds, resources
 from harness.errors import BadInput
 from harness.kinds import KINDS
+from harness.runkind import RunKind, registered
 
 PKG = Path(harness.__file__).parent
+NAMES = {k.name for k in KINDS}
 
 
-def _layer_tables():
-    from harness.analysis.kinds import DERIVED, SUMMARIZERS
-    from harness.history.catalog import METRICS_OF_KIND, SETTINGS_OF_KIND, TABLE_METRICS_OF_KIND
-    from harness.report.evidence import SECTIONS
-    from harness.report.render import CONTEXTS
-    from harness.runs.executors import EXECUTORS
-
-    return {"EXECUTORS": EXECUTORS, "SUMMARIZERS": SUMMARIZERS, "DERIVED": DERIVED, "CONTEXTS": CONTEXTS,
-            "SECTIONS": SECTIONS, "SETTINGS_OF_KIND": SETTINGS_OF_KIND, "METRICS_OF_KIND": METRICS_OF_KIND,
-            "TABLE_METRICS_OF_KIND": TABLE_METRICS_OF_KIND}
-
-
-@pytest.mark.parametrize("name", sorted(KINDS))
-def test_every_kind_has_each_part(name):
-    """Every kind is started, summarized, reported and bundled as evidence by its layer's table."""
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
+def test_every_kind_has_each_part(kind: RunKind):
+    """Every kind is started, summarized, reported and bundled as evidence by the parts its object names."""
     from harness.schema import TABLES
 
-    tables = _layer_tables()
-    for table in ("EXECUTORS", "SUMMARIZERS", "CONTEXTS", "SECTIONS"):  # the parts every kind of run has
-        assert callable(getattr(tables[table][name], "prepare", tables[table][name])), f"{name} has no {table}"
-    executor = tables["EXECUTORS"][name]
-    assert executor.name == name and executor.spec_class() is not None
-    kind = KINDS[name]
+    assert isinstance(kind.spec_class, type)
+    for part in ("prepare", "execute", "summarize", "context", "section"):  # the parts every kind of run has
+        assert callable(getattr(kind, part)), f"{kind.name} has no {part}"
+    for optional in (kind.derive, kind.history.metrics, kind.history.table_metrics, kind.history.settings):
+        assert optional is None or callable(optional)
     assert (resources.templates_dir() / kind.template).is_file()
     assert kind.primary_table in TABLES
 
 
-def test_each_layer_table_names_known_kinds_only():
-    for table, entries in _layer_tables().items():
-        assert set(entries) <= set(KINDS), f"{table} names an unknown kind: {set(entries) - set(KINDS)}"
+def test_each_module_of_the_folder_is_one_kind_of_the_list():
+    """Adding a kind is one module in harness/kinds/ and one line in KINDS: a module left out of the list fails."""
+    modules = sorted(p.stem for p in (PKG / "kinds").glob("*.py") if p.stem != "__init__")
+    in_folder = {importlib.import_module(f"harness.kinds.{m}").KIND.name for m in modules}
+    assert in_folder == NAMES and len(modules) == len(KINDS)
+    kinds.install()
+    assert list(registered()) == [k.name for k in KINDS]
 
 
-def test_the_table_of_facts_imports_nothing_of_lbench():
-    code = "import sys, harness.kinds; print(sorted(m for m in sys.modules if m.startswith('harness.')))"
+def test_the_registry_runs_on_nothing_of_lbench_but_errors():
+    code = "import sys, harness.runkind; print(sorted(m for m in sys.modules if m.startswith('harness.')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "['harness.kinds']"
+    assert out.stdout.strip() == "['harness.errors', 'harness.runkind']"
 
 
-def test_unknown_kind_is_a_clear_error(tmp_path):
-    from harness.runs.executors import get_executor
+def test_a_lower_layer_with_no_kinds_installed_says_so():
+    """A program that reads runs through the layers below the CLI without installing the kinds gets an error
+    that names the fix, never an empty analysis."""
+    code = "from harness.runkind import find_kind; find_kind('idle')"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 1 and "harness.kinds.install()" in out.stderr
 
+
+def test_the_command_installs_the_kinds_when_it_runs_not_for_its_help(tmp_path):
+    code = ("import sys\nfrom typer.testing import CliRunner\nfrom harness.cli import app\n"
+            "r = CliRunner().invoke(app, ['runs', '--help']); assert r.exit_code == 0, r.output\n"
+            "print('harness.kinds' in sys.modules)\n"
+            f"r = CliRunner().invoke(app, ['runs', '--results', {str(tmp_path)!r}]); assert r.exit_code == 0, r.output\n"
+            "from harness.runkind import registered; print(sorted(registered()))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    help_loaded, installed = out.stdout.strip().splitlines()[-2:]
+    assert help_loaded == "False" and installed == str(sorted(NAMES))
+
+
+def test_unknown_kind_is_a_clear_error():
     with pytest.raises(BadInput, match="unknown run kind 'nope'"):
-        get_executor("nope")
+        kinds.get("nope")
 
 
 def _names(node: ast.AST) -> set[str]:
@@ -69,19 +81,22 @@ def _names(node: ast.AST) -> set[str]:
     return set()
 
 
-def kind_dispatch_sites(root: Path = PKG) -> list[str]:
-    """Comparisons of something named *kind* with a run kind's name (each layer's table of kinds
-    is a dict keyed by the name, which this does not flag)."""
-    sites = []
+def _outside_the_kinds(root: Path):
     for path in sorted(root.rglob("*.py")):
-        if path == root / "kinds.py":
+        if path == root / "runkind.py" or (root / "kinds") in path.parents:
             continue
-        source = path.read_text()
+        yield path, path.read_text()
+
+
+def kind_dispatch_sites(root: Path = PKG) -> list[str]:
+    """Comparisons of something named *kind* with a run kind's name."""
+    sites = []
+    for path, source in _outside_the_kinds(root):
         for node in ast.walk(ast.parse(source)):
             if not isinstance(node, ast.Compare):
                 continue
             operands = [node.left, *node.comparators]
-            if not any(_names(o) & set(KINDS) for o in operands):
+            if not any(_names(o) & NAMES for o in operands):
                 continue
             text = ast.get_source_segment(source, node) or ""
             if "kind" in text:
@@ -89,38 +104,59 @@ def kind_dispatch_sites(root: Path = PKG) -> list[str]:
     return sites
 
 
-def test_no_kind_dispatch_outside_the_registry():
+def kind_tables(root: Path = PKG) -> list[str]:
+    """Dicts whose keys are all kinds' names, two or more: a per-kind table, which belongs in the kinds'
+    objects (a dict that also has other keys, such as the engines' capabilities idle and swap, is not one)."""
+    tables = []
+    for path, source in _outside_the_kinds(root):
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Dict) and len(node.keys) >= 2:
+                keys = [_names(k) if k is not None else set() for k in node.keys]
+                if all(len(k) == 1 and k <= NAMES for k in keys):
+                    tables.append(f"{path.relative_to(root.parent)}:{node.lineno}: {sorted(set().union(*keys))}")
+    return tables
+
+
+def test_no_kind_dispatch_outside_the_kinds():
     sites = kind_dispatch_sites()
-    assert not sites, ("dispatch on a run's kind belongs in a table of kinds (harness/kinds.py for a fact, the "
-                       "layer's table for a function):\n" + "\n".join(sites))
+    assert not sites, ("what a kind does belongs in its object (harness/kinds/<kind>.py: a fact or a part), read "
+                       "through harness.runkind:\n" + "\n".join(sites))
 
 
-def test_the_guard_finds_a_kind_test(tmp_path):
+def test_the_lower_layers_keep_no_table_of_kinds():
+    tables = kind_tables()
+    assert not tables, "a table keyed by kinds' names: make it a field of RunKind instead:\n" + "\n".join(tables)
+
+
+def test_the_guards_find_a_kind_test_and_a_table(tmp_path):
     pkg = tmp_path / "harness"
     pkg.mkdir()
     (pkg / "x.py").write_text('def f(run):\n    if run.manifest.get("kind") in ("idle", "calibrate"):\n'
-                              '        return 1\n    return prep.kind == "swap"\n')
+                              '        return 1\n    return prep.kind == "swap"\n'
+                              'SUMMARIZERS = {"idle": f, "swap": f}\nCAPABILITIES = {"idle": 1, "swap": 2, "other": 3}\n')
     assert len(kind_dispatch_sites(pkg)) == 2
+    assert len(kind_tables(pkg)) == 1  # the table of kinds, not the dict that merely has kinds' names among its keys
 
 
-def test_commands_run_kinds_through_the_registry():
-    """The commands reach each kind through EXECUTORS (``get_executor(name).prepare`` / ``.execute``), never
-    a kind's prepare or execute function directly, so every kind is called the same way."""
+def test_commands_run_kinds_through_their_objects():
+    """The commands reach each kind through its object (``harness.kinds.get(name).prepare`` / ``.execute``),
+    never a kind's prepare or execute function directly, so every kind is called the same way."""
     direct = []
     for path in sorted((PKG / "cli").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and any(a.name.startswith(("prepare_", "execute_"))
                                                         for a in node.names):
                 direct.append(f"{path.name}:{node.lineno}")
-    assert not direct, f"call kinds via harness.runs.executors.get_executor(name).prepare/.execute: {direct}"
+    assert not direct, f"call kinds via harness.kinds.get(name).prepare/.execute: {direct}"
 
 
 def test_the_store_keeps_what_was_measured_and_the_analysis_derives(tmp_path):
-    """A swap run's requests.served_as is derived by the analysis (analysis.kinds.analysis_table), never
-    written into the stored tables: the Parquet copy holds what the journal holds."""
+    """A swap run's requests.served_as is derived by the analysis (the swap kind's ``derive``, read by
+    analysis.derived.analysis_table), never written into the stored tables: the Parquet copy holds what the
+    journal holds."""
     import pandas as pd
 
-    from harness.analysis.kinds import analysis_table
+    from harness.analysis.derived import analysis_table
     from harness.store import RunWriter, open_run
 
     w = RunWriter(tmp_path, "swap", {"config": {"models_max": 1}})

@@ -32,7 +32,8 @@ def test_run_ids_in_the_docs_have_the_format_lbench_writes():
     from harness.store import new_run_id
 
     # "alive": the bench ids scripts/alive_servers.py writes (the same shape; not a kind of run)
-    written = re.compile(r"\d{8}T\d{6}Z-(%s)-[0-9a-f]{4}" % "|".join([*KINDS, "gate-bench", "wake-bench", "alive"]))
+    written = re.compile(r"\d{8}T\d{6}Z-(%s)-[0-9a-f]{4}" % "|".join([*(k.name for k in KINDS), "gate-bench", "wake-bench",
+                                                                      "alive"]))
     assert written.fullmatch(new_run_id("idle"))
     texts = {"README.md": (REPO / "README.md").read_text(), "--help (docs/cli.md)": render()}
     texts.update({f"docs/{p.name}": p.read_text() for p in (REPO / "docs").glob("*.md")})

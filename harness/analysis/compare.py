@@ -19,14 +19,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.analysis.kinds import analysis_table
+from harness.analysis.derived import analysis_table
 from harness.analysis.regimes import classify, step_changes, wake_model, wake_thresholds
 from harness.analysis.stats import measured
 from harness.analysis.swap import compare_classes, warm_mask
 from harness.analysis.gate_config import GateOn
 from harness.analysis.verdicts import GroupData, Verdict, VerdictConfig, decide_groups
 from harness.errors import BadInput
-from harness.kinds import KINDS, find_kind
+from harness.runkind import find_kind, registered
 from harness.store import Run
 
 IDLE_METRICS = ("latency_ms", "server_prompt_ms")
@@ -38,13 +38,13 @@ SWAP_FAMILY = "swap"
 
 
 def compare_family(runs: list[Run]) -> str:
-    """What the runs are compared as (harness/kinds.py ``compare_as``: calibrate runs compare as idle)."""
+    """What the runs are compared as (its kind's ``compare_as``, harness/runkind.py: calibrate runs compare as idle)."""
     where = ", ".join(r.run_id for r in runs)
     families = set()
     for r in runs:
         kind = find_kind(r.record.kind)
         if kind is None or kind.compare_as is None:
-            comparable = sorted(k.name for k in KINDS.values() if k.compare_as)
+            comparable = sorted(k.name for k in registered().values() if k.compare_as)
             raise BadInput(f"runs of kind {r.record.kind!r} cannot be compared", where=where,
                            hint=f"compare runs of these kinds: {', '.join(comparable)}")
         families.add(kind.compare_as)

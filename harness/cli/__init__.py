@@ -11,9 +11,10 @@ import errno
 import signal
 import sys
 from types import FrameType
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import typer
+from typer.core import TyperCommand
 
 from harness.cli import (ab, baseline, bisect, compare, engine, evidence, export, gate, gate_bench, gate_plan, history,
                          idle, model, probes, repro, runs, swap, wake_bench)
@@ -63,6 +64,32 @@ app.command("export")(export.export)
 app.command("probes")(probes.probes)
 app.add_typer(history.app, name="history")
 app.command("trend")(history.trend)
+
+
+class RunsCommand(TyperCommand):
+    """A command that reads or starts runs: lbench's kinds of run (harness/kinds/) are installed as it
+    starts, after its options are parsed, so its ``--help`` loads none of them."""
+
+    def invoke(self, ctx: Any) -> Any:  # Typer's click Context (Typer >= 0.20 carries its own click)
+        from harness import kinds
+
+        kinds.install()
+        return super().invoke(ctx)
+
+
+NO_RUNS = ("engine", "model", "probes")  # commands that read no run: they start without the kinds
+
+
+def _install_kinds_first(group: typer.Typer) -> None:
+    for info in group.registered_commands:
+        if info.name not in NO_RUNS:
+            info.cls = RunsCommand
+    for sub in group.registered_groups:
+        if sub.name not in NO_RUNS and sub.typer_instance is not None:
+            _install_kinds_first(sub.typer_instance)
+
+
+_install_kinds_first(app)
 
 
 WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG}

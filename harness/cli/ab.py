@@ -102,7 +102,8 @@ def ab(
     from harness.analysis.sequential import SPENDING
     from harness.engines.builds import server_path
     from harness.runs.ab import GateJobSpec
-    from harness.runs.executors import RunOptions, get_executor
+    from harness.kinds import get
+    from harness.runkind import RunOptions
 
     budget_s = budget_seconds(budget)
     if spending not in SPENDING:
@@ -132,7 +133,7 @@ def ab(
     spec_a.validate("--a-arg"), spec_b.validate("--b-arg")  # both sides' bad input before either side starts
     job = GateJobSpec(spec_a, spec_b, cfg, llama_server_a=a_path, llama_server_b=b_path, gate_pauses=gate_pauses,
                       design={"spec": spec.name, "budget": budget})
-    executor = get_executor("ab")
+    executor = get("ab")
     with RichReporter() as rep:
         for side, server, extra in (("A", a_path, a_arg), ("B", b_path, b_arg)):
             rep.message(f"side {side}: " + (f"llama-server {server}" if server else "the default llama-server")

@@ -28,7 +28,7 @@ def baseline_save(
     """
     from harness import baselines, paths
     from harness.errors import BadInput
-    from harness.kinds import latest_kinds_to_compare
+    from harness.runkind import latest_kinds_to_compare
 
     baselines.check_name(name)
     allowed = sorted(latest_kinds_to_compare())

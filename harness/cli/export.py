@@ -40,7 +40,7 @@ def export(
     from harness.baselines import check_ref
     from harness.report.export import FORMATS
     from harness.report.export import export as export_run
-    from harness.kinds import find_kind
+    from harness.runkind import find_kind
     from harness.store import open_run
 
     if fmt not in FORMATS:

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-
-from harness.analysis.gate_config import RoundsConfig
 
 from harness.cli.options import Alpha, LlamaServer, Margin, ResultsDir, shown
 from harness.cli.ui import RichReporter, console, out
@@ -19,21 +16,6 @@ if TYPE_CHECKING:
 
 DEFAULT_MODEL = "llama3.2-1b-q4"
 AB_MODEL = "llama3.2-1b-q8"  # --ab: the model of lbench ab's default spec
-
-
-def slowed_alias(model: str, extra_layers: int) -> str:
-    """``llama3.2-1b-q4`` -> ``llama3.2-1b+2l-q4`` (the same tensors, ``extra_layers`` more blocks)."""
-    from harness.models import presets
-
-    parsed = presets.parse_synthetic_alias(model)
-    if parsed is None:
-        raise BadInput(f"--model {model!r} is not a synthetic preset alias, so lbench cannot build a deeper twin",
-                       where="--model", hint="use a preset such as llama3.2-1b-q4, or give the slowed model with "
-                                             "--slow-model")
-    shape, quant = parsed
-    if not 1 <= extra_layers <= presets.MAX_EXTRA_LAYERS:
-        raise BadInput(f"--extra-layers must be 1..{presets.MAX_EXTRA_LAYERS}, got {extra_layers}")
-    return f"{shape.name}+{extra_layers}l-{quant.name}"
 
 
 def _one(value: str | None) -> list[str] | None:
@@ -123,21 +105,17 @@ def gate_bench(
           --stall-p 0.05 --reps 8
     """
     from harness.analysis.gate import load_config
-    from harness.runs.executors import RunOptions, get_executor
+    from harness.kinds import get
+    from harness.runkind import RunOptions
+    from harness.runs import gate_bench as bench
 
     cfg = load_config(None, alpha=alpha, threshold=margin)
     options = RunOptions(llama_server=llama_server, results=results)
-    executor = get_executor("gate-bench")
+    executor = get("gate-bench")
     if simulate:
-        from harness.runs.gate_bench import SimulatedGateBenchSpec
-
-        if round_s <= 0:
-            raise BadInput(f"--round-s must be > 0 seconds, got {round_s}", where="--round-s")
-        if woken_sd is not None and not (math.isfinite(woken_sd) and woken_sd > 0):
-            raise BadInput(f"--woken-sd must be a spread > 0, got {woken_sd}", where="--woken-sd", hint="e.g. --woken-sd 0.052")
-        sim = SimulatedGateBenchSpec(cfg, trials=trials or 400, seed=seed, spreads=tuple(sd) if sd else None,
-                                     reps=reps or 5, within_sd=within_sd, stall_p=stall_p,
-                                     job=_job_config(budget, ab_margin, seed), round_s=round_s, woken_sd=woken_sd)
+        sim = bench.simulation_spec(cfg, trials=trials, seed=seed, spreads=sd, reps=reps, within_sd=within_sd,
+                                    stall_p=stall_p, budget=budget, ab_margin=ab_margin, round_s=round_s,
+                                    woken_sd=woken_sd)
         with RichReporter() as rep:
             run = executor.execute(executor.prepare(sim, options, rep), rep)
         return print_simulation(run)
@@ -145,29 +123,22 @@ def gate_bench(
         raise BadInput("--sd, --within-sd and --stall-p describe simulated runs", where="gate-bench",
                        hint="add --simulate, or leave them out to measure real runs")
     trials = trials or 10
-    from harness.analysis.gate_config import parse_gate_on
     from harness.cli.idle import build_spec
-    from harness.runs.gate_bench import GateBenchSpec, with_printer
     from harness.spec import parse_pauses
 
     if ab and model == DEFAULT_MODEL:
         model = AB_MODEL
-    slow_model = slow_model or slowed_alias(model, extra_layers)
-    job = _job_config(budget, ab_margin, seed) if ab else None
+    slow_model = slow_model or bench.slowed_alias(model, extra_layers)
+    job = bench.job_config(budget, ab_margin, seed) if ab else None
     spec_a = build_spec(Path("gate") if ab else None, models=[model],
                         pauses_s=parse_pauses(pauses) if pauses else None if ab else parse_pauses("0,1.5"),
                         reps=reps if reps else None if ab else 5, warmup=warmup,
                         threads=_one(threads), cpus=_one(cpus), omp_wait=_one(omp_wait), client_cpus=client_cpus)
+    spec = bench.bench_spec(spec_a, cfg, model=model, slow_model=slow_model, trials=trials,
+                            runs_per_side=runs_per_side, gate_on=gate_on, job=job, budget=budget,
+                            knobs={"threads": threads, "cpus": cpus, "client_cpus": client_cpus,
+                                   "omp_wait_policy": omp_wait})
     pauses = ",".join(f"{p:g}" for p in spec_a.pauses_s)
-    design = {"model": model, "slow_model": slow_model, "trials": trials, "runs_per_side": runs_per_side,
-              "pauses_s": spec_a.pauses_s, "reps": spec_a.reps, "warmup": spec_a.warmup, "threads": threads,
-              "cpus": cpus, "client_cpus": client_cpus, "omp_wait_policy": omp_wait, "gate_on": gate_on or "warm",
-              "margin": cfg.threshold, "alpha": cfg.alpha}
-    if job is not None:
-        design.update({"ab": True, "budget": budget, "ab_margin": job.margin, "ab_margins": dict(job.margins),
-                       "ab_alpha": job.alpha, "ab_arms": ",".join(job.arms)})
-    spec = GateBenchSpec(spec_a, slow_model, cfg, trials=trials, runs_per_side=runs_per_side,
-                         gate_on=parse_gate_on(gate_on), design=design, job=job)
 
     def show(row: dict) -> None:
         console.print(f"trial {row['trial']}: {row['condition']} -> gate {row['gate_status']} "
@@ -175,7 +146,7 @@ def gate_bench(
                       f"{row['worst_ratio_ci_high']:.3f}])", markup=False, highlight=False)
 
     with RichReporter() as rep:
-        prepared = with_printer(executor.prepare(spec, options, rep), show)
+        prepared = bench.with_printer(executor.prepare(spec, options, rep), show)
         run = executor.execute(prepared, rep)
     analysis = _analysis(run)
     design_words = (f"each an A/A and a slowed lbench ab job (budget {budget}, margin {job.margin:.0%}"
@@ -192,18 +163,6 @@ def gate_bench(
     for line in analysis.get("findings", []):
         out.print(line, markup=False, soft_wrap=True)
     out.print(f"saved: {run.dir} (decisions table; lbench report {run.run_id})", markup=False, soft_wrap=True)
-
-
-def _job_config(budget: str, margin: str | None, seed: int = 0) -> RoundsConfig:
-    """``--ab``: lbench ab's design with this budget and margin (parsed as lbench ab parses them)."""
-    from harness.analysis.gate_config import budget_seconds, parse_margins
-
-    budget_s = budget_seconds(budget)
-    default_margin, woken_margin, per = parse_margins(margin)
-    cfg = RoundsConfig(margin=default_margin, woken_margin=woken_margin,
-                       margins={f"pause {p:g} s": m for p, m in per.items()}, budget_s=budget_s, seed=seed)
-    cfg.check()
-    return cfg
 
 
 def _analysis(run: Run) -> dict:

@@ -276,9 +276,10 @@ def history_query(
         finally:
             con.close()
     else:
+        from harness import kinds
         from harness.history.confined import run_confined
 
-        frame = run_confined(where, sql, timeout_s=timeout)
+        frame = run_confined(where, sql, timeout_s=timeout, install=kinds.install)
     if csv:
         sys.stdout.write(frame.to_csv(index=False))
     elif json_out:

@@ -90,9 +90,10 @@ def _run(spec: IdleSpec, llama_server: str | None, results: str | None, kind: st
          llama_idle_path: str | None = None, engine_options: dict | None = None) -> tuple[Run, Path | None]:
     """Run the sweep; returns the run and its report's path (printed last by the caller)."""
     from harness.report.render import render_report
-    from harness.runs.executors import RunOptions, get_executor
+    from harness.kinds import get
+    from harness.runkind import RunOptions
 
-    run_kind = get_executor(kind)
+    run_kind = get(kind)
     options = RunOptions(llama_server=llama_server, results=results, llama_idle=llama_idle_path,
                          engine_options=dict(engine_options or {}))
     with RichReporter() as reporter:

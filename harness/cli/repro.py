@@ -62,9 +62,10 @@ def repro(
 
 def _run_one(specs: list[ClaimSpec], binary: Binary, results: str | None, report: bool) -> bool:
     from harness.report.render import render_report
-    from harness.runs.executors import RunOptions, get_executor
+    from harness.kinds import get
+    from harness.runkind import RunOptions
 
-    repro = get_executor("repro")
+    repro = get("repro")
     with RichReporter() as reporter:
         run = repro.execute(repro.prepare(specs, RunOptions(binary=binary, results=results), reporter), reporter)
     if report:

@@ -119,7 +119,7 @@ def _sample_counts(entry: IndexEntry) -> dict:
 def measured_text(entry: IndexEntry, cache: IndexCache | None = None) -> str:
     """"40 samples (+12 warm-up)" for sample tables; "N requests" etc. for the others."""
     from harness.errors import BadInput
-    from harness.kinds import find_kind
+    from harness.runkind import find_kind
 
     kind = find_kind(entry.summary.kind)
     name = kind.primary_table if kind is not None else "samples"

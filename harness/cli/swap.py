@@ -193,9 +193,10 @@ def _one_storm(spec: SwapSpec, llama_server: str | None, results: str | None, re
     from harness.analysis.persisted import load_analysis
     from harness.analysis.swap import summary_from_analysis
     from harness.report.render import render_report
-    from harness.runs.executors import RunOptions, get_executor
+    from harness.kinds import get
+    from harness.runkind import RunOptions
 
-    swap = get_executor("swap")
+    swap = get("swap")
     with RichReporter() as reporter:
         run = swap.execute(swap.prepare(spec, RunOptions(llama_server=llama_server, results=results), reporter),
                            reporter)

@@ -56,9 +56,9 @@ from harness.history.archive import CATALOG_DIR, Added, Refused, _read_source, c
 from harness.history.table_bounds import check_run_tables
 from harness.analysis.intervals import clopper_pearson, median_interval
 from harness.analysis.frames import json_frame
-from harness.history.run_medians import idle_medians
 from harness.analysis.persisted import analyze, read_analysis
 from harness.attest import verify_run
+from harness.runkind import find_kind, registered
 from harness.store import Run
 
 if TYPE_CHECKING:
@@ -175,7 +175,7 @@ def _median_row(run_id: str, model: str, setting: str, metric: str, values: Iter
             "lo": _num(lo), "hi": _num(hi), "n": int(x.size)}
 
 
-def _idle_metrics(record: RunRecord, analysis: dict) -> list[dict]:
+def idle_metrics(record: RunRecord, analysis: dict) -> list[dict]:
     rows: list[dict] = []
     for w in analysis.get("wake") or []:
         if not isinstance(w, dict):
@@ -196,7 +196,7 @@ def _idle_metrics(record: RunRecord, analysis: dict) -> list[dict]:
     return rows
 
 
-def _swap_metrics(record: RunRecord, analysis: dict) -> list[dict]:
+def swap_metrics(record: RunRecord, analysis: dict) -> list[dict]:
     rows: list[dict] = []
     setting = swap_setting(record.config)
     swaps = json_frame(analysis.get("swaps") or {})
@@ -230,36 +230,27 @@ def _swap_metrics(record: RunRecord, analysis: dict) -> list[dict]:
     return rows
 
 
-# what the history reads from each kind's analysis (kinds without an entry add no metrics)
-METRICS_OF_KIND = {"idle": _idle_metrics, "swap": _swap_metrics}
-
-
-def _idle_table_metrics(dirs: list[Path], metrics: pd.DataFrame) -> tuple[list[dict], list[str]]:
-    return idle_medians(dirs, metrics)
-
-
-# what the history computes from each kind's tables, once per run, over all the runs a refresh adds
-# (given their analysis' metric rows): the idle runs' warm / woken medians (harness/history/run_medians.py)
-TABLE_METRICS_OF_KIND = {"idle": _idle_table_metrics}
+def swap_settings(record: RunRecord) -> list[str]:
+    """The setting a storm's runs are filed under (a storm names no cells)."""
+    return [swap_setting(record.config)]
 
 
 def run_metrics(run: Run) -> list[dict]:
-    """The catalog's metric rows of one run (a ``harness.store.Run``), from its analysis."""
-    metrics_of = METRICS_OF_KIND.get(run.record.kind)
-    if metrics_of is None:
+    """The catalog's metric rows of one run (a ``harness.store.Run``), from its analysis (its kind's
+    ``history.metrics``; a kind without one adds no metrics)."""
+    kind = find_kind(run.record.kind)
+    if kind is None or kind.history.metrics is None:
         return []
-    return metrics_of(run.record, read_analysis(run) or analyze(run))  # never written into the archive
-
-
-# the setting labels a kind's runs are filed under when the record names no cells (a storm has none)
-SETTINGS_OF_KIND = {"swap": lambda record: [swap_setting(record.config)]}
+    return kind.history.metrics(run.record, read_analysis(run) or analyze(run))  # never written into the archive
 
 
 def run_settings(record: RunRecord) -> list[str]:
-    """The setting labels the history archive files this run's series under (one per cell)."""
-    if record.settings or record.kind not in SETTINGS_OF_KIND:
+    """The setting labels the history archive files this run's series under (one per cell; a kind
+    whose runs name no cells says its own, ``history.settings``)."""
+    kind = find_kind(record.kind)
+    if record.settings or kind is None or kind.history.settings is None:
         return list(record.settings)
-    return SETTINGS_OF_KIND[record.kind](record)
+    return kind.history.settings(record)
 
 
 def run_row(machine_id: str, rel_dir: str, record: RunRecord, manifest_bytes: bytes, signer: str | None = None,
@@ -376,9 +367,10 @@ def refresh(archive: Path, *, quiet: bool = True) -> Catalog:
                 skipped.append(f"metrics of {rel}: {type(exc).__name__}: {exc}")
         except BadInput as exc:
             skipped.append(f"{rel}: {exc.what}")
-    for kind, table_metrics in TABLE_METRICS_OF_KIND.items():  # one pass over the new runs' tables
-        dirs = [archive / r["dir"] for r in new_runs if r["kind"] == kind]
-        if dirs:
+    for kind in registered().values() if new_runs else ():  # what a kind computes from its runs' tables: one pass
+        table_metrics = kind.history.table_metrics
+        dirs = [archive / r["dir"] for r in new_runs if r["kind"] == kind.name]
+        if table_metrics is not None and dirs:
             rows, failed = table_metrics(dirs, pd.DataFrame(new_metrics, columns=METRIC_COLUMNS.names))
             new_metrics += rows
             skipped += [f"metrics of {line}" for line in failed]

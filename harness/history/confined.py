@@ -23,6 +23,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ import pandas as pd
 
 from harness.errors import BadInput
 from harness.history.query import check_read_only, connect
-from harness.history.catalog import refresh
+from harness.history.catalog import catalog_dir, refresh
 
 TIMEOUT_S = 60.0
 STARTUP_S = 120.0  # the child's start (imports, the views): not counted in the query's bound
@@ -53,10 +54,13 @@ def confine(con: Any, archive: Path) -> None:
     con.execute("SET lock_configuration = true")
 
 
-def _child(archive: str, sql: str, address_space: int, conn: Any) -> None:  # runs in the child process
+def _child(archive: str, sql: str, address_space: int, conn: Any, install: Callable[[], None] | None
+           ) -> None:  # runs in the child process
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C reaches the whole group: the parent stops us
+    if install is not None:
+        install()  # a spawned interpreter knows no kind of run until it is given them (before the memory bound)
     if sys.platform != "win32":  # Windows has no RLIMIT_AS: DuckDB's memory_limit alone bounds it there
         import resource
 
@@ -101,9 +105,12 @@ def _child(archive: str, sql: str, address_space: int, conn: Any) -> None:  # ru
         conn.close()
 
 
-def run_confined(archive: Path, sql: str, *, timeout_s: float = TIMEOUT_S,
-                 address_space: int = ADDRESS_SPACE_BYTES) -> pd.DataFrame:
-    """The statement's rows, run in a confined child process (see the module's docstring)."""
+def run_confined(archive: Path, sql: str, *, timeout_s: float = TIMEOUT_S, address_space: int = ADDRESS_SPACE_BYTES,
+                 install: Callable[[], None] | None = None) -> pd.DataFrame:
+    """The statement's rows, run in a confined child process (see the module's docstring).  ``install``
+    (``harness.kinds.install``, a module's function: the child imports it by name) registers the kinds of
+    run in the child when the catalog could not be saved (a read-only archive): the child then files the
+    runs again, each by its kind."""
     import pyarrow as pa
 
     archive = Path(archive)
@@ -113,9 +120,11 @@ def run_confined(archive: Path, sql: str, *, timeout_s: float = TIMEOUT_S,
     if not timeout_s > 0:
         raise BadInput(f"the time bound is {timeout_s} s", where="--timeout", hint="give a positive number of seconds")
     refresh(archive)  # the catalog is the archive's own file: brought up to date here, read-only in the child
+    saved = all(p.is_file() and not p.is_symlink() for p in (catalog_dir(archive) / f"{name}.parquet"
+                                                              for name in ("runs", "metrics")))
     ctx = multiprocessing.get_context("spawn")
     recv, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(str(archive), sql, address_space, send), daemon=True)
+    proc = ctx.Process(target=_child, args=(str(archive), sql, address_space, send, None if saved else install), daemon=True)
     proc.start()
     send.close()
     try:

@@ -20,7 +20,7 @@ from harness.atomic import atomic_dir, atomic_write_text
 from harness.errors import BadInput
 from harness.untrusted import inside as untrusted_inside, read_bytes
 from harness import schema, shell
-from harness.kinds import find_kind
+from harness.runkind import find_kind
 from harness.terminal import printable
 from harness.report.redact import Redactor
 from harness.store import Run
@@ -282,17 +282,6 @@ def _recipe_blocks(claim_dir: Path, recipes: list[Path], verdict: object) -> lis
     return parts
 
 
-# each kind's part of the bundle: section(run, analysis, out_dir) -> (Markdown, the files it wrote)
-SECTIONS: dict[str, Callable[[Run, dict, Path], tuple[str, list[str]]]] = {
-    "idle": idle_section,
-    "calibrate": idle_section,
-    "swap": swap_section,
-    "repro": repro_section,
-    "gate-bench": gate_bench_section,
-    "ab": ab_section,
-}
-
-
 def _section(run: Run, section_of: Callable[[Run, dict, Path], tuple[str, list[str]]], out_dir: Path
              ) -> tuple[str, list[str]]:
     def use(analysis: dict) -> tuple[str, list[str]]:
@@ -382,8 +371,8 @@ def _write_bundle(runs: list[Run], out_dir: Path, *, redact: bool) -> Path:
     red = Redactor(redact, [h for h in hosts if h], runs=runs)
     parts: list[str] = []
     for run in runs:
-        section_of = SECTIONS.get(run.record.kind)
-        section, files = ("", []) if section_of is None else _section(run, section_of, out_dir)
+        kind = find_kind(run.record.kind)  # each kind's part of the bundle: its section(run, analysis, out_dir)
+        section, files = ("", []) if kind is None else _section(run, kind.section, out_dir)
         synthetic = list(run.record.synthetic_models)
         parts += [_summary_line(run), ""]
         if synthetic:

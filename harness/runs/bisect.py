@@ -22,7 +22,7 @@ from harness.errors import BadInput
 from harness.repro.bisect import BisectResult, bisect_builds
 from harness.repro.claims import load_claims
 from harness.runs.bisect_gate import GateBisectOutcome
-from harness.runs.executors import RunOptions, get_executor
+from harness.runkind import RunOptions, get_kind
 from harness.runs.idle import QuietReporter
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ def check_backend_steps(backend: str, candidates: list[int], install: bool, say:
 
 def claim_outcome(claim: str, results: str | None) -> tuple[Judge, dict[int, list[str]]]:
     """``(build, binary) -> verdict`` of one claim, and the run ids per build."""
-    repro = get_executor("repro")
+    repro = get_kind("repro")
     spec = load_claims([claim])[0]
     runs: dict[int, list[str]] = {}
 
@@ -90,8 +90,8 @@ def gate_outcome(spec: IdleSpec, cfg: GateConfig, retries: int, results: str | N
     binaries: dict[int, Any] = {}
 
     def prepare(build: int) -> PreparedIdle:
-        return get_executor("idle").prepare(copy.deepcopy(spec), RunOptions(llama_server=str(binaries[build].path),
-                                                                        results=results), QuietReporter())
+        options = RunOptions(llama_server=str(binaries[build].path), results=results)
+        return get_kind("idle").prepare(copy.deepcopy(spec), options, QuietReporter())
 
     judge_runs = GateBisectOutcome(prepare, cfg, looks_per_build=retries + 1, reporter=QuietReporter())
 

@@ -1,12 +1,11 @@
 """The gate's campaigns on real runs: the one place that chooses the default executor.
 
 ``idle_campaign(reporter)`` is a ``harness.analysis.campaign.Campaign`` whose runs are real idle
-sweeps, each made by the idle kind's ``execute_idle`` (what ``get_executor("idle").execute`` calls;
-imported directly so that a campaign kind such as gate-bench, itself in ``harness.runs.executors``,
-imports no circle): its own ``RunSession``, a run directory in the store, its manifest and
-``analysis.json``.  ``lbench ab`` (``runs/ab.py``), ``lbench
-gate-bench`` (``runs/gate_bench.py``) and ``lbench bisect --gate`` (``runs/bisect_gate.py``) use it;
-tests inject their own ``execute`` or ``judge``.
+sweeps, each made by ``execute_idle`` (the idle kind's ``execute``, harness/kinds/idle.py; imported
+directly: the kinds' package sits above this layer): its own ``RunSession``, a run directory in the
+store, its manifest and ``analysis.json``.  ``lbench ab`` (``runs/ab.py``), ``lbench gate-bench``
+(``runs/gate_bench.py``) and ``lbench bisect --gate`` (``runs/bisect_gate.py``) use it; tests inject
+their own ``execute`` or ``judge``.
 """
 
 from __future__ import annotations

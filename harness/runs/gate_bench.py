@@ -42,8 +42,9 @@ from harness.analysis.compare import judge_runs
 from harness.analysis.gate import GateConfig, GateOutcome
 from harness.analysis.gate_bench import simulated_rows, slowdown_size
 from harness.analysis.gate_sim import RoundsNoise, RunModel, run_model, simulate_gate, simulate_rounds
-from harness.analysis.gate_config import RoundsConfig
+from harness.analysis.gate_config import RoundsConfig, budget_seconds, parse_gate_on, parse_margins
 from harness.errors import BadInput
+from harness.models import presets
 from scipy import stats
 from harness.runs.ab import GateJob, GateJobSpec, PreparedGateJob, execute_gate_job
 from harness.runs.campaign import idle_campaign
@@ -57,7 +58,7 @@ if TYPE_CHECKING:
 
     from harness.analysis.gate_config import GateOn
     from harness.analysis.verdicts import Verdict
-    from harness.runs.executors import RunOptions
+    from harness.runkind import RunOptions
     from harness.runs.idle import PreparedIdle, Reporter
     from harness.store import Run
 
@@ -144,7 +145,7 @@ def run_gate_bench(preps: dict[str, PreparedIdle], cfg: GateConfig, *, bench_id:
     return done
 
 
-# ---- the kind's spec, prepare and execute (harness/runs/executors.py) -----------------------------
+# ---- the kind's spec, prepare and execute (harness/kinds/gate_bench.py) ---------------------------
 
 @dataclass(frozen=True)
 class GateBenchSpec:
@@ -178,6 +179,58 @@ class SimulatedGateBenchSpec:
     job: RoundsConfig = field(default_factory=RoundsConfig)  # the ab cells: lbench ab's design
     round_s: float = 30.0  # the ab cells: seconds one round of the job takes (the budget's clock)
     woken_sd: float | None = None  # the ab cells: a second gated group (pause 1 s) with this run spread
+
+
+def slowed_alias(model: str, extra_layers: int) -> str:
+    """``llama3.2-1b-q4`` -> ``llama3.2-1b+2l-q4`` (the same tensors, ``extra_layers`` more blocks)."""
+    parsed = presets.parse_synthetic_alias(model)
+    if parsed is None:
+        raise BadInput(f"--model {model!r} is not a synthetic preset alias, so lbench cannot build a deeper twin",
+                       where="--model", hint="use a preset such as llama3.2-1b-q4, or give the slowed model with "
+                                             "--slow-model")
+    shape, quant = parsed
+    if not 1 <= extra_layers <= presets.MAX_EXTRA_LAYERS:
+        raise BadInput(f"--extra-layers must be 1..{presets.MAX_EXTRA_LAYERS}, got {extra_layers}")
+    return f"{shape.name}+{extra_layers}l-{quant.name}"
+
+
+def job_config(budget: str, margin: str | None, seed: int = 0) -> RoundsConfig:
+    """``--ab``: lbench ab's design with this budget and margin (parsed as lbench ab parses them); trial n's
+    jobs draw their round orders from ``seed`` + n (``run_job_trials``)."""
+    default_margin, woken_margin, per = parse_margins(margin)
+    cfg = RoundsConfig(margin=default_margin, woken_margin=woken_margin,
+                       margins={f"pause {p:g} s": m for p, m in per.items()}, budget_s=budget_seconds(budget), seed=seed)
+    cfg.check()
+    return cfg
+
+
+def simulation_spec(cfg: GateConfig, *, trials: int | None, seed: int, spreads: Sequence[float] | None,
+                    reps: int | None, within_sd: float | None, stall_p: float | None, budget: str,
+                    ab_margin: str | None, round_s: float, woken_sd: float | None = None) -> SimulatedGateBenchSpec:
+    """``--simulate``: the design of a simulated bench (400 trials per cell and runs of 5 reps unless given);
+    ``woken_sd``: each ab job also gates pause 1 s, whose runs spread this much."""
+    if round_s <= 0:
+        raise BadInput(f"--round-s must be > 0 seconds, got {round_s}", where="--round-s")
+    if woken_sd is not None and not (math.isfinite(woken_sd) and woken_sd > 0):
+        raise BadInput(f"--woken-sd must be a spread > 0, got {woken_sd}", where="--woken-sd", hint="e.g. --woken-sd 0.052")
+    return SimulatedGateBenchSpec(cfg, trials=trials or 400, seed=seed, spreads=tuple(spreads) if spreads else None,
+                                  reps=reps or 5, within_sd=within_sd, stall_p=stall_p,
+                                  job=job_config(budget, ab_margin, seed), round_s=round_s, woken_sd=woken_sd)
+
+
+def bench_spec(spec_a: IdleSpec, cfg: GateConfig, *, model: str, slow_model: str, trials: int, runs_per_side: int,
+               gate_on: str | None, knobs: dict[str, str | None], job: RoundsConfig | None, budget: str
+               ) -> GateBenchSpec:
+    """A bench on real runs: side A's idle spec, B's model, and the design kept in the manifest (``knobs``:
+    threads, cpus, client_cpus, omp_wait_policy as given); ``job`` (``--ab``): each decision one ab job."""
+    design: dict[str, Any] = {"model": model, "slow_model": slow_model, "trials": trials, "runs_per_side": runs_per_side,
+                              "pauses_s": spec_a.pauses_s, "reps": spec_a.reps, "warmup": spec_a.warmup, **knobs,
+                              "gate_on": gate_on or "warm", "margin": cfg.threshold, "alpha": cfg.alpha}
+    if job is not None:
+        design.update({"ab": True, "budget": budget, "ab_margin": job.margin, "ab_margins": dict(job.margins),
+                       "ab_alpha": job.alpha, "ab_arms": ",".join(job.arms)})
+    return GateBenchSpec(spec_a, slow_model, cfg, trials=trials, runs_per_side=runs_per_side,
+                         gate_on=parse_gate_on(gate_on), design=design, job=job)
 
 
 @dataclass(frozen=True)

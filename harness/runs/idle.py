@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, TypedDict, Unpack
 
 from harness import paths
-from harness.kinds import KINDS
+from harness.runkind import get_kind
 from harness.engines import devices, llama_idle, server_policy
 from harness.engines import registry
 from harness.engines.base import Engine, Setting
@@ -415,7 +415,7 @@ def _run_cell(prep: PreparedIdle, writer: RunWriter, index: int, model: Resolved
                 finally:
                     cell.deadlines = deadlines.as_dict()
                     device_sampling.finish(sampler, cell)
-                if "http_floor" in KINDS[prep.kind].features:  # the floor after the same pauses (calibrate)
+                if "http_floor" in get_kind(prep.kind).features:  # the floor after the same pauses (calibrate)
                     run_floor_block(server, sorted(set(spec.pauses_s)), spec.reps, emit)
                 if client is not None:  # the server closed the idle connection: reopened before the clock
                     cell.reconnects = client.connection.reconnects

@@ -14,7 +14,8 @@ import json
 import os
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -22,11 +23,13 @@ from harness import paths
 from harness.engines import provision
 from harness.engines.binary import Binary
 from harness.engines.devices import is_selection_var
+from harness.errors import BadInput
 from harness.models.resolve import ResolvedModel, resolve
 from harness.models.gguf_info import file_sha256
 from harness.repro.claims import (ERROR, NOT_CHECKABLE, SETUP_FAILED, ClaimSpec, evaluate, gate_cause, judge_repeats,
                                   summarize_repeats)
 from harness.repro.registry import SCENARIOS, Context, Inconclusive
+from harness.runkind import RunOptions
 from harness.runs.idle import QuietReporter, Reporter
 from harness.runs.session import RunSession
 from harness.store import Run, RunWriter
@@ -75,6 +78,24 @@ def _recipes_with_checks(ctx: Context, rep_dir: Path, spec: ClaimSpec, figures: 
     except Exception as exc:  # the recipe must never hide the claim's verdict
         (rep_dir / "recipe.sh").write_text(shell.script([shell.comment(
             f"recipe could not be written: {type(exc).__name__}: {exc}"[:2000])]))
+
+
+@dataclass(frozen=True)
+class PreparedRepro:
+    claims: list[ClaimSpec]
+    binary: Binary
+    results: str | None
+
+
+def prepare_repro(claims: Iterable[ClaimSpec], options: RunOptions, reporter: Reporter) -> PreparedRepro:
+    """``claims``: the claims to check; ``options.binary``: the engine (a repro run needs one)."""
+    if options.binary is None:
+        raise BadInput("a repro run needs an engine binary", hint="lbench engine info says which is used")
+    return PreparedRepro(list(claims), options.binary, options.results)
+
+
+def execute_prepared_repro(prepared: PreparedRepro, reporter: Reporter) -> Run:
+    return execute_repro(prepared.claims, prepared.binary, results=prepared.results, reporter=reporter)
 
 
 def execute_repro(claims: list[ClaimSpec], binary: Binary, *, results: str | None = None,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from harness import baselines, paths
 from harness.errors import BadInput
-from harness.kinds import latest_kinds_to_compare
+from harness.runkind import latest_kinds_to_compare
 from harness.probes.host import virtual_status
 from harness.record import check_comparable
 from harness.store import LATEST, Run

@@ -17,7 +17,7 @@ from harness.analysis.wake_bench import Calibration, calibrate, calibration_row,
 from harness.atomic import atomic_write_text
 from harness.baselines import check_ref
 from harness.errors import BadInput
-from harness.kinds import find_kind
+from harness.runkind import find_kind
 from harness.store import open_run
 
 if TYPE_CHECKING:

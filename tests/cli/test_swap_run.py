@@ -111,7 +111,7 @@ def test_zipf_storm_counts_add_up_and_every_request_has_a_class(engine_env):
     r = run_cli("swap", *THREE, "--models-max", "2", "--pattern", "zipf", "-n", "30", "-c", "4", env=engine_env)
     assert r.returncode == 0, r.stderr + r.stdout
     run_dir = only_run(engine_env)
-    from harness.analysis.kinds import analysis_table
+    from harness.analysis.derived import analysis_table
 
     stored = pd.read_parquet(run_dir / "requests.parquet")
     assert "served_as" not in stored or stored["served_as"].isna().all()  # the store keeps what was measured

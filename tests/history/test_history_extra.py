@@ -54,7 +54,8 @@ def test_every_core_module_imports_without_the_extra():
 
 
 def test_a_run_without_the_extra_finishes_unsigned_and_says_so(tmp_path):
-    code = ("from pathlib import Path\nfrom harness.runs.session import RunSession\n"
+    code = ("from pathlib import Path\nfrom harness import kinds\nkinds.install()  # imports every kind: no extra needed\n"
+            "from harness.runs.session import RunSession\n"
             "class Said:\n    def message(self, text): print('MESSAGE', text)\n"
             "with RunSession(Path(sys.argv[1]), 'idle', {'config': {}, 'models': [], 'cells': []}, Said()) as s:\n"
             "    pass\n"

@@ -85,7 +85,8 @@ def test_real_engine_both_ends_on_one_binary(engine_env, engine_binary):
     first. An A/A comparison must never come out 'slower' at alpha/2 often; here we check the path:
     both ends measured with real run ids, the end judged by the gate (any of its outcomes)."""
     from harness.cli.idle import build_spec
-    from harness.runs.executors import RunOptions, get_executor
+    from harness.kinds import get
+    from harness.runkind import RunOptions
     from harness.runs.idle import QuietReporter
 
     spec = build_spec(None, models=["tiny-q8"], pauses_s=[0.0, 0.05], reps=6)
@@ -94,7 +95,7 @@ def test_real_engine_both_ends_on_one_binary(engine_env, engine_binary):
         import copy
 
         options = RunOptions(llama_server=str(engine_binary), results=engine_env["LBENCH_RESULTS_DIR"])
-        return get_executor("idle").prepare(copy.deepcopy(spec), options, QuietReporter())
+        return get("idle").prepare(copy.deepcopy(spec), options, QuietReporter())
 
     outcome = GateBisectOutcome(prepare, GateConfig(), looks_per_build=1, reporter=QuietReporter())
     result = bisect_builds([1, 2], outcome, retries=0)

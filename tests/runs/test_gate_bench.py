@@ -15,10 +15,9 @@ from harness.analysis.gate import GateConfig
 from harness.analysis.gate_bench import _trials_needed, error_rates, sentences
 from harness.analysis.intervals import clopper_pearson
 from harness.analysis.verdicts import GroupData, decide_groups
-from harness.cli.gate_bench import slowed_alias
 from harness.errors import BadInput
 from harness.models import presets
-from harness.runs.gate_bench import ORDERS, Relabeled, run_gate_bench
+from harness.runs.gate_bench import ORDERS, Relabeled, run_gate_bench, slowed_alias
 
 
 class FakeRun:
@@ -204,6 +203,32 @@ def test_deeper_twin_alias():
         slowed_alias("/models/x.gguf", 2)
     with pytest.raises(BadInput, match="extra-layers"):
         slowed_alias("tiny-q8", 0)
+
+
+def test_the_design_is_built_in_runs_not_in_the_command():
+    """lbench gate-bench only parses and prints: the design (ab's rounds, the simulated bench, the spec of
+    real runs and the design kept in its manifest) comes from harness.runs.gate_bench."""
+    from harness.runs.gate_bench import bench_spec, job_config, simulation_spec
+    from harness.spec import IdleSpec
+
+    job = job_config("15m", "0.03", seed=7)
+    assert (job.budget_s, job.margin, job.seed) == (900.0, 0.03, 7)  # trial n's orders then use seed 7 + n
+    cfg = GateConfig()
+    sim = simulation_spec(cfg, trials=None, seed=3, spreads=[0.2], reps=None, within_sd=None, stall_p=None,
+                          budget="15m", ab_margin=None, round_s=8.0)
+    assert (sim.trials, sim.reps, sim.spreads, sim.seed, sim.job.seed, sim.round_s) == (400, 5, (0.2,), 3, 3, 8.0)
+    with pytest.raises(BadInput, match="--round-s"):
+        simulation_spec(cfg, trials=10, seed=0, spreads=None, reps=5, within_sd=None, stall_p=None, budget="15m",
+                        ab_margin=None, round_s=0)
+    idle = IdleSpec(models=["tiny-q8"], pauses_s=[0.0, 1.5], reps=5).validate()
+    spec = bench_spec(idle, cfg, model="tiny-q8", slow_model="tiny+2l-q8", trials=3, runs_per_side=2, gate_on=None,
+                      knobs={"threads": "1", "cpus": None, "client_cpus": None, "omp_wait_policy": None},
+                      job=None, budget="15m")
+    assert spec.design["threads"] == "1" and spec.design["gate_on"] == "warm" and "ab" not in spec.design
+    assert (spec.slow_model, spec.trials, spec.job) == ("tiny+2l-q8", 3, None)
+    with_job = bench_spec(idle, cfg, model="tiny-q8", slow_model="tiny+2l-q8", trials=3, runs_per_side=2,
+                          gate_on="warm", knobs={}, job=job, budget="15m")
+    assert with_job.design["ab"] and with_job.design["ab_margin"] == 0.03 and with_job.job is job
 
 
 @pytest.mark.engine
