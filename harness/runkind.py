@@ -18,6 +18,8 @@ outside ``harness/kinds/`` compares a run's kind with a kind's name or keeps a t
 
 from __future__ import annotations
 
+import functools
+import importlib
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,7 +74,7 @@ class RunKind:
     compare_as: str | None = None  # runs of kinds with the same value can be compared (None: not comparable)
     features: frozenset[str] = frozenset()  # the HTTP floor (http_floor); a sweep of pauses with wake figures (pause_sweep)
     latest_compares: bool = False  # 'latest' in compare/gate may pick it (calibrate runs compare as idle, by id only)
-    spec_class: type  # what ``prepare`` takes
+    spec_class: Callable[..., Any]  # what ``prepare`` takes: a class (a ``part``: ``resolve(kind.spec_class)``)
     prepare: Prepare
     execute: Execute
     summarize: Callable[[Run], dict]  # the content of the run's analysis.json (harness/analysis/persisted.py)
@@ -81,6 +83,39 @@ class RunKind:
     context: Callable[[Run, dict], dict]  # what the kind's template shows: context(run, analysis)
     section: Callable[[Run, dict, Path], tuple[str, list[str]]]  # its part of an evidence bundle: (Markdown, files)
     history: HistoryView = HistoryView()
+
+
+class Part:
+    """A kind's part named ``module:attribute``, imported when it is first called (or ``resolve``d), so the
+    kinds' modules stay light: a command that only lists runs reads the kinds' facts and loads none of the
+    layers their parts live in (``lbench runs`` loads no pandas). ``tests/test_kinds.py`` resolves every part."""
+
+    def __init__(self, target: str) -> None:
+        module, _, attribute = target.partition(":")
+        if not module or not attribute:
+            raise ValueError(f"a part is 'module:attribute', got {target!r}")
+        self.target = target
+        self._module, self._attribute = module, attribute
+
+    @functools.cached_property
+    def value(self) -> Any:
+        return getattr(importlib.import_module(self._module), self._attribute)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.value(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"part({self.target!r})"
+
+
+def part(target: str) -> Any:
+    """``Part(target)``, typed as what it stands for (a function or a class of the layer it names)."""
+    return Part(target)
+
+
+def resolve(value: Any) -> Any:
+    """What a part stands for (a value that is not a part: itself)."""
+    return value.value if isinstance(value, Part) else value
 
 
 _KINDS: dict[str, RunKind] = {}

@@ -13,7 +13,7 @@ import harness
 from harness import kinds, resources
 from harness.errors import BadInput
 from harness.kinds import KINDS
-from harness.runkind import RunKind, registered
+from harness.runkind import Part, RunKind, registered, resolve
 
 PKG = Path(harness.__file__).parent
 NAMES = {k.name for k in KINDS}
@@ -24,11 +24,11 @@ def test_every_kind_has_each_part(kind: RunKind):
     """Every kind is started, summarized, reported and bundled as evidence by the parts its object names."""
     from harness.schema import TABLES
 
-    assert isinstance(kind.spec_class, type)
+    assert isinstance(resolve(kind.spec_class), type)
     for part in ("prepare", "execute", "summarize", "context", "section"):  # the parts every kind of run has
-        assert callable(getattr(kind, part)), f"{kind.name} has no {part}"
+        assert callable(resolve(getattr(kind, part))), f"{kind.name} has no {part}"  # a Part resolves: it exists
     for optional in (kind.derive, kind.history.metrics, kind.history.table_metrics, kind.history.settings):
-        assert optional is None or callable(optional)
+        assert optional is None or callable(resolve(optional))
     assert (resources.templates_dir() / kind.template).is_file()
     assert kind.primary_table in TABLES
 
@@ -66,6 +66,22 @@ def test_the_command_installs_the_kinds_when_it_runs_not_for_its_help(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     help_loaded, installed = out.stdout.strip().splitlines()[-2:]
     assert help_loaded == "False" and installed == str(sorted(NAMES))
+
+
+def test_listing_runs_loads_no_layer_of_the_kinds_parts(tmp_path):
+    """The kinds' modules name their parts as ``Part``s (harness/runkind.py), imported when first used: a
+    command that lists runs reads the facts and loads none of pandas, scipy, matplotlib, pyarrow, jinja2 for
+    them (reading a run's own tables may load pandas; an empty folder needs none)."""
+    modules = [m for k in KINDS for m in (k.spec_class, k.execute, k.summarize, k.context, k.section)]
+    assert all(isinstance(m, Part) for m in modules if not hasattr(m, "__code__"))  # a plain function: an adapter
+    with pytest.raises(ValueError, match="module:attribute"):
+        Part("harness.runs.idle")
+    code = ("import sys\nfrom typer.testing import CliRunner\nfrom harness.cli import app\n"
+            "r = CliRunner().invoke(app, ['runs', '--results', sys.argv[1]]); assert r.exit_code == 0, r.output\n"
+            "print(sorted(m for m in ('pandas', 'scipy', 'matplotlib', 'pyarrow', 'jinja2') if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"
 
 
 def test_unknown_kind_is_a_clear_error():

@@ -2,26 +2,31 @@
 
 from __future__ import annotations
 
-from harness.analysis.ab import summarize_run
-from harness.report.ab import ab_context
-from harness.report.evidence import ab_section
-from harness.runkind import RunKind, RunOptions
-from harness.runs.ab import GateJobSpec, PreparedGateJob, execute_gate_job, prepare_gate_job
-from harness.runs.idle import Reporter
-from harness.store import Run
+from typing import TYPE_CHECKING, Any
+
+from harness.runkind import RunKind, RunOptions, part
+
+if TYPE_CHECKING:
+    from harness.runs.idle import Reporter
+    from harness.store import Run
 
 
-def prepare(spec: GateJobSpec, options: RunOptions, reporter: Reporter, /) -> PreparedGateJob:
+def prepare(spec: Any, options: RunOptions, reporter: Reporter, /) -> Any:
     """``spec``: both sides' idle specs and binaries, the rounds' config."""
+    from harness.runs.ab import prepare_gate_job  # a part: loaded when a job starts (harness/runkind.py, Part)
+
     return prepare_gate_job(spec, options.results, reporter)
 
 
-def execute(prepared: PreparedGateJob, reporter: Reporter, /) -> Run:
+def execute(prepared: Any, reporter: Reporter, /) -> Run:
+    from harness.runs.ab import execute_gate_job
+
     return execute_gate_job(prepared, reporter).run
 
 
 KIND = RunKind(
     name="ab", title="A/B gate job", template="ab.html.j2", primary_table="rounds",
-    spec_class=GateJobSpec, prepare=prepare, execute=execute,
-    summarize=summarize_run, context=ab_context, section=ab_section,
+    spec_class=part("harness.runs.ab:GateJobSpec"), prepare=prepare, execute=execute,
+    summarize=part("harness.analysis.ab:summarize_run"), context=part("harness.report.ab:ab_context"),
+    section=part("harness.report.evidence:ab_section"),
 )

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from harness.analysis.repro import summarize_run
-from harness.report.evidence import repro_section
-from harness.report.repro import repro_context
-from harness.repro.claims import ClaimSpec
-from harness.runkind import RunKind
-from harness.runs.repro import execute_prepared_repro, prepare_repro
+from harness.runkind import RunKind, part
 
 KIND = RunKind(
     name="repro", title="claim reproductions", template="repro.html.j2", primary_table="verdicts",
-    spec_class=ClaimSpec, prepare=prepare_repro, execute=execute_prepared_repro,
-    summarize=summarize_run, context=repro_context, section=repro_section,
+    spec_class=part("harness.repro.claims:ClaimSpec"), prepare=part("harness.runs.repro:prepare_repro"),
+    execute=part("harness.runs.repro:execute_prepared_repro"),
+    summarize=part("harness.analysis.repro:summarize_run"), context=part("harness.report.repro:repro_context"),
+    section=part("harness.report.evidence:repro_section"),
 )

@@ -2,25 +2,26 @@
 
 from __future__ import annotations
 
-from harness.analysis.swap import summarize_run
-from harness.analysis.swap_served import derive_tables
-from harness.history.catalog import swap_metrics, swap_settings
-from harness.report.evidence import swap_section
-from harness.report.swap import swap_context
-from harness.runkind import HistoryView, RunKind, RunOptions
-from harness.runs.idle import Reporter
-from harness.runs.swap import PreparedSwap, execute_swap, prepare_swap
-from harness.spec import SwapSpec
+from typing import TYPE_CHECKING, Any
+
+from harness.runkind import HistoryView, RunKind, RunOptions, part
+
+if TYPE_CHECKING:
+    from harness.runs.idle import Reporter
 
 
-def prepare(spec: SwapSpec, options: RunOptions, reporter: Reporter, /) -> PreparedSwap:
+def prepare(spec: Any, options: RunOptions, reporter: Reporter, /) -> Any:
+    from harness.runs.swap import prepare_swap  # a part: loaded when a run starts (harness/runkind.py, Part)
+
     return prepare_swap(spec, llama_server=options.llama_server, results=options.results, reporter=reporter)
 
 
 KIND = RunKind(
     name="swap", title="router swap storm", template="swap.html.j2", primary_table="requests",
     compare_as="swap", latest_compares=True,
-    spec_class=SwapSpec, prepare=prepare, execute=execute_swap,
-    summarize=summarize_run, derive=derive_tables, context=swap_context, section=swap_section,
-    history=HistoryView(metrics=swap_metrics, settings=swap_settings),
+    spec_class=part("harness.spec:SwapSpec"), prepare=prepare, execute=part("harness.runs.swap:execute_swap"),
+    summarize=part("harness.analysis.swap:summarize_run"), derive=part("harness.analysis.swap_served:derive_tables"),
+    context=part("harness.report.swap:swap_context"), section=part("harness.report.evidence:swap_section"),
+    history=HistoryView(metrics=part("harness.history.catalog:swap_metrics"),
+                        settings=part("harness.history.catalog:swap_settings")),
 )
