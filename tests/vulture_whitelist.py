@@ -60,3 +60,24 @@ free_mib  # harness/engines/devices.py: Device.free_mib, likewise
 in_effect  # harness/probes/residency.py: the residency decision's field, written into each cell's startup_metal
 PSTATE_UNKNOWN  # harness/probes/devices/nvml.py: NVML's P-state 32 (unknown), read by the parser's tests
 DIFFERS  # harness/repro/figures.py: a figure whose shell and Python forms measure differently (docs/claims.md)
+# the kinds' parts, named as strings by runkind.part("module:function") in harness/kinds/ (loaded when first
+# used, so vulture cannot follow them); tests/test_kinds.py resolves every one
+ab_section
+calibrate_context
+derive_tables
+execute_gate_bench
+execute_prepared_repro
+execute_swap
+gate_bench_section
+idle_context
+idle_medians
+idle_metrics
+idle_section
+prepare_gate_bench
+prepare_repro
+repro_context
+repro_section
+swap_context
+swap_metrics
+swap_section
+swap_settings

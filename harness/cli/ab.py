@@ -3,7 +3,6 @@ the workflow lives in harness/runs/ab.py and harness/runs/ab_output.py, this mod
 
 from __future__ import annotations
 
-import copy
 import shlex
 from pathlib import Path
 
@@ -13,7 +12,6 @@ from harness.analysis.gate_config import RoundsConfig
 from harness.cli.idle import build_spec
 from harness.cli.options import BackendOpt, DeviceOpt, ResultsDir, select_device, shown
 from harness.cli.ui import RichReporter, console, out, print_wrapped
-from harness.errors import BadInput
 from harness.spec import parse_pauses
 
 
@@ -98,41 +96,22 @@ def ab(
       lbench ab -m tiny-q8 --a-backend cpu --b-backend vulkan --device 0 \\
           --arms a,b
     """
-    from harness.analysis.gate_config import EXIT_CODES, budget_seconds, parse_arms, parse_margins
-    from harness.analysis.sequential import SPENDING
+    from harness.analysis.gate_config import EXIT_CODES
     from harness.engines.builds import server_path
-    from harness.runs.ab import GateJobSpec
     from harness.kinds import get
     from harness.runkind import RunOptions
+    from harness.runs.ab import gate_job_spec
 
-    budget_s = budget_seconds(budget)
-    if spending not in SPENDING:
-        raise BadInput(f"--spending must be one of {', '.join(SPENDING)}, got {spending!r}", where="--spending")
-    gate_pauses = tuple(sorted(set(parse_pauses(gate_on, "--gate-on")))) if gate_on else None
-    default_margin, woken_margin, margins = parse_margins(margin)
-    arm_list = parse_arms(arms)
-    cfg = RoundsConfig(arms=arm_list, margin=default_margin, woken_margin=woken_margin, alpha=alpha,
-                       slower_rule=slower_rule, seed=seed,
-                       min_rounds=min_rounds if min_rounds is not None else RoundsConfig.min_rounds,
-                       max_rounds=max_rounds, budget_s=budget_s, spending=spending,
-                       margins={f"pause {p:g} s": m for p, m in margins.items()})
-    cfg.check()
     spec = build_spec(spec_file or Path("gate"), models=model or None, pauses_s=parse_pauses(pauses) if pauses else None,
                       reps=reps, env_axis=env_axis or None, server_args_axis=server_args_axis or None,
                       prompt_tokens=[p for p in prompt_tokens.split(",") if p.strip()] if prompt_tokens else None)
-    unknown = [p for p in margins if not any(abs(p - q) < 1e-9 for q in spec.pauses_s)]
-    if unknown:
-        raise BadInput(f"--margin names pauses the spec does not have: {', '.join(f'{p:g}' for p in unknown)}",
-                       where="--margin", hint=f"the spec's pauses: {', '.join(f'{p:g}' for p in spec.pauses_s)}")
     a_path = server_path(a_backend or backend, a_server)
     b_path = server_path(b_backend or backend, b_server)
+    job = gate_job_spec(spec, margin=margin, arms=arms, alpha=alpha, slower_rule=slower_rule, seed=seed,
+                        min_rounds=min_rounds, max_rounds=max_rounds, budget=budget, spending=spending,
+                        gate_on=gate_on, llama_server_a=a_path, llama_server_b=b_path, a_args=list(a_arg or []),
+                        b_args=list(b_arg or []))
     select_device(a_backend or backend, device, a_path, (b_backend or backend, b_path))  # each side that takes one
-    spec_a, spec_b = copy.deepcopy(spec), copy.deepcopy(spec)
-    spec_a.server_args = list(spec.server_args) + list(a_arg or [])
-    spec_b.server_args = list(spec.server_args) + list(b_arg or [])
-    spec_a.validate("--a-arg"), spec_b.validate("--b-arg")  # both sides' bad input before either side starts
-    job = GateJobSpec(spec_a, spec_b, cfg, llama_server_a=a_path, llama_server_b=b_path, gate_pauses=gate_pauses,
-                      design={"spec": spec.name, "budget": budget})
     executor = get("ab")
     with RichReporter() as rep:
         for side, server, extra in (("A", a_path, a_arg), ("B", b_path, b_arg)):

@@ -13,6 +13,7 @@ and a rerun script.
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 from collections.abc import Callable
@@ -22,13 +23,14 @@ from typing import Any
 
 from harness import paths
 from harness.analysis.campaign import Execute, RoundsResult, interleaved_rounds
-from harness.analysis.gate_config import ARM_TITLES
+from harness.analysis.gate_config import ARM_TITLES, budget_seconds, parse_arms, parse_margins
 from harness.analysis.rounds import Look, RoundsConfig, idle_levels
+from harness.analysis.sequential import SPENDING
 from harness.errors import BadInput
 from harness.runs.campaign import idle_campaign
 from harness.runs.idle import PreparedIdle, Reporter, model_entry, prepare_idle
 from harness.runs.session import RunSession
-from harness.spec import IdleSpec
+from harness.spec import IdleSpec, parse_pauses
 from harness.store import Run
 
 KIND = "ab"
@@ -46,6 +48,36 @@ class GateJobSpec:
     llama_server_b: str | None = None
     gate_pauses: tuple[float, ...] | None = None
     design: dict[str, Any] = field(default_factory=dict)
+
+
+def gate_job_spec(spec: IdleSpec, *, margin: str | None, arms: str, alpha: float, slower_rule: str, seed: int,
+                  min_rounds: int | None, max_rounds: int, budget: str, spending: str, gate_on: str | None,
+                  llama_server_a: str | None, llama_server_b: str | None, a_args: list[str], b_args: list[str]
+                  ) -> GateJobSpec:
+    """``lbench ab``'s job from its options as given (the design spec already loaded): the rounds' config
+    (margins per pause, arms, budget, spending), both sides' copies of the spec with their extra server
+    arguments, the gated pauses. Every bad input is refused here, before anything runs (exit 2)."""
+    budget_s = budget_seconds(budget)
+    if spending not in SPENDING:
+        raise BadInput(f"--spending must be one of {', '.join(SPENDING)}, got {spending!r}", where="--spending")
+    gate_pauses = tuple(sorted(set(parse_pauses(gate_on, "--gate-on")))) if gate_on else None
+    default_margin, woken_margin, margins = parse_margins(margin)
+    cfg = RoundsConfig(arms=parse_arms(arms), margin=default_margin, woken_margin=woken_margin, alpha=alpha,
+                       slower_rule=slower_rule, seed=seed,
+                       min_rounds=min_rounds if min_rounds is not None else RoundsConfig.min_rounds,
+                       max_rounds=max_rounds, budget_s=budget_s, spending=spending,
+                       margins={f"pause {p:g} s": m for p, m in margins.items()})
+    cfg.check()
+    unknown = [p for p in margins if not any(abs(p - q) < 1e-9 for q in spec.pauses_s)]
+    if unknown:
+        raise BadInput(f"--margin names pauses the spec does not have: {', '.join(f'{p:g}' for p in unknown)}",
+                       where="--margin", hint=f"the spec's pauses: {', '.join(f'{p:g}' for p in spec.pauses_s)}")
+    spec_a, spec_b = copy.deepcopy(spec), copy.deepcopy(spec)
+    spec_a.server_args = list(spec.server_args) + list(a_args)
+    spec_b.server_args = list(spec.server_args) + list(b_args)
+    spec_a.validate("--a-arg"), spec_b.validate("--b-arg")  # both sides' bad input before either side starts
+    return GateJobSpec(spec_a, spec_b, cfg, llama_server_a=llama_server_a, llama_server_b=llama_server_b,
+                       gate_pauses=gate_pauses, design={"spec": spec.name, "budget": budget})
 
 
 @dataclass(frozen=True)
