@@ -41,6 +41,7 @@ from harness.record import SCHEMA_VERSION, RunRecord, read_record
 from harness.schema import apply_schema, table_schema
 from harness.untrusted import MAX_TABLE_BYTES, open_regular
 from harness.runindex import iter_records, RunSummary
+from harness.attest import sign_run
 
 TABLES = ("samples",)
 
@@ -130,8 +131,6 @@ class RunWriter:
             self._failed(exc, "manifest.json")
         else:
             if self.signed:  # a section added after the run was signed (a swap run's findings): signed again
-                from harness.attest import sign_run
-
                 try:
                     sign_run(self.dir)
                 except Exception:  # noqa: BLE001 - the signature is stale then; history add says so

@@ -26,6 +26,7 @@ import pandas as pd
 from scipy import stats
 
 from harness.analysis import wake_fit
+from harness.analysis.intervals import median_interval
 
 MIN_STEP = 0.10  # a step smaller than 10% is not called a regime change
 MIN_BIC_GAIN = 6.0  # a richer shape must lower BIC by this much (Kass & Raftery: "strong")
@@ -232,8 +233,6 @@ def fit_shape(pauses: npt.ArrayLike, latency_ms: npt.ArrayLike, *, min_step: flo
     the rising ones on the bulk, bootstrapped at each resample's own place.  ``n_perm=0`` and
     ``n_boot=0``: no test, no bootstrap, BIC's choice among all four shapes as it stands.
     """
-    from harness.analysis.intervals import median_interval
-
     p = np.asarray(pauses, dtype=float)
     y = np.asarray(latency_ms, dtype=float)
     blk = None if blocks is None else pd.to_numeric(pd.Series(np.asarray(blocks, dtype=object)),

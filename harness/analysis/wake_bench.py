@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
-from harness.analysis.regimes import N_BOOT, ShapeFit, design_blocks, fit_shape
+from harness.analysis.regimes import N_BOOT, ShapeFit, _clopper_pearson, design_blocks, fit_shape
 
 STEPS = (0.0, 0.10, 0.25, 0.50, 1.00)  # flat, +10%, +25%, +50%, +100%
 
@@ -138,8 +138,6 @@ def _mixture_median(mu: np.ndarray, sd: float) -> float:
 
 
 def _cp(k: int, n: int) -> dict:
-    from harness.analysis.regimes import _clopper_pearson
-
     lo, hi = _clopper_pearson(k, n)
     return {"k": int(k), "n": int(n), "rate": k / n if n else math.nan, "ci": [lo, hi]}
 

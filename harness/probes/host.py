@@ -15,6 +15,7 @@ from typing import Any
 import psutil
 
 from harness.probes import macos
+from harness.probes.memory import nvidia_facts
 
 
 def cpu_model() -> str:
@@ -70,8 +71,6 @@ def host_facts() -> dict:
         facts["virtual"] = bool(mac.get("virtual"))
         if mac.get("chip"):
             facts["cpu_model"] = mac["chip"]
-    from harness.probes.memory import nvidia_facts
-
     nv = nvidia_facts()
     if nv:
         facts.update({f"nvidia_{k}": v for k, v in nv.items()})

@@ -37,6 +37,7 @@ import platform
 import re
 import shutil
 import subprocess
+from harness.probes.macos import _run, parse_sysctl
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
@@ -184,8 +185,6 @@ def macos_version() -> str | None:
     """The macOS ProductVersion from ``sw_vers`` (platform.mac_ver() as a fallback); None off macOS."""
     if platform.system() != "Darwin":
         return None
-    from harness.probes.macos import _run
-
     return _run(["sw_vers", "-productVersion"]).strip() or platform.mac_ver()[0] or None
 
 
@@ -197,8 +196,6 @@ def apple_silicon(machine: str | None = None, translated: str | None = None) -> 
     if machine == "arm64":
         return True
     if translated is None:
-        from harness.probes.macos import _run, parse_sysctl
-
         translated = parse_sysctl(_run(["sysctl", "sysctl.proc_translated"])).get("sysctl.proc_translated")
     return (translated or "").strip() == "1"
 

@@ -17,6 +17,7 @@ import jinja2
 from harness import resources
 from harness.atomic import atomic_write_text
 from harness.units import size_text
+from harness.probes.host import virtual_status
 
 if TYPE_CHECKING:
     from harness.store import Run
@@ -47,8 +48,6 @@ def write_page(template: str, context: dict, out: Path, post: Callable[[str], st
     ``post`` rewrites the rendered page first (redaction).  ``virtual_hosts`` (the host facts of every run
     behind the page) become the virtual-machine banner every report carries (``virtual``)."""
     if "virtual_hosts" in context:
-        from harness.probes.host import virtual_status
-
         context = {**context, "virtual": virtual_status(context["virtual_hosts"])}
     html = scrolling_tables(environment().get_template(template).render(**context))
     return atomic_write_text(out, post(html) if post is not None else html)

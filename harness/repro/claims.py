@@ -55,6 +55,9 @@ from harness.toml_input import read_toml
 from harness.repro.registry import SCENARIOS
 from harness.probes.proc_events import available
 from harness.probes.macos import read_paravirtual_reason
+from harness.probes import residency
+from harness.probes.residency import macos_version, version_tuple
+from harness.repro.mlx_scenarios import residency_lines_possible
 
 OPS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq,
        "!=": operator.ne}
@@ -285,8 +288,6 @@ class _Lazy(dict):
 def availability(backend: str, binary: Path | None = None) -> dict[str, tuple[bool, str]]:
     """Which requirements this host and engine meet, with the reason when not.  Probes that
     touch the host (Ollama's port, the kernel's process events) run on first access only."""
-    from harness.probes import residency
-
     metal = platform.system() == "Darwin" and residency.apple_silicon() and backend == "metal"
     where = f"{platform.system()} {platform.machine()}, engine backend {backend}"
     paravirtual = _paravirtual() if metal else None
@@ -317,9 +318,6 @@ def _mlx_residency() -> tuple[bool, str]:
     """MLX's residency sets and their ``[residency]`` lines: mlx >= 0.32.1 (mlx/backend/metal/resident.cpp)
     on macOS >= 15 (resident.cpp: Metal3 + macOS 15)."""
     from importlib.metadata import PackageNotFoundError, version
-
-    from harness.probes.residency import macos_version, version_tuple
-    from harness.repro.mlx_scenarios import residency_lines_possible
 
     try:
         mlx = version("mlx")

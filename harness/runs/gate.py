@@ -21,6 +21,7 @@ from harness.record import backend_of
 from harness.report.redact import Redactor
 from harness.runs.sides import resolve_runs, resolve_sides, side_warnings
 from harness.store import Run
+from harness.runs.gate_history import history_sides, pooled_lines
 
 
 @dataclass(frozen=True)
@@ -60,8 +61,6 @@ def decide_gate(req: GateRequest) -> GateDecision:
     """The gate's decision and its artefacts' texts (bad input: ``BadInput``, exit 2)."""
     hb = None
     if any(is_history_ref(b) for b in req.baseline):
-        from harness.runs.gate_history import history_sides  # the history extra: loaded only when asked for
-
         f = req.filters
         ra, rb, hb = history_sides(req.baseline, req.candidate, req.results, history=req.history,
                                    archive=f.get("--archive"), window=f.get("--window"), build=f.get("--build"),
@@ -90,8 +89,6 @@ def decide_gate(req: GateRequest) -> GateDecision:
     context: list[str] = []
     props: dict[str, str] = {}
     if hb is not None:
-        from harness.runs.gate_history import pooled_lines
-
         context = hb.lines() + pooled_lines(res)
         info["history_baseline"] = hb.as_dict()
         props = {"history_baseline": f"history:{hb.series}", "history_runs": ",".join(names_a),

@@ -210,7 +210,7 @@ async def drive(
                           max_keepalive_connections=None if reuse_connections else 0)
     sent = 0
     past_deadline = 0
-    complete = getattr(backend, "answer_complete", lambda text: True)
+    complete = backend.answer_complete
     async with httpx.AsyncClient(base_url=backend.base_url, timeout=timeout_s, limits=limits, trust_env=False) as client:
 
         async def send(index: int, wave_no: int, model: str, planned: dict | None = None) -> None:

@@ -23,6 +23,9 @@ class ToyBackend:
 
     request_path = "/toy/generate"
 
+    def answer_complete(self, body: str) -> bool:  # engines.base.SwapBackend: a whole JSON answer here
+        return True
+
     def __init__(self, names, on_event):
         self.names = names
         self.bodies: list[dict] = []
