@@ -45,26 +45,26 @@ def ab(
     arms: str = typer.Option(None, "--arms", metavar="ARMS",
                              help="Arms of every round: a (base), b (head), aa (a second copy of a: the A/A floor "
                                   "that decides whether a verdict counts), e.g. --arms a,b. " + shown("a,b,aa")),
-    budget: str = typer.Option("15m", "--budget", metavar="DURATION",
+    budget: str = typer.Option("15m", "--budget", show_default=False, metavar="DURATION",
                                help="Wall-clock budget of the rounds, e.g. 15m, 900s, 1h; the stop rule ends "
                                     "sooner when it can. " + shown("15m")),
-    seed: int = typer.Option(0, "--seed", help="Seed of the arms' randomised, balanced order in the rounds. "
+    seed: int = typer.Option(0, "--seed", show_default=False, help="Seed of the arms' randomised, balanced order in the rounds. "
                              + shown("0")),
     min_rounds: int = typer.Option(None, "--min-rounds", help="Rounds before the first look. "
                                    + shown(f"{RoundsConfig.min_rounds} (the fit needs them to estimate its noise)")),
-    max_rounds: int = typer.Option(RoundsConfig.max_rounds, "--max-rounds",
+    max_rounds: int = typer.Option(RoundsConfig.max_rounds, "--max-rounds", show_default=False,
                                    help="Most rounds, whatever the budget. " + shown(RoundsConfig.max_rounds)),
     margin: str = typer.Option(None, "--margin", "--threshold", metavar="M",
                                help="Equivalence margin m of every gated pause (band [1/(1+m), 1+m]), or per pause, "
                                     "e.g. --margin 0=0.03,1=0.10. "
                                     + shown(f"{RoundsConfig.margin} at pause 0, {RoundsConfig.woken_margin} at the others")),
-    alpha: float = typer.Option(RoundsConfig.alpha, "--alpha",
+    alpha: float = typer.Option(RoundsConfig.alpha, "--alpha", show_default=False,
                                 help="Overall two-sided level, spent over the looks and split over the gated "
                                      "groups: a false 'slower' has chance alpha/2. " + shown(RoundsConfig.alpha)),
-    spending: str = typer.Option(RoundsConfig.spending, "--spending",
+    spending: str = typer.Option(RoundsConfig.spending, "--spending", show_default=False,
                                  help="Alpha-spending function over the looks: 'obf' (Lan-DeMets O'Brien-Fleming-like) "
                                       "or 'pocock'. " + shown(RoundsConfig.spending)),
-    slower_rule: str = typer.Option(RoundsConfig.slower_rule, "--slower-rule", metavar="RULE",
+    slower_rule: str = typer.Option(RoundsConfig.slower_rule, "--slower-rule", show_default=False, metavar="RULE",
                                     help="'zero': slower when the interval lies above 1; 'margin': above 1+m. "
                                          + shown(RoundsConfig.slower_rule)),
     gate_on: str = typer.Option(None, "--gate-on", metavar="PAUSES",

@@ -69,11 +69,13 @@ def gate_bench(
                                                 "arm interleaved until decided or --budget is spent), per trial one "
                                                 "with B = A (A/A) and one with B the deeper twin (slowed); the design "
                                                 "is lbench ab's default spec unless --pauses/--reps are given."),
-    budget: str = typer.Option("15m", "--budget", metavar="DURATION", help="With --ab: each job's wall-clock budget. "
+    budget: str = typer.Option("15m", "--budget", show_default=False, metavar="DURATION",
+                               help="With --ab: each job's wall-clock budget. "
                                + shown("15m")),
     ab_margin: str = typer.Option(None, "--ab-margin", metavar="M", help="With --ab: the jobs' margin, as lbench ab's "
                                   "--margin (e.g. 0=0.03,1=0.10). " + shown("lbench ab's default")),
-    round_s: float = typer.Option(30.0, "--round-s", help="With --simulate: seconds one round of lbench ab takes "
+    round_s: float = typer.Option(30.0, "--round-s", show_default=False,
+                                  help="With --simulate: seconds one round of lbench ab takes "
                                   "(its budget's clock; a job's rounds table shows it), e.g. --round-s 8. "
                                   + shown("30")),
     woken_sd: float = typer.Option(None, "--woken-sd", help="With --simulate: each lbench ab job also gates a woken "

@@ -23,7 +23,8 @@ def runs(results: ResultsDir = None,
          model: str = typer.Option(None, "--model", "-m", help="Only runs of this model label. " + shown("any")),
          status: str = typer.Option(None, "--status", help="Only runs with this status (complete, failed, "
                                                            "interrupted, running, abandoned). " + shown("any")),
-         limit: int = typer.Option(50, "--limit", "-n", min=0, help="Show the newest N runs that match (0: all); "
+         limit: int = typer.Option(50, "--limit", "-n", min=0, show_default=False,
+                                   help="Show the newest N runs that match (0: all); "
                                                                    "a line says how many older ones are not shown. "
                                                                    + shown("50"))) -> None:
     """List runs, oldest first: status, what was measured (warm-ups apart), duration and whether

@@ -103,3 +103,11 @@ def test_every_help_page_renders_without_raw_metavars_or_stale_defaults(path):
     assert not raw, f"{path}: arguments shown by their Python names {raw}; give them a metavar: {usage}"
     assert "[default: (" not in flat and "(default " not in flat, text
     assert "pip install -e" not in flat  # what a user of an installed lbench types is in the hint itself
+
+
+def test_no_option_shows_its_default_twice():
+    """An option with a default of its own gets Typer's ``[default: ...]``; one that also says ``shown(...)``
+    in its help must turn Typer's off (``show_default=False``), or --help prints the default twice."""
+    doubled = [f"{where}: {m}" for where, text in HELPS.items()
+               for m in re.findall(r"\[default: [^\]]*\]\s+\[default:", " ".join(text.split()))]
+    assert not doubled, "\n".join(doubled)
