@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from scipy import stats  # noqa: E402
 
+from harness.analysis.gate_plan import sd_interval  # noqa: E402
 from harness.engines import registry  # noqa: E402
 from harness.engines.base import Setting  # noqa: E402
 from harness.engines.registry import EngineOptions  # noqa: E402
@@ -108,7 +109,7 @@ def main() -> int:
     means = [j["log_ratio"] for j in jobs]
     m = sum(means) / len(means)
     across = math.sqrt(sum((x - m) ** 2 for x in means) / (len(means) - 1))
-    lo, hi = (math.sqrt((len(means) - 1) * across**2 / stats.chi2.ppf(q, len(means) - 1)) for q in (0.975, 0.025))
+    lo, hi = sd_interval(across, len(means))
     within_se = sum(j["half_width_99"] for j in jobs) / len(jobs) / float(stats.t.ppf(0.995, args.rounds - 1))
     false = sum(j["excludes_1"] for j in jobs)
     print(f"\n{bench_id} ({len(jobs)} jobs, {args.rounds} rounds each, pause 0):")
