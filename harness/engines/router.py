@@ -73,6 +73,13 @@ def parse_router_line(text: str) -> tuple[str, dict] | None:
     return None
 
 
+HOLD_KEY = "ui-config-file"
+"""The preset key that holds a child at start-up (``Lab.held`` in harness/repro/lab.py): llama-server
+reads the file named by ``--ui-config-file`` while parsing its arguments, before it starts its HTTP
+server or reports any status to the router, and a FIFO makes that read wait until lbench writes
+``{}`` (an empty UI configuration; the children run with ``--no-webui``).  Build 11434 has it."""
+
+
 @dataclass(frozen=True)
 class RouterModel:
     name: str

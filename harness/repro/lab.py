@@ -19,6 +19,7 @@ recipe in shell on what it observed.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -26,7 +27,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from pathlib import Path
 
@@ -36,7 +37,7 @@ import psutil
 
 from harness.engines.binary import Binary
 from harness.engines.devices import is_selection_var
-from harness.engines.router import RouterModel, RouterProcess, TimelineEvent, router_argv
+from harness.engines.router import HOLD_KEY, RouterModel, RouterProcess, TimelineEvent, router_argv
 from harness import shell
 from harness.errors import EngineError
 from harness.probes.process_tree import TreeSample
@@ -83,6 +84,7 @@ class Lab:
     extra_env: dict[str, str] = field(default_factory=dict)
     preset_global: dict[str, str] = field(default_factory=dict)
     sample_hz: float = 100.0
+    held: tuple[str, ...] = ()  # models whose child waits at start-up until ``release`` (``HOLD_KEY``)
     replies: list[Reply] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)  # what the harness did, as shell lines
     shell_figures: dict[str, tuple[str, str]] = field(default_factory=dict)  # figure -> (shell command, how)
@@ -103,6 +105,14 @@ class Lab:
     def __post_init__(self) -> None:
         self.t0 = time.perf_counter()
         (self.run_dir / "logs").mkdir(parents=True, exist_ok=True)
+        self.holds: dict[str, Path] = {}  # held model -> its FIFO, until released
+        for n, model in enumerate(self.held, 1):
+            fifo = self.run_dir / f"hold-{n}.fifo"
+            fifo.unlink(missing_ok=True)
+            os.mkfifo(fifo, 0o600)
+            self.holds[model] = fifo
+        self.models = [replace(m, extra=(*m.extra, (HOLD_KEY, str(self.holds[m.name])))) if m.name in self.holds else m
+                       for m in self.models]
         self.session = RouterSession(self._start_router, [m.name for m in self.models], sample_hz=self.sample_hz,
                                      t0=self.t0)
 
@@ -136,6 +146,10 @@ class Lab:
             self.session.__enter__()
         except EngineError:
             self.start_failed = True
+            self._drop_holds()
+            raise
+        except BaseException:
+            self._drop_holds()
             raise
         self.http = httpx.Client(base_url=self.router.base_url, timeout=120, trust_env=False,
                                  limits=httpx.Limits(max_keepalive_connections=0))
@@ -143,8 +157,14 @@ class Lab:
 
     def __exit__(self, *exc: object) -> None:
         self.t_stop = self.now()  # the recipe computes its figures here, before the router stops
+        self._drop_holds()  # a held child still waiting would make the router wait to stop it
         self.http.close()
         self.session.close()
+
+    def _drop_holds(self) -> None:
+        """Release every held child that is waiting and remove the FIFOs (none stays in the run folder)."""
+        for model in list(self.holds):
+            self._open_hold(model, timeout=0.0)
 
     def act(self, *lines: str) -> None:
         """Record a step the harness took, as shell lines for the recipe (with its lab time); each
@@ -362,13 +382,33 @@ class Lab:
     # ---- driving ---------------------------------------------------------
     def request(self, model: str, n_predict: int = 1, *, timeout: float = 120.0, ignore_eos: bool = False,
                 prompt: str = "Hello world", headers: dict[str, str] | None = None) -> Reply:
+        """A /completion request for ``model``, answered or failed (its reply is kept in ``replies``)."""
+        return self._send_completion(*self._completion(model, n_predict, timeout, ignore_eos, prompt, headers, False))
+
+    def request_in_background(self, model: str, n_predict: int = 1, *, timeout: float = 120.0,
+                              ignore_eos: bool = False, prompt: str = "Hello world",
+                              headers: dict[str, str] | None = None) -> threading.Thread:
+        """``request`` on a thread of its own; its recipe line is recorded here, before the steps that
+        follow it (a line recorded by the thread could come after them)."""
+        call = self._completion(model, n_predict, timeout, ignore_eos, prompt, headers, True)
+        t = threading.Thread(target=self._send_completion, args=call, daemon=True)
+        t.start()
+        return t
+
+    def _completion(self, model: str, n_predict: int, timeout: float, ignore_eos: bool, prompt: str,
+                    headers: dict[str, str] | None, background: bool
+                    ) -> tuple[str, dict[str, Any], float, dict[str, str] | None, int]:
+        """Record a /completion request's recipe line; the arguments of ``_send_completion``."""
         body = {"model": model, "prompt": prompt, "n_predict": n_predict, "cache_prompt": True,
                 "ignore_eos": ignore_eos, "response_fields": ["timings"]}
         n = self._next_reply()
         line = _curl("/completion", body, timeout, headers, n)
-        if threading.current_thread() is not threading.main_thread():  # sent in the background: its end noted
-            line = f"{{ {line}; now > \"$WORK/reply-{n}.done\"; }} &"
-        self.act(line)
+        self.act(f"{{ {line}; now > \"$WORK/reply-{n}.done\"; }} &" if background else line)  # background: end noted
+        return model, body, timeout, headers, n
+
+    def _send_completion(self, model: str, body: dict[str, Any], timeout: float, headers: dict[str, str] | None,
+                         n: int) -> Reply:
+        n_predict = int(body["n_predict"])
         t_send = time.perf_counter()
         try:
             r = self.http.post("/completion", json=body, timeout=timeout, headers=headers)
@@ -386,17 +426,30 @@ class Lab:
             self.__dict__["_n_replies"] = n
         return n
 
-    def request_in_background(self, model: str, n_predict: int = 1, **kw: Any) -> threading.Thread:
-        t = threading.Thread(target=self.request, args=(model, n_predict), kwargs=kw, daemon=True)
+    def post(self, path: str, model: str) -> Reply:
+        """``POST path`` with ``{"model": model}`` (``/models/load``, ``/models/unload``)."""
+        return self._send_post(path, model, self._post_line(path, model, False))
+
+    def post_in_background(self, path: str, model: str, into: list[Reply] | None = None) -> threading.Thread:
+        """``post`` on a thread of its own, its recipe line recorded here (``request_in_background``);
+        its reply is appended to ``into``."""
+        n = self._post_line(path, model, True)
+
+        def send() -> None:
+            reply = self._send_post(path, model, n)
+            if into is not None:
+                into.append(reply)
+        t = threading.Thread(target=send, daemon=True)
         t.start()
         return t
 
-    def post(self, path: str, model: str) -> Reply:
+    def _post_line(self, path: str, model: str, background: bool) -> int:
         n = self._next_reply()
         line = _curl(path, {"model": model}, 120, None, n)
-        if threading.current_thread() is not threading.main_thread():  # sent in the background: its end noted
-            line = f"{{ {line}; now > \"$WORK/reply-{n}.done\"; }} &"
-        self.act(line)
+        self.act(f"{{ {line}; now > \"$WORK/reply-{n}.done\"; }} &" if background else line)
+        return n
+
+    def _send_post(self, path: str, model: str, n: int) -> Reply:
         t_send = time.perf_counter()
         try:
             r = self.http.post(path, json={"model": model})
@@ -510,11 +563,35 @@ class Lab:
             return str(int(pid))
         return f"$(find_child {shell.quote('--alias ' + shell.ere_literal(model) + '( |$)')})"
 
-    def freeze_new_child(self, pid: int) -> None:
-        """``freeze`` for a child lbench stopped within a millisecond of its spawn: the recipe stops
-        the first child not in ``$KNOWN`` (``children_now`` recorded before the spawn)."""
-        self.act('kill -STOP $(new_child "$KNOWN")')
-        self.freeze_pid(pid)
+    def release(self, model: str, timeout: float = EVENT_WAIT_S) -> bool:
+        """Let ``model``'s held child go on with its start (it was waiting in ``open`` of its FIFO,
+        before its first status message to the router): write its UI config (``{}``) to the FIFO.
+        False when no child had the FIFO open within ``timeout`` (its child was never spawned, or
+        exited)."""
+        self.act(f'{{ exec 3<>"$WORK"/{shell.quote(self.holds[model].name)}; printf \'{{}}\' >&3; exec 3>&-; }}')
+        return self._open_hold(model, timeout)
+
+    def _open_hold(self, model: str, timeout: float) -> bool:
+        """Write ``{}`` to ``model``'s FIFO once its child has it open (a non-blocking open for writing
+        fails with ENXIO until a reader has it: waited for up to ``timeout``); the FIFO is removed after."""
+        fifo = self.holds.pop(model)
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                try:
+                    fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+                except OSError as exc:
+                    if exc.errno != errno.ENXIO or time.monotonic() >= deadline:
+                        return False
+                    time.sleep(0.005)
+                    continue
+                try:
+                    os.write(fd, b"{}")
+                finally:
+                    os.close(fd)
+                return True
+        finally:
+            fifo.unlink(missing_ok=True)  # the child has it open already, or never will
 
     def retry_when(self, test: str, why: str, attempts: int) -> None:
         """When shell ``test`` succeeds after the steps, the recipe's attempt could not create the

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from harness import shell
+from harness.engines.router import HOLD_KEY
 from harness.repro.figures import PEAK_CHILDREN
 from harness.models.gguf_info import file_sha256, read_model_info
 from harness.report.rerun import _hash_check, model_recipe
@@ -77,14 +78,6 @@ _FUNCTIONS = [
     "  local end=$((SECONDS + 10)); while [ \"$SECONDS\" -lt \"$end\" ]; do "
     "p=$(pgrep -P \"$ROUTER_PID\" -f -- \"$1\" | head -n 1); "
     "[ -n \"$p\" ] && { echo \"$p\"; return 0; }; sleep 0.02; done; return 1",
-    "}",
-    "children_now() { local f p out=; for f in /proc/\"$ROUTER_PID\"/task/*/children; do "
-    "p=(); read -r -a p < \"$f\" 2>/dev/null; out=\"$out ${p[*]}\"; done; echo \"$out \"; }",
-    "new_child() {  # the first child of the router not in $1, polled with shell builtins only (Linux /proc), 10 s",
-    "  local end=$((SECONDS + 10)) f p q",
-    "  while [ \"$SECONDS\" -lt \"$end\" ]; do for f in /proc/\"$ROUTER_PID\"/task/*/children; do "
-    "p=(); read -r -a p < \"$f\" 2>/dev/null; for q in \"${p[@]}\"; do case \"$1\" in *\" $q \"*) ;; "
-    "*) echo \"$q\"; return 0 ;; esac; done; done; done; return 1",
     "}",
     "sse_count() { M=\"$1\" S=\"$2\" awk -F '\\t' '$2 == ENVIRON[\"M\"] && $3 == ENVIRON[\"S\"]' \"$WORK/sse.txt\" "
     "2>/dev/null | wc -l | tr -d ' '; }",
@@ -166,13 +159,18 @@ def _models(models: list) -> tuple[list[str], dict[str, str]]:
     return lines, by_path
 
 
-def _preset_lines(preset: str, by_path: dict[str, str]) -> list[str]:
-    """The preset INI written line by line, model paths replaced by their variables."""
+def _preset_lines(preset: str, by_path: dict[str, str], run_dir: Path | None = None) -> list[str]:
+    """The preset INI written line by line, model paths replaced by their variables and the FIFOs of
+    held children (``Lab.held``, in ``run_dir``) by theirs in ``$WORK``, made first."""
     out = [': > "$WORK/preset.ini"']
     for line in preset.splitlines():
         key, _, value = line.partition("=")
         if key.strip() == "model" and value.strip() in by_path:
             out.append(f"printf 'model = %s\\n' \"${by_path[value.strip()]}\" >> \"$WORK/preset.ini\"")
+        elif key.strip() == HOLD_KEY and run_dir is not None and Path(value.strip()).parent == run_dir:
+            fifo = f'"$WORK"/{shell.quote(Path(value.strip()).name)}'
+            out += [f"rm -f {fifo}; mkfifo {fifo}  # the held child waits here until the script writes it",
+                    f"printf '%s = %s\\n' {shell.quote(HOLD_KEY)} {fifo} >> \"$WORK/preset.ini\""]
         else:
             out.append(f"printf '%s\\n' {shell.quote(line)} >> \"$WORK/preset.ini\"")
     return out
@@ -276,7 +274,7 @@ def _router_lines(lab: Lab, by_path: dict[str, str], names: dict[str, str], extr
     words[router.argv.index("--models-preset") + 1] = '"$WORK/preset.ini"'
     words[next((i for i, a in enumerate(router.argv) if a == str(b.path)), 0)] = '"$LLAMA_SERVER"'
     preset = router.preset_path.read_text() if router.preset_path.exists() else ""
-    lines = _preset_lines(preset, by_path)
+    lines = _preset_lines(preset, by_path, lab.run_dir)
     for k, v in sorted(lab.environment_set().items()):
         lines.append(f'export {k}="$WORK/llama-cache"' if k == "LLAMA_CACHE" else shell.export(k, v))
     lines += [" ".join(words) + " 2> \"$WORK/router.stderr.log\" > \"$WORK/router.stdout.log\" &", "ROUTER_PID=$!",

@@ -22,7 +22,6 @@ from __future__ import annotations
 import random
 import shlex
 import shutil
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -246,8 +245,7 @@ def loading_lru(lab: Lab, p: LoadingLruParams, ev: Evidence) -> Iterator[None]:
     lab.log_mark("c")
     load_reply: list[Reply] = []
     if via_load:
-        c_thread = threading.Thread(target=lambda: load_reply.append(lab.post("/models/load", c)), daemon=True)
-        c_thread.start()
+        c_thread = lab.post_in_background("/models/load", c, into=load_reply)
     else:
         c_thread = lab.request_in_background(c, timeout=hold_s + 120)
     lab.sleep(hold_s)
@@ -327,44 +325,40 @@ def tick_timing(lab: Lab) -> dict[str, object]:
 
 
 def _multi_evict_once(ctx: Context, p: MultiEvictParams) -> Evidence:
-    """models_max 4: A and B loaded and idle; H's load (a request) frozen, so H heads the queue;
-    X queues behind H (a slot is free, so no eviction); Z loaded by POST /models/load (no queue
-    entry, no tick) and frozen: now the 4 slots are taken while X still needs one.  A and B are
-    frozen too (idle, but unable to exit).  A request for Y then finds two queued requests short
-    of slots and two idle models: its tick should evict both.  (Two requests sent at once cannot show this: each
-    request's own tick evicts one.)"""
+    """models_max 4: A and B loaded and idle; H requested, its child held at start-up (``Lab.held``:
+    it waits for its UI config file, a FIFO, before it reports anything to the router), so H heads
+    the queue, loading; X queues behind H (a slot is free, so no eviction); Z loaded by POST
+    /models/load (no queue entry, no tick) and held the same way: now the 4 slots are taken while X
+    still needs one, and no child can send the status message whose tick would evict A alone.  A
+    and B are frozen (idle, but unable to exit).  A request for Y then finds two queued requests
+    short of slots and two idle models: its tick should evict both.  (Two requests sent at once
+    cannot show this: each request's own tick evicts one.)"""
     models = ctx.router_models(p.models)
     a, b, h, z, x, y = (m.name for m in models[:6])
     ev = Evidence()
-    with ctx.lab(models, models_max=4, evidence=ev) as lab:
+    with ctx.lab(models, models_max=4, evidence=ev, held=(h, z)) as lab:
         lab.request(a)
         lab.request(b)
+        lab.note("H's and Z's children wait at start-up until the script writes their UI config file (a FIFO): "
+                 "until then they send the router no status message, and no tick can run on one")
+        after = lab.now()
         threads = [lab.request_in_background(h, timeout=180)]
-        pids = [freeze_while_loading(lab, h)]
+        if lab.wait_for("spawn", h, timeout=EVENT_WAIT_S, after=after) is None:
+            raise Inconclusive(f"the router never spawned {h}")
+        pids: list[int] = []
         try:
             after = lab.now()
             threads.append(lab.request_in_background(x, timeout=180))
             queued_x = lab.wait_for("queued", x, timeout=EVENT_WAIT_S, after=after)
-            # Z is frozen within a millisecond of its spawn: its first status message would run a
-            # tick while X is one slot short, and that tick would evict A alone
-            lab.note("lbench sends this POST in the background and stops Z within a millisecond of its spawn; the "
-                    "script stops the first new child of the router (new_child polls /proc with shell builtins); "
-                    "when the router still logs an eviction before Y's request, the script runs again")
-            lab.act("KNOWN=$(children_now)")
-            poster = threading.Thread(target=lab.post, args=("/models/load", z), daemon=True)
-            poster.start()
-            pid_z = lab.child_pid(z, poll_s=0.0002)
-            if pid_z is None:
-                raise Inconclusive(f"{z}'s child never appeared")
-            lab.freeze_new_child(pid_z)  # (the POST's curl line was recorded before the request, so before this)
-            pids.append(pid_z)
-            poster.join(30)
+            after = lab.now()
+            threads.append(lab.post_in_background("/models/load", z))
+            if lab.wait_for("spawn", z, timeout=EVENT_WAIT_S, after=after) is None:
+                raise Inconclusive(f"the router never spawned {z} for POST /models/load")
             for m in (a, b):  # idle victims that cannot exit: only Y's own tick can evict them
                 try:  # spawned and loaded at the start: an eviction since then is the early one
                     pid = found_child(lab, m, gone_after=0.0)
                 except ChildGone as exc:
-                    raise EarlyEviction(f"{exc}: a status message of Z reached the router before Z was frozen, "
-                                        "and its tick found X one slot short") from None
+                    raise EarlyEviction(f"{exc}: {EARLY_TICK}") from None
                 lab.freeze(pid)
                 pids.append(pid)
             early = [e for e in lab.events if e.kind == "evict"]
@@ -372,29 +366,38 @@ def _multi_evict_once(ctx: Context, p: MultiEvictParams) -> Evidence:
             after = lab.now()
             threads.append(lab.request_in_background(y, timeout=180))
             queued_y = lab.wait_for("queued", y, timeout=EVENT_WAIT_S, after=after)
-            lab.sleep(0.5)
+            # Y's request thread logs "waiting until ... fully loaded" right after its join's tick: once
+            # that line is in, every eviction line of the tick is too
+            lab.wait_for("wait", y, timeout=EVENT_WAIT_S, after=after)
             lab.log_mark("thaw")
         finally:
             for pid in pids:
                 lab.thaw(pid)
+        for m in (h, z):
+            lab.release(m)
         for t in threads:
             t.join(180)
         lab.sleep(0.2)
     if queued_x is None or queued_y is None:
         raise Inconclusive("the request for X or Y was never queued")
     if early:
-        raise EarlyEviction(f"the router evicted {early[0].model} before Y was requested (a status message of "
-                            "Z reached the router before Z was frozen, and its tick found X one slot short)")
+        raise EarlyEviction(f"the router evicted {early[0].model} before Y was requested: {EARLY_TICK}")
     measure(ev, lab, **tick_figures(h, x, y), expected_victims=Given(f"{a},{b}"))
     ev.figures.update(tick_timing(lab))
     lab.retry_when(f'[ "$({lab.sh_log_lines(None, "y")} | grep -cE -- {shlex.quote(line_ere("evict", None))})" -gt 0 ]',
-                   "the router evicted a model before Y's request (a status message of Z reached it before Z was "
-                   "stopped): this attempt cannot show the situation", p.attempts)
+                   f"the router evicted a model before Y's request ({EARLY_TICK}): this attempt cannot show the "
+                   "situation", p.attempts)
     ev.lines = [f"t={lab.rel(e.t):.4f}s {e.source}: {e.text.strip()}" for e in lab.events
                 if e.source == "router" and lab.rel(e.t) >= lab.log_marks["y"]][:12]
-    ev.notes = ["A and B were frozen (SIGSTOP) from before Y was requested until 0.5 s after, so neither could "
-                "exit: every eviction line in that window comes from the tick of Y's request"]
+    ev.notes = ["H's and Z's children waited at start-up (their UI config file was a FIFO lbench wrote after the "
+                "thaw), so neither sent a status message; A and B were frozen (SIGSTOP) from before Y was requested "
+                "until Y's request thread had logged 'waiting until ... fully loaded' (the line after its tick), so "
+                "neither could exit: every eviction line in that window comes from the tick of Y's request"]
     return ev
+
+
+EARLY_TICK = ("a tick ran while X was one slot short: the end of A's or B's first request, which the router "
+              "counts after their replies were read")
 
 
 class EarlyEviction(Inconclusive):

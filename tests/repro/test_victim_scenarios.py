@@ -192,6 +192,15 @@ def test_multi_evict_on_the_real_router(engine_binary, victim_models, tmp_path):
     assert e.figures["exits_in_window"] == 0 and e.figures["tick_span_ms"] is not None
     assert judge(spec, e.figures)[0] == HOLDS, judge(spec, e.figures)[1]
     assert e.lines[0].endswith("queued at position 3") and "tick: evicting idle LRU" in e.lines[1]
+    # H and Z were held by FIFOs (issue 47: no race with their first status message); none is left behind
+    assert e.figures["attempts"] == 1 and not list(tmp_path.rglob("*.fifo"))
+    recipe = (tmp_path / "recipe.sh").read_text().splitlines()
+    assert sum("mkfifo" in line for line in recipe) == 2 and sum("exec 3<>" in line for line in recipe) == 2
+    # the background POST's line comes before the wait for the spawn it causes (recorded by the caller)
+    post = next(i for i, line in enumerate(recipe) if "/models/load" in line and line.startswith("{ curl"))
+    spawn = next(i for i, line in enumerate(recipe) if line.startswith("wait_log 'spawning server instance")
+                 and "-2 on port" in line)
+    assert post < spawn
 
 
 @pytest.mark.parametrize("claim_id", ["router-victim-lru-load", "router-victim-not-loading-load"])
