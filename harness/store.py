@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 import pandas as pd
+import pyarrow as pa
 
 from harness import __version__
 from harness.atomic import atomic_write_json
@@ -305,7 +306,12 @@ class Run:
             try:
                 fd, _ = open_regular(parquet, max_bytes=MAX_TABLE_BYTES, what=f"table {parquet.name}")
                 with open(fd, "rb") as fh:
-                    return apply_schema(pd.read_parquet(fh), name)
+                    data = fh.read()  # bounded by open_regular
+                # pyarrow reads a Python file object from its IO threads, which take the GIL: one still
+                # at it when the interpreter exits aborts the process ("terminate called without an
+                # active exception", seen under load; apache/arrow#34314). From a buffer, no thread of
+                # Arrow's calls back into Python.
+                return apply_schema(pd.read_parquet(pa.BufferReader(data)), name)
             except BadInput:
                 raise
             except Exception as exc:  # truncated or damaged (pyarrow raises several kinds), or mistyped columns

@@ -111,3 +111,27 @@ def test_a_killed_writer_reads_abandoned_in_runs_report_and_history_add(lbench_e
     r = run_cli("history", "add", str(run_dir), "--archive", str(tmp_path / "archive"), env=lbench_env)
     text = " ".join(r.stderr.split())
     assert r.returncode == 2 and "abandoned" in text and f"pid {proc.pid}" in text, r.stdout + r.stderr
+
+
+def test_tables_reach_arrow_as_a_buffer_not_a_python_file(tmp_path, monkeypatch):
+    """Arrow reads a Python file object from its IO threads, which take the GIL; one still doing so
+    when the interpreter exits aborts the process ("terminate called without an active exception",
+    exit -6: seen once in three suites under two CPU hogs, after `lbench repro` had written
+    everything; apache/arrow#34314). The store hands Arrow the bytes (a native buffer) instead."""
+    import pandas as pd
+    import pyarrow as pa
+
+    w = RunWriter(tmp_path, "idle", {"config": {}})
+    w.append({"phase": "measure", "rep": 0, "latency_ms": 1.5, "error": None})
+    w.finish("complete")
+    seen: list[object] = []
+    real = pd.read_parquet
+
+    def spy(source, *args, **kwargs):
+        seen.append(source)
+        return real(source, *args, **kwargs)
+
+    monkeypatch.setattr(pd, "read_parquet", spy)
+    frame = open_run(w.run_id, tmp_path).table()
+    assert frame["latency_ms"].tolist() == [1.5]
+    assert seen and all(isinstance(s, pa.NativeFile) for s in seen), [type(s) for s in seen]
