@@ -282,6 +282,7 @@ class SwapBackend(Protocol):
     proc: "subprocess.Popen"  # for the exit status when it dies mid-storm
     t_start: float  # time.perf_counter() when it was started
     request_path: str  # where requests go ("/completion", "/v1/completions")
+    reports_states: bool  # whether it streams model states itself (llama-server's /models/sse)
 
     def request_body(self, model: str, prompt: str, n_predict: int) -> dict:
         """The JSON body of one request for ``model`` in the engine's own format (the swap

@@ -188,6 +188,7 @@ class MlxSwapBackend:
     """
 
     request_path = "/v1/completions"
+    reports_states = False  # lbench infers them (after_response)
 
     def __init__(self, models: Sequence[RouterModel], log_path: Path, *, extra_args: list[str] | None = None) -> None:
         self.t_start = time.perf_counter()

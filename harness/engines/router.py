@@ -319,6 +319,7 @@ class RouterProcess:
 
     # ---- the swap protocol (engines.base.SwapBackend) ---------------------
     request_path = "/completion"
+    reports_states = True  # /models/sse
 
     def request_body(self, model: str, prompt: str, n_predict: int) -> dict:
         """llama-server's native completion, streamed, with the server's own timings."""

@@ -100,8 +100,21 @@ def _measure_one(prep: "PreparedSwap", router_models: list[RouterModel], names: 
         described = session.backend.describe()
         _set_up(session, state, name, other, files, extra,
                 lambda row: on_request({**row, **extra, "first_measured": False}))
+        loaded_before = session.count("status:loaded", name)
+        answered: list[bool] = []
+
+        def emit(row: dict) -> None:
+            answered.append(row.get("error") is None)
+            on_request({**row, **extra, "first_measured": True})
+
         session.drive([[name]], concurrency=1, n_predict=spec.n_predict, timeout_s=prep.deadline["request_s"],
-                      emit=lambda row: on_request({**row, **extra, "first_measured": True}))
+                      emit=emit)
+        if any(answered) and session.backend.reports_states:
+            # The answer can reach lbench before /models/sse's events of the same load (two streams; seen
+            # under two CPU hogs). The router sends them in order, ending with "loaded": wait for this
+            # load's "loaded" so its events are in the timeline before the router closes. The analysis
+            # still places a marker only between the send and the answer.
+            session.wait_for_nth("status:loaded", name, loaded_before + 1, timeout=prep.deadline["request_s"])
     finally:
         session.close()
     return dict(described) if described is not None else None

@@ -203,6 +203,11 @@ class RouterSession:
                     return None
                 self._cond.wait(left)
 
+    def count(self, kind: str, model: str | None = None) -> int:
+        """How many events of ``kind`` (for ``model``) have arrived so far."""
+        with self._cond:
+            return sum(1 for e in self.events if e.kind == kind and (model is None or e.model == model))
+
     def wait_for_nth(self, kind: str | tuple[str, ...], model: str | None, n: int, timeout: float = 30.0
                      ) -> TimelineEvent | None:
         """The ``n``-th event (from 1) of ``kind`` (one kind or several; for ``model``), waiting until it

@@ -55,6 +55,9 @@ def test_the_first_request_by_phase_cold_evicted_slept(engine_env):
     assert sorted(zip(measured["first_state"], measured["model"])) == sorted(
         (s, mdl) for s in ("cold", "evicted", "slept") for mdl in ("tiny-q8", "tiny-q4"))
     assert measured["error"].isna().all()
+    events = pd.read_parquet(d / "events.parquet")
+    for request in measured.to_dict("records"):  # its router closed only after this load's "loaded" arrived
+        assert not _own_events(events, req, request, "status:loaded").empty, request
     analysis = json.loads((d / "analysis.json").read_text())
     from harness.analysis.frames import json_frame
 
@@ -65,7 +68,7 @@ def test_the_first_request_by_phase_cold_evicted_slept(engine_env):
         total = sum(v for p in phases if (v := row[p]) is not None and v == v)
         assert abs(total - row["ttfb_ms"]) < 1.0, row  # the phases add up to the time to first byte
         if row["weights_ms"] != row["weights_ms"]:  # /models/sse's text-model progress 1 was not seen in time
-            _progress_came_after_the_request(d, measured, row)
+            _progress_came_after_the_request(events, req, measured, row)
         if row["state"] == "evicted":
             assert row["victim_exit_ms"] == row["victim_exit_ms"]  # the other model was told to go, and went
         if row["state"] == "slept":
@@ -74,19 +77,27 @@ def test_the_first_request_by_phase_cold_evicted_slept(engine_env):
     assert "The first request, by phase" in html and any("first request, cold, tiny-q8" in f for f in m["findings"])
 
 
-def _progress_came_after_the_request(d: Path, measured: pd.DataFrame, row: dict) -> None:
+def _own_events(events: pd.DataFrame, req: pd.DataFrame, request: dict, kind: str) -> pd.DataFrame:
+    """``kind`` events of the request's model from its send to the next request's (the run's routers
+    run one after another on one clock)."""
+    later = req.loc[req["t_send_s"] > request["t_send_s"], "t_send_s"]
+    until = later.min() if len(later) else float("inf")
+    return events[(events["model"] == request["model"]) & events["kind"].eq(kind)
+                  & (events["t_s"] >= request["t_send_s"]) & (events["t_s"] < until)]
+
+
+def _progress_came_after_the_request(events: pd.DataFrame, req: pd.DataFrame, measured: pd.DataFrame,
+                                     row: dict) -> None:
     """A request's phases use the timeline events between its send and its end. The router sends the
     text model's last load progress (value 1) on every load (11434 server-context.cpp
     load_progress_callback: the final sample is never throttled), but the /models/sse stream can reach
     lbench after the answer on a loaded machine (seen under two CPU hogs). Then the phase is empty, its
-    time is in the next phase (checked above), and the event must still be in the run's timeline, later."""
+    time is in the next phase (checked above), and the event must still be in the run's timeline, later
+    (lbench waits for the load's "loaded", sent after it, before it closes the router)."""
     (request,) = measured[(measured["first_state"] == row["state"]) & (measured["model"] == row["model"])].to_dict(
         "records")
-    events = pd.read_parquet(d / "events.parquet")
-    loading = events[(events["model"] == row["model"]) & events["kind"].eq("status:loading")
-                     & (events["t_s"] >= request["t_send_s"])]
+    loading = _own_events(events, req, request, "status:loading")
     details = [(t, json.loads(detail) if detail else {}) for t, detail in zip(loading["t_s"], loading["detail"])]
     done = [t for t, x in details if x.get("progress") is not None and float(x["progress"]) >= 1.0
             and x.get("stage") in (None, "text_model")]
     assert done and min(done) > request["t_done_s"], (row, request["t_done_s"], done[:3])
-

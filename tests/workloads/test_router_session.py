@@ -22,6 +22,7 @@ class ToyBackend:
     """Holds one model at a time, like mlx_lm.server; answers POST /toy/generate with 200."""
 
     request_path = "/toy/generate"
+    reports_states = False  # engines.base.SwapBackend: lbench infers them from answers
 
     def answer_complete(self, body: str) -> bool:  # engines.base.SwapBackend: a whole JSON answer here
         return True
@@ -84,6 +85,8 @@ def test_a_session_drives_the_backend_format_and_tracks_residency():
     with RouterSession(start, ["a", "b"], sample_hz=50, on_event=events.append) as session:
         sent = session.drive([["a"], ["a"], ["b"], ["a"]], concurrency=1, n_predict=3, prompt="hi", emit=rows.append)
         assert session.wait_for("status:loaded", "a", timeout=60) is not None
+        assert (session.count("status:loaded", "a"), session.count("status:loaded", "b"),
+                session.count("status:loaded")) == (1, 0, 1)
     backend = holder["b"]
     assert sent == 4 and backend.closed and session.sampler_summary["samples"] >= 1
     assert backend.paths == ["/toy/generate"] * 4
