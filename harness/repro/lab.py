@@ -403,10 +403,16 @@ class Lab:
         """Record a /completion request's recipe line; the arguments of ``_send_completion``."""
         body = {"model": model, "prompt": prompt, "n_predict": n_predict, "cache_prompt": True,
                 "ignore_eos": ignore_eos, "response_fields": ["timings"]}
+        return model, body, timeout, headers, self._curl_line("/completion", body, timeout, headers, background)
+
+    def _curl_line(self, path: str, body: dict[str, Any], timeout: float, headers: dict[str, str] | None,
+                   background: bool) -> int:
+        """Record the recipe's curl line for a POST (in the background: its end noted in
+        ``$WORK/reply-N.done``); the reply's number."""
         n = self._next_reply()
-        line = _curl("/completion", body, timeout, headers, n)
-        self.act(f"{{ {line}; now > \"$WORK/reply-{n}.done\"; }} &" if background else line)  # background: end noted
-        return model, body, timeout, headers, n
+        line = _curl(path, body, timeout, headers, n)
+        self.act(f"{{ {line}; now > \"$WORK/reply-{n}.done\"; }} &" if background else line)
+        return n
 
     def _send_completion(self, model: str, body: dict[str, Any], timeout: float, headers: dict[str, str] | None,
                          n: int) -> Reply:
@@ -430,12 +436,12 @@ class Lab:
 
     def post(self, path: str, model: str) -> Reply:
         """``POST path`` with ``{"model": model}`` (``/models/load``, ``/models/unload``)."""
-        return self._send_post(path, model, self._post_line(path, model, False))
+        return self._send_post(path, model, self._curl_line(path, {"model": model}, 120, None, False))
 
     def post_in_background(self, path: str, model: str, into: list[Reply] | None = None) -> threading.Thread:
         """``post`` on a thread of its own, its recipe line recorded here (``request_in_background``);
         its reply is appended to ``into``."""
-        n = self._post_line(path, model, True)
+        n = self._curl_line(path, {"model": model}, 120, None, True)
 
         def send() -> None:
             reply = self._send_post(path, model, n)
@@ -444,12 +450,6 @@ class Lab:
         t = threading.Thread(target=send, daemon=True)
         t.start()
         return t
-
-    def _post_line(self, path: str, model: str, background: bool) -> int:
-        n = self._next_reply()
-        line = _curl(path, {"model": model}, 120, None, n)
-        self.act(f"{{ {line}; now > \"$WORK/reply-{n}.done\"; }} &" if background else line)
-        return n
 
     def _send_post(self, path: str, model: str, n: int) -> Reply:
         t_send = time.perf_counter()
