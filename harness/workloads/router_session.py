@@ -203,10 +203,15 @@ class RouterSession:
                     return None
                 self._cond.wait(left)
 
+    def _matching(self, kind: str | tuple[str, ...], model: str | None) -> list:
+        """The events of ``kind`` (one kind or several; for ``model``) so far; call with ``_cond`` held."""
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        return [e for e in self.events if e.kind in kinds and (model is None or e.model == model)]
+
     def count(self, kind: str, model: str | None = None) -> int:
         """How many events of ``kind`` (for ``model``) have arrived so far."""
         with self._cond:
-            return sum(1 for e in self.events if e.kind == kind and (model is None or e.model == model))
+            return len(self._matching(kind, model))
 
     def wait_for_nth(self, kind: str | tuple[str, ...], model: str | None, n: int, timeout: float = 30.0
                      ) -> TimelineEvent | None:
@@ -217,8 +222,7 @@ class RouterSession:
         deadline = time.monotonic() + timeout
         with self._cond:
             while True:
-                kinds = kind if isinstance(kind, tuple) else (kind,)
-                hits = [e for e in self.events if e.kind in kinds and (model is None or e.model == model)]
+                hits = self._matching(kind, model)
                 if len(hits) >= n:
                     return hits[n - 1] if n > 0 else None
                 left = deadline - time.monotonic()
